@@ -1,0 +1,3 @@
+from servotool.cli.app import main
+
+main()

@@ -1,0 +1,63 @@
+"""Shared rendering helpers for the commands: one console, one-line errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one clear error line on stderr and exit non-zero (never a traceback)."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _clean(obj: Any) -> Any:
+    """Make numpy scalars, NaN and paths JSON-safe (NaN and inf become null)."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item) and not isinstance(obj, (str, bytes)):
+        try:
+            obj = obj.item()
+        except (ValueError, TypeError):
+            pass
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def print_json(data: Any) -> None:
+    """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json)."""
+    sys.stdout.write(json.dumps(_clean(data), indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+@contextmanager
+def user_errors(*types: type[BaseException]) -> Iterator[None]:
+    """Turn the listed exception types into one error line and exit code 2."""
+    try:
+        yield
+    except types as exc:  # type: ignore[misc]
+        fail(str(exc))
+
+
+def announce_device(url: str, simulated: bool, model: str = "") -> None:
+    """Say loudly when the device is a simulator, so nobody mistakes a rehearsal for a measurement."""
+    if simulated:
+        err_console.print(f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False)
+    else:
+        err_console.print(f"[bold]device[/] {url}", highlight=False)

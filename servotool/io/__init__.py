@@ -1,0 +1,1 @@
+"""Files: the servotool-csv format, output and state folders."""
