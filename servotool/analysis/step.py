@@ -1,0 +1,198 @@
+"""Step-response figures and the runaway verdict from a step run (level cycle +X, 0, -X, 0).
+
+Per step, with t_step the send time of the first setpoint of the new level and `pre` the measured pose just
+before it:
+
+* first_move_ms: first state frame that left `pre` by more than the noise threshold;
+* arrive_ms: first frame within 10 % of the step of the target;
+* peak_delta_deg: largest guard-view |setpoint - measured| (the setpoint just sent against the newest frame);
+* guard_lag_ms: how long that delta stayed above 10 % of the step (first to last tick above it);
+* travel_deg: largest excursion of the measured joint from `pre` (a runaway travels 14-35x the step);
+* peak_speed_deg_s: largest measured speed between consecutive frames;
+* rejects (replies with a non-zero errcode) and faults (new fault latches) inside the step;
+* guard trip times relative to the step, to the fault, and to the moment the arm went past its target.
+
+The noise threshold is six standard deviations of the measured joint at rest before the steps, and never below
+0.01 deg. Verdicts: "runaway" (travel beyond 1.5x the step), "refused" (a fault or rejects and no motion),
+"fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no arrival", "cut off".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from servotool.analysis.recording import Recording, RecordingError, check_joint
+
+ARRIVE_FRACTION = 0.10
+RUNAWAY_FACTOR = 1.5
+MIN_THRESHOLD_DEG = 0.01
+NOISE_SIGMAS = 6.0
+PRE_WINDOW_S = 0.15
+
+
+def _nan_ms(dt: float | None) -> float:
+    return float(dt) * 1e3 if dt is not None and math.isfinite(dt) else math.nan
+
+
+@dataclass
+class StepMetrics:
+    index: int
+    t_step_s: float
+    size_deg: float
+    from_deg: float
+    target_deg: float
+    pre_deg: float
+    first_move_ms: float
+    arrive_ms: float
+    peak_delta_deg: float
+    guard_lag_ms: float
+    travel_deg: float
+    travel_ratio: float
+    overshoot_deg: float
+    peak_speed_deg_s: float
+    rejects: int
+    faults: int
+    fault_codes: str
+    fault_ms: float
+    guard_trip_ms: float
+    guard_after_fault_ms: float
+    guard_after_overshoot_ms: float
+    runaway: bool
+    verdict: str
+    window_s: float
+
+
+@dataclass
+class StepResult:
+    joint: int
+    shaped: bool
+    cmd_period_s: float
+    noise_std_deg: float
+    threshold_deg: float
+    steps: list[StepMetrics]
+    runaways: int
+    total_rejects: int
+    total_faults: int
+    guard_trips: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _pre_noise(rec: Recording, joint: int, step_times: np.ndarray) -> float:
+    ts, qs = rec.measured(joint)
+    devs = []
+    for t0 in step_times:
+        sel = (ts >= t0 - PRE_WINDOW_S) & (ts < t0) & np.isfinite(qs)
+        if sel.sum() >= 4:
+            devs.append(qs[sel] - np.median(qs[sel]))
+    if not devs:
+        return math.nan
+    d = np.concatenate(devs)
+    # median absolute deviation: a step that had not fully settled should not inflate the noise
+    return float(1.4826 * np.median(np.abs(d - np.median(d))))
+
+
+def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: bool) -> StepResult:
+    """Per-step metrics of a step recording (see the module docstring). Pure function of the recording."""
+    check_joint(rec, joint)
+    warnings: list[str] = []
+    tc = rec.cmd_t
+    sp = rec.cmd_q[:, joint]
+    raw = rec.cmd_r[:, joint] if rec.cmd_r is not None else sp
+    labels = rec.cmd_pass
+    steps_idx = sorted(set(labels[labels >= 0].tolist()))
+    if not steps_idx:
+        raise RecordingError("no labelled steps in the recording")
+    starts = [int(np.flatnonzero(labels == s)[0]) for s in steps_idx]
+    step_times = tc[starts]
+    ts, qs = rec.measured(joint)
+    good = np.isfinite(qs)
+    ts, qs = ts[good], qs[good]
+    sigma = _pre_noise(rec, joint, step_times)
+    thr = max(NOISE_SIGMAS * sigma, MIN_THRESHOLD_DEG) if math.isfinite(sigma) else MIN_THRESHOLD_DEG
+    if not math.isfinite(sigma):
+        warnings.append("no rest samples before the steps: noise threshold set to its floor")
+    m_latest = rec.latest_measured_at(tc, joint)
+    t_end = max(float(tc[-1]), float(ts[-1]) if len(ts) else -math.inf)
+    out: list[StepMetrics] = []
+    for n, (s, i0) in enumerate(zip(steps_idx, starts, strict=True)):
+        t0 = float(tc[i0])
+        t1 = float(step_times[n + 1]) if n + 1 < len(starts) else t_end
+        before = raw[i0 - 1] if i0 > 0 else raw[i0]
+        target = float(raw[i0])
+        size = target - float(before)
+        pre_sel = (ts >= t0 - PRE_WINDOW_S) & (ts < t0)
+        pre = float(np.median(qs[pre_sel])) if pre_sel.any() else float(before)
+        last = n + 1 == len(starts)
+
+        def inside(t: np.ndarray, t0: float = t0, t1: float = t1, last: bool = last) -> np.ndarray:
+            return (t >= t0) & ((t <= t1) if last else (t < t1))
+
+        w = inside(ts)
+        tw, qw = ts[w], qs[w]
+        sgn = math.copysign(1.0, size) if size != 0 else 1.0
+        moved = np.flatnonzero(np.abs(qw - pre) > thr)
+        first_move = tw[moved[0]] - t0 if moved.size else math.nan
+        near = np.flatnonzero(np.abs(qw - target) <= ARRIVE_FRACTION * abs(size))
+        arrive = tw[near[0]] - t0 if near.size and size != 0 else math.nan
+        travel = float(np.max(np.abs(qw - pre))) if qw.size else math.nan
+        overshoot = float(max(0.0, np.max(sgn * (qw - target)))) if qw.size else math.nan
+        if qw.size >= 2:
+            dt = np.diff(tw)
+            ok = dt > 1e-6
+            peak_speed = float(np.max(np.abs(np.diff(qw)[ok] / dt[ok]))) if ok.any() else math.nan
+        else:
+            peak_speed = math.nan
+        # guard view at the send ticks of this step
+        kw = inside(tc)
+        g = np.abs(sp[kw] - m_latest[kw])
+        g_ok = np.isfinite(g)
+        peak_delta = float(np.max(g[g_ok])) if g_ok.any() else math.nan
+        elevated = np.flatnonzero(g_ok & (g > max(thr, ARRIVE_FRACTION * abs(size))))
+        tk = tc[kw]
+        guard_lag = (tk[elevated[-1]] - tk[elevated[0]] + cmd_period_s) if elevated.size else 0.0
+        rejects = int(np.sum(rec.reply_err[inside(rec.reply_t)] != 0))
+        fw = inside(rec.fault_t)
+        faults = int(fw.sum())
+        fault_t = float(rec.fault_t[fw][0]) - t0 if faults else math.nan
+        codes = ", ".join(f"{m}/{c}" for m, c in zip(rec.fault_main[fw], rec.fault_sub[fw], strict=True))
+        gw = inside(rec.guard_t)
+        guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
+        past = np.flatnonzero(sgn * (qw - target) > thr)
+        past_t = tw[past[0]] - t0 if past.size else math.nan
+        runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
+        if runaway:
+            verdict = "runaway"
+        elif (faults or rejects) and travel <= 3 * thr:
+            verdict = "refused"
+        elif faults:
+            verdict = "fault, bounded"
+        elif math.isfinite(arrive):
+            verdict = "ok"
+        elif rec.stop_t is not None and rec.stop_t <= t1:
+            verdict = "cut off"
+        else:
+            verdict = "no arrival"
+        out.append(StepMetrics(
+            index=int(s), t_step_s=t0, size_deg=size, from_deg=float(before), target_deg=target, pre_deg=pre,
+            first_move_ms=_nan_ms(first_move), arrive_ms=_nan_ms(arrive), peak_delta_deg=peak_delta,
+            guard_lag_ms=_nan_ms(guard_lag), travel_deg=travel,
+            travel_ratio=travel / abs(size) if size else math.nan, overshoot_deg=overshoot,
+            peak_speed_deg_s=peak_speed, rejects=rejects, faults=faults, fault_codes=codes,
+            fault_ms=_nan_ms(fault_t), guard_trip_ms=_nan_ms(guard_t),
+            guard_after_fault_ms=_nan_ms(guard_t - fault_t),
+            guard_after_overshoot_ms=_nan_ms(guard_t - past_t), runaway=runaway, verdict=verdict,
+            window_s=t1 - t0,
+        ))
+    trips = [{"t_s": float(t), "reason": r} for t, r in zip(rec.guard_t, rec.guard_info, strict=True)]
+    return StepResult(
+        joint=joint, shaped=shaped, cmd_period_s=cmd_period_s,
+        noise_std_deg=sigma, threshold_deg=thr, steps=out,
+        runaways=sum(m.runaway for m in out), total_rejects=int(np.sum(rec.reply_err != 0)),
+        total_faults=len(rec.fault_t), guard_trips=trips, warnings=warnings,
+    )

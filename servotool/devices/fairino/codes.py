@@ -1,0 +1,84 @@
+"""FAIRINO command error codes and latched fault codes, as tables.
+
+Error codes are what a command returns (XML-RPC return value, or an integer in a UDP reply). Faults are
+what the controller latches in its state (main_code, sub_code) until ResetAllError. Fault numbering differs
+between firmware versions, so every use goes through FAULTS and the helpers below, never through scattered
+literals. An entry with `confirmed=False` was read from documentation but not seen on a controller: treat it
+as an assumption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ErrCode(IntEnum):
+    OK = 0
+    PARAM_COUNT = 3
+    OUT_OF_RANGE = 4
+    FAILED = 14  # command failed to execute; every command gets it while a fault blocks the controller
+    JOINT_OVERRUN = 29
+    ESTOP = 31
+    SAFETY_STOP = 99
+    NOT_ENABLED = 101
+    NOT_CONNECTED = -4
+
+
+ERR_TEXT: dict[int, str] = {
+    ErrCode.OK: "ok",
+    ErrCode.PARAM_COUNT: "wrong number of parameters",
+    ErrCode.OUT_OF_RANGE: "parameter value out of range",
+    ErrCode.FAILED: "command failed to execute (a fault is latched or the controller is rejecting commands)",
+    ErrCode.JOINT_OVERRUN: "ServoJ joint overrun",
+    ErrCode.ESTOP: "emergency stop (may need a control-box power cycle; unconfirmed meaning)",
+    ErrCode.SAFETY_STOP: "safety stop",
+    ErrCode.NOT_ENABLED: "robot not enabled (also returned during the window after RobotEnable)",
+    ErrCode.NOT_CONNECTED: "not connected",
+}
+
+
+def describe_errcode(code: int) -> str:
+    return f"errcode {code}: {ERR_TEXT.get(code, 'unknown error code')}"
+
+
+@dataclass(frozen=True)
+class Fault:
+    main: int
+    sub: int
+    text: str
+    confirmed: bool
+
+
+MAIN_MOTION = 1  # main code of the motion/speed supervision faults below
+
+# (main, sub) -> Fault. Sub 32 under main 1 is the fault the runaway campaign latched on real FR3/FR20 arms;
+# the per-axis command-speed entries come from the CNDE documentation and their main code is an assumption.
+FAULTS: dict[tuple[int, int], Fault] = {
+    (MAIN_MOTION, 23 + axis): Fault(
+        MAIN_MOTION, 23 + axis, f"axis {axis + 1} command speed over the limit", confirmed=False
+    )
+    for axis in range(6)
+}
+FAULTS[(MAIN_MOTION, 32)] = Fault(MAIN_MOTION, 32, "TCP speed over the limit (latched by the runaway)", True)
+
+RUNAWAY_FAULT: tuple[int, int] = (MAIN_MOTION, 32)
+
+
+def speed_limit_fault(axis: int) -> tuple[int, int]:
+    """(main, sub) of the command-speed fault of 0-based axis 0..5; raises ValueError outside that range."""
+    key = (MAIN_MOTION, 23 + axis)
+    if axis < 0 or key not in FAULTS:
+        raise ValueError(f"no command-speed fault for axis index {axis}")
+    return key
+
+
+def describe_fault(main: int, sub: int) -> str:
+    """One line naming a latched fault; (0, 0) is 'no fault'."""
+    if main == 0 and sub == 0:
+        return "no fault"
+    fault = FAULTS.get((main, sub))
+    if fault is None:
+        return f"fault main {main} sub {sub} (not in the table)"
+    note = "" if fault.confirmed else " [numbering unconfirmed]"
+    return f"fault main {main} sub {sub}: {fault.text}{note}"

@@ -1,0 +1,169 @@
+"""Simulator profiles: the measured behaviour of each controller, with every parameter overridable.
+
+Measured figures (sustained-motion lag L at cmdT = 10 ms, joint speed limits) come from the lag and runaway
+campaign: the v3.9.6 SimMachine 39 ms, a real FR3 78 ms, a real FR20 111 ms. Parameters marked "assumption"
+in `PARAM_HELP` were not measured; they are chosen to reproduce what was observed and can be changed per run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+N_JOINTS = 6
+DEFAULT_POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+class ProfileError(ValueError):
+    """An unknown profile or parameter, or an unreadable value; the message lists the valid ones."""
+
+
+@dataclass(frozen=True)
+class SimProfile:
+    """Everything the simulated controller does, in degrees, seconds-based milliseconds and deg/s."""
+
+    name: str
+    lag_ms: float
+    joint_speed_limits: tuple[float, ...]
+    runaway: bool = True
+    speed_check: bool = True
+    tau_ms: float = 0.0
+    noise_deg: float = 0.002
+    state_ms: int = 8
+    enable_ms: float = 1400.0
+    runaway_min_deg: float = 1.0
+    runaway_max_deg: float = 1.5
+    travel_min: float = 14.0
+    travel_max: float = 35.0
+    reject_ms: float = 900.0
+    refuse_step_deg: float = 20.0
+    refuse_speed_factor: float = 10.0
+    seed: int = 0
+    initial_pose: tuple[float, ...] = DEFAULT_POSE
+    udp_reply: bool = True
+    physics_ms: float = 1.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if len(self.joint_speed_limits) != N_JOINTS or min(self.joint_speed_limits) <= 0:
+            problems.append(f"joint_speed_limits needs {N_JOINTS} positive values")
+        if len(self.initial_pose) != N_JOINTS:
+            problems.append(f"initial_pose needs {N_JOINTS} values")
+        if min(self.lag_ms, self.tau_ms, self.noise_deg, self.enable_ms, self.reject_ms) < 0:
+            problems.append("lag_ms, tau_ms, noise_deg, enable_ms and reject_ms must not be negative")
+        if not 1 <= self.state_ms <= 1000:
+            problems.append("state_ms must be within 1..1000")
+        if not 0 < self.runaway_min_deg <= self.runaway_max_deg:
+            problems.append("need 0 < runaway_min_deg <= runaway_max_deg")
+        if not 0 < self.travel_min <= self.travel_max:
+            problems.append("need 0 < travel_min <= travel_max")
+        if self.refuse_step_deg <= 0 or self.refuse_speed_factor <= 0:
+            problems.append("refuse_step_deg and refuse_speed_factor must be positive")
+        if not 0.1 <= self.physics_ms <= 10:
+            problems.append("physics_ms must be within 0.1..10")
+        values = [self.lag_ms, self.tau_ms, self.noise_deg, *self.joint_speed_limits, *self.initial_pose]
+        if not all(math.isfinite(v) for v in values):
+            problems.append("values must be finite")
+        if problems:
+            raise ProfileError(f"profile {self.name}: " + "; ".join(problems))
+
+
+PROFILES: dict[str, SimProfile] = {
+    # the vendor's own SimMachine: executes any jump after a fixed delay, never runs away, no speed check seen
+    "simmachine": SimProfile("simmachine", 39.0, (180.0,) * 6, runaway=False, speed_check=False),
+    "fr3": SimProfile("fr3", 78.0, (180.0,) * 6),
+    "fr20": SimProfile("fr20", 111.0, (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)),
+}
+
+PARAM_HELP: dict[str, str] = {
+    "lag_ms": "commanded-to-measured delay L (ms)",
+    "tau_ms": "first-order time constant after the delay (ms, 0 = none)",
+    "noise_deg": "encoder noise, Gaussian standard deviation (deg)",
+    "state_ms": "state stream period the client asks for (ms)",
+    "enable_ms": "window after RobotEnable(1) in which ServoJ answers 101 (ms)",
+    "joint_speed_limits": "joint maxima, deg/s: one value for all joints or six comma-separated",
+    "runaway": "whether velocity jumps can run away (true/false)",
+    "speed_check": "whether giant steps are refused (true/false)",
+    "runaway_min_deg": "start of the coin-flip band: per-tick velocity change (deg per command)",
+    "runaway_max_deg": "end of the band: at or above it the runaway always fires (deg per command)",
+    "travel_min": "runaway travel, lowest multiple of the step",
+    "travel_max": "runaway travel, highest multiple of the step",
+    "reject_ms": "window after a runaway in which every command answers 14 (ms)",
+    "refuse_step_deg": "a step larger than this is refused outright (deg; assumption)",
+    "refuse_speed_factor": "a step implying more than this times the joint maximum is refused (assumption)",
+    "seed": "random seed (noise, coin flips, travel)",
+    "initial_pose": "six joint values (deg), comma-separated",
+    "udp_reply": "answer each UDP command with a UDP frame holding its errcode (true/false; unconfirmed)",
+    "physics_ms": "physics tick (ms)",
+}
+
+
+def valid_params() -> list[str]:
+    return sorted(PARAM_HELP)
+
+
+def get_profile(name: str) -> SimProfile:
+    """The named profile; raises ProfileError listing the known ones."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ProfileError(f"unknown FAIRINO profile {name!r} (known: {', '.join(PROFILES)})") from None
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not true/false")
+
+
+def _parse_floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+
+
+def _convert(name: str, raw: Any, current: Any) -> Any:
+    if isinstance(current, bool):
+        return raw if isinstance(raw, bool) else _parse_bool(str(raw))
+    if isinstance(current, tuple):
+        if isinstance(raw, str):
+            vals = _parse_floats(raw)
+        elif isinstance(raw, (int, float)):
+            vals = (float(raw),)
+        else:
+            vals = tuple(float(x) for x in raw)
+        if name == "joint_speed_limits" and len(vals) == 1:
+            vals = vals * N_JOINTS
+        return vals
+    if isinstance(current, int):
+        value = float(raw)
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return float(raw)
+
+
+def with_overrides(profile: SimProfile | str, overrides: Mapping[str, Any] | None = None) -> SimProfile:
+    """A copy of `profile` with parameters replaced; values may be strings (as in URLs) or typed values.
+
+    Raises ProfileError for an unknown name (listing the valid ones) or an unreadable / out-of-range value.
+    """
+    base = get_profile(profile) if isinstance(profile, str) else profile
+    if not overrides:
+        return base
+    known = {f.name for f in fields(SimProfile)} - {"name"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ProfileError(
+            f"unknown simulator parameter(s) {', '.join(unknown)}; valid: {', '.join(valid_params())}"
+        )
+    changes: dict[str, Any] = {}
+    for key, raw in overrides.items():
+        try:
+            changes[key] = _convert(key, raw, getattr(base, key))
+        except (TypeError, ValueError) as exc:
+            raise ProfileError(f"simulator parameter {key}={raw!r}: {exc}") from None
+    return replace(base, **changes)

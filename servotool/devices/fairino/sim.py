@@ -1,0 +1,439 @@
+"""A FAIRINO controller simulator that speaks the real wire protocols.
+
+`FairinoSim` serves, on one host:
+
+* XML-RPC (default port 20003, stdlib server, one thread per connection, HTTP/1.1 keep-alive);
+* the CNDE state stream (default 20005): any configured subset of the known fields, at the configured period;
+* UDP commands (default 20007): ServoJ (376), ServoMoveStart (689), ServoMoveEnd (690); each answered with a
+  UDP frame holding the errcode as text when the profile's `udp_reply` is on (reply format unconfirmed).
+
+Port 0 picks a free port; `.ports` reports what was bound. The joints follow physics.ControllerModel on the
+simulator's own monotonic clock, advanced by a physics thread every `physics_ms` and at every command and
+state sample. Every fault latched is put on `.faults` (a queue of FaultEvent) and passed to `on_fault`.
+
+It serves the vendor's Python SDK (V3.9.x RPC class) unchanged, which needs the default ports. Differences
+from a real controller: ServoJ without ServoMoveStart is accepted at once (a real one may block for seconds);
+several CNDE clients may connect at once; only the fields in fields.FIELDS exist (others are NOT_FOUND).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import queue
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
+
+from servotool.devices.fairino import protocol as p
+from servotool.devices.fairino.cnde_server import CndeSession
+from servotool.devices.fairino.codes import ErrCode
+from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
+from servotool.devices.fairino.profiles import SimProfile, with_overrides
+
+FIRMWARE = "V3.9.6"
+
+
+class SimError(RuntimeError):
+    """The simulator could not start (port in use, bad host) or was used in the wrong state."""
+
+
+@dataclass(frozen=True)
+class SimPorts:
+    rpc: int
+    cnde: int
+    udp: int
+
+
+class _RpcHandler(SimpleXMLRPCRequestHandler):
+    rpc_paths = ("/", "/RPC2")
+    protocol_version = "HTTP/1.1"  # keep-alive: a 100 Hz ServoJ stream reuses one connection
+    disable_nagle_algorithm = True
+    timeout = 30  # idle keep-alive connections are dropped after this many seconds
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+class _RpcServer(socketserver.ThreadingMixIn, SimpleXMLRPCServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+    def __init__(self, addr: tuple[str, int]) -> None:
+        self.open_requests: set[socket.socket] = set()
+        self._req_lock = threading.Lock()
+        super().__init__(addr, requestHandler=_RpcHandler, logRequests=False, allow_none=True)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._req_lock:
+            self.open_requests.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._req_lock:
+            self.open_requests.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        with self._req_lock:
+            reqs, self.open_requests = list(self.open_requests), set()
+        for r in reqs:
+            _hard_close(r)
+
+
+def _hard_close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+class FairinoSim:
+    """The simulator. `profile` is a SimProfile or a profile name; `overrides` change its parameters
+    (strings as in URLs, or typed values; unknown names raise profiles.ProfileError).
+
+    Lifecycle: `start()` binds and starts daemon threads (raises SimError if a port is taken), `stop()`
+    closes every socket and joins the threads; also a context manager. Not restartable.
+    """
+
+    def __init__(
+        self,
+        profile: SimProfile | str = "fr3",
+        *,
+        host: str = "127.0.0.1",
+        rpc_port: int = 20003,
+        cnde_port: int = 20005,
+        udp_port: int = 20007,
+        overrides: Mapping[str, Any] | None = None,
+        on_fault: Callable[[FaultEvent], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.profile = with_overrides(profile, overrides)
+        self.host = host
+        self._want = SimPorts(rpc_port, cnde_port, udp_port)
+        self._ports: SimPorts | None = None
+        self._clock = clock
+        self._on_fault = on_fault
+        self.faults: queue.Queue[FaultEvent] = queue.Queue()
+        self._lock = threading.Lock()
+        self._model = ControllerModel(self.profile, clock())
+        self._stop = threading.Event()
+        self._started = False
+        self._threads: list[threading.Thread] = []
+        self._sessions: set[CndeSession] = set()
+        self._sessions_lock = threading.Lock()
+        self._paused = False
+        self._rpc: _RpcServer | None = None
+        self._cnde_sock: socket.socket | None = None
+        self._udp_sock: socket.socket | None = None
+        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0}
+
+    # --- lifecycle --------------------------------------------------------------------------------------
+
+    def start(self) -> FairinoSim:
+        if self._started:
+            raise SimError("simulator already started")
+        self._started = True
+        try:
+            self._bind()
+        except BaseException:
+            self._close_sockets()
+            raise
+        assert self._rpc and self._cnde_sock and self._udp_sock
+        self._ports = SimPorts(
+            self._rpc.server_address[1], self._cnde_sock.getsockname()[1], self._udp_sock.getsockname()[1]
+        )
+        self._spawn(lambda: self._rpc.serve_forever(poll_interval=0.05), "rpc")
+        self._spawn(self._accept_loop, "cnde-accept")
+        self._spawn(self._udp_loop, "udp")
+        self._spawn(self._physics_loop, "physics")
+        return self
+
+    def _bind(self) -> None:
+        host, want = self.host, self._want
+        try:
+            self._rpc = _RpcServer((host, want.rpc))
+        except OSError as exc:
+            raise SimError(f"cannot bind XML-RPC port {want.rpc} on {host}: {exc.strerror or exc}") from None
+        self._register_rpc(self._rpc)
+        cnde = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._cnde_sock = cnde
+        cnde.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            cnde.bind((host, want.cnde))
+        except OSError as exc:
+            raise SimError(f"cannot bind CNDE port {want.cnde} on {host}: {exc.strerror or exc}") from None
+        cnde.listen(8)
+        cnde.settimeout(0.05)
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._udp_sock = udp
+        try:
+            udp.bind((host, want.udp))
+        except OSError as exc:
+            raise SimError(f"cannot bind UDP port {want.udp} on {host}: {exc.strerror or exc}") from None
+        udp.settimeout(0.05)
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        th = threading.Thread(target=target, name=f"fairino-sim-{name}", daemon=True)
+        th.start()
+        self._threads.append(th)
+
+    def stop(self) -> None:
+        """Stop serving; every client connection is cut. Idempotent; returns within about a second."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._rpc is not None and self._ports is not None:
+            self._rpc.shutdown()
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for s in sessions:
+            s.close()
+        self._close_sockets()
+        me = threading.current_thread()
+        for th in self._threads:
+            if th is not me:
+                th.join(timeout=1.0)
+
+    def _close_sockets(self) -> None:
+        if self._rpc is not None:
+            self._rpc.drop_connections()
+            self._rpc.server_close()
+        for s in (self._cnde_sock, self._udp_sock):
+            if s is not None:
+                s.close()
+
+    def __enter__(self) -> FairinoSim:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._stop.is_set()
+
+    @property
+    def ports(self) -> SimPorts:
+        """The bound ports; raises SimError before start()."""
+        if self._ports is None:
+            raise SimError("simulator not started")
+        return self._ports
+
+    def address(self) -> dict[str, Any]:
+        """What the simulator serves, as plain data (for printing or JSON)."""
+        pr = self.profile
+        return {
+            "host": self.host,
+            "rpc_port": self.ports.rpc,
+            "cnde_port": self.ports.cnde,
+            "udp_port": self.ports.udp,
+            "profile": pr.name,
+            "lag_ms": pr.lag_ms,
+            "tau_ms": pr.tau_ms,
+            "noise_deg": pr.noise_deg,
+            "state_ms": pr.state_ms,
+            "enable_ms": pr.enable_ms,
+            "joint_speed_limits": list(pr.joint_speed_limits),
+            "runaway": pr.runaway,
+            "runaway_band_deg": [pr.runaway_min_deg, pr.runaway_max_deg],
+            "seed": pr.seed,
+            "url": f"fairino://{self.host}?rpc_port={self.ports.rpc}&cnde_port={self.ports.cnde}"
+            f"&udp_port={self.ports.udp}",
+        }
+
+    # --- model access -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """The controller state now (draws encoder noise like a state frame does)."""
+        with self._lock:
+            return self._model.sample(self._clock())
+
+    def hold_stream(self, paused: bool) -> None:
+        """Fault injection: withhold (True) or resume (False) CNDE data frames, sockets left open."""
+        self._paused = bool(paused)
+
+    def _command(self, fn: Callable[..., int], *args: Any) -> int:
+        with self._lock:
+            err = int(fn(self._clock(), *args))
+            events = self._model.drain_events()
+        for ev in events:
+            self.faults.put(ev)
+            if self._on_fault is not None:
+                # a listener's bug must not take the controller down
+                with contextlib.suppress(Exception):
+                    self._on_fault(ev)
+        return err
+
+    def _state_values(self) -> dict[str, Any]:
+        now = self._clock()
+        with self._lock:
+            s = self._model.sample(now)
+            t0 = self._model.start_time
+        lt = time.localtime()
+        ms = int((time.time() % 1.0) * 1000)
+        moving = any(abs(v) > 1e-6 for v in s.qd)
+        return {
+            "program_state": 1,
+            "robot_state": 2 if moving else 1,
+            "main_code": s.main_code,
+            "sub_code": s.sub_code,
+            "robot_mode": s.mode,
+            "actual_joint_pos": s.q,
+            "actual_joint_vel": s.qd,
+            "rbt_enable_state": 1 if s.enabled else 0,
+            "robot_time": (lt.tm_year, lt.tm_mon, lt.tm_mday, lt.tm_hour, lt.tm_min, lt.tm_sec, ms),
+            "motion_done": 0 if moving else 1,
+            "last_servoJ_target": s.last_target,
+            "servoJ_cmd_num": s.cmd_num,
+            "target_joint_pos": s.target,
+            "target_joint_vel": s.qd,
+            "udp_cmd_state": 1 if self.stats["udp_frames"] else 0,
+            "timestamp_us": int(max(0.0, s.t - t0) * 1e6),
+        }
+
+    # --- XML-RPC ----------------------------------------------------------------------------------------
+
+    def _register_rpc(self, server: _RpcServer) -> None:
+        m = self._model
+
+        def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def call(*args: Any) -> Any:
+                self.stats["rpc_calls"] += 1
+                return fn(*args)
+
+            call.__name__ = fn.__name__
+            return call
+
+        def servo_j(*args: Any) -> int:
+            if len(args) != 8:
+                return int(ErrCode.PARAM_COUNT)
+            joints, _axes, _acc, _vel, cmd_t = args[:5]
+            try:
+                q = [float(x) for x in joints]
+                cmd_t = float(cmd_t)
+            except (TypeError, ValueError):
+                return int(ErrCode.OUT_OF_RANGE)
+            return self._command(m.servo_j, q, cmd_t)
+
+        def joint_pos_deg(flag: int = 1) -> list[Any]:
+            return [0, *self.snapshot().q]
+
+        def joint_pos_rad(flag: int = 1) -> list[Any]:
+            return [0, *(math.radians(x) for x in self.snapshot().q)]
+
+        def error_code() -> list[int]:
+            with self._lock:
+                return [0, self._model.main_code, self._model.sub_code]
+
+        table: dict[str, Callable[..., Any]] = {
+            "RobotEnable": lambda state: self._command(m.robot_enable, int(state)),
+            "Mode": lambda state: self._command(m.set_mode, int(state)),
+            "ResetAllError": lambda: self._command(m.reset_all_errors),
+            "StopMotion": lambda: self._command(m.stop_motion),
+            "ServoMoveStart": lambda: self._command(m.servo_start),
+            "ServoMoveEnd": lambda: self._command(m.servo_end),
+            "ServoJ": servo_j,
+            "GetActualJointPosDegree": joint_pos_deg,
+            "GetActualJointPosRadian": joint_pos_rad,
+            "GetRobotErrorCode": error_code,
+            "GetControllerIP": lambda: [0, self.host],
+            "GetSoftwareVersion": lambda: [0, f"SIM-{self.profile.name}", FIRMWARE, FIRMWARE],
+        }
+        for name, fn in table.items():
+            server.register_function(counted(fn), name)
+
+    # --- CNDE -------------------------------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        assert self._cnde_sock is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._cnde_sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            session = CndeSession(
+                conn,
+                self._state_values,
+                lambda: self._paused,
+                f"SIM-{self.profile.name} {FIRMWARE}",
+                self._clock,
+            )
+            with self._sessions_lock:
+                if self._stop.is_set():
+                    _hard_close(conn)
+                    break
+                self._sessions.add(session)
+                self.stats["cnde_clients"] += 1
+            th = threading.Thread(target=self._run_session, args=(session,), daemon=True, name="fairino-cnde")
+            th.start()
+            self._threads.append(th)
+
+    def _run_session(self, session: CndeSession) -> None:
+        try:
+            session.run()
+        finally:
+            with self._sessions_lock:
+                self._sessions.discard(session)
+
+    # --- UDP --------------------------------------------------------------------------------------------
+
+    def _udp_loop(self) -> None:
+        assert self._udp_sock is not None
+        sock = self._udp_sock
+        while not self._stop.is_set():
+            try:
+                data, addr = sock.recvfrom(65535)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            try:
+                frame = p.decode_udp(data)
+            except p.FrameError:
+                self.stats["udp_bad"] += 1
+                continue
+            self.stats["udp_frames"] += 1
+            err = self._udp_command(frame)
+            if err is not None and self.profile.udp_reply:
+                # the sender may have gone away: UDP is fire and forget
+                with contextlib.suppress(OSError):
+                    sock.sendto(p.encode_udp(frame.count, frame.cmd_id, str(err)), addr)
+
+    def _udp_command(self, frame: p.UdpFrame) -> int | None:
+        m = self._model
+        if frame.cmd_id == p.CmdId.SERVO_J:
+            try:
+                cmd = p.decode_servoj(frame.content)
+            except p.FrameError:
+                self.stats["udp_bad"] += 1
+                return int(ErrCode.PARAM_COUNT)
+            return self._command(m.servo_j, cmd.joints, cmd.cmd_t)
+        if frame.cmd_id == p.CmdId.SERVO_MOVE_START:
+            return self._command(m.servo_start)
+        if frame.cmd_id == p.CmdId.SERVO_MOVE_END:
+            return self._command(m.servo_end)
+        return None
+
+    # --- physics ----------------------------------------------------------------------------------------
+
+    def _physics_loop(self) -> None:
+        dt = self.profile.physics_ms / 1000.0
+        deadline = self._clock()
+        while not self._stop.is_set():
+            deadline += dt
+            delay = deadline - self._clock()
+            if delay > 0:
+                self._stop.wait(delay)
+            else:
+                deadline = self._clock()
+            with self._lock:
+                self._model.advance(self._clock())

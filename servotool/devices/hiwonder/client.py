@@ -1,0 +1,313 @@
+"""The bus-servo client: pyserial transport to a Hiwonder-style board (real, or the simulator on a pty).
+
+URLs (query keys the client itself takes: baud, timeout_ms, retries, profile; a `sim:` URL passes every other
+key to the simulator, see sim_params):
+
+* ``hiwonder:///dev/ttyAMA0?baud=1000000`` a real board;
+* ``sim:rosorin-arm[?obstacle_2=562&silent_10=1...]`` the simulator, started on a pty in a background thread and
+  opened with this same client. Closing the client stops it.
+
+Guarantees: each read waits at most timeout_ms per attempt and is retried `retries` times (a corrupted reply is
+retried at once); a servo that does not answer reads as None and is added to `silent`, never an exception, so
+one silent servo never stops reads of the others. Only motion, hold and torque-off commands and reads are ever
+written: the protocol module cannot encode EEPROM writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import serial
+
+from servotool.devices.arm import DeviceError
+from servotool.devices.hiwonder import protocol as p
+from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
+from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer, start_sim
+from servotool.devices.registry import DeviceURL, DeviceURLError
+
+DEFAULT_BAUD = 1_000_000
+DEFAULT_TIMEOUT_S = 0.1
+DEFAULT_RETRIES = 2
+CLIENT_KEYS = ("baud", "timeout_ms", "retries", "profile")
+POLL_S = 0.005
+
+
+@dataclass(frozen=True)
+class ServoRecord:
+    """One servo's state as read: None where the servo did not answer."""
+
+    servo_id: int
+    position: int | None
+    voltage_mv: int | None = None
+    temperature_c: int | None = None
+    torque: bool | None = None
+
+    @property
+    def silent(self) -> bool:
+        return self.position is None
+
+
+@dataclass
+class BusStats:
+    frames_sent: int = 0
+    replies: int = 0
+    retries: int = 0
+    timeouts: int = 0
+    bad_frames: int = 0
+    failed_reads: int = 0  # a reply with a non-zero ok byte
+
+
+@dataclass
+class HiwonderBus:
+    """A board's servo bus. Pulses are servo pulses (0-1000 commanded, reads are signed), durations ms."""
+
+    port: Any
+    url: str
+    profile: ArmProfile
+    simulated: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retries: int = DEFAULT_RETRIES
+    server: PtyBoardServer | None = None
+    silent: set[int] = field(default_factory=set)
+    last_position: dict[int, int] = field(default_factory=dict)
+    stats: BusStats = field(default_factory=BusStats)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.RLock()
+        self._parser = p.FrameParser()
+        self._closed = False
+
+    # --- identity ------------------------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.profile.name
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.profile.ids
+
+    @property
+    def sim(self) -> BoardSim | None:
+        """The simulated board behind a `sim:` URL (for inspection), else None."""
+        return self.server.sim if self.server is not None else None
+
+    # --- commands ------------------------------------------------------------------------------------------
+
+    def _write(self, frame: bytes) -> None:
+        if self._closed:
+            raise DeviceError(f"{self.url}: bus is closed")
+        try:
+            self.port.write(frame)
+            self.port.flush()
+        except (serial.SerialException, OSError) as exc:
+            raise DeviceError(f"{self.url}: write failed ({exc})") from exc
+        self.stats.frames_sent += 1
+
+    def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
+        """Send one move frame: every servo to its pulse (0-1000) in duration_ms. ValueError if out of range."""
+        frame = p.move_frame(targets, duration_ms)
+        with self._lock:
+            self._write(frame)
+
+    def hold(self, ids: Iterable[int] | None = None) -> None:
+        """Stop the servos where they are (all of the profile's servos by default); they keep torque on."""
+        frame = p.stop_frame(self.ids if ids is None else ids)
+        with self._lock:
+            self._write(frame)
+
+    def torque_off(self, servo_id: int) -> None:
+        """Switch one servo's motor off: a joint that carries weight drops."""
+        frame = p.request_frame(p.SubCommand.TORQUE_OFF, servo_id)
+        with self._lock:
+            self._write(frame)
+
+    # --- reads ---------------------------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        try:
+            self.port.reset_input_buffer()
+        except (serial.SerialException, OSError):
+            pass
+        self._parser.reset()
+
+    def _await(self, sid: int, sub: p.SubCommand, deadline: float) -> p.ServoReply | None:
+        bad_before = self._parser.bad_frames
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                # the port's own timeout is a short poll (set once at open): re-setting it per read would
+                # reconfigure the tty every time
+                chunk = self.port.read(max(1, self.port.in_waiting))
+            except (serial.SerialException, OSError) as exc:
+                raise DeviceError(f"{self.url}: read failed ({exc})") from exc
+            for frame in self._parser.feed(chunk):
+                if frame.func != p.Function.BUS_SERVO:
+                    continue  # other board reports (battery, keys) are not ours
+                try:
+                    reply = p.decode_reply(frame)
+                except p.FrameError:
+                    self.stats.bad_frames += 1
+                    continue
+                if reply.servo_id == sid and reply.sub == sub:
+                    return reply
+            if self._parser.bad_frames != bad_before:
+                # a corrupted frame arrived: it was most likely our reply, so ask again now
+                self.stats.bad_frames += self._parser.bad_frames - bad_before
+                return None
+
+    def _query(self, sub: p.SubCommand, sid: int) -> Any:
+        frame = p.request_frame(sub, sid)
+        with self._lock:
+            for attempt in range(self.retries + 1):
+                if attempt:
+                    self.stats.retries += 1
+                self._drain()
+                self._write(frame)
+                reply = self._await(sid, sub, time.monotonic() + self.timeout_s)
+                if reply is None:
+                    self.stats.timeouts += 1
+                    continue
+                self.stats.replies += 1
+                if not reply.success:
+                    self.stats.failed_reads += 1
+                    continue
+                self.silent.discard(sid)
+                return reply.value
+            self.silent.add(sid)
+            return None
+
+    def read_position(self, servo_id: int) -> int | None:
+        """Position in pulses (signed: a sagged joint can read below 0), None if the servo is silent."""
+        value = self._query(p.SubCommand.READ_POSITION, servo_id)
+        if value is not None:
+            self.last_position[servo_id] = int(value)
+        return value
+
+    def read_voltage(self, servo_id: int) -> int | None:
+        """Supply voltage at the servo in mV, None if silent."""
+        return self._query(p.SubCommand.READ_VOLTAGE, servo_id)
+
+    def read_temperature(self, servo_id: int) -> int | None:
+        """Temperature in deg C, None if silent."""
+        return self._query(p.SubCommand.READ_TEMPERATURE, servo_id)
+
+    def read_torque(self, servo_id: int) -> bool | None:
+        """True when the motor is powered (holding), None if silent."""
+        value = self._query(p.SubCommand.READ_TORQUE, servo_id)
+        return None if value is None else bool(value)
+
+    def read_stored_limits(self, servo_id: int) -> tuple[int, int] | None:
+        """The (lo, hi) angle limit held in the servo's EEPROM (read only), None if silent."""
+        value = self._query(p.SubCommand.READ_LIMIT, servo_id)
+        return None if value is None else (int(value[0]), int(value[1]))
+
+    def read_pose(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
+        """Positions of the given servos (all by default); silent ones are None."""
+        return {sid: self.read_position(sid) for sid in (self.ids if ids is None else ids)}
+
+    def read_all(self, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
+        """Position, voltage, temperature and torque of each servo. A servo that does not answer its
+        position read is not asked the rest (it is silent) and reads as all None."""
+        out: dict[int, ServoRecord] = {}
+        for sid in self.ids if ids is None else ids:
+            pos = self.read_position(sid)
+            if pos is None:
+                out[sid] = ServoRecord(sid, None)
+                continue
+            out[sid] = ServoRecord(sid, pos, self.read_voltage(sid), self.read_temperature(sid),
+                                   self.read_torque(sid))
+        return out
+
+    def sync(self, timeout_s: float = 2.0) -> None:
+        """Simulated bus: wait until the board has taken every frame written so far (real bus: nothing to do).
+        Raises DeviceError if the simulator falls behind by more than timeout_s."""
+        sim = self.sim
+        if sim is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while sim.frames_seen < self.stats.frames_sent:
+            if time.monotonic() > deadline:
+                raise DeviceError(f"{self.url}: simulator took {sim.frames_seen} of "
+                                  f"{self.stats.frames_sent} frames within {timeout_s} s")
+            time.sleep(0.0001)
+
+    # --- lifetime ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the port, and stop the simulator behind a sim: URL (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.port.close()
+        finally:
+            if self.server is not None:
+                self.server.close()
+
+    def __enter__(self) -> HiwonderBus:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
+    try:
+        return {
+            "baud": int(params.pop("baud", DEFAULT_BAUD)),
+            "timeout_s": float(params.pop("timeout_ms", DEFAULT_TIMEOUT_S * 1000)) / 1000.0,
+            "retries": int(params.pop("retries", DEFAULT_RETRIES)),
+            "profile": params.pop("profile", None),
+        }
+    except ValueError as exc:
+        raise DeviceURLError(f"device URL {url!r}: {exc}") from None
+
+
+def _open_port(path: str, baud: int, url: str) -> Any:
+    try:
+        return serial.serial_for_url(path, baudrate=baud, timeout=POLL_S)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise DeviceError(f"cannot open {url} ({exc})") from exc
+
+
+def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
+    """Open a bus from a parsed URL. kwargs: clock (the simulator's time base: any object with now()),
+    timeout_s, retries (override the URL)."""
+    params = dict(parsed.params)
+    opts = _client_options(params, parsed.raw)
+    opts["timeout_s"] = kwargs.get("timeout_s", opts["timeout_s"])
+    opts["retries"] = kwargs.get("retries", opts["retries"])
+    if parsed.simulated:
+        try:
+            profile = get_profile(opts["profile"] or parsed.target)
+        except KeyError as exc:
+            raise DeviceURLError(str(exc.args[0])) from None
+        server = start_sim(profile, params, clock=kwargs.get("clock"))
+        try:
+            port = _open_port(server.path, opts["baud"], parsed.raw)
+        except BaseException:
+            server.close()
+            raise
+        bus = HiwonderBus(port, parsed.raw, profile, simulated=True, timeout_s=opts["timeout_s"],
+                          retries=opts["retries"], server=server)
+        attach = getattr(kwargs.get("clock"), "attach", None)
+        if attach is not None:
+            attach(bus.sync)  # a lock-step SimTime waits for the board before time moves on
+        return bus
+    if params:
+        raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
+                             f"(known: {', '.join(CLIENT_KEYS)})")
+    try:
+        profile = get_profile(opts["profile"] or "rosorin-arm")
+    except KeyError as exc:
+        raise DeviceURLError(str(exc.args[0])) from None
+    port = _open_port(parsed.target, opts["baud"], parsed.raw)
+    return HiwonderBus(port, parsed.raw, profile, simulated=False, timeout_s=opts["timeout_s"],
+                       retries=opts["retries"])

@@ -1,0 +1,211 @@
+"""Parameters of the bus-servo board simulator, and how they are read from a `sim:` URL's query.
+
+Every servo field can be set for all servos (`noise=1`) or for one (`noise_3=2`, the id after the last
+underscore); a per-servo value wins over an all-servo one whatever their order. Board-wide keys:
+
+| key | meaning | default |
+|---|---|---|
+| seed | random seed (read noise, CRC error draws) | 0 |
+| pose | named pose of the profile the arm starts in | the profile's start pose |
+| shape | how a servo interpolates a move: linear or smooth | linear |
+| crc_error_rate | probability that a reply's CRC is corrupted | 0 |
+| crc_error_every | corrupt every Nth reply (0 = never) | 0 |
+| reply_ms | delay before each reply, wall-clock ms | 0 |
+
+Per-servo keys (`key` or `key_ID`):
+
+| key | meaning | default |
+|---|---|---|
+| limit | stored (EEPROM) limit, `lo-hi`: silently caps motion | profile table |
+| start | start pulse | from the start pose |
+| obstacle | pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
+| silent | 1: the servo never answers and does not move | 0 |
+| silent_after | sim seconds after which the servo goes silent (it loses power) | never |
+| noise | read-back noise amplitude, whole pulses (uniform, seeded) | 0 |
+| lag_ms | time constant of the servo following its own interpolated command | 30 |
+| max_speed | the servo's top speed, pulses/s | 1000 |
+| sag | drift with torque off, pulses/s, signed (gravity) | profile (joints 2-4) |
+| sag_stop | pulse where the sagging joint comes to rest | profile |
+| voltage | supply reading, mV | profile (12.5-12.7 V) |
+| temperature | temperature reading, deg C | profile (30-42 C) |
+| ignore_torque_off | 1: the servo keeps torque on when told to switch it off | 0 |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+from servotool.devices.hiwonder.profiles import ArmProfile
+from servotool.devices.registry import DeviceURLError
+
+
+@dataclass(frozen=True)
+class ServoParams:
+    """One simulated servo. Pulses, seconds, mV and deg C."""
+
+    lo: int
+    hi: int
+    start: float
+    voltage_mv: int = 12500
+    temperature_c: int = 35
+    obstacles: tuple[int, ...] = ()
+    silent: bool = False
+    silent_after_s: float | None = None
+    noise: int = 0
+    lag_ms: float = 30.0
+    max_speed: float = 1000.0
+    sag_speed: float = 0.0
+    sag_stop: float | None = None
+    ignore_torque_off: bool = False
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """The whole board: its servos plus board-wide settings."""
+
+    servos: Mapping[int, ServoParams]
+    seed: int = 0
+    shape: str = "linear"
+    crc_error_rate: float = 0.0
+    crc_error_every: int = 0
+    reply_delay_ms: float = 0.0
+    pose: str = ""
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on", ""):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _limit(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition("-")
+    if not sep:
+        raise ValueError(f"want lo-hi, got {text!r}")
+    a, b = int(lo), int(hi)
+    if not 0 <= a < b <= 1000:
+        raise ValueError(f"want 0 <= lo < hi <= 1000, got {text!r}")
+    return a, b
+
+
+def _pulses(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
+
+
+def _opt_float(text: str) -> float | None:
+    return None if text.strip().lower() in ("", "none", "never") else float(text)
+
+
+# URL key -> (ServoParams field(s), converter)
+_SERVO_KEYS = {
+    "limit": ("lo,hi", _limit),
+    "start": ("start", float),
+    "obstacle": ("obstacles", _pulses),
+    "silent": ("silent", _bool),
+    "silent_after": ("silent_after_s", _opt_float),
+    "noise": ("noise", int),
+    "lag_ms": ("lag_ms", float),
+    "max_speed": ("max_speed", float),
+    "sag": ("sag_speed", float),
+    "sag_stop": ("sag_stop", _opt_float),
+    "voltage": ("voltage_mv", int),
+    "temperature": ("temperature_c", int),
+    "ignore_torque_off": ("ignore_torque_off", _bool),
+}
+
+_BOARD_KEYS = {
+    "seed": ("seed", int),
+    "pose": ("pose", str),
+    "shape": ("shape", str),
+    "crc_error_rate": ("crc_error_rate", float),
+    "crc_error_every": ("crc_error_every", int),
+    "reply_ms": ("reply_delay_ms", float),
+}
+
+KNOWN_KEYS = tuple(sorted(_BOARD_KEYS)) + tuple(sorted(_SERVO_KEYS))
+
+
+def _split(key: str) -> tuple[str, int | None]:
+    base, sep, tail = key.rpartition("_")
+    if sep and tail.isdigit() and base in _SERVO_KEYS:
+        return base, int(tail)
+    return key, None
+
+
+def _servo_update(key: str, text: str, where: str) -> dict:
+    names, conv = _SERVO_KEYS[key]
+    try:
+        value = conv(text)
+    except ValueError as exc:
+        raise DeviceURLError(f"simulator parameter {where}={text!r}: {exc}") from None
+    if names == "lo,hi":
+        return {"lo": value[0], "hi": value[1]}
+    return {names: value}
+
+
+def default_servos(profile: ArmProfile, pose: str) -> dict[int, ServoParams]:
+    start = profile.poses[pose]
+    return {
+        sid: ServoParams(
+            lo=profile.stored_limits[sid][0],
+            hi=profile.stored_limits[sid][1],
+            start=float(start[sid]),
+            voltage_mv=profile.voltage_mv.get(sid, 12500),
+            temperature_c=profile.temperature_c.get(sid, 35),
+            sag_speed=profile.sag_speed.get(sid, 0.0),
+            sag_stop=profile.sag_stop.get(sid),
+        )
+        for sid in profile.ids
+    }
+
+
+def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParams:
+    """Resolve URL query parameters against a profile. Raises DeviceURLError naming a bad key or value."""
+    board: dict = {}
+    all_servos: dict = {}
+    per_servo: dict[int, dict] = {}
+    for key, text in params.items():
+        base, sid = _split(key)
+        if sid is not None:
+            if sid not in profile.ids:
+                raise DeviceURLError(
+                    f"simulator parameter {key}: no servo {sid} in {profile.name} "
+                    f"(servos {', '.join(map(str, profile.ids))})"
+                )
+            per_servo.setdefault(sid, {}).update(_servo_update(base, text, key))
+        elif key in _SERVO_KEYS:
+            all_servos.update(_servo_update(key, text, key))
+        elif key in _BOARD_KEYS:
+            name, conv = _BOARD_KEYS[key]
+            try:
+                board[name] = conv(text)
+            except ValueError as exc:
+                raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
+        else:
+            raise DeviceURLError(
+                f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)}, per servo as key_ID)"
+            )
+    pose = board.get("pose") or profile.start_pose
+    if pose not in profile.poses:
+        raise DeviceURLError(f"simulator pose {pose!r} unknown (poses: {', '.join(profile.poses)})")
+    board["pose"] = pose
+    if board.get("shape", "linear") not in ("linear", "smooth"):
+        raise DeviceURLError(f"simulator shape {board['shape']!r}: want linear or smooth")
+    servos = default_servos(profile, pose)
+    for sid, base in servos.items():
+        p = replace(base, **{**all_servos, **per_servo.get(sid, {})})
+        if not 0 <= p.lo < p.hi <= 1000:
+            raise DeviceURLError(f"simulator servo {sid}: stored limit {p.lo}-{p.hi} is not 0 <= lo < hi <= 1000")
+        servos[sid] = p
+    return SimParams(servos=servos, **board)
+
+
+def describe(params: SimParams) -> dict:
+    """A JSON-friendly view of resolved parameters (for `servotool sim hiwonder --json`)."""
+    board = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "servos"}
+    board["servos"] = {sid: {f.name: getattr(p, f.name) for f in fields(p)} for sid, p in params.servos.items()}
+    return board

@@ -1,0 +1,257 @@
+"""Moving, holding and relaxing a bus-servo arm: the checks first, then the frames, in time.
+
+Rules kept here:
+* refuse, never clamp: a goal or any sample of the move outside the limits refuses the whole move before a single
+  frame is sent (`Refused`); the limits are the servos' stored limits intersected with the configured ones;
+* a joint servo that does not answer refuses (its position is unknown); an optional servo (the claw) that does not
+  answer is carried at its last known pulse, left out of the move and reported;
+* moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on absolute
+  deadlines; a requested abort holds the arm at once;
+* torque off only when the arm rests on itself (its rest pose within a tolerance on the rest joints), or forced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from servotool.motion.limits import JointLimits
+from servotool.motion.quintic import Trajectory
+from servotool.motion.units import PULSE_MAX, PULSE_MIN
+
+MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
+DEFAULT_SPEED = 250.0
+PERIOD_S = 0.04
+
+Abort = Callable[[], bool] | threading.Event | None
+
+
+class Refused(Exception):
+    """The request was refused before anything was sent; the message says why."""
+
+
+def abort_check(abort: Abort) -> Callable[[], bool]:
+    """A callable for either form of abort request (a callable returning True, or an Event that is set)."""
+    if abort is None:
+        return lambda: False
+    if isinstance(abort, threading.Event):
+        return abort.is_set
+    return abort
+
+
+def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, int]:
+    """A named pose ("rest") or "id=pulse,..." ("2=700,3=200") -> {servo id: pulse}. ValueError on bad text."""
+    text = spec.strip()
+    if not text:
+        raise ValueError("empty goal: give a pose name or id=pulse,...")
+    if "=" not in text:
+        if text not in poses:
+            raise ValueError(f"unknown pose {text!r} (poses: {', '.join(sorted(poses))})")
+        return {int(k): int(v) for k, v in poses[text].items()}
+    goal: dict[int, int] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        try:
+            sid, pulse = int(key), int(value)
+        except ValueError:
+            raise ValueError(f"goal item {part.strip()!r}: want id=pulse with whole numbers") from None
+        if not sep or sid in goal:
+            raise ValueError(f"goal item {part.strip()!r} is malformed or repeated")
+        goal[sid] = pulse
+    return goal
+
+
+def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
+                     configured: Mapping[int, tuple[int, int]] | None) -> dict[int, tuple[int, int]]:
+    """Per servo: the stored limit intersected with the configured one (if any), and with 0-1000. A servo
+    without a stored limit (silent) gets none. Refused when an intersection is empty."""
+    out: dict[int, tuple[int, int]] = {}
+    for sid, pair in stored.items():
+        if pair is None:
+            continue
+        lo, hi = max(pair[0], PULSE_MIN), min(pair[1], PULSE_MAX)
+        if configured and sid in configured:
+            lo, hi = max(lo, configured[sid][0]), min(hi, configured[sid][1])
+        if lo > hi:
+            raise Refused(f"servo {sid}: configured limits {configured[sid] if configured else ''} do not "
+                          f"overlap its stored limits {pair}")
+        out[sid] = (lo, hi)
+    return out
+
+
+def read_limits(bus: Any, configured: Mapping[int, tuple[int, int]] | None = None,
+                ids: Iterable[int] | None = None) -> dict[int, tuple[int, int]]:
+    """The stored limits read from each servo, intersected with `configured` (see intersect_limits)."""
+    ids = tuple(bus.ids if ids is None else ids)
+    return intersect_limits({sid: bus.read_stored_limits(sid) for sid in ids}, configured)
+
+
+@dataclass
+class ArmPose:
+    """A pose as read: positions of answering servos, silent optional servos carried at their last known pulse."""
+
+    pose: dict[int, int]
+    silent: list[int]
+    carried: dict[int, int] = field(default_factory=dict)
+
+
+def read_arm(bus: Any, ids: Iterable[int] | None = None) -> ArmPose:
+    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever read)."""
+    ids = tuple(bus.ids if ids is None else ids)
+    optional = set(bus.profile.optional_ids)
+    raw = {sid: bus.read_position(sid) for sid in ids}
+    silent = [sid for sid, v in raw.items() if v is None]
+    joints = [sid for sid in silent if sid not in optional]
+    if joints:
+        raise Refused(f"joint servo(s) {', '.join(map(str, joints))} not answering: position unknown, "
+                      "nothing moves until they answer (check the cable)")
+    pose = {sid: int(v) for sid, v in raw.items() if v is not None}
+    carried = {sid: int(bus.last_position[sid]) for sid in silent if sid in bus.last_position}
+    return ArmPose(pose=pose, silent=silent, carried=carried)
+
+
+@dataclass
+class MoveResult:
+    start: dict[int, int]
+    goal: dict[int, int]
+    final: dict[int, int | None]
+    duration_s: float
+    frames: int
+    silent: list[int]
+    carried: dict[int, int]
+    skipped: dict[int, int]  # goal entries left out because their servo is silent
+    limits: dict[int, tuple[int, int]]
+    aborted: bool = False
+
+
+def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping[int, tuple[int, int]],
+              speed: float, period_s: float = PERIOD_S) -> Trajectory:
+    """The minimum-jerk trajectory from start to goal, after checking the goal and every sample against the
+    limits and the speed against 0 < speed <= MAX_SPEED. Raises Refused with the reason."""
+    if not 0 < speed <= MAX_SPEED:
+        raise Refused(f"speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
+    if not goal:
+        raise Refused("goal names no servo that can move")
+    missing = [sid for sid in goal if sid not in start]
+    if missing:
+        raise Refused(f"servo(s) {', '.join(map(str, missing))} not on this arm")
+    check = JointLimits({sid: limits[sid] for sid in goal if sid in limits}, unit="pulses") if limits else None
+    if check is None:
+        raise Refused("no limits known for any servo of the goal")
+    reason = check.check(goal)
+    if reason:
+        raise Refused(f"goal refused: {reason.replace('joint', 'servo')}")
+    traj = Trajectory({sid: start[sid] for sid in goal}, goal, speed, 0.0, period=period_s)
+    reason = check.check_path(traj.samples(period_s))
+    if reason:
+        raise Refused(f"move refused (the current pose is outside the limits?): {reason.replace('joint', 'servo')}")
+    return traj
+
+
+def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[int, tuple[int, int]],
+            speed: float = DEFAULT_SPEED, period_s: float = PERIOD_S, settle_s: float = 0.2,
+            abort_requested: Abort = None,
+            on_progress: Callable[[float, dict[int, int]], None] | None = None) -> MoveResult:
+    """Move to `goal` ({servo id: pulse}) along a minimum-jerk trajectory capped at `speed` pulses/s.
+
+    Everything is checked before the first frame (Refused: nothing was sent). Frames go out every period_s on
+    absolute deadlines of `clock`. An abort request sends a hold at once and ends the move (aborted=True).
+    """
+    armpose = read_arm(bus)
+    skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
+    live_goal = {sid: int(p) for sid, p in goal.items() if sid not in armpose.silent}
+    traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
+    check = JointLimits({sid: limits[sid] for sid in live_goal}, unit="pulses")
+    aborted = abort_check(abort_requested)
+    period_ms = int(round(period_s * 1000))
+    t0 = clock.now()
+    k = frames = 0
+    stopped = False
+    try:
+        while True:
+            if aborted():
+                bus.hold()
+                stopped = True
+                break
+            targets = traj.at(k * period_s)
+            if check.check(targets) is not None:  # cannot happen after plan_move; never send it if it does
+                raise Refused(f"internal: sample {targets} left the limits; arm held")
+            bus.move(targets, period_ms)
+            frames += 1
+            if on_progress is not None:
+                on_progress(clock.now() - t0, targets)
+            if traj.done(k * period_s):
+                break
+            k += 1
+            clock.sleep_until(t0 + k * period_s)
+    except BaseException:
+        bus.hold()  # Ctrl-C or a lost link mid-move: the arm stops where it is
+        raise
+    duration = clock.now() - t0
+    if not stopped:
+        clock.sleep(settle_s)
+    final = {sid: bus.read_position(sid) for sid in live_goal}
+    return MoveResult(start={sid: armpose.pose[sid] for sid in live_goal}, goal=live_goal, final=final,
+                      duration_s=duration, frames=frames, silent=armpose.silent, carried=armpose.carried,
+                      skipped=skipped, limits={sid: limits[sid] for sid in live_goal}, aborted=stopped)
+
+
+def hold(bus: Any, ids: Iterable[int] | None = None) -> list[int]:
+    """Hold the servos where they are (all by default). Returns the ids held."""
+    ids = list(bus.ids if ids is None else ids)
+    bus.hold(ids)
+    return ids
+
+
+@dataclass
+class RelaxResult:
+    pose: dict[int, int | None]
+    torque: dict[int, bool | None]
+    still_on: list[int]
+    forced: bool
+    attempts: int
+
+
+def rest_check(pose: Mapping[int, int | None], rest: Mapping[int, int], joints: Iterable[int],
+               tolerance: int) -> str | None:
+    """None when every rest joint is within tolerance of the rest pose, else the reason."""
+    off = []
+    for j in joints:
+        v = pose.get(j)
+        if v is None:
+            off.append(f"servo {j} not answering")
+        elif abs(v - rest[j]) > tolerance:
+            off.append(f"servo {j} at {v} (rest {rest[j]})")
+    if off:
+        return f"the arm is not resting on itself (+-{tolerance} pulses): " + ", ".join(off)
+    return None
+
+
+def relax(bus: Any, clock: Any, *, rest: Mapping[int, int], joints: Iterable[int], tolerance: int,
+          force: bool = False, attempts: int = 3) -> RelaxResult:
+    """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
+
+    Refused (nothing sent) unless the rest joints are within `tolerance` pulses of `rest`, or force is given:
+    with torque off every joint that carries weight drops.
+    """
+    joints = tuple(joints)
+    pose = bus.read_pose()
+    if not force:
+        reason = rest_check(pose, rest, joints, tolerance)
+        if reason:
+            raise Refused(f"relax refused: {reason}; move to the rest pose first, or --force")
+    optional = set(bus.profile.optional_ids)
+    torque: dict[int, bool | None] = {}
+    n = 0
+    for n in range(1, attempts + 1):  # noqa: B007 - n is reported
+        for sid in bus.ids:
+            if torque.get(sid) is not False:
+                bus.torque_off(sid)
+        clock.sleep(0.05)
+        torque = {sid: bus.read_torque(sid) for sid in bus.ids}
+        if all(v is False or (v is None and sid in optional) for sid, v in torque.items()):
+            break
+    still_on = [sid for sid, v in torque.items() if v is True]
+    return RelaxResult(pose=pose, torque=torque, still_on=still_on, forced=force, attempts=n)

@@ -1,0 +1,486 @@
+"""The streaming loop every arm run uses: setpoints on absolute deadlines, everything stamped, a safe ending.
+
+One loop, one clock. Tick k is sent at start + k * period (clock.sleep_until, never sleep(period), so there
+is no drift), and the time recorded for it is the clock reading taken just before the setpoint is handed to
+the transport. State frames carry the time the client received them, on the same clock. Every tick the loop
+records what it sent (`cmd`), what came back (`state`, `reply`), new fault latches (`fault`) and divergence
+guard trips (`guard`), with t = 0 at the run start.
+
+However a run ends early (Ctrl-C, a lost connection, a controller fault, a guard trip, a controller that keeps
+rejecting commands), it ends the same way: a `stop` row naming the reason, then a braking stop from the
+stream's current velocity at no more than a_max (never a velocity jump), then the last pose held while the
+arm comes to rest, all recorded. Ending the servo mode, closing the CSV and disabling the robot belong to the
+caller (runs/ramp.py, runs/step.py), which does them whatever happened here.
+
+Ctrl-C is taken as a request, not an exception, while the loop runs: the first press starts the stop, a
+second one skips waiting for the arm to come to rest, a third raises KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from servotool.devices.arm import Arm, ConnectionLost, DeviceError, StateFrame
+from servotool.runs.clock import Clock
+
+PHASE_STOP = "stop"
+PHASE_REST = "rest"
+
+# outcome statuses
+COMPLETE = "complete"
+INTERRUPTED = "interrupted"
+FAULT = "fault"
+CONNECTION_LOST = "connection-lost"
+GUARD = "guard"
+REJECTED = "rejected"
+DEVICE_ERROR = "device-error"
+
+
+def columns(n_joints: int, raw: bool) -> list[str]:
+    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target."""
+    cols = ["t", "event", "seq", "pass", "phase"]
+    cols += [f"q{j + 1}" for j in range(n_joints)]
+    if raw:
+        cols += [f"r{j + 1}" for j in range(n_joints)]
+    cols += ["errcode", "main_code", "sub_code", "info"]
+    return cols
+
+
+def units(n_joints: int, raw: bool) -> dict[str, str]:
+    u = {"t": "s"}
+    u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
+    if raw:
+        u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
+    return u
+
+
+@dataclass
+class StreamPlan:
+    """What to stream: one raw target per tick (ticks x joints, deg) with its pass index and phase label.
+
+    With a shaper the targets go through it and both are recorded (q = shaped, r = raw); without, the
+    targets are the setpoints.
+    """
+
+    targets: np.ndarray
+    pass_index: np.ndarray | None = None
+    phase: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.targets = np.asarray(self.targets, dtype=float)
+        if self.targets.ndim != 2 or len(self.targets) == 0:
+            raise ValueError("a stream plan needs a non-empty (ticks x joints) array of targets")
+        if not np.all(np.isfinite(self.targets)):
+            raise ValueError("a stream plan holds non-finite targets")
+        n = len(self.targets)
+        for name in ("pass_index", "phase"):
+            arr = getattr(self, name)
+            if arr is not None and len(arr) != n:
+                raise ValueError(f"{name} has {len(arr)} labels for {n} ticks")
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+@dataclass
+class StopSettings:
+    """How an early end brings the stream to rest.
+
+    a_max / v_max: braking deceleration and the speed cap of the stop (deg/s^2, deg/s). The arm is at rest
+    when, after at least min_rest_s of holding, every joint's last rest_window_s of samples spans at most
+    rest_tol_deg; the wait gives up after rest_timeout_s (the arm may be sweeping on its own).
+    """
+
+    a_max: float = 500.0
+    v_max: float = 130.0
+    min_rest_s: float = 0.3
+    rest_window_s: float = 0.1
+    rest_tol_deg: float = 0.02
+    rest_timeout_s: float = 3.0
+    max_consecutive_rejects: int = 25
+
+
+@dataclass
+class TickInfo:
+    """Progress of the loop, passed to on_tick: tick k of n, t since run start (s)."""
+
+    k: int
+    n: int
+    t: float
+    pass_index: int
+    phase: str
+    setpoint: np.ndarray
+    measured: np.ndarray | None
+
+
+@dataclass
+class StreamOutcome:
+    """How the stream ended. status: complete, interrupted, fault, connection-lost, guard, rejected or
+    device-error; reason: one line (None when complete). Times are seconds since the run start."""
+
+    status: str
+    reason: str | None
+    ticks_sent: int
+    stop_ticks: int = 0
+    t_end: float = 0.0
+    fault: tuple[int, int] | None = None
+    fault_t: float | None = None
+    guard_reason: str | None = None
+    guard_t: float | None = None
+    rejects: int = 0
+    late_ticks: int = 0
+    max_late_ms: float = 0.0
+    at_rest: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == COMPLETE
+
+
+class _StopRequest(Exception):
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class _SigintLatch:
+    """SIGINT as a counter while the loop runs (main thread only); restores the previous handler."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.presses = 0
+        self._enabled = enabled and threading.current_thread() is threading.main_thread()
+        self._old: Any = None
+
+    def __enter__(self) -> _SigintLatch:
+        if self._enabled:
+            try:
+                self._old = signal.signal(signal.SIGINT, self._handle)
+            except ValueError:
+                self._enabled = False
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        self.presses += 1
+        if self.presses >= 3:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self._enabled:
+            signal.signal(signal.SIGINT, self._old)
+
+
+class Streamer:
+    """Stream a plan to an arm on a clock, recording into a CsvLogWriter-like writer (anything with write()).
+
+    The arm must already be executing the stream (warm-up done) at the pose the plan starts from, and a
+    shaper, when given, primed there. `guard` (motion.guard.DivergenceGuard) is checked after every send with
+    the setpoint just sent, the newest measured pose and the stream's velocity; its trip ends the run.
+    on_tick(TickInfo) is called every `tick_every` ticks and on_pass(index) when the pass label changes:
+    both must return quickly (they run inside the loop).
+    """
+
+    def __init__(
+        self,
+        arm: Arm,
+        clock: Clock,
+        writer: Any,
+        *,
+        period_s: float = 0.01,
+        shaper: Any = None,
+        guard: Any = None,
+        stop: StopSettings | None = None,
+        record_raw: bool | None = None,
+        on_tick: Callable[[TickInfo], None] | None = None,
+        on_pass: Callable[[int], None] | None = None,
+        tick_every: int = 5,
+        catch_sigint: bool = True,
+    ) -> None:
+        if not (period_s > 0 and math.isfinite(period_s)):
+            raise ValueError(f"command period must be > 0 s, got {period_s!r}")
+        self.arm = arm
+        self.clock = clock
+        self.writer = writer
+        self.period = float(period_s)
+        self.shaper = shaper
+        self.guard = guard
+        self.stop = stop or StopSettings()
+        self.record_raw = shaper is not None if record_raw is None else record_raw
+        self.on_tick = on_tick
+        self.on_pass = on_pass
+        self.tick_every = max(1, int(tick_every))
+        self.catch_sigint = catch_sigint
+        self.n_joints = int(arm.n_joints)
+        self._t0 = 0.0
+        self._last_q: np.ndarray | None = None
+        self._recent: list[tuple[float, np.ndarray]] = []
+        self._codes = (0, 0)
+        self._fault: tuple[int, int] | None = None
+        self._fault_t: float | None = None
+        self._guard_t: float | None = None
+        self._guard_reason: str | None = None
+        self._rejects = 0
+        self._consecutive_rejects = 0
+        self._last_err = 0
+        self._seq = 0
+        self._sigint: _SigintLatch | None = None
+        self._prev_setpoint: np.ndarray | None = None
+
+    # -- recording -------------------------------------------------------------------------------------------
+
+    def _rel(self, t: float) -> float:
+        return t - self._t0
+
+    def _write_frames(self, frames: Sequence[StateFrame], replies: Sequence[Any], extra: Sequence[dict]) -> None:
+        rows: list[dict] = list(extra)
+        for f in frames:
+            q = np.asarray(f.q, dtype=float)
+            self._last_q = q
+            self._recent.append((f.t, q))
+            row = {"t": self._rel(f.t), "event": "state", "main_code": f.main_code, "sub_code": f.sub_code}
+            row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            rows.append(row)
+            codes = (int(f.main_code), int(f.sub_code))
+            if codes != self._codes:
+                if codes != (0, 0):
+                    rows.append({"t": self._rel(f.t), "event": "fault", "main_code": codes[0],
+                                 "sub_code": codes[1]})
+                    if self._fault is None:
+                        self._fault, self._fault_t = codes, self._rel(f.t)
+                self._codes = codes
+        for r in replies:
+            rows.append({"t": self._rel(r.t), "event": "reply", "errcode": r.errcode,
+                         "info": "" if r.command == "ServoJ" else r.command})
+            self._count_reply(r.errcode)
+        rows.sort(key=lambda row: row["t"])  # stable: a cmd keeps its place before its own reply
+        for row in rows:
+            self.writer.write(row)
+        horizon = self._recent[-1][0] - 2 * self.stop.rest_window_s if self._recent else 0.0
+        while len(self._recent) > 2 and self._recent[0][0] < horizon:
+            self._recent.pop(0)
+
+    def _count_reply(self, errcode: int) -> None:
+        if errcode != 0:
+            self._rejects += 1
+            self._consecutive_rejects += 1
+            self._last_err = errcode
+        else:
+            self._consecutive_rejects = 0
+
+    def _cmd_row(self, t: float, pass_index: int, phase: str, q: np.ndarray, raw: np.ndarray | None) -> dict:
+        row: dict[str, Any] = {"t": self._rel(t), "event": "cmd", "seq": self._seq, "pass": pass_index,
+                               "phase": phase}
+        row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
+        if self.record_raw and raw is not None:
+            row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
+        self._seq += 1
+        return row
+
+    def _poll(self) -> tuple[list[StateFrame], list[Any]]:
+        return list(self.arm.poll_states()), list(self.arm.replies())
+
+    # -- one tick --------------------------------------------------------------------------------------------
+
+    def _send(self, k_deadline: int, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str,
+              late: list[float]) -> None:
+        deadline = self._t0 + k_deadline * self.period
+        self.clock.sleep_until(deadline)
+        t_send = self.clock.now()
+        late.append(t_send - deadline)
+        reply = self.arm.servo_j([float(x) for x in setpoint], self.period)
+        cmd = self._cmd_row(t_send, pass_index, phase, setpoint, raw)
+        frames, replies = self._poll()
+        if reply is not None:
+            replies.append(reply)
+        self._write_frames(frames, replies, [cmd])
+        velocity = (setpoint - self._prev_setpoint) / self.period if self._prev_setpoint is not None else None
+        self._prev_setpoint = setpoint
+        self._check_guard(setpoint, velocity)
+
+    def _check_guard(self, setpoint: np.ndarray, velocity: np.ndarray | None) -> None:
+        if self.guard is None or self._guard_t is not None or self._last_q is None:
+            return
+        if self.shaper is not None and self.shaper.velocity is not None and self._stopping is False:
+            v = self.shaper.velocity
+        else:
+            v = velocity if velocity is not None else np.zeros(self.n_joints)
+        verdict = self.guard.check(setpoint, self._last_q[: self.n_joints], v)
+        if verdict is not None:
+            t = self.clock.now()
+            self._guard_t, self._guard_reason = self._rel(t), verdict.reason
+            self.writer.write({"t": self._rel(t), "event": "guard", "info": verdict.reason})
+
+    def _health(self) -> None:
+        """Raise _StopRequest when the run must end now."""
+        if self._sigint is not None and self._sigint.presses:
+            raise _StopRequest(INTERRUPTED, "Ctrl-C")
+        if self._fault is not None:
+            from_text = f"controller fault main {self._fault[0]} sub {self._fault[1]}"
+            raise _StopRequest(FAULT, from_text)
+        if self._guard_t is not None:
+            raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
+        if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
+            raise _StopRequest(REJECTED, f"the controller rejected {self._consecutive_rejects} commands in a "
+                                         f"row (last errcode {self._last_err})")
+
+    # -- the run ---------------------------------------------------------------------------------------------
+
+    _stopping = False
+
+    def run(self, plan: StreamPlan) -> StreamOutcome:
+        """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
+        except a third Ctrl-C). Rows are written as they happen."""
+        if plan.targets.shape[1] != self.n_joints:
+            raise ValueError(f"plan has {plan.targets.shape[1]} joints, the arm {self.n_joints}")
+        n = len(plan)
+        passes = plan.pass_index if plan.pass_index is not None else np.full(n, -1)
+        phases = plan.phase if plan.phase is not None else np.full(n, "", dtype=object)
+        late: list[float] = []
+        status, reason = COMPLETE, None
+        k = 0
+        start = self.arm.latest_state()
+        if start is not None:
+            self._last_q = np.asarray(start.q, dtype=float)
+        self.arm.poll_states()  # frames from before the run start (the warm-up) are not part of it
+        self.arm.replies()
+        self._t0 = self.clock.now()
+        current_pass = None
+        with _SigintLatch(self.catch_sigint) as sigint:
+            self._sigint = sigint
+            try:
+                for k in range(n):
+                    self._health()
+                    raw = plan.targets[k]
+                    setpoint = self.shaper.step(raw) if self.shaper is not None else raw.copy()
+                    p = int(passes[k])
+                    if p != current_pass:
+                        current_pass = p
+                        if self.on_pass is not None:
+                            self.on_pass(p)
+                    self._send(k, setpoint, raw, p, str(phases[k]), late)
+                    if self.on_tick is not None and (k % self.tick_every == 0 or k == n - 1):
+                        self.on_tick(TickInfo(k, n, self._rel(self.clock.now()), p, str(phases[k]), setpoint,
+                                              self._last_q))
+                else:
+                    k = n
+                    self._health()
+            except _StopRequest as req:
+                status, reason = req.status, req.reason
+            except KeyboardInterrupt:
+                status, reason = INTERRUPTED, "Ctrl-C"
+            except ConnectionLost as exc:
+                status, reason = CONNECTION_LOST, f"connection lost: {exc}"
+            except DeviceError as exc:
+                status, reason = DEVICE_ERROR, f"device error: {exc}"
+            ticks_sent = k
+            outcome = StreamOutcome(status=status, reason=reason, ticks_sent=ticks_sent)
+            if status != COMPLETE:
+                self._end_early(outcome, plan, passes, late, k)
+            else:
+                self._drain_tail()
+            self._sigint = None
+        late_arr = np.array(late) if late else np.zeros(1)
+        outcome.late_ticks = int(np.sum(late_arr > self.period / 2))
+        outcome.max_late_ms = float(late_arr.max() * 1e3)
+        outcome.t_end = self._rel(self.clock.now())
+        outcome.fault, outcome.fault_t = self._fault, self._fault_t
+        outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
+        outcome.rejects = self._rejects
+        return outcome
+
+    def _drain_tail(self) -> None:
+        frames, replies = self._poll()
+        self._write_frames(frames, replies, [])
+
+    # -- the common early end ----------------------------------------------------------------------------------
+
+    def _stream_velocity(self, plan: StreamPlan, sent: int) -> np.ndarray:
+        """The velocity the stream has after `sent` ticks: the shaper's, or for an unshaped plan the smaller of
+        the last tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
+        if self.shaper is not None and self.shaper.velocity is not None:
+            return np.asarray(self.shaper.velocity, dtype=float)
+        last = sent - 1
+        if last < 1 or last >= len(plan):
+            return np.zeros(self.n_joints)
+        v = (plan.targets[last] - plan.targets[last - 1]) / self.period
+        if last + 1 < len(plan):
+            v_next = (plan.targets[last + 1] - plan.targets[last]) / self.period
+            v = np.where(np.abs(v_next) < np.abs(v), v_next, v)
+        return v
+
+    def _end_early(self, outcome: StreamOutcome, plan: StreamPlan, passes, late: list[float], k: int) -> None:
+        self._stopping = True
+        t_stop = self._rel(self.clock.now())
+        self.writer.write({"t": t_stop, "event": "stop", "info": outcome.reason})
+        if outcome.status == CONNECTION_LOST:
+            outcome.at_rest = None
+            return
+        if self._prev_setpoint is None:
+            start = self.arm.latest_state()
+            if start is None:
+                outcome.notes.append("no setpoint was sent and no pose is known: nothing to stop")
+                return
+            self._prev_setpoint = np.asarray(start.q, dtype=float)[: self.n_joints]
+        s = self._prev_setpoint.copy()
+        v = np.clip(self._stream_velocity(plan, k), -self.stop.v_max, self.stop.v_max)
+        dv = self.stop.a_max * self.period
+        # the next free deadline on the same grid: the stop continues the stream's rhythm
+        next_k = max(k, math.ceil((self.clock.now() - self._t0) / self.period - 1e-9))
+        stop_ticks = 0
+        try:
+            # brake: each tick the speed drops by at most a_max * period, so the velocity never jumps
+            while np.any(v != 0.0):
+                v = np.sign(v) * np.maximum(np.abs(v) - dv, 0.0)
+                s = s + v * self.period
+                self._send_stop(next_k, s, PHASE_STOP, late)
+                next_k += 1
+                stop_ticks += 1
+            # hold the pose while the arm comes to rest (or a runaway finishes its sweep)
+            t_hold = self.clock.now()
+            while True:
+                now = self.clock.now()
+                held = now - t_hold
+                if held >= self.stop.rest_timeout_s:
+                    outcome.at_rest = False
+                    outcome.notes.append(f"the arm was still moving {self.stop.rest_timeout_s:g} s after the stop")
+                    break
+                if held >= self.stop.min_rest_s and self._at_rest(now):
+                    outcome.at_rest = True
+                    break
+                if self._sigint is not None and self._sigint.presses >= 2:
+                    outcome.at_rest = None
+                    outcome.notes.append("second Ctrl-C: stopped waiting for the arm to come to rest")
+                    break
+                self._send_stop(next_k, s, PHASE_REST, late)
+                next_k += 1
+                stop_ticks += 1
+        except KeyboardInterrupt:
+            outcome.notes.append("Ctrl-C during the stop: stop sequence cut short")
+        except ConnectionLost as exc:
+            outcome.notes.append(f"connection lost during the stop: {exc}")
+        except DeviceError as exc:
+            outcome.notes.append(f"device error during the stop: {exc}")
+        outcome.stop_ticks = stop_ticks
+
+    def _send_stop(self, k: int, s: np.ndarray, phase: str, late: list[float]) -> None:
+        self._send(k, s, None, -1, phase, late)
+
+    def _at_rest(self, now: float) -> bool:
+        recent = [q for t, q in self._recent if t >= now - self.stop.rest_window_s]
+        if len(recent) < 3:
+            return False
+        arr = np.array(recent)
+        return bool(np.all(np.ptp(arr, axis=0) <= self.stop.rest_tol_deg))
+
+
+def stream(arm: Arm, clock: Clock, writer: Any, plan: StreamPlan, **kwargs: Any) -> StreamOutcome:
+    """Convenience: Streamer(arm, clock, writer, **kwargs).run(plan)."""
+    return Streamer(arm, clock, writer, **kwargs).run(plan)

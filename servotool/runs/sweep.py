@@ -1,0 +1,347 @@
+"""Limit mapping: slow sweeps of one joint at a time toward its stored limit, stopped by a stall, the stored limit
+or a key press, with the arm held at every stop and the joint brought back to where it started.
+
+Per joint and direction: read the whole arm (a silent joint servo or a pose outside the current limits refuses),
+then every period send the joint's command start + dir * speed * t (whole pulses, never past the servo's stored
+limit, never outside 0-1000) as one period-long move frame and read the joint back. The sweep stops when
+analysis.sweep's stall test fires, when the command has reached the stored limit and the joint is there, or when an
+abort is requested. At a stop the arm is held at once (one hold frame for every servo), the stop is read back after
+a short settle and the limit is set `inside` pulses inside it. Then a minimum-jerk move brings the joint back to its
+start before the next sweep. An abort holds the arm and ends the whole run: no frame but the hold follows it.
+
+Every commanded pulse passes one guard before it is written: inside the stored limit and 0-1000, else the arm is
+held and the run raises. Nothing here writes EEPROM (the protocol cannot encode it).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from servotool.analysis.sweep import (
+    LIMIT_REASONS,
+    STOP_ABORT,
+    STOP_AT_LIMIT,
+    STOP_SILENT,
+    STOP_STALL,
+    STOP_STORED,
+    FoundLimit,
+    StallCriterion,
+    StallDetector,
+    SweepResult,
+    direction_sign,
+    limit_from_stop,
+    merge_found,
+)
+from servotool.motion.limits import JointLimits
+from servotool.motion.quintic import Trajectory
+from servotool.motion.units import PULSE_MAX, PULSE_MIN
+from servotool.runs.servo import Abort, Refused, abort_check, intersect_limits, read_arm
+
+CSV_COLUMNS = ("t", "event", "joint", "direction", "cmd", "read")
+CSV_UNITS = {"t": "s", "cmd": "pulse", "read": "pulse"}
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """joints: servo ids to sweep; directions: "down" and/or "up"; speed pulses/s; inside pulses;
+    period_s: command period; return_speed: cap of the move back to the start (pulses/s);
+    settle_s: wait after a hold before the stop is read; limit_tol: read-back within this many pulses of the
+    stored limit counts as having reached it; limit_wait_s: how long to wait for that after the command got there."""
+
+    joints: tuple[int, ...]
+    directions: tuple[str, ...] = ("down", "up")
+    speed: float = 25.0
+    inside: int = 20
+    period_s: float = 0.04
+    return_speed: float = 100.0
+    settle_s: float = 0.3
+    limit_tol: int = 2
+    limit_wait_s: float = 1.0
+    criterion: StallCriterion = field(default_factory=StallCriterion)
+
+    def __post_init__(self) -> None:
+        if not self.joints:
+            raise ValueError("no joints to sweep")
+        for d in self.directions:
+            direction_sign(d)
+        if not 0 < self.speed <= 300:
+            raise ValueError(f"sweep speed {self.speed:g} pulses/s outside (0, 300]")
+        if not 0 <= self.inside <= 200:
+            raise ValueError(f"inside {self.inside} pulses outside 0-200")
+        if not 0 < self.return_speed <= 300:
+            raise ValueError(f"return speed {self.return_speed:g} pulses/s outside (0, 300]")
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """Progress report: kind is "start", "tick", "stop", "return", "refused" or "done"."""
+
+    kind: str
+    joint: int | None = None
+    direction: str | None = None
+    t: float = 0.0
+    cmd: int | None = None
+    read: int | None = None
+    message: str = ""
+
+
+@dataclass
+class SweepRun:
+    """A whole run: the sweeps in order, the limits they imply, and how the run ended."""
+
+    results: list[SweepResult]
+    stored: dict[int, tuple[int, int]]
+    limits: dict[int, tuple[int, int]]
+    start_pose: dict[int, int]
+    aborted: bool = False
+    error: str | None = None
+    found: dict[int, FoundLimit] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "aborted": self.aborted, "error": self.error,
+            "start_pose": self.start_pose,
+            "stored_limits": {k: list(v) for k, v in self.stored.items()},
+            "limits_before": {k: list(v) for k, v in self.limits.items()},
+            "found": {k: {"lo": f.lo, "hi": f.hi, "lo_source": f.lo_source, "hi_source": f.hi_source,
+                          "lo_detail": f.lo_detail, "hi_detail": f.hi_detail} for k, f in self.found.items()},
+            "sweeps": [r.as_dict() for r in self.results],
+        }
+
+
+class SweepAborted(Exception):
+    pass
+
+
+WriterFactory = Callable[[SweepResult], AbstractContextManager[Any]]
+
+
+class _Sweeper:
+    def __init__(self, bus: Any, clock: Any, config: SweepConfig, abort: Callable[[], bool],
+                 on_event: Callable[[SweepEvent], None] | None) -> None:
+        self.bus, self.clock, self.cfg = bus, clock, config
+        self.abort = abort
+        self.on_event = on_event or (lambda e: None)
+        self.t0 = clock.now()
+        self.stored: dict[int, tuple[int, int]] = {}
+
+    def now(self) -> float:
+        return self.clock.now() - self.t0
+
+    # every move frame of the run goes through here
+    def send(self, joint: int, pulse: int) -> None:
+        lo, hi = self.stored[joint]
+        if not (max(lo, PULSE_MIN) <= pulse <= min(hi, PULSE_MAX)):
+            self.bus.hold()
+            raise RuntimeError(f"refusing to command servo {joint} to {pulse}: outside stored limit [{lo}, {hi}] "
+                               f"or {PULSE_MIN}-{PULSE_MAX} (arm held)")
+        self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
+
+    def read_stop(self, joint: int) -> int | None:
+        reads = [r for r in (self.bus.read_position(joint) for _ in range(3)) if r is not None]
+        return int(statistics.median(reads)) if reads else None
+
+    def sweep(self, res: SweepResult, writer: Any) -> None:
+        cfg, sign, joint = self.cfg, res.sign, res.joint
+        det = StallDetector(sign, cfg.speed, cfg.criterion)
+        res.lead_threshold, res.progress_threshold = det.K, det.E
+        t_start = self.clock.now()
+        reached_at: float | None = None
+        k = 0
+        while True:
+            if self.abort():
+                return self.stop(res, writer, STOP_ABORT)
+            elapsed = k * cfg.period_s
+            cmd = int(round(res.start + sign * cfg.speed * elapsed))
+            if sign * (cmd - res.bound) >= 0:
+                cmd = res.bound
+                reached_at = elapsed if reached_at is None else reached_at
+            self.send(joint, cmd)
+            t_cmd = self.now()
+            writer.write(t=t_cmd, event="cmd", joint=joint, direction=res.direction, cmd=cmd)
+            read = self.bus.read_position(joint)
+            t_read = self.now()
+            writer.write(t=t_read, event="state", joint=joint, direction=res.direction, read=read)
+            res.t.append(round(t_read, 6))
+            res.cmd.append(cmd)
+            res.read.append(read)
+            self.on_event(SweepEvent("tick", joint, res.direction, t_read, cmd, read))
+            if read is None:
+                return self.stop(res, writer, STOP_SILENT)
+            if self.abort():
+                return self.stop(res, writer, STOP_ABORT)
+            if det.update(t_read, cmd, read):
+                return self.stop(res, writer, STOP_STALL)
+            if reached_at is not None:
+                if abs(read - res.bound) <= cfg.limit_tol:
+                    return self.stop(res, writer, STOP_STORED)
+                if elapsed - reached_at >= cfg.limit_wait_s:
+                    res.notes.append(f"settled at {read}, {abs(read - res.bound)} pulses short of the stored limit")
+                    return self.stop(res, writer, STOP_STORED)
+            k += 1
+            self.clock.sleep_until(t_start + k * cfg.period_s)
+
+    def stop(self, res: SweepResult, writer: Any, reason: str) -> None:
+        self.bus.hold()  # first, before anything else: the arm stops where it is
+        t_hold = self.now()
+        writer.write(t=t_hold, event="hold", joint=res.joint, direction=res.direction)
+        res.reason, res.stop_t = reason, round(t_hold, 6)
+        # a read right after the hold: on a simulated bus this also pins the hold to the time it was sent
+        first = self.bus.read_position(res.joint)
+        writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=first)
+        if reason != STOP_ABORT:
+            self.clock.sleep(self.cfg.settle_s)
+        res.stop = self.read_stop(res.joint) if first is not None else None
+        writer.write(t=self.now(), event="stop", joint=res.joint, direction=res.direction, read=res.stop)
+        if res.stop is not None and reason in LIMIT_REASONS:
+            res.limit = limit_from_stop(res.stop, res.sign, res.inside)
+        self.on_event(SweepEvent("stop", res.joint, res.direction, t_hold, read=res.stop,
+                                 message=reason + (f": limit {res.limit}" if res.limit is not None else "")))
+        if reason == STOP_ABORT:
+            raise SweepAborted
+
+    def go_back(self, res: SweepResult, writer: Any) -> None:
+        """Minimum-jerk move of the swept joint from its stop back to its start pose."""
+        lo, hi = self.stored[res.joint]
+        here = self.bus.read_position(res.joint)
+        if here is None:
+            raise Refused(f"servo {res.joint} went silent after its sweep; arm held")
+        # a read can sit a pulse or two beyond the stored limit (noise): never command that
+        here = min(max(here, lo, PULSE_MIN), hi, PULSE_MAX)
+        traj = Trajectory({res.joint: here}, {res.joint: res.start}, self.cfg.return_speed, 0.0,
+                          period=self.cfg.period_s)
+        self.on_event(SweepEvent("return", res.joint, res.direction, self.now(), cmd=res.start,
+                                 message=f"back to {res.start} in {traj.T:.1f} s"))
+        t_start = self.clock.now()
+        k = 0
+        while True:
+            if self.abort():
+                self.bus.hold()
+                writer.write(t=self.now(), event="hold", joint=res.joint, direction=res.direction)
+                raise SweepAborted
+            pulse = traj.at(k * self.cfg.period_s)[res.joint]
+            self.send(res.joint, pulse)
+            writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)
+            read = self.bus.read_position(res.joint)
+            writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=read)
+            if traj.done(k * self.cfg.period_s):
+                break
+            k += 1
+            self.clock.sleep_until(t_start + k * self.cfg.period_s)
+        self.clock.sleep(self.cfg.settle_s)
+        res.returned_to = self.bus.read_position(res.joint)
+
+
+def check_pose(pose: Mapping[int, int], limits: Mapping[int, tuple[int, int]]) -> str | None:
+    """None when every read servo with a limit is inside it, else the reason."""
+    reason = JointLimits(limits, unit="pulses").check({k: v for k, v in pose.items() if k in limits}) \
+        if limits else "no limits known"
+    return None if reason is None else reason.replace("joint", "servo", 1)
+
+
+def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
+               configured: Mapping[int, tuple[int, int]] | None = None,
+               abort_requested: Abort = None,
+               writer_factory: WriterFactory | None = None,
+               on_event: Callable[[SweepEvent], None] | None = None) -> SweepRun:
+    """Sweep each configured joint in each direction; see the module doc.
+
+    Refused (nothing moved) when a swept servo is not on the arm, a joint servo is silent, a stored limit cannot
+    be read, or the arm's pose is outside the current limits (stored intersected with `configured`).
+    `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress.
+    Any exception, Ctrl-C included, holds the arm before it propagates.
+    """
+    abort = abort_check(abort_requested)
+    sweeper = _Sweeper(bus, clock, config, abort, on_event)
+    unknown = [j for j in config.joints if j not in bus.ids]
+    if unknown:
+        raise Refused(f"servo(s) {', '.join(map(str, unknown))} not on this arm ({', '.join(map(str, bus.ids))})")
+    armpose = read_arm(bus)
+    stored_raw = {sid: bus.read_stored_limits(sid) for sid in bus.ids if sid in armpose.pose}
+    missing = [j for j in config.joints if stored_raw.get(j) is None]
+    if missing:
+        raise Refused(f"stored limit of servo(s) {', '.join(map(str, missing))} could not be read")
+    stored = {sid: pair for sid, pair in stored_raw.items() if pair is not None}
+    sweeper.stored = stored
+    limits = intersect_limits(stored, configured)
+    reason = check_pose(armpose.pose, limits)
+    if reason:
+        raise Refused(f"sweep refused: the arm starts outside the current limits: {reason}")
+    run = SweepRun(results=[], stored=stored, limits=limits, start_pose=dict(armpose.pose))
+    factory = writer_factory or (lambda res: nullcontext(_NullWriter()))
+    try:
+        for joint in config.joints:
+            for direction in config.directions:
+                _one(bus, sweeper, run, joint, direction, limits, factory)
+    except SweepAborted:
+        run.aborted = True
+    except BaseException as exc:
+        bus.hold()
+        if isinstance(exc, Refused):
+            run.error = str(exc)
+        else:
+            raise
+    if not run.error and not run.aborted:
+        sweeper.on_event(SweepEvent("done", t=sweeper.now(), message="all sweeps done"))
+    try:
+        run.found = merge_found(run.results, dict(configured or {}), stored)
+    except ValueError as exc:
+        run.error = run.error or str(exc)
+    return run
+
+
+def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
+         limits: Mapping[int, tuple[int, int]], factory: WriterFactory) -> None:
+    cfg = sweeper.cfg
+    armpose = read_arm(bus)
+    reason = check_pose(armpose.pose, limits)
+    if reason:
+        raise Refused(f"sweep of servo {joint} {direction} refused: the arm is outside the current limits: {reason}")
+    sign = direction_sign(direction)
+    lo, hi = run.stored[joint]
+    bound = min(max(hi if sign > 0 else lo, PULSE_MIN), PULSE_MAX)
+    start = armpose.pose[joint]
+    res = SweepResult(joint=joint, direction=direction, speed=cfg.speed, inside=cfg.inside, start=start,
+                      bound=bound, stored=(lo, hi))
+    run.results.append(res)
+    sweeper.on_event(SweepEvent("start", joint, direction, sweeper.now(), cmd=bound, read=start,
+                                message=f"servo {joint} {direction} from {start} toward stored limit {bound}"))
+    with factory(res) as writer:
+        if sign * (bound - start) <= 0:
+            res.reason, res.stop = STOP_AT_LIMIT, start
+            res.limit = limit_from_stop(start, sign, cfg.inside)
+            sweeper.on_event(SweepEvent("stop", joint, direction, sweeper.now(), read=start, message=STOP_AT_LIMIT))
+            return
+        sweeper.sweep(res, writer)
+        if res.reason == STOP_SILENT:
+            raise Refused(f"servo {joint} stopped answering during its sweep; arm held")
+        sweeper.go_back(res, writer)
+
+
+class _NullWriter:
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def sweep_config_dict(config: SweepConfig) -> dict:
+    """Every resolved setting, for the CSV header."""
+    c = config.criterion
+    return {"mode": "sweep", "joints": list(config.joints), "directions": list(config.directions),
+            "speed": config.speed, "inside": config.inside, "period_s": config.period_s,
+            "return_speed": config.return_speed, "settle_s": config.settle_s, "limit_tol": config.limit_tol,
+            "limit_wait_s": config.limit_wait_s, "stall_window_s": c.window_s, "stall_follow_s": c.follow_s,
+            "stall_lead_min": c.lead_min, "stall_progress_frac": c.progress_frac,
+            "stall_progress_min": c.progress_min}
+
+
+def directions_for(choice: str) -> tuple[str, ...]:
+    """--direction up|down|both -> the directions in sweep order."""
+    if choice == "both":
+        return ("down", "up")
+    direction_sign(choice)
+    return (choice,)
+
