@@ -31,6 +31,7 @@ import numpy as np
 from scipy import optimize, signal, stats
 
 from servotool.analysis.recording import Recording, RecordingError, check_joint
+from servotool.motion.guard import MARGIN_STEP_DEG, tuning_from_measurement
 
 CRUISE = "cruise"
 SETTLE = "settle"
@@ -39,6 +40,7 @@ RAMP_DOWN = "ramp-down"
 MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
 FIT_GRID_S = 0.001  # simulation step of the dynamic model
 FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
+DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
 
 
 def _finite(x: float | None) -> bool:
@@ -134,16 +136,51 @@ class Noise:
 
 
 @dataclass
-class GuardTuning:
-    """Divergence-guard settings that follow from this measurement (see motion.guard)."""
+class GuardAdvice:
+    """Divergence-guard settings that follow from a measured lag (see motion.guard).
 
+    The guard compares the setpoint just sent with the newest state frame, which is up to one state period
+    old (frame_age_s), so it sees the lag L plus that age. lag_s is L rounded up to the next 10 ms
+    (motion.guard.tuning_from_measurement). margin_deg covers what lag_s does not, rounded up to 0.1 deg:
+
+        margin >= a_max * (L + age)^2 / 2       the braking transient (a hard stop from any speed)
+                  + noise_deg                   measured noise at rest
+                  + v_max * max(0, L + age - lag_s)   the part of the guard-view lag above lag_s, at v_max
+
+    With no frame age this is the plain floor a_max * L^2 / 2 + noise. trail_deg / trail_s: how far the
+    shaper trails a target moving at v_max (v^2 / (2 a_max) + v T), and the extra lag that adds.
+    """
+
+    measured_lag_ms: float
+    frame_age_ms: float
     lag_s: float
     margin_deg: float
-    trail_deg: float  # shaper trail at v_max: v^2 / (2 a_max) + v T
+    braking_deg: float
+    noise_deg: float
+    frame_age_deg: float
+    trail_deg: float
+    trail_s: float
     a_max: float
     v_max: float
-    basis_lag_ms: float
-    noise_deg: float
+    dt: float
+
+
+def guard_advice(lag_s: float, *, a_max: float, v_max: float, noise_deg: float, dt: float,
+                 frame_age_s: float = 0.0) -> GuardAdvice:
+    """Guard settings for a measured lag lag_s (s); see GuardAdvice for the rules."""
+    lag = max(float(lag_s), 0.0)
+    age = float(frame_age_s) if _finite(frame_age_s) and frame_age_s > 0 else 0.0
+    base = tuning_from_measurement(lag, a_max, v_max, noise_deg, dt)
+    seen = lag + age
+    braking = a_max * seen**2 / 2.0
+    age_deg = v_max * max(0.0, seen - base.lag_s)
+    floor = braking + base.noise_deg + age_deg
+    margin = max(base.margin_deg, math.ceil(round(floor / MARGIN_STEP_DEG, 9)) * MARGIN_STEP_DEG)
+    return GuardAdvice(
+        measured_lag_ms=lag * 1e3, frame_age_ms=age * 1e3, lag_s=base.lag_s, margin_deg=round(margin, 10),
+        braking_deg=braking, noise_deg=base.noise_deg, frame_age_deg=age_deg, trail_deg=base.trail_deg,
+        trail_s=base.trail_s, a_max=a_max, v_max=v_max, dt=dt,
+    )
 
 
 @dataclass
@@ -152,13 +189,15 @@ class LagResult:
     cmd_period_s: float
     state_period_s: float
     passes: list[PassLag]
-    fit: OriginFit | None
-    guard_fit: OriginFit | None
+    fit: OriginFit | None  # the controller's lag (link latency removed where the recording allows)
+    host_fit: OriginFit | None  # send time to receive time, as a host sees it
+    guard_fit: OriginFit | None  # setpoint just sent against the newest frame
+    link: LinkLatency
     midpoint: MidpointCheck | None
     model: ModelCheck | None
     dynamics: Dynamics | None
     noise: Noise | None
-    tuning: GuardTuning | None
+    tuning: GuardAdvice | None
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -450,6 +489,103 @@ def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
                  source="rest")
 
 
+@dataclass
+class LinkLatency:
+    """How long setpoints take to reach the controller and state frames to come back (ms), as far as the
+    recording shows it.
+
+    state_path_ms: mean time from the controller's sample (its own timestamp, mapped onto the host clock
+    through the fastest frames, with a linear drift term) to the host receiving the frame, above the fastest
+    frame's latency. command_path_ms: half the median round trip of the commands the controller answered
+    (XML-RPC return or UDP reply): the moment it took a setpoint, under the usual assumption of symmetric
+    paths. Each is only removed from L when the recording holds what it needs (`state_mapped`,
+    `command_answers`); what is left is the fastest frame's one-way latency.
+    """
+
+    state_mapped: bool
+    state_path_ms: float
+    state_path_p99_ms: float
+    drift_ppm: float
+    command_answers: int
+    command_path_ms: float
+    note: str
+
+
+def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.ndarray, np.ndarray]:
+    """(LinkLatency, command times as taken by the controller, state times as sampled by it), host clock."""
+    notes = []
+    ts, dev = rec.state_t, rec.state_dev
+    mapped = ts.copy()
+    state_ok = len(dev) == len(ts) and np.isfinite(dev).sum() >= 20
+    state_ms = state_p99 = drift = math.nan
+    if state_ok:
+        ok = np.isfinite(dev)
+        d, x = dev[ok], ts[ok] - dev[ok]
+        # the lower envelope of (receive - device time): frames that crossed the link fastest; its slope is
+        # the drift between the two clocks
+        edges = np.arange(d.min(), d.max() + 1.0, 1.0)
+        idx = np.clip(np.searchsorted(edges, d, side="right") - 1, 0, max(len(edges) - 1, 0))
+        mins_d, mins_x = [], []
+        for b in np.unique(idx):
+            sel = idx == b
+            k = int(np.argmin(x[sel]))
+            mins_d.append(d[sel][k])
+            mins_x.append(x[sel][k])
+        mins_d, mins_x = np.array(mins_d), np.array(mins_x)
+        # a drift only shows over a long run: on a short one the minima's scatter would fake one
+        if len(mins_d) >= 3 and np.ptp(mins_d) >= DRIFT_MIN_SPAN_S:
+            slope, icpt = np.polyfit(mins_d, mins_x, 1)
+        else:
+            slope, icpt = 0.0, float(mins_x.min())
+        icpt -= max(0.0, float(np.max(icpt + slope * d - x)))  # no frame arrives before it was sampled
+        h = d + icpt + slope * d
+        mapped[ok] = h
+        lat = ts[ok] - h
+        state_ms, state_p99, drift = float(lat.mean() * 1e3), float(np.percentile(lat, 99) * 1e3), slope * 1e6
+    else:
+        notes.append("state frames carry no controller timestamp: the state-path latency stays in L")
+    # command answers: each reply belongs to the last command sent before it, if it came within half a period
+    cmd_ms = math.nan
+    n_ans = 0
+    taken = rec.cmd_t
+    sel = rec.reply_cmd == ""
+    rt = rec.reply_t[sel]
+    if len(rt) and len(rec.cmd_t):
+        i = np.searchsorted(rec.cmd_t, rt, side="right") - 1
+        ok = i >= 0
+        rtt = rt[ok] - rec.cmd_t[i[ok]]
+        first = np.concatenate([[True], np.diff(i[ok]) > 0])
+        rtt = rtt[first & (rtt < cmd_period_s / 2)]
+        n_ans = int(len(rtt))
+        if n_ans >= 20:
+            cmd_ms = float(np.median(rtt) / 2 * 1e3)
+            taken = rec.cmd_t + cmd_ms * 1e-3
+    if n_ans < 20:
+        notes.append("the controller answered too few commands: the command-path latency stays in L")
+    return (
+        LinkLatency(state_mapped=bool(state_ok), state_path_ms=state_ms, state_path_p99_ms=state_p99,
+                    drift_ppm=drift, command_answers=n_ans, command_path_ms=cmd_ms, note="; ".join(notes)),
+        taken,
+        mapped,
+    )
+
+
+@dataclass
+class _Cruise:
+    n: int
+    mean: float
+    peak: float
+
+
+def _cruise_delta(tc, qc, ts, qs, t0: float, t1: float, sgn: float) -> _Cruise:
+    sel = (ts >= t0) & (ts <= t1)
+    n = int(sel.sum())
+    if n < MIN_FRAMES:
+        return _Cruise(n, math.nan, math.nan)
+    d = sgn * (np.interp(ts[sel], tc, qc) - qs[sel])
+    return _Cruise(n, float(d.mean()), float(d.max()))
+
+
 def analyze_lag(
     rec: Recording,
     *,
@@ -458,20 +594,29 @@ def analyze_lag(
     a_max: float = 500.0,
     v_max: float = 130.0,
     start_deg: float | None = None,
+    correct_link: bool = True,
 ) -> LagResult:
-    """All lag figures of one ramp recording (see the module docstring). Pure function of the recording."""
+    """All lag figures of one ramp recording (see the module docstring). Pure function of the recording.
+
+    With correct_link, L is the controller's own lag: command times are moved to when the controller took
+    them and state times to when it sampled them (see LinkLatency), where the recording allows; host_fit
+    keeps the plain send-to-receive figure and the guard view always uses the raw host times.
+    """
     check_joint(rec, joint)
     warnings: list[str] = []
-    tc, qc = rec.commanded(joint)
-    ts_all, qs_all = rec.measured(joint)
+    tc_raw, qc = rec.commanded(joint)
+    ts_all_raw, qs_all = rec.measured(joint)
+    if correct_link:
+        link, tc, ts_all = link_latency(rec, cmd_period_s)
+    else:
+        link = LinkLatency(False, math.nan, math.nan, math.nan, 0, math.nan, "not corrected")
+        tc, ts_all = tc_raw, ts_all_raw
     # after a controller fault the arm no longer executes the command: the model ends there
     horizon = float(rec.fault_t[0]) if len(rec.fault_t) else math.inf
-    in_h = ts_all < horizon
-    ts, qs = ts_all[in_h], qs_all[in_h]
+    keep = (ts_all_raw < horizon) & np.isfinite(qs_all)
     if np.isfinite(horizon):
         warnings.append(f"controller fault at t = {horizon:.3f} s: samples after it are left out")
-    ok = np.isfinite(qs)
-    ts, qs = ts[ok], qs[ok]
+    ts, ts_raw, qs = ts_all[keep], ts_all_raw[keep], qs_all[keep]
     t_state = _state_period(rec)
     start = float(qc[0]) if start_deg is None else float(start_deg)
     passes = _passes(rec)
@@ -481,40 +626,31 @@ def analyze_lag(
     # 1. midpoint crossings: independent of speed, and the first estimate of the lag
     mids: dict[int, float] = {}
     speeds: dict[int, float] = {}
-    dirs: dict[int, float] = {}
+    window = max(2.5 * t_state, 0.025) if _finite(t_state) else 0.025
     for ps in passes:
         v = _slope(tc[ps.cruise], qc[ps.cruise]) if ps.cruise.size >= 2 else math.nan
         speeds[ps.index] = v
-        if not _finite(v) or v == 0:
+        if not _finite(v) or v == 0 or ps.end_idx is None:
             continue
         sgn = float(np.sign(v))
-        dirs[ps.index] = sgn
-        if ps.end_idx is None:
-            continue
-        q_a, q_b = float(qc[ps.idx[0]]), float(qc[ps.end_idx])
-        mid = 0.5 * (q_a + q_b)
-        sel = ps.idx
-        t_c = _crossing(tc[sel], qc[sel], mid, sgn, 0.0)
-        lo = np.searchsorted(ts, tc[sel][0])
-        hi = np.searchsorted(ts, ps.next_t + 2.0)
-        window = max(2.5 * t_state, 0.025) if _finite(t_state) else 0.025
+        mid = 0.5 * (float(qc[ps.idx[0]]) + float(qc[ps.end_idx]))
+        t_c = _crossing(tc[ps.idx], qc[ps.idx], mid, sgn, 0.0)
+        lo, hi = np.searchsorted(ts, tc[ps.idx][0]), np.searchsorted(ts, ps.next_t + 2.0)
         t_m = _crossing(ts[lo:hi], qs[lo:hi], mid, sgn, window)
         if _finite(t_c) and _finite(t_m):
             mids[ps.index] = t_m - t_c
-    mid_vals = np.array(list(mids.values()))
-    lag0 = float(np.median(mid_vals)) if mid_vals.size else math.nan
+    lag0 = float(np.median(list(mids.values()))) if mids else math.nan
 
     # 2. the dynamic model over everything, which also tells how long the transient after a ramp lasts
     dyn: Dynamics | None = None
     cruise_speeds = [abs(v) for v in speeds.values() if _finite(v) and v != 0]
-    try:
-        t_lo = tc[0]
-        sel = ts >= t_lo
-        if _finite(lag0):
+    if _finite(lag0):
+        try:
+            sel = ts >= tc[0]
             dyn = fit_dynamics(tc, qc, ts[sel], qs[sel], lag0,
                                slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan)
-    except (RecordingError, np.linalg.LinAlgError, ValueError) as exc:
-        warnings.append(f"dynamic fit failed: {exc}")
+        except (RecordingError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.append(f"dynamic fit failed: {exc}")
     if dyn is not None:
         settle_time = (dyn.lag_ms + 5 * dyn.tau_ms) * 1e-3
     elif _finite(lag0):
@@ -523,13 +659,12 @@ def analyze_lag(
         settle_time = 0.25
     skip = settle_time + (2 * t_state if _finite(t_state) else 0.02) + cmd_period_s
 
-    # 3. per pass: cruise deltas, guard view, overshoot
-    m_latest = rec.latest_measured_at(tc, joint)
+    # 3. per pass: cruise deltas (controller times and raw host times), guard view, overshoot
+    m_latest = rec.latest_measured_at(tc_raw, joint)
     out: list[PassLag] = []
+    host_points: list[tuple[float, float]] = []
     for ps in passes:
         v = speeds.get(ps.index, math.nan)
-        sgn = dirs.get(ps.index, math.nan)
-        note = ""
         q_a = float(qc[ps.idx[0]])
         q_end = float(qc[ps.end_idx]) if ps.end_idx is not None else float(qc[ps.idx[-1]])
         direction = "out" if abs(q_end - start) >= abs(q_a - start) else "back"
@@ -537,64 +672,59 @@ def analyze_lag(
             out.append(PassLag(ps.index, direction, abs(v) if _finite(v) else math.nan, 0.0, 0,
                                *([math.nan] * 7), note="no cruise"))
             continue
-        t_c0, t_c1 = float(tc[ps.cruise[0]]), float(tc[ps.cruise[-1]])
-        speed = abs(v)
-        sel = (ts >= t_c0 + skip) & (ts <= t_c1)
-        n_frames = int(sel.sum())
-        if n_frames >= MIN_FRAMES:
-            d = sgn * (np.interp(ts[sel], tc, qc) - qs[sel])
-            d_mean, d_peak = float(d.mean()), float(d.max())
-            lag = d_mean / speed
-        else:
-            d_mean = d_peak = lag = math.nan
+        sgn, speed = float(np.sign(v)), abs(v)
+        note = ""
+        c0, c1 = ps.cruise[0], ps.cruise[-1]
+        cr = _cruise_delta(tc, qc, ts, qs, float(tc[c0]) + skip, float(tc[c1]), sgn)
+        host = _cruise_delta(tc_raw, qc, ts_raw, qs, float(tc_raw[c0]) + skip, float(tc_raw[c1]), sgn)
+        host_points.append((speed, host.mean))
+        if cr.n < MIN_FRAMES:
             note = "cruise too short for the lag: lengthen --sweep or lower the speed"
-        # guard view at the send ticks
+        # guard view at the send ticks: the setpoint just sent against the newest frame received before it
         ci = ps.cruise
         g = sgn * (qc[ci] - m_latest[ci])
-        gsel = tc[ci] >= t_c0 + skip
         g_ok = np.isfinite(g)
+        settled = g_ok & (tc_raw[ci] >= tc_raw[c0] + skip)
         g_peak = float(np.max(np.abs(g[g_ok]))) if g_ok.any() else math.nan
-        if (gsel & g_ok).sum() >= MIN_FRAMES:
-            g_mean = float(g[gsel & g_ok].mean())
-            g_lag = g_mean / speed
-        else:
-            g_mean = g_lag = math.nan
+        g_mean = float(g[settled].mean()) if settled.sum() >= MIN_FRAMES else math.nan
         # overshoot: how far the arm went past the commanded end of the pass before the next pass began
         overshoot = math.nan
         if ps.end_idx is not None:
             t_end = float(tc[ps.end_idx])
-            lag_e = settle_time if _finite(settle_time) else 0.2
-            w = (ts >= t_end) & (ts <= ps.next_t + lag_e)
-            if w.any() and (ps.next_t < math.inf or ts[-1] >= t_end + lag_e):
+            w = (ts >= t_end) & (ts <= ps.next_t + settle_time)
+            if w.any() and (ps.next_t < math.inf or ts[-1] >= t_end + settle_time):
                 overshoot = max(0.0, float(np.max(sgn * (qs[w] - q_end))))
             else:
                 note = note or "cut off before the stop"
         out.append(PassLag(
-            index=ps.index, direction=direction, speed_deg_s=speed, cruise_s=t_c1 - t_c0, n_frames=n_frames,
-            delta_mean_deg=d_mean, delta_peak_deg=d_peak, lag_ms=_ms(lag),
-            guard_delta_mean_deg=g_mean, guard_delta_peak_deg=g_peak, guard_lag_ms=_ms(g_lag),
+            index=ps.index, direction=direction, speed_deg_s=speed, cruise_s=float(tc[c1] - tc[c0]),
+            n_frames=cr.n, delta_mean_deg=cr.mean, delta_peak_deg=cr.peak, lag_ms=_ms(cr.mean / speed),
+            guard_delta_mean_deg=g_mean, guard_delta_peak_deg=g_peak, guard_lag_ms=_ms(g_mean / speed),
             mid_lag_ms=_ms(mids.get(ps.index, math.nan)), overshoot_deg=overshoot, note=note,
         ))
 
     fit = fit_through_origin([p.speed_deg_s for p in out], [p.delta_mean_deg for p in out])
+    host_fit = fit_through_origin([v for v, _ in host_points], [d for _, d in host_points])
     guard_fit = fit_through_origin([p.speed_deg_s for p in out], [p.guard_delta_mean_deg for p in out])
     if fit is None:
         warnings.append("no pass had a cruise long enough to measure the lag")
     midpoint = midpoint_check(out, fit)
     model = model_check(out, fit)
-    noise = rest_noise(rec, joint, settle_time + 0.05 if _finite(settle_time) else 0.3)
+    noise = rest_noise(rec, joint, settle_time + 0.05)
     if noise is None and dyn is not None:
         noise = Noise(std_deg=dyn.rms_deg, peak_deg=3 * dyn.rms_deg, n_samples=dyn.n_samples,
                       source="fit residual")
     tuning = None
     if fit is not None:
-        basis = max(fit.lag_ms, guard_fit.lag_ms if guard_fit is not None else -math.inf)
-        tuning = guard_tuning(basis * 1e-3, a_max=a_max, v_max=v_max,
-                              noise_deg=noise.peak_deg if noise else 0.0, dt=cmd_period_s)
+        # the guard works on host times: tune it from the send-to-receive lag a host actually sees
+        basis = host_fit.lag_ms if host_fit is not None else fit.lag_ms
+        tuning = guard_advice(max(basis, fit.lag_ms) * 1e-3, a_max=a_max, v_max=v_max,
+                              noise_deg=noise.peak_deg if noise else 0.0, dt=cmd_period_s,
+                              frame_age_s=t_state)
     return LagResult(
-        joint=joint, cmd_period_s=cmd_period_s, state_period_s=t_state, passes=out, fit=fit,
-        guard_fit=guard_fit, midpoint=midpoint, model=model, dynamics=dyn, noise=noise, tuning=tuning,
-        warnings=warnings,
+        joint=joint, cmd_period_s=cmd_period_s, state_period_s=t_state, passes=out, fit=fit, host_fit=host_fit,
+        guard_fit=guard_fit, link=link, midpoint=midpoint, model=model, dynamics=dyn, noise=noise,
+        tuning=tuning, warnings=warnings,
     )
 
 
@@ -643,16 +773,6 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
             msg += f"; out and back differ by {omb:+.1f} ms"
     return ModelCheck(constant=bool(constant), spread_ms=spread, tolerance_ms=tol, out_minus_back_ms=omb,
                       friction_deg=friction, message=msg)
-
-
-def guard_tuning(lag_s: float, *, a_max: float, v_max: float, noise_deg: float, dt: float) -> GuardTuning:
-    """lag_s = the lag rounded up to the next 10 ms; margin = a_max * lag^2 / 2 + noise; trail at v_max."""
-    lag_s = max(float(lag_s), 0.0)
-    lag_r = math.ceil(round(lag_s * 100.0, 9)) / 100.0
-    margin = a_max * lag_s**2 / 2.0 + noise_deg
-    trail = v_max**2 / (2.0 * a_max) + v_max * dt
-    return GuardTuning(lag_s=lag_r, margin_deg=margin, trail_deg=trail, a_max=a_max, v_max=v_max,
-                       basis_lag_ms=lag_s * 1e3, noise_deg=noise_deg)
 
 
 # ---------------------------------------------------------------------------------------------------------

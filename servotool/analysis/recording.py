@@ -49,9 +49,11 @@ class Recording:
     state_sub: np.ndarray
     reply_t: np.ndarray
     reply_err: np.ndarray
+    reply_cmd: np.ndarray  # "" for a ServoJ answer, else the command answered
     fault_t: np.ndarray
     fault_main: np.ndarray
     fault_sub: np.ndarray
+    state_dev: np.ndarray = field(default_factory=lambda: np.zeros(0))  # controller clock (s), NaN if none
     guard_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     guard_info: list[str] = field(default_factory=list)
     stop_t: float | None = None
@@ -143,9 +145,11 @@ def recording_from_frame(df: pd.DataFrame) -> Recording:
         state_sub=np.nan_to_num(_num(st, "sub_code", 0)).astype(int),
         reply_t=rep["_t"].to_numpy(dtype=float),
         reply_err=np.nan_to_num(_num(rep, "errcode", 0)).astype(int),
+        reply_cmd=_str(rep, "info"),
         fault_t=flt["_t"].to_numpy(dtype=float),
         fault_main=np.nan_to_num(_num(flt, "main_code", 0)).astype(int),
         fault_sub=np.nan_to_num(_num(flt, "sub_code", 0)).astype(int),
+        state_dev=_num(st, "dev_t"),
         guard_t=grd["_t"].to_numpy(dtype=float),
         guard_info=[str(s) for s in _str(grd, "info")],
         stop_t=stop_t,

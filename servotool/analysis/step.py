@@ -10,7 +10,8 @@ before it:
 * travel_deg: largest excursion of the measured joint from `pre` (a runaway travels 14-35x the step);
 * peak_speed_deg_s: largest measured speed between consecutive frames;
 * rejects (replies with a non-zero errcode) and faults (new fault latches) inside the step;
-* guard trip times relative to the step, to the fault, and to the moment the arm went past its target.
+* guard trip times relative to the step, to the fault, to the moment the arm went past its target, and to
+  the first frame that was beyond the guard's allowance (the guard's own reaction time).
 
 The noise threshold is six standard deviations of the measured joint at rest before the steps, and never below
 0.01 deg. Verdicts: "runaway" (travel beyond 1.5x the step), "refused" (a fault or rejects and no motion),
@@ -60,6 +61,8 @@ class StepMetrics:
     guard_trip_ms: float
     guard_after_fault_ms: float
     guard_after_overshoot_ms: float
+    crossed_ms: float  # first frame beyond the guard's allowance (receive time, ms after the step)
+    guard_after_crossing_ms: float
     runaway: bool
     verdict: str
     window_s: float
@@ -97,8 +100,33 @@ def _pre_noise(rec: Recording, joint: int, step_times: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(d - np.median(d))))
 
 
-def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: bool) -> StepResult:
-    """Per-step metrics of a step recording (see the module docstring). Pure function of the recording."""
+def _guard_velocity(tc: np.ndarray, sp: np.ndarray, shaped: bool, lag_s: float, period: float) -> np.ndarray:
+    """The speed the guard's allowance used at each send tick: the stream's velocity for a shaped run, the
+    largest commanded speed of the last lag_s for a raw one (runs/step.py)."""
+    v = np.abs(np.diff(sp, prepend=sp[0]) / period)
+    if shaped or lag_s <= 0:
+        return v
+    n = max(1, int(math.ceil(lag_s / period)) + 1)
+    out = np.empty_like(v)
+    for k in range(len(v)):
+        out[k] = v[max(0, k - n + 1): k + 1].max()
+    return out
+
+
+def analyze_step(
+    rec: Recording,
+    *,
+    joint: int,
+    cmd_period_s: float,
+    shaped: bool,
+    guard_margin_deg: float | None = None,
+    guard_lag_s: float | None = None,
+) -> StepResult:
+    """Per-step metrics of a step recording (see the module docstring). Pure function of the recording.
+
+    With the guard's margin and lag (from the run's config), each step also says when the arm first went
+    beyond the guard's allowance, and how long after that the recorded guard trip came.
+    """
     check_joint(rec, joint)
     warnings: list[str] = []
     tc = rec.cmd_t
@@ -118,6 +146,15 @@ def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: boo
     if not math.isfinite(sigma):
         warnings.append("no rest samples before the steps: noise threshold set to its floor")
     m_latest = rec.latest_measured_at(tc, joint)
+    # speeds from the controller's own sample times when the frames carry them (receive times jitter)
+    dev = rec.state_dev[good] if len(rec.state_dev) == len(rec.state_t) else np.full(len(ts), np.nan)
+    speed_t = dev if np.isfinite(dev).all() and len(dev) else ts
+    have_guard = guard_margin_deg is not None and guard_lag_s is not None
+    if have_guard:
+        allowance_cmd = guard_margin_deg + _guard_velocity(tc, sp, shaped, guard_lag_s, cmd_period_s) * guard_lag_s
+        # at each frame: the newest setpoint sent before it and the allowance the guard used with it
+        k_at = np.searchsorted(tc, ts, side="right") - 1
+        beyond = (k_at >= 0) & (np.abs(sp[np.maximum(k_at, 0)] - qs) > allowance_cmd[np.maximum(k_at, 0)])
     t_end = max(float(tc[-1]), float(ts[-1]) if len(ts) else -math.inf)
     out: list[StepMetrics] = []
     for n, (s, i0) in enumerate(zip(steps_idx, starts, strict=True)):
@@ -143,7 +180,7 @@ def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: boo
         travel = float(np.max(np.abs(qw - pre))) if qw.size else math.nan
         overshoot = float(max(0.0, np.max(sgn * (qw - target)))) if qw.size else math.nan
         if qw.size >= 2:
-            dt = np.diff(tw)
+            dt = np.diff(speed_t[w])
             ok = dt > 1e-6
             peak_speed = float(np.max(np.abs(np.diff(qw)[ok] / dt[ok]))) if ok.any() else math.nan
         else:
@@ -165,6 +202,10 @@ def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: boo
         guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
         past = np.flatnonzero(sgn * (qw - target) > thr)
         past_t = tw[past[0]] - t0 if past.size else math.nan
+        cross_t = math.nan
+        if have_guard:
+            crossed = np.flatnonzero(beyond[w])
+            cross_t = tw[crossed[0]] - t0 if crossed.size else math.nan
         runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
         if runaway:
             verdict = "runaway"
@@ -186,7 +227,8 @@ def analyze_step(rec: Recording, *, joint: int, cmd_period_s: float, shaped: boo
             peak_speed_deg_s=peak_speed, rejects=rejects, faults=faults, fault_codes=codes,
             fault_ms=_nan_ms(fault_t), guard_trip_ms=_nan_ms(guard_t),
             guard_after_fault_ms=_nan_ms(guard_t - fault_t),
-            guard_after_overshoot_ms=_nan_ms(guard_t - past_t), runaway=runaway, verdict=verdict,
+            guard_after_overshoot_ms=_nan_ms(guard_t - past_t), crossed_ms=_nan_ms(cross_t),
+            guard_after_crossing_ms=_nan_ms(guard_t - cross_t), runaway=runaway, verdict=verdict,
             window_s=t1 - t0,
         ))
     trips = [{"t_s": float(t), "reason": r} for t, r in zip(rec.guard_t, rec.guard_info, strict=True)]

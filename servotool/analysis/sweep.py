@@ -1,8 +1,8 @@
 """Limit mapping by slow sweeps: stall detection, the limit a stop implies, merging found limits. Pure math.
 
-A sweep drives one joint's command away from its start at a constant speed (pulses/s) toward the servo's stored
-limit and reads the position back every tick. The joint has hit something when its read-back stops advancing while
-the command moves on.
+A sweep drives one joint's command away from its start at a constant speed (pulses/s) toward the servo's
+stored limit and reads the position back every tick. The joint has hit something when its read-back stops
+advancing while the command moves on.
 
 Stall criterion (all pulses and seconds; `dir` is +1 sweeping up, -1 sweeping down):
 
@@ -13,12 +13,13 @@ Stall criterion (all pulses and seconds; `dir` is +1 sweeping up, -1 sweeping do
     K = lead_min + speed * follow_s                  the normal following lag of a free joint, plus a margin
     E = max(progress_min, progress_frac * speed * W) a fraction of what a free joint advances in W
 
-A free joint follows the command a few pulses behind (its own interpolation and lag: about speed * 0.1 s), so its
-lead stays under K and its progress near speed * W; read noise of +-1 pulse moves progress by at most 2. A stalled
-joint's lead grows by `speed` every second and its progress drops to the noise. Both conditions are required, so a
-slow free joint (little progress, little lead) and a joint still catching up (large lead, good progress) are not
-stalls. With the defaults (W 0.5 s, follow 0.15 s, lead_min 6, progress 30 % or 2) a 25 pulses/s sweep is called
-stalled about 0.5 s after contact, with the command about 12 pulses past the contact point.
+A free joint follows the command a few pulses behind (its own interpolation and lag: about speed * 0.1 s), so
+its lead stays under K and its progress near speed * W; read noise of +-1 pulse moves progress by at most 2. A
+stalled joint's lead grows by `speed` every second and its progress drops to the noise. Both conditions are
+required, so a slow free joint (little progress, little lead) and a joint still catching up (large lead, good
+progress) are not stalls. With the defaults (W 0.5 s, follow 0.15 s, lead_min 6, progress 30 % or 2) a 25
+pulses/s sweep is called stalled about 0.5 s after contact, with the command about 12 pulses past the contact
+point.
 """
 
 from __future__ import annotations
@@ -197,6 +198,7 @@ def merge_found(results: Sequence[SweepResult], existing: Mapping[int, tuple[int
             else:
                 hi, hi_src, hi_det = r.limit, "sweep", detail
         if lo >= hi:
-            raise ValueError(f"joint {joint}: found limits cross ([{lo}, {hi}]): the stops are too close together")
+            raise ValueError(f"joint {joint}: found limits cross ([{lo}, {hi}]): the stops are too close "
+                             "together")
         out[joint] = FoundLimit(joint, lo, hi, lo_src, hi_src, lo_det, hi_det)
     return out

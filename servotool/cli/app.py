@@ -5,6 +5,12 @@ from __future__ import annotations
 import typer
 
 from servotool.cli import version as version_cmd
+from servotool.cli.analyze import analyze
+from servotool.cli.lag import lag
+from servotool.cli.servo import servo_app
+from servotool.cli.sim import sim_app
+from servotool.cli.step import step
+from servotool.cli.sweep import sweep
 
 app = typer.Typer(
     name="servotool",
@@ -29,6 +35,12 @@ def _root() -> None:
 
 
 app.command("version")(version_cmd.version)
+app.add_typer(servo_app, name="servo")
+app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")
+app.command("sweep")(sweep)
+app.command("lag")(lag)
+app.command("step")(step)
+app.command("analyze")(analyze)
 
 
 def main() -> None:

@@ -63,7 +63,8 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 @servo_app.command("read")
 def read_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
-    """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as such."""
+    """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as
+    such."""
     dev = open_arm_bus(bus)
     try:
         records = dev.read_all()
@@ -97,7 +98,8 @@ def read_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     if silent:
         optional = set(dev.profile.optional_ids)
         for sid in silent:
-            what = "optional: the arm carries on" if sid in optional else "a joint: moves refuse until it answers"
+            what = ("optional: the arm carries on" if sid in optional
+                    else "a joint: moves refuse until it answers")
             err_console.print(f"[bold red]servo {sid} is not answering[/] ({what}); check its cable.")
 
 
@@ -111,8 +113,12 @@ def move_cmd(
     bus: str = BusOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Move along a minimum-jerk trajectory (40 ms frames). The whole move is checked against the limits
-    first: a goal outside them is refused with its reason and nothing moves."""
+    """Move along a minimum-jerk trajectory, checked against the limits first.
+
+    The goal and every 40 ms sample are checked against the stored limits, intersected with --limits.
+
+    A goal outside them is refused with its reason, and nothing moves.
+    """
     lf = load_limits_option(limits)
     dev = open_arm_bus(bus)
     try:
@@ -181,15 +187,20 @@ def relax_cmd(
     bus: str = BusOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Torque off on every servo, verified by reading it back. Refused unless the arm rests on itself (the
-    tuck pose, checked on joints 2-4), or --force."""
+    """Switch torque off on every servo, only when the arm rests on itself.
+
+    Refused unless servos 2-4 are within --tolerance of the tuck pose, or --force.
+
+    The torque state is read back to verify it.
+    """
     lf = load_limits_option(limits)
     dev = open_arm_bus(bus)
     prof = dev.profile
     rest = {**prof.poses[prof.rest_pose], **(lf.poses.get(prof.rest_pose, {}) if lf else {})}
     tol = prof.rest_tolerance if tolerance is None else tolerance
     try:
-        result = relax(dev, MonotonicClock(), rest=rest, joints=prof.rest_joints, tolerance=tol, force=force)
+        result = relax(dev, MonotonicClock(), rest=rest, joints=prof.rest_joints, tolerance=tol, force=force,
+                       rest_name=prof.rest_pose)
     except Refused as exc:
         fail(str(exc))
     except DeviceError as exc:

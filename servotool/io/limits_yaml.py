@@ -1,6 +1,7 @@
 """Arm limits as a ROS 2 parameter file: read them, and merge newly found limits into one as text.
 
-Layout read and written (pulses; the node name is whatever the file uses, `rosorin_board_driver` for a new one):
+Layout read and written (pulses; the node name is whatever the file uses, `rosorin_board_driver` for a new
+one):
 
     rosorin_board_driver:
       ros__parameters:
@@ -8,9 +9,10 @@ Layout read and written (pulses; the node name is whatever the file uses, `rosor
         arm_rest_2: 776            # named pose "rest", servo 2
 
 Merging edits the text in place, so every other key, every comment and the key order survive; only the
-`arm_limit_N` lines of the merged joints change (or are added), each with a comment saying how it was found, and
-one comment line at the top records the run. The result is parsed back and compared with the original before it
-is returned: if anything but those limits changed, the merge is refused (LimitsFileError) rather than written.
+`arm_limit_N` lines of the merged joints change (or are added), each with a comment saying how it was found
+and the line it replaces kept above it as a `# was:` comment; one comment line at the top records the run.
+The result is parsed back and compared with the original before it is returned: if anything but those limits
+changed, the merge is refused (LimitsFileError) rather than written.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
             ok = (isinstance(value, list) and len(value) == 2
                   and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
             if not ok or not 0 <= value[0] < value[1] <= 1000:
-                raise LimitsFileError(f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, got {value!r}")
+                raise LimitsFileError(f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, "
+                                      f"got {value!r}")
             out.limits[int(m.group(1))] = (value[0], value[1])
             continue
         m = _POSE_KEY.match(str(key))
@@ -106,8 +109,9 @@ def _fresh(limits: Mapping[int, tuple[int, int]], notes: Mapping[int, str], head
 
 def merge_limits_text(text: str | None, limits: Mapping[int, tuple[int, int]], notes: Mapping[int, str],
                       header: str, where: str = "<limits>") -> str:
-    """`text` with arm_limit_N set to `limits` (notes[N] as the line's comment) and `header` as a first comment
-    line. A missing key is added next to the other limits. Every other key is checked to be unchanged."""
+    """`text` with arm_limit_N set to `limits` (notes[N] as the line's comment) and `header` as a first
+    comment line. A missing key is added next to the other limits. Every other key is checked to be
+    unchanged."""
     if not text or not text.strip():
         return _fresh(limits, notes, header)
     before = parse_limits(text, where)
@@ -118,14 +122,14 @@ def merge_limits_text(text: str | None, limits: Mapping[int, tuple[int, int]], n
         hits = [i for i, line in enumerate(lines) if pattern.match(line)]
         if len(hits) > 1:
             raise LimitsFileError(f"{where}: arm_limit_{sid} appears {len(hits)} times; edit it by hand")
-        was = before.limits.get(sid)
         note = notes.get(sid, "")
-        if was is not None and tuple(was) != (lo, hi):
-            note = f"{note} (was [{was[0]}, {was[1]}])".strip()
         comment = f"  # {note}" if note else ""
         if hits:
-            indent = pattern.match(lines[hits[0]]).group("indent")
-            lines[hits[0]] = f"{indent}arm_limit_{sid}: [{lo}, {hi}]{comment}"
+            old = lines[hits[0]]
+            indent = pattern.match(old).group("indent")
+            # the old line, comment and all, stays above the new one as a comment: the history is not lost
+            lines[hits[0]:hits[0] + 1] = [f"{indent}# was: {old.strip()}",
+                                          f"{indent}arm_limit_{sid}: [{lo}, {hi}]{comment}"]
             continue
         at, indent = _insert_point(lines, before.node, where)
         lines.insert(at, f"{indent}arm_limit_{sid}: [{lo}, {hi}]{comment}")
@@ -152,7 +156,8 @@ def _insert_point(lines: list[str], node: str | None, where: str) -> tuple[int, 
                         return i + 1, nxt[:width]
                     break
             return i + 1, " " * (base + 2)
-    raise LimitsFileError(f"{where}: found no '{PARAMS}:' line to add the limits under")
+    raise LimitsFileError(f"{where}: found no '{PARAMS}:' line to add the limits under; "
+                          "edit the file by hand")
 
 
 def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[int, int]], where: str) -> None:
@@ -166,7 +171,8 @@ def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[in
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write text to path through a temporary file and a rename: readers see the old or the new file, never half."""
+    """Write text to path through a temporary file and a rename: readers see the old or the new file, never
+    half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

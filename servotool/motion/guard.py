@@ -192,10 +192,10 @@ class DivergenceGuard:
         j = int(over[np.argmax(excess[over])])
         name = self._name(j)
         if not finite[j]:
-            which = [label for label, arr in (("setpoint", s), ("measured", m), ("velocity", v))
-                     if not np.isfinite(arr[j])]
-            reason = (f"{name}: non-finite {' and '.join(which)} "
-                      f"(setpoint {s[j]!r}, measured {m[j]!r}, velocity {v[j]!r}); the guard cannot compare")
+            values = {"setpoint": float(s[j]), "measured": float(m[j]), "velocity": float(v[j])}
+            which = " and ".join(k for k, x in values.items() if not math.isfinite(x))
+            shown = ", ".join(f"{k} {x!r}" for k, x in values.items())
+            reason = f"{name}: non-finite {which} ({shown}); the guard cannot compare"
         else:
             reason = (
                 f"{name} diverged: |setpoint - measured| = {abs(delta[j]):.3f} deg > allowance "
@@ -246,8 +246,9 @@ class GuardTuning:
     """Recommended guard settings from a measured lag, and what they cost.
 
     lag_s is the measured lag rounded up to the next 10 ms; margin_deg is a_max*L^2/2 + noise (braking_deg +
-    noise_deg) rounded up to the next 0.1 deg. trail_deg = v_max^2/(2*a_max) + v_max*dt is how far the shaper
-    trails a target moving at v_max, and trail_s = trail_deg / v_max the extra lag that adds at that speed.
+    noise_deg) rounded up to the next 0.1 deg (at least 0.1 deg). trail_deg = v_max^2/(2*a_max) + v_max*dt
+    is how far the shaper trails a target moving at v_max, and trail_s = trail_deg / v_max the extra lag that
+    adds at that speed.
     """
 
     measured_lag_s: float
@@ -289,8 +290,9 @@ def tuning_from_measurement(
     (deg/s^2), v_max (deg/s) and tick dt (s), with measurement noise noise_deg (deg).
 
     Guarantees lag_s >= L_s (a multiple of 10 ms) and margin_deg >= a_max*L_s^2/2 + noise_deg (a multiple
-    of 0.1 deg), so the returned settings always pass DivergenceGuard's floors. Refuses (ValueError) a
-    negative or non-finite L_s or noise_deg, and non-positive or non-finite a_max, v_max or dt.
+    of 0.1 deg, and at least 0.1 deg), so the returned settings always pass DivergenceGuard's floors.
+    Refuses (ValueError) a negative or non-finite L_s or noise_deg, and non-positive or non-finite a_max,
+    v_max or dt.
     """
     L = _finite(L_s, "L_s")
     a = _finite(a_max, "a_max", positive=True)
@@ -307,7 +309,7 @@ def tuning_from_measurement(
         noise_deg=noise,
         dt=step,
         lag_s=_round_up(L, LAG_STEP_S),
-        margin_deg=_round_up(margin_floor(L, a, noise), MARGIN_STEP_DEG),
+        margin_deg=max(MARGIN_STEP_DEG, _round_up(margin_floor(L, a, noise), MARGIN_STEP_DEG)),
         braking_deg=braking,
         trail_deg=trail,
         trail_s=trail / v,

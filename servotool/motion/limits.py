@@ -16,8 +16,8 @@ __all__ = ["JointLimits"]
 
 
 def _number(value) -> float | None:
-    """value as a float, or None if it is not a real number (bools are not joint positions)."""
-    if isinstance(value, (bool, np.bool_)):
+    """value as a float, or None if it is not a real number (bools and numeric strings are not positions)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
         return None
     try:
         return float(value)

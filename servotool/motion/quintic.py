@@ -202,17 +202,17 @@ class WaypointTrajectory:
             if i == 0:
                 joints = tuple(pose)
             elif set(pose) != set(joints):
-                raise ValueError(f"point {i} names joints {sorted(map(repr, pose))}, point 0 names "
-                                 f"{sorted(map(repr, joints))}")
+                raise ValueError(
+                    f"point {i} names joints {sorted(map(repr, pose))}, point 0 names "
+                    f"{sorted(map(repr, joints))}"
+                )
             if t <= last_t:
                 raise ValueError(f"point {i} time {t:g} s is not after the previous one ({last_t:g} s)")
             parsed.append((t, pose))
             last_t = t
         pts = [(0.0, _common_start(start, joints, "waypoint")), *parsed]
         cap = effective_cap(self.max_speed, self.period)
-        fastest = max(
-            max(abs(b[k] - a[k]) for k in joints) / (tb - ta) for (ta, a), (tb, b) in pairwise(pts)
-        )
+        fastest = max(max(abs(b[k] - a[k]) for k in joints) / (tb - ta) for (ta, a), (tb, b) in pairwise(pts))
         self.scale = max(1.0, fastest / cap)
         self.points: tuple[tuple[float, dict[Hashable, float]], ...] = tuple(
             (t * self.scale, p) for t, p in pts

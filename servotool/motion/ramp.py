@@ -186,7 +186,8 @@ def _one_pass(q_from: float, q_to: float, speed: float, dt: float, n_ramp: int, 
     arrive = 2 * n_ramp + n_cruise - 2  # index of the last moving tick
     q[arrive:] = q_to
     sign = 1.0 if q_to > q_from else -1.0
-    v = sign * peak * units / n_ramp
+    # The cruise is set to the peak itself, which peak * n / n is not always in floating point.
+    v = np.where(units == n_ramp, sign * peak, sign * peak * units / n_ramp)
     return q, v, codes, peak, n_cruise, arrive
 
 

@@ -13,8 +13,9 @@ Per tick and joint, with T the tick period and a the acceleration limit:
     s_new = s + v_new*T
 
 plus a landing rule: when the target is reachable this tick within every bound, and the shaper could stop
-there on the next tick, it lands on the target exactly. This is the discrete time-optimal (bang-bang) tracker
-of a double integrator: it reaches a target as fast as the bounds allow and never faster.
+there on the next tick, it lands on the target exactly. This is the discrete form of the time-optimal
+(bang-bang) tracker of a double integrator: it reaches a static target within a few ticks of the fastest
+motion the bounds allow, and never faster.
 """
 
 from __future__ import annotations
@@ -125,10 +126,9 @@ class StreamShaper:
 
     Construct with v_max (unit/s) and a_max (unit/s^2), each a positive scalar or one value per joint, and the
     tick period dt (s). n_joints may be omitted: it is then taken from per-joint bounds, or from the first
-    prime().
-    prime(q) starts the stream at rest at the measured pose q; step(target) returns the next setpoint; reset()
-    drops the state so the next stream must be primed again (stepping an unprimed shaper raises
-    ShaperNotPrimedError).
+    prime(). prime(q) starts the stream at rest at the measured pose q; step(target) returns the next
+    setpoint; reset() drops the state so the next stream must be primed again (stepping an unprimed shaper
+    raises ShaperNotPrimedError).
 
     Guarantees, on every tick and every joint, whatever the sequence of targets:
 
@@ -138,9 +138,11 @@ class StreamShaper:
       rounding of that sum; on a landing tick the position is the target and velocity = (target - old)/dt.
     * From rest, a static target is never overshot and is landed on exactly (the returned setpoint equals the
       target bit for bit), after which the setpoint holds there.
-    * A target moving monotonically at a speed of at most v <= v_max (for example a ramp starting from the
-      primed pose) is never overshot and is trailed by at most max_trail(v, a_max, dt) = v^2/(2*a_max) + v*dt.
-    * A target that stays at the primed pose passes unchanged.
+    * A target that starts at the primed pose and then moves in one direction only, at a speed of at most
+      v <= v_max (a ramp, a trapezoid, any mix of cruising, slowing and pausing), is never passed and is
+      trailed by at most max_trail(v, a_max, dt) = v^2/(2*a_max) + v*dt; when it stops, it is landed on.
+    * A target that stays at the primed pose passes unchanged, and so does one that creeps from it in one
+      direction by less than min(a_max*dt, v_max)*dt per tick (reachable within the bounds on every tick).
 
     The shaper is NOT an identity on moving input that is already within the bounds: it trails a moving
     target by up to the braking distance, because it must always be able to stop on the target. The trail

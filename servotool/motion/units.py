@@ -92,4 +92,3 @@ def span_pulses_from_deg(deg):
     """Distance in pulses of an angular size in degrees (no offset, no sign flip, not rounded)."""
     arr, scalar = _checked(deg, "deg")
     return _out_float(arr / DEG_PER_PULSE, scalar)
-

@@ -1,17 +1,20 @@
 """Moving, holding and relaxing a bus-servo arm: the checks first, then the frames, in time.
 
 Rules kept here:
-* refuse, never clamp: a goal or any sample of the move outside the limits refuses the whole move before a single
-  frame is sent (`Refused`); the limits are the servos' stored limits intersected with the configured ones;
-* a joint servo that does not answer refuses (its position is unknown); an optional servo (the claw) that does not
-  answer is carried at its last known pulse, left out of the move and reported;
-* moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on absolute
-  deadlines; a requested abort holds the arm at once;
-* torque off only when the arm rests on itself (its rest pose within a tolerance on the rest joints), or forced.
+* refuse, never clamp: a goal or any sample of the move outside the limits refuses the whole move before a
+  single frame is sent (`Refused`); the limits are the servos' stored limits intersected with the configured
+  ones;
+* a joint servo that does not answer refuses (its position is unknown); an optional servo (the claw) that does
+  not answer is carried at its last known pulse, left out of the move and reported;
+* moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on
+  absolute deadlines; a requested abort holds the arm at once;
+* torque off only when the arm rests on itself (its rest pose within a tolerance on the rest joints), or
+  forced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,7 +45,8 @@ def abort_check(abort: Abort) -> Callable[[], bool]:
 
 
 def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, int]:
-    """A named pose ("rest") or "id=pulse,..." ("2=700,3=200") -> {servo id: pulse}. ValueError on bad text."""
+    """A named pose ("rest") or "id=pulse,..." ("2=700,3=200") -> {servo id: pulse}. ValueError on bad
+    text."""
     text = spec.strip()
     if not text:
         raise ValueError("empty goal: give a pose name or id=pulse,...")
@@ -90,7 +94,8 @@ def read_limits(bus: Any, configured: Mapping[int, tuple[int, int]] | None = Non
 
 @dataclass
 class ArmPose:
-    """A pose as read: positions of answering servos, silent optional servos carried at their last known pulse."""
+    """A pose as read: positions of answering servos, silent optional servos carried at their last known
+    pulse."""
 
     pose: dict[int, int]
     silent: list[int]
@@ -98,7 +103,8 @@ class ArmPose:
 
 
 def read_arm(bus: Any, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever read)."""
+    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
+    read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.profile.optional_ids)
     raw = {sid: bus.read_position(sid) for sid in ids}
@@ -137,16 +143,18 @@ def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping
     missing = [sid for sid in goal if sid not in start]
     if missing:
         raise Refused(f"servo(s) {', '.join(map(str, missing))} not on this arm")
-    check = JointLimits({sid: limits[sid] for sid in goal if sid in limits}, unit="pulses") if limits else None
-    if check is None:
+    known = {sid: limits[sid] for sid in goal if sid in limits}
+    if not known:
         raise Refused("no limits known for any servo of the goal")
+    check = JointLimits(known, unit="pulses")
     reason = check.check(goal)
     if reason:
         raise Refused(f"goal refused: {reason.replace('joint', 'servo')}")
     traj = Trajectory({sid: start[sid] for sid in goal}, goal, speed, 0.0, period=period_s)
     reason = check.check_path(traj.samples(period_s))
     if reason:
-        raise Refused(f"move refused (the current pose is outside the limits?): {reason.replace('joint', 'servo')}")
+        raise Refused(f"move refused (is the current pose outside the limits?): "
+                      f"{reason.replace('joint', 'servo')}")
     return traj
 
 
@@ -187,7 +195,9 @@ def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[in
             k += 1
             clock.sleep_until(t0 + k * period_s)
     except BaseException:
-        bus.hold()  # Ctrl-C or a lost link mid-move: the arm stops where it is
+        # Ctrl-C or a lost link mid-move: try to stop the arm where it is, and report the original error
+        with contextlib.suppress(Exception):
+            bus.hold()
         raise
     duration = clock.now() - t0
     if not stopped:
@@ -215,7 +225,7 @@ class RelaxResult:
 
 
 def rest_check(pose: Mapping[int, int | None], rest: Mapping[int, int], joints: Iterable[int],
-               tolerance: int) -> str | None:
+               tolerance: int, name: str = "rest") -> str | None:
     """None when every rest joint is within tolerance of the rest pose, else the reason."""
     off = []
     for j in joints:
@@ -223,14 +233,14 @@ def rest_check(pose: Mapping[int, int | None], rest: Mapping[int, int], joints: 
         if v is None:
             off.append(f"servo {j} not answering")
         elif abs(v - rest[j]) > tolerance:
-            off.append(f"servo {j} at {v} (rest {rest[j]})")
+            off.append(f"servo {j} at {v} ({name} {rest[j]})")
     if off:
-        return f"the arm is not resting on itself (+-{tolerance} pulses): " + ", ".join(off)
+        return f"the arm is not resting on itself ({name} pose +-{tolerance} pulses): " + ", ".join(off)
     return None
 
 
 def relax(bus: Any, clock: Any, *, rest: Mapping[int, int], joints: Iterable[int], tolerance: int,
-          force: bool = False, attempts: int = 3) -> RelaxResult:
+          force: bool = False, attempts: int = 3, rest_name: str = "rest") -> RelaxResult:
     """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
 
     Refused (nothing sent) unless the rest joints are within `tolerance` pulses of `rest`, or force is given:
@@ -239,9 +249,10 @@ def relax(bus: Any, clock: Any, *, rest: Mapping[int, int], joints: Iterable[int
     joints = tuple(joints)
     pose = bus.read_pose()
     if not force:
-        reason = rest_check(pose, rest, joints, tolerance)
+        reason = rest_check(pose, rest, joints, tolerance, rest_name)
         if reason:
-            raise Refused(f"relax refused: {reason}; move to the rest pose first, or --force")
+            raise Refused(f"relax refused: {reason}; with torque off the arm would drop. Bring it to its "
+                          f"{rest_name} pose first, or force it")
     optional = set(bus.profile.optional_ids)
     torque: dict[int, bool | None] = {}
     n = 0

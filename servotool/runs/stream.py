@@ -49,12 +49,12 @@ def columns(n_joints: int, raw: bool) -> list[str]:
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
-    cols += ["errcode", "main_code", "sub_code", "info"]
+    cols += ["errcode", "main_code", "sub_code", "dev_t", "info"]
     return cols
 
 
 def units(n_joints: int, raw: bool) -> dict[str, str]:
-    u = {"t": "s"}
+    u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
         u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
@@ -245,7 +245,8 @@ class Streamer:
             q = np.asarray(f.q, dtype=float)
             self._last_q = q
             self._recent.append((f.t, q))
-            row = {"t": self._rel(f.t), "event": "state", "main_code": f.main_code, "sub_code": f.sub_code}
+            row = {"t": self._rel(f.t), "event": "state", "main_code": f.main_code, "sub_code": f.sub_code,
+                   "dev_t": f.device_time_s}
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
             rows.append(row)
             codes = (int(f.main_code), int(f.sub_code))
@@ -293,9 +294,13 @@ class Streamer:
               late: list[float]) -> None:
         deadline = self._t0 + k_deadline * self.period
         self.clock.sleep_until(deadline)
-        t_send = self.clock.now()
-        late.append(t_send - deadline)
+        t_call = self.clock.now()
+        late.append(t_call - deadline)
         reply = self.arm.servo_j([float(x) for x in setpoint], self.period)
+        # the actual send time: a fire-and-forget transport has handed the datagram to the OS when the call
+        # returns (its encoding time is not part of the lag); an answered call sent it somewhere inside the
+        # call, recorded as its start (the analysis uses the answer's time for the rest)
+        t_send = self.clock.now() if reply is None else t_call
         cmd = self._cmd_row(t_send, pass_index, phase, setpoint, raw)
         frames, replies = self._poll()
         if reply is not None:
@@ -484,3 +489,84 @@ class Streamer:
 def stream(arm: Arm, clock: Clock, writer: Any, plan: StreamPlan, **kwargs: Any) -> StreamOutcome:
     """Convenience: Streamer(arm, clock, writer, **kwargs).run(plan)."""
     return Streamer(arm, clock, writer, **kwargs).run(plan)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# before and after a stream
+
+
+class RunRefused(ValueError):
+    """A run that would be unsafe or cannot be done as asked; nothing was moved. The message says why."""
+
+
+@dataclass
+class Prepared:
+    """The arm is enabled, in servo mode and executing a stream that holds `pose` (deg)."""
+
+    pose: np.ndarray
+    warm_up_s: float
+    state_period_s: float = math.nan  # median interval of the state frames seen during the warm-up
+    notes: list[str] = field(default_factory=list)
+
+
+def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0) -> StateFrame:
+    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes."""
+    deadline = clock.now() + timeout_s
+    while True:
+        arm.poll_states()
+        st = arm.latest_state()
+        if st is not None:
+            return st
+        if clock.now() >= deadline:
+            raise DeviceError(f"no state frame from {arm.url} within {timeout_s:g} s")
+        clock.sleep(0.005)
+
+
+def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 10.0) -> Prepared:
+    """Enable, enter servo mode and warm up: stream the measured pose until the controller executes it.
+
+    A run must start only once the controller executes what it is sent: a stream that starts inside the
+    enable window (commands answered 101, dropped) leaves a gap between the setpoints and the arm that the
+    controller then closes in one jump. A fault still latched from an earlier run is reset first (and said).
+    Raises DeviceError when the controller does not take the stream within warmup_timeout_s.
+    """
+    notes: list[str] = []
+    st = wait_for_state(arm, clock)
+    if (st.main_code, st.sub_code) != (0, 0):
+        code = arm.reset_faults()
+        notes.append(f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
+                     f"ResetAllError answered {code}")
+    arm.enable()
+    code = arm.servo_start()
+    if code not in (0, None):
+        notes.append(f"ServoMoveStart answered {code}")
+    pose = np.asarray(wait_for_state(arm, clock).q, dtype=float)[: arm.n_joints]
+    t0 = clock.now()
+    warm = getattr(arm, "warm_up", None)
+    if warm is None:
+        raise DeviceError(f"{arm.url}: this backend has no warm-up, so a run cannot be started safely")
+    result = warm([float(x) for x in pose], period_s, warmup_timeout_s)
+    held = getattr(result, "pose", None) if result is not None else None
+    if held is not None and len(held) == len(pose):
+        pose = np.asarray(held, dtype=float)
+    frames = arm.poll_states()
+    times = np.array([f.t for f in frames[-200:]])
+    period = float(np.median(np.diff(times))) if len(times) >= 3 else math.nan
+    return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
+
+
+def finish(arm: Arm, keep: bool) -> list[str]:
+    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong."""
+    notes: list[str] = []
+    try:
+        code = arm.servo_end()
+        if code not in (0, None):
+            notes.append(f"ServoMoveEnd answered {code}")
+    except (DeviceError, OSError) as exc:
+        notes.append(f"ServoMoveEnd failed: {exc}")
+    if not keep:
+        try:
+            arm.disable()
+        except (DeviceError, OSError) as exc:
+            notes.append(f"disable failed: {exc}")
+    return notes

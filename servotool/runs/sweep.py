@@ -1,20 +1,22 @@
-"""Limit mapping: slow sweeps of one joint at a time toward its stored limit, stopped by a stall, the stored limit
-or a key press, with the arm held at every stop and the joint brought back to where it started.
+"""Limit mapping: slow sweeps of one joint at a time toward its stored limit, stopped by a stall, the stored
+limit or a key press, with the arm held at every stop and the joint brought back to where it started.
 
-Per joint and direction: read the whole arm (a silent joint servo or a pose outside the current limits refuses),
-then every period send the joint's command start + dir * speed * t (whole pulses, never past the servo's stored
-limit, never outside 0-1000) as one period-long move frame and read the joint back. The sweep stops when
-analysis.sweep's stall test fires, when the command has reached the stored limit and the joint is there, or when an
-abort is requested. At a stop the arm is held at once (one hold frame for every servo), the stop is read back after
-a short settle and the limit is set `inside` pulses inside it. Then a minimum-jerk move brings the joint back to its
-start before the next sweep. An abort holds the arm and ends the whole run: no frame but the hold follows it.
+Per joint and direction: read the whole arm (a silent joint servo or a pose outside the current limits
+refuses), then every period send the joint's command start + dir * speed * t (whole pulses, never past the
+servo's stored limit, never outside 0-1000) as one period-long move frame and read the joint back. The sweep
+stops when analysis.sweep's stall test fires, when the command has reached the stored limit and the joint is
+there, or when an abort is requested. At a stop the arm is held at once (one hold frame for every servo), the
+stop is read back after a short settle and the limit is set `inside` pulses inside it. Then a minimum-jerk
+move brings the joint back to its start before the next sweep. An abort holds the arm and ends the whole run:
+no frame but the hold follows it.
 
-Every commanded pulse passes one guard before it is written: inside the stored limit and 0-1000, else the arm is
-held and the run raises. Nothing here writes EEPROM (the protocol cannot encode it).
+Every commanded pulse passes one guard before it is written: inside the stored limit and 0-1000, else the arm
+is held and the run raises. Nothing here writes EEPROM (the protocol cannot encode it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -47,10 +49,10 @@ CSV_UNITS = {"t": "s", "cmd": "pulse", "read": "pulse"}
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """joints: servo ids to sweep; directions: "down" and/or "up"; speed pulses/s; inside pulses;
-    period_s: command period; return_speed: cap of the move back to the start (pulses/s);
-    settle_s: wait after a hold before the stop is read; limit_tol: read-back within this many pulses of the
-    stored limit counts as having reached it; limit_wait_s: how long to wait for that after the command got there."""
+    """joints: servo ids to sweep; directions: "down" and/or "up"; speed pulses/s; inside pulses; period_s:
+    command period; return_speed: cap of the move back to the start (pulses/s); settle_s: wait after a hold
+    before the stop is read; limit_tol: read-back within this many pulses of the stored limit counts as
+    having reached it; limit_wait_s: how long to wait for that after the command got there."""
 
     joints: tuple[int, ...]
     directions: tuple[str, ...] = ("down", "up")
@@ -137,8 +139,8 @@ class _Sweeper:
         lo, hi = self.stored[joint]
         if not (max(lo, PULSE_MIN) <= pulse <= min(hi, PULSE_MAX)):
             self.bus.hold()
-            raise RuntimeError(f"refusing to command servo {joint} to {pulse}: outside stored limit [{lo}, {hi}] "
-                               f"or {PULSE_MIN}-{PULSE_MAX} (arm held)")
+            raise RuntimeError(f"refusing to command servo {joint} to {pulse}: outside stored limit "
+                               f"[{lo}, {hi}] or {PULSE_MIN}-{PULSE_MAX} (arm held)")
         self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
 
     def read_stop(self, joint: int) -> int | None:
@@ -151,6 +153,7 @@ class _Sweeper:
         res.lead_threshold, res.progress_threshold = det.K, det.E
         t_start = self.clock.now()
         reached_at: float | None = None
+        arrived_at: float | None = None
         k = 0
         while True:
             if self.abort():
@@ -178,9 +181,13 @@ class _Sweeper:
                 return self.stop(res, writer, STOP_STALL)
             if reached_at is not None:
                 if abs(read - res.bound) <= cfg.limit_tol:
-                    return self.stop(res, writer, STOP_STORED)
+                    # at its own stored limit the servo stops by itself: let it finish arriving, then hold
+                    arrived_at = elapsed if arrived_at is None else arrived_at
+                    if elapsed - arrived_at >= cfg.settle_s:
+                        return self.stop(res, writer, STOP_STORED)
                 if elapsed - reached_at >= cfg.limit_wait_s:
-                    res.notes.append(f"settled at {read}, {abs(read - res.bound)} pulses short of the stored limit")
+                    res.notes.append(f"settled at {read}, {abs(read - res.bound)} pulses short of the "
+                                     "stored limit")
                     return self.stop(res, writer, STOP_STORED)
             k += 1
             self.clock.sleep_until(t_start + k * cfg.period_s)
@@ -250,16 +257,17 @@ def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
                on_event: Callable[[SweepEvent], None] | None = None) -> SweepRun:
     """Sweep each configured joint in each direction; see the module doc.
 
-    Refused (nothing moved) when a swept servo is not on the arm, a joint servo is silent, a stored limit cannot
-    be read, or the arm's pose is outside the current limits (stored intersected with `configured`).
-    `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress.
-    Any exception, Ctrl-C included, holds the arm before it propagates.
+    Refused (nothing moved) when a swept servo is not on the arm, a joint servo is silent, a stored limit
+    cannot be read, or the arm's pose is outside the current limits (stored intersected with `configured`).
+    `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress. Any
+    exception, Ctrl-C included, holds the arm before it propagates.
     """
     abort = abort_check(abort_requested)
     sweeper = _Sweeper(bus, clock, config, abort, on_event)
     unknown = [j for j in config.joints if j not in bus.ids]
     if unknown:
-        raise Refused(f"servo(s) {', '.join(map(str, unknown))} not on this arm ({', '.join(map(str, bus.ids))})")
+        raise Refused(f"servo(s) {', '.join(map(str, unknown))} not on this arm "
+                      f"({', '.join(map(str, bus.ids))})")
     armpose = read_arm(bus)
     stored_raw = {sid: bus.read_stored_limits(sid) for sid in bus.ids if sid in armpose.pose}
     missing = [j for j in config.joints if stored_raw.get(j) is None]
@@ -280,7 +288,9 @@ def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
     except SweepAborted:
         run.aborted = True
     except BaseException as exc:
-        bus.hold()
+        # hold first; if the link itself is gone the hold cannot go out, and the original error matters more
+        with contextlib.suppress(Exception):
+            bus.hold()
         if isinstance(exc, Refused):
             run.error = str(exc)
         else:
@@ -300,7 +310,8 @@ def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
     armpose = read_arm(bus)
     reason = check_pose(armpose.pose, limits)
     if reason:
-        raise Refused(f"sweep of servo {joint} {direction} refused: the arm is outside the current limits: {reason}")
+        raise Refused(f"sweep of servo {joint} {direction} refused: the arm is outside the current limits: "
+                      f"{reason}")
     sign = direction_sign(direction)
     lo, hi = run.stored[joint]
     bound = min(max(hi if sign > 0 else lo, PULSE_MIN), PULSE_MAX)
@@ -309,12 +320,14 @@ def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
                       bound=bound, stored=(lo, hi))
     run.results.append(res)
     sweeper.on_event(SweepEvent("start", joint, direction, sweeper.now(), cmd=bound, read=start,
-                                message=f"servo {joint} {direction} from {start} toward stored limit {bound}"))
+                                message=f"servo {joint} {direction} from {start} toward stored limit "
+                                        f"{bound}"))
     with factory(res) as writer:
         if sign * (bound - start) <= 0:
             res.reason, res.stop = STOP_AT_LIMIT, start
             res.limit = limit_from_stop(start, sign, cfg.inside)
-            sweeper.on_event(SweepEvent("stop", joint, direction, sweeper.now(), read=start, message=STOP_AT_LIMIT))
+            sweeper.on_event(SweepEvent("stop", joint, direction, sweeper.now(), read=start,
+                                        message=STOP_AT_LIMIT))
             return
         sweeper.sweep(res, writer)
         if res.reason == STOP_SILENT:

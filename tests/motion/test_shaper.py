@@ -192,6 +192,29 @@ def test_ramp_target_is_trailed_by_at_most_the_braking_trail_and_never_passed(dt
     assert np.all(worst[speed <= a_max * dt] == 0.0)
 
 
+@pytest.mark.parametrize("dt", DTS)
+def test_monotonic_target_with_random_speeds_is_trailed_within_bound(dt: float) -> None:
+    # Cruise, slow down, pause, speed up again at random, never reversing and never faster than v.
+    rng = np.random.default_rng(17 + int(dt * 1000))
+    n = 1000
+    v_max, a_max = random_limits(rng, n)
+    v_top = v_max * rng.uniform(0.05, 1.0, n)
+    direction = rng.choice([-1.0, 1.0], n)
+    shaper = StreamShaper(v_max, a_max, dt)
+    shaper.prime(np.zeros(n))
+    bound = max_trail(v_top, a_max, dt)
+    x, speed = np.zeros(n), np.zeros(n)
+    for _ in range(1200):
+        u = rng.random(n)
+        speed = np.where(u < 0.03, rng.uniform(0.0, 1.0, n) * v_top, speed)
+        speed = np.where((u >= 0.03) & (u < 0.04), 0.0, speed)
+        speed = np.where((u >= 0.04) & (u < 0.05), v_top, speed)
+        x = x + direction * speed * dt
+        trail = (x - shaper.step(x)) * direction
+        assert np.all(trail >= 0.0)
+        assert np.all(trail <= bound * (1 + 1e-9))
+
+
 def test_trapezoid_target_is_trailed_within_bound_then_landed_on_when_it_stops() -> None:
     v_max, a_max, dt = 130.0, 500.0, 0.01
     shaper = StreamShaper(v_max, a_max, dt)

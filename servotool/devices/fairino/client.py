@@ -1,13 +1,13 @@
-"""`FairinoArm`: the client for a FAIRINO controller, real or simulated (devices.arm.Arm).
+"""`FairinoArm`: the client for a FAIRINO controller, real or simulated (implements devices.arm.Arm).
 
 Transports: XML-RPC for commands that need an answer (enable, mode, servo start/end, reset, and ServoJ when
 transport=rpc), UDP for ServoJ when transport=udp (fire and forget: no return code; reply frames, if the
-controller sends any, are collected by `replies()`), and the CNDE stream for state. One background thread reads
-the state stream and the UDP replies and stamps each frame on arrival with the `now` clock it was given.
+controller sends any, are collected by `replies()`), and the CNDE stream for state (stream.StateStream).
+Frames and replies are stamped on arrival with the `now` clock the client was given.
 
-Link loss (state stream closed or reset, no state frame for `silence_s`, an XML-RPC call failing or timing out,
-the UDP port refused) is reported as one ConnectionLost, raised by the next call (poll_states / replies first
-hand over what arrived before the loss). Nothing blocks longer than its timeout.
+Link loss (state stream closed or reset, no state frame for `silence_s`, an XML-RPC call failing or timing
+out, the UDP port refused) is reported as one ConnectionLost, raised by the next call (poll_states and
+replies first hand over what arrived before the loss). Nothing blocks longer than its timeout.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import collections
 import contextlib
 import http.client
 import math
-import select
 import socket
 import threading
 import time
@@ -30,31 +29,24 @@ from servotool.devices.fairino.codes import ErrCode, describe_errcode, describe_
 from servotool.devices.fairino.profiles import PROFILES, ProfileError, valid_params, with_overrides
 from servotool.devices.fairino.rpc import server_proxy
 from servotool.devices.fairino.sim import FairinoSim
+from servotool.devices.fairino.stream import StateStream
 from servotool.devices.registry import DeviceURL, DeviceURLError
 
-REQUIRED_FIELDS = ("actual_joint_pos", "main_code", "sub_code")
-# used when the controller has them; a controller answering NOT_FOUND for one is configured without it
-OPTIONAL_FIELDS = (
-    "rbt_enable_state",
-    "last_servoJ_target",
-    "servoJ_cmd_num",
-    "actual_joint_vel",
-    "robot_state",
-    "timestamp_us",
-)
 # a model not named in the URL gets the lowest known limits, so speed bounds derived from them stay safe
 CONSERVATIVE_LIMITS = (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
-_CMD_NAMES = {int(c): n for c, n in ((p.CmdId.SERVO_J, "ServoJ"), (p.CmdId.SERVO_MOVE_START, "ServoMoveStart"),
-                                      (p.CmdId.SERVO_MOVE_END, "ServoMoveEnd"))}
-_MAX_FRAMES = 65536
+_CMD_NAMES = {
+    int(p.CmdId.SERVO_J): "ServoJ",
+    int(p.CmdId.SERVO_MOVE_START): "ServoMoveStart",
+    int(p.CmdId.SERVO_MOVE_END): "ServoMoveEnd",
+}
 
 
 class FairinoArm:
     """A connected FAIRINO controller. Joint values in degrees, times in seconds on `now`.
 
-    Connecting (in the constructor) opens the state stream first, configures it (period `state_ms`),
-    then checks XML-RPC with GetControllerIP; any failure raises DeviceError and leaves nothing open.
-    `sim` is an embedded FairinoSim that close() stops.
+    The constructor connects: the state stream first (configured at `state_ms`), then XML-RPC is checked
+    with GetControllerIP, then the UDP socket is opened (transport=udp). Any failure raises DeviceError and
+    leaves nothing open. `sim` is an embedded FairinoSim that close() stops.
     """
 
     def __init__(
@@ -89,208 +81,75 @@ class FairinoArm:
         self.transport = transport
         self.host = host
         self.sim = sim
-        self.state_ms = int(state_ms)
-        self.silence_s = float(silence_s)
         self.enable_wait_s = float(enable_wait_s)
         self._now = now
-        self._ports = (rpc_port, cnde_port, udp_port)
-        self._timeout = float(connect_timeout_s)
         self._lock = threading.Lock()
         self._rpc_lock = threading.Lock()
-        self._frames: collections.deque[StateFrame] = collections.deque(maxlen=_MAX_FRAMES)
-        self._replies: collections.deque[Reply] = collections.deque(maxlen=_MAX_FRAMES)
+        self._replies: collections.deque[Reply] = collections.deque(maxlen=65536)
         self._codes: collections.deque[tuple[int, int]] = collections.deque(maxlen=256)  # (seq, errcode)
         self._code_seq = 0
-        self._latest: StateFrame | None = None
-        self._cmd_num: int | None = None
         self._lost: str | None = None
-        self._closing = threading.Event()
         self._closed = False
+        self._closing = threading.Event()
         self._udp_count = 0
-        self.bad_frames = 0
-        self._cnde: socket.socket | None = None
+        self.bad_replies = 0
+        self._stream: StateStream | None = None
         self._udp: socket.socket | None = None
-        self._reader: threading.Thread | None = None
+        self._udp_reader: threading.Thread | None = None
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
-        self.fields: tuple[str, ...] = ()
         try:
-            self._connect()
+            self._stream = StateStream(
+                host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
+                timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url,
+            )
+            try:
+                with self._rpc_lock:
+                    self._proxy.GetControllerIP()
+            except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
+                raise DeviceError(f"{self.url}: XML-RPC (port {rpc_port}) does not answer: {exc}") from None
+            if transport == "udp":
+                self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                self._udp.connect((host, udp_port))
+                self._udp.settimeout(0.05)
+                self._udp_reader = threading.Thread(target=self._udp_loop, daemon=True, name="fairino-udp")
+                self._udp_reader.start()
         except BaseException:
             self.close()
             raise
 
-    # --- connection ---------------------------------------------------------------------------------------
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The state fields the controller streams to this client."""
+        return self._stream.fields if self._stream else ()
 
-    def _connect(self) -> None:
-        host, (rpc_port, cnde_port, udp_port) = self.host, self._ports
-        try:
-            self._cnde = socket.create_connection((host, cnde_port), timeout=self._timeout)
-        except OSError as exc:
-            raise DeviceError(f"{self.url}: cannot open the state stream (port {cnde_port}): {exc}") from None
-        self._cnde.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        splitter = p.FrameSplitter()
-        pending: list[p.CndeFrame] = []
-        names = list(REQUIRED_FIELDS + OPTIONAL_FIELDS)
-        status, text = self._configure(names, splitter, pending)
-        if status != p.MessageStatus.OK:
-            types = text.split(",")
-            missing = [n for n, t in zip(names, types, strict=False) if t == p.NOT_FOUND]
-            if any(n in REQUIRED_FIELDS for n in missing) or not missing:
-                raise DeviceError(f"{self.url}: the controller refused the state configuration: {text!r}")
-            names = [n for n in names if n not in missing]
-            status, text = self._configure(names, splitter, pending)
-            if status != p.MessageStatus.OK:
-                raise DeviceError(f"{self.url}: the controller refused the state configuration: {text!r}")
-        try:
-            self._layout = p.StateLayout.from_types(names, text.split(","))
-        except p.FrameError as exc:
-            raise DeviceError(f"{self.url}: unreadable configuration reply: {exc}") from None
-        self.fields = tuple(names)
-        self._send_cnde(p.FrameType.START)
-        deadline = time.monotonic() + self._timeout
-        while True:
-            frame = self._await_frame(splitter, pending, deadline, "the stream start")
-            if frame.type == p.FrameType.MESSAGE:
-                status, text = p.decode_message(frame.data)
-                if status != p.MessageStatus.OK:
-                    raise DeviceError(f"{self.url}: the controller refused to start the stream: {text!r}")
-                break
-            if frame.type == p.FrameType.OUTPUT_DATA:
-                pending.insert(0, frame)
-                break
-        try:
-            self._proxy.GetControllerIP()
-        except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
-            raise DeviceError(f"{self.url}: XML-RPC (port {rpc_port}) does not answer: {exc}") from None
-        if self.transport == "udp":
-            self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            self._udp.connect((host, udp_port))
-            self._udp.setblocking(False)
-        self._cnde.settimeout(None)
-        self._cnde.setblocking(False)
-        self._last_rx = time.monotonic()
-        t = self._now()
-        for frame in pending:
-            if frame.type == p.FrameType.OUTPUT_DATA:
-                self._on_state(frame.data, t)
-        self._reader = threading.Thread(target=self._read_loop, args=(splitter,), daemon=True,
-                                        name="fairino-state")
-        self._reader.start()
+    # --- link ---------------------------------------------------------------------------------------------
 
-    def _send_cnde(self, ftype: int, data: bytes = b"") -> None:
-        assert self._cnde is not None
-        self._cnde.sendall(p.encode_frame(ftype, data))
-
-    def _configure(self, names: list[str], splitter: p.FrameSplitter,
-                   pending: list[p.CndeFrame]) -> tuple[int, str]:
-        self._send_cnde(p.FrameType.OUTPUT_CONFIG, p.encode_output_config(self.state_ms, names))
-        deadline = time.monotonic() + self._timeout
-        while True:
-            frame = self._await_frame(splitter, pending, deadline, "the state configuration")
-            if frame.type == p.FrameType.MESSAGE:
-                return p.decode_message(frame.data)
-
-    def _await_frame(self, splitter: p.FrameSplitter, pending: list[p.CndeFrame], deadline: float,
-                     what: str) -> p.CndeFrame:
-        assert self._cnde is not None
-        while True:
-            if pending:
-                return pending.pop(0)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeviceError(f"{self.url}: no answer to {what} within {self._timeout:.1f} s")
-            self._cnde.settimeout(left)
-            try:
-                chunk = self._cnde.recv(65536)
-            except TimeoutError:
-                continue
-            except OSError as exc:
-                raise DeviceError(f"{self.url}: state stream failed during {what}: {exc}") from None
-            if not chunk:
-                raise DeviceError(f"{self.url}: the controller closed the state stream during {what}")
-            pending.extend(splitter.feed(chunk))
-
-    # --- background reader --------------------------------------------------------------------------------
-
-    def _read_loop(self, splitter: p.FrameSplitter) -> None:
-        cnde, udp = self._cnde, self._udp
-        assert cnde is not None
-        socks = [cnde] + ([udp] if udp is not None else [])
-        try:
-            while not self._closing.is_set():
-                readable, _, _ = select.select(socks, [], [], 0.01)
-                t = self._now()
-                if cnde in readable:
-                    try:
-                        chunk = cnde.recv(65536)
-                    except BlockingIOError:
-                        chunk = None
-                    except OSError as exc:
-                        self._lose(f"state stream failed: {exc}")
-                        return
-                    if chunk == b"":
-                        self._lose("the controller closed the state stream")
-                        return
-                    if chunk:
-                        for frame in splitter.feed(chunk):
-                            if frame.type == p.FrameType.OUTPUT_DATA:
-                                self._on_state(frame.data, t)
-                                self._last_rx = time.monotonic()
-                if udp is not None and udp in readable and not self._drain_udp(udp, t):
-                    return
-                silent = time.monotonic() - self._last_rx
-                if silent > self.silence_s and not self._closing.is_set():
-                    self._lose(f"no state frame for {silent * 1000:.0f} ms")
-                    return
-        except (OSError, ValueError) as exc:
-            if not self._closing.is_set():
-                self._lose(f"state reader failed: {exc}")
-
-    def _drain_udp(self, udp: socket.socket, t: float) -> bool:
-        while True:
+    def _udp_loop(self) -> None:
+        udp = self._udp
+        assert udp is not None
+        while not self._closing.is_set():
             try:
                 data = udp.recv(65535)
-            except BlockingIOError:
-                return True
+            except TimeoutError:
+                continue
             except ConnectionRefusedError:
                 self._lose("the controller's UDP command port refused the stream")
-                return False
+                return
             except OSError as exc:
-                self._lose(f"UDP command port failed: {exc}")
-                return False
+                if not self._closing.is_set():
+                    self._lose(f"UDP command port failed: {exc}")
+                return
+            t = self._now()
             try:
                 frame = p.decode_udp(data)
                 code = int(frame.content.strip())
             except (p.FrameError, ValueError):
-                self.bad_frames += 1
+                self.bad_replies += 1
                 continue
-            reply = Reply(t, code, _CMD_NAMES.get(frame.cmd_id, str(frame.cmd_id)))
             with self._lock:
-                self._replies.append(reply)
+                self._replies.append(Reply(t, code, _CMD_NAMES.get(frame.cmd_id, str(frame.cmd_id))))
                 self._code_seq += 1
                 self._codes.append((self._code_seq, code))
-
-    def _on_state(self, data: bytes, t: float) -> None:
-        try:
-            v = self._layout.unpack(data)
-        except p.FrameError:
-            self.bad_frames += 1
-            return
-        stamp = v.get("timestamp_us")
-        frame = StateFrame(
-            t=t,
-            q=tuple(v["actual_joint_pos"]),
-            main_code=int(v["main_code"]),
-            sub_code=int(v["sub_code"]),
-            enabled=bool(v.get("rbt_enable_state", 1)),
-            setpoint=tuple(v["last_servoJ_target"]) if "last_servoJ_target" in v else None,
-            device_time_s=stamp * 1e-6 if stamp is not None else None,
-        )
-        with self._lock:
-            self._frames.append(frame)
-            self._latest = frame
-            if "servoJ_cmd_num" in v:
-                self._cmd_num = int(v["servoJ_cmd_num"])
 
     def _lose(self, why: str) -> None:
         with self._lock:
@@ -345,7 +204,7 @@ class FairinoArm:
         while True:
             self._check()
             now = time.monotonic()
-            latest = self._latest
+            latest = self._stream.latest if self._stream else None
             if now >= until and latest is not None and latest.enabled:
                 return
             if now - start > timeout_s:
@@ -399,19 +258,21 @@ class FairinoArm:
 
     def poll_states(self) -> list[StateFrame]:
         """The state frames received since the last call, oldest first (host receive time in .t)."""
-        with self._lock:
-            frames = list(self._frames)
-            self._frames.clear()
+        if self._closed:
+            self._check()
+        frames = self._stream.poll() if self._stream else []
         if not frames:
             self._check()
         return frames
 
     def latest_state(self) -> StateFrame | None:
         self._check()
-        return self._latest
+        return self._stream.latest if self._stream else None
 
     def replies(self) -> list[Reply]:
         """UDP reply frames received since the last call (empty with transport=rpc: servo_j returns those)."""
+        if self._closed:
+            self._check()
         with self._lock:
             out = list(self._replies)
             self._replies.clear()
@@ -422,7 +283,7 @@ class FairinoArm:
     @property
     def servoj_count(self) -> int | None:
         """The controller's count of ServoJ commands it took (servoJ_cmd_num), when the stream carries it."""
-        return self._cmd_num
+        return self._stream.cmd_num if self._stream else None
 
     def wait_state(self, timeout_s: float = 1.0) -> StateFrame:
         """The newest state frame, waiting up to timeout_s for a first one; raises DeviceError if none."""
@@ -444,82 +305,98 @@ class FairinoArm:
         hold_tol_deg: float = 0.5,
     ) -> float:
         """Start servo mode and stream the held pose until the controller executes the stream; returns the
-        seconds it took. q_hold defaults to the measured pose.
+        seconds it took. q_hold defaults to the measured pose. ServoMoveStart answered 101 is retried.
 
-        Accepted when, over the last `settle_ticks` command ticks: no command was answered 101 (the
-        enable window), the controller's ServoJ count advanced by at least settle_ticks - 2 (it takes the
-        stream; a disabled or not-ready controller does not count), its last taken target equals q_hold
-        (0.01 deg) and the measured pose stayed within hold_tol_deg of q_hold. Without servoJ_cmd_num in
-        the stream, settle_ticks consecutive answers 0 are required instead (transport=rpc or UDP replies).
+        Accepted when, over the last `settle_ticks` (>= 3) command ticks: no command was answered other
+        than 0 (101 marks the enable window), the controller's ServoJ count (servoJ_cmd_num) advanced by at
+        least settle_ticks - 2 (a controller that drops the commands does not count them), the last target
+        it reports taking equals q_hold (0.01 deg), and the measured pose stayed within hold_tol_deg of
+        q_hold. Without servoJ_cmd_num in the stream, settle_ticks answers of 0 in a row are required
+        instead (transport=rpc, or UDP replies).
 
         Raises DeviceError on timeout, on errcode 14 or a latched fault (reset first), or if the arm moves
-        away from q_hold; servo mode is left on after success so the caller can stream at once.
+        away from q_hold. Servo mode stays on after success, so the caller can stream at once. The UDP
+        replies to the warm-up's own commands are consumed (they are its evidence, not the caller's).
         """
+        try:
+            return self._warm_up(q_hold, cmd_period_s, timeout_s, settle_ticks, hold_tol_deg)
+        finally:
+            with self._lock:
+                self._replies.clear()
+
+    def _warm_up(
+        self,
+        q_hold: Sequence[float] | None,
+        cmd_period_s: float,
+        timeout_s: float,
+        settle_ticks: int,
+        hold_tol_deg: float,
+    ) -> float:
+        assert self._stream is not None
         settle_ticks = max(3, int(settle_ticks))
         start = time.monotonic()
-        if q_hold is None:
-            q_hold = self.wait_state(timeout_s).q
-        hold = tuple(float(x) for x in q_hold)
+        hold = tuple(float(x) for x in (q_hold if q_hold is not None else self.wait_state(timeout_s).q))
+        # per tick: (all answers since the previous tick were 0 and there is evidence, ServoJ count)
         window: collections.deque[tuple[bool, int | None]] = collections.deque(maxlen=settle_ticks + 1)
         started = False
         seen_seq = self._code_seq
         last_code: int | None = None
         deadline = time.monotonic()
-        while True:
-            if time.monotonic() - start > timeout_s:
-                raise DeviceError(
-                    f"{self.url}: warm-up timed out after {timeout_s:.1f} s: the controller did not execute "
-                    f"the hold stream (last answer: {last_code})"
-                )
+        while time.monotonic() - start <= timeout_s:
             deadline += cmd_period_s
             delay = deadline - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             if not started:
                 err = self.servo_start()
-                if err == ErrCode.OK:
-                    started = True
-                elif err != ErrCode.NOT_ENABLED:
+                if err not in (ErrCode.OK, ErrCode.NOT_ENABLED):
                     raise DeviceError(f"{self.url}: ServoMoveStart answered {describe_errcode(err)}")
+                started = err == ErrCode.OK
                 continue
             self.servo_j(hold, cmd_period_s)
             with self._lock:
-                codes = [c for s, c in self._codes if s > seen_seq]
+                codes = [c for seq, c in self._codes if seq > seen_seq]
                 seen_seq = self._code_seq
-                state, count = self._latest, self._cmd_num
-            if codes:
-                last_code = codes[-1]
+            state, count = self._stream.snapshot()
+            last_code = codes[-1] if codes else last_code
             if ErrCode.FAILED in codes:
-                raise DeviceError(f"{self.url}: warm-up refused ({describe_errcode(ErrCode.FAILED)}); reset first")
+                raise DeviceError(f"{self.url}: warm-up got {describe_errcode(ErrCode.FAILED)}; reset first")
             if state is not None and (state.main_code or state.sub_code):
                 raise DeviceError(f"{self.url}: warm-up: {describe_fault(state.main_code, state.sub_code)}")
-            if state is not None and max(abs(a - b) for a, b in zip(state.q, hold, strict=True)) > hold_tol_deg:
+            if state is not None and _max_diff(state.q, hold) > hold_tol_deg:
                 raise DeviceError(f"{self.url}: the arm moved more than {hold_tol_deg} deg while holding")
-            ok = all(c == ErrCode.OK for c in codes) and (bool(codes) or count is not None)
-            window.append((ok, count))
-            if len(window) <= settle_ticks or not all(o for o, _ in list(window)[1:]):
+            window.append((all(c == ErrCode.OK for c in codes) and (bool(codes) or count is not None), count))
+            if len(window) <= settle_ticks or not all(ok for ok, _ in list(window)[1:]):
                 continue
             if count is not None:
                 first = window[0][1]
                 if first is None or count - first < settle_ticks - 2:
                     continue
-                target = state.setpoint if state is not None else None
-                if target is not None and max(abs(a - b) for a, b in zip(target, hold, strict=True)) > 0.01:
+                taken = state.setpoint if state is not None else None
+                if taken is not None and _max_diff(taken, hold) > 0.01:
                     continue
             return time.monotonic() - start
+        hint = ""
+        if self._stream.cmd_num is None and last_code is None:
+            hint = " (no servoJ_cmd_num in the state and no command answers: try transport=rpc)"
+        raise DeviceError(
+            f"{self.url}: warm-up timed out after {timeout_s:.1f} s: the controller did not execute the hold "
+            f"stream (last answer: {last_code}){hint}"
+        )
 
     def close(self) -> None:
-        """Stop the reader, close every socket, stop the embedded simulator. Idempotent, never raises."""
+        """Stop the readers, close every socket, stop the embedded simulator. Idempotent, never raises."""
         if self._closed:
             return
         self._closed = True
         self._closing.set()
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout=1.0)
-        for s in (self._cnde, self._udp):
-            if s is not None:
-                with contextlib.suppress(OSError):
-                    s.close()
+        if self._stream is not None:
+            self._stream.close()
+        if self._udp_reader is not None:
+            self._udp_reader.join(timeout=1.0)
+        if self._udp is not None:
+            with contextlib.suppress(OSError):
+                self._udp.close()
         self._transport.abort()
         with contextlib.suppress(Exception):
             self._transport.close()
@@ -612,9 +489,14 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         raise DeviceURLError(f"{parsed.raw}: expected fairino://HOST")
     client = _client_kwargs(parsed, _REAL_PARAMS, params)
     if params:
-        raise DeviceURLError(
-            f"{parsed.raw}: unknown parameter(s) {', '.join(sorted(params))}; valid: {', '.join(sorted(_REAL_PARAMS))}"
-        )
+        unknown, valid = ", ".join(sorted(params)), ", ".join(sorted(_REAL_PARAMS))
+        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {unknown}; valid: {valid}")
     model = client.pop("model", "fairino")
     limits = PROFILES[model].joint_speed_limits if model in PROFILES else CONSERVATIVE_LIMITS
-    return FairinoArm(host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, **{**client, **kwargs})
+    return FairinoArm(
+        host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, **{**client, **kwargs}
+    )
+
+
+def _max_diff(a: Sequence[float], b: Sequence[float]) -> float:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))

@@ -294,9 +294,11 @@ class ControllerModel:
         self._servo = False
         self._anchor_pending = True
 
-    def _anchor(self) -> None:
+    def _anchor(self, cmd_t: float) -> None:
+        # the resting target acts as a setpoint received one period before the first command, so the
+        # first command is executed over one period like any other
         rest = self._final()
-        self._append(self._t + self._lag, rest)
+        self._append(self._t + self._lag - cmd_t, rest)
         self._prev = rest
         self._prev_step = (0.0,) * N_JOINTS
         self._anchor_pending = False
@@ -315,7 +317,7 @@ class ControllerModel:
         if self._blocked:
             return ErrCode.FAILED
         if self._anchor_pending:
-            self._anchor()
+            self._anchor(cmd_t)
         self._servo = True
         step = tuple(a - b for a, b in zip(q, self._prev, strict=True))
         jump = tuple(a - b for a, b in zip(step, self._prev_step, strict=True))

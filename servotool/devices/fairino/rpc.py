@@ -29,7 +29,9 @@ class TimeoutTransport(xmlrpc.client.Transport):
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-def server_proxy(host: str, port: int, timeout_s: float) -> tuple[xmlrpc.client.ServerProxy, TimeoutTransport]:
+def server_proxy(
+    host: str, port: int, timeout_s: float
+) -> tuple[xmlrpc.client.ServerProxy, TimeoutTransport]:
     transport = TimeoutTransport(timeout_s)
     proxy = xmlrpc.client.ServerProxy(f"http://{host}:{port}/RPC2", transport=transport, allow_none=True)
     return proxy, transport

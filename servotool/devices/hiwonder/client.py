@@ -4,17 +4,18 @@ URLs (query keys the client itself takes: baud, timeout_ms, retries, profile; a 
 key to the simulator, see sim_params):
 
 * ``hiwonder:///dev/ttyAMA0?baud=1000000`` a real board;
-* ``sim:rosorin-arm[?obstacle_2=562&silent_10=1...]`` the simulator, started on a pty in a background thread and
-  opened with this same client. Closing the client stops it.
+* ``sim:rosorin-arm[?obstacle_2=562&silent_10=1...]`` the simulator, started on a pty in a background thread
+  and opened with this same client. Closing the client stops it.
 
-Guarantees: each read waits at most timeout_ms per attempt and is retried `retries` times (a corrupted reply is
-retried at once); a servo that does not answer reads as None and is added to `silent`, never an exception, so
-one silent servo never stops reads of the others. Only motion, hold and torque-off commands and reads are ever
-written: the protocol module cannot encode EEPROM writes.
+Guarantees: each read waits at most timeout_ms per attempt and is retried `retries` times (a corrupted reply
+is retried at once); a servo that does not answer reads as None and is added to `silent`, never an exception,
+so one silent servo never stops reads of the others. Only motion, hold and torque-off commands and reads are
+ever written: the protocol module cannot encode EEPROM writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -109,7 +110,8 @@ class HiwonderBus:
         self.stats.frames_sent += 1
 
     def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
-        """Send one move frame: every servo to its pulse (0-1000) in duration_ms. ValueError if out of range."""
+        """Send one move frame: every servo to its pulse (0-1000) in duration_ms. ValueError if out of
+        range."""
         frame = p.move_frame(targets, duration_ms)
         with self._lock:
             self._write(frame)
@@ -129,10 +131,8 @@ class HiwonderBus:
     # --- reads ---------------------------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        try:
+        with contextlib.suppress(serial.SerialException, OSError):
             self.port.reset_input_buffer()
-        except (serial.SerialException, OSError):
-            pass
         self._parser.reset()
 
     def _await(self, sid: int, sub: p.SubCommand, deadline: float) -> p.ServoReply | None:

@@ -1,16 +1,16 @@
 """Hiwonder-style STM32 board protocol: pure bytes <-> dataclasses, no I/O.
 
 Frame: ``AA 55 | func u8 | len u8 | data[len] | crc8``. The CRC is CRC-8/MAXIM (reflected polynomial 0x8C,
-init 0, no final xor) over func, len and data. Function 5 relays bus-servo commands; the first data byte is the
-servo sub-command. Host -> board frames are *commands*; board -> host function-5 frames are *replies* whose data
-starts with the servo id, then the sub-command, then an ok byte (0 = success), then the value.
+init 0, no final xor) over func, len and data. Function 5 relays bus-servo commands; the first data byte is
+the servo sub-command. Host -> board frames are *commands*; board -> host function-5 frames are *replies*
+whose data starts with the servo id, then the sub-command, then an ok byte (0 = success), then the value.
 
 Guarantees:
 
-* EEPROM writes (sub-commands 0x10 set id, 0x20 set offset, 0x24 save offset, 0x30 set angle limit, 0x34, 0x38)
-  cannot be encoded: there is no command type for them, and `encode_frame` / `encode_command` raise
-  `EepromWriteRefused` for any function-5 frame whose first byte is one of them. Any other function-5 sub-command
-  not listed in `SubCommand` is refused too.
+* EEPROM writes (sub-commands 0x10 set id, 0x20 set offset, 0x24 save offset, 0x30 set angle limit, 0x34,
+  0x38) cannot be encoded: there is no command type for them, and `encode_frame` / `encode_command` raise
+  `EepromWriteRefused` for any function-5 frame whose first byte is one of them. Any other function-5
+  sub-command not listed in `SubCommand` is refused too.
 * Every decoder raises `FrameError` (and only that) on a bad frame: wrong header, truncated, length mismatch,
   bad CRC, unknown sub-command, wrong payload size.
 * Move pulses are refused outside PULSE_MIN..PULSE_MAX (0-1000) at encoding time, so no out-of-range position
@@ -77,15 +77,18 @@ EEPROM_WRITES: Mapping[int, str] = {
 
 
 class FrameError(ValueError):
-    """A frame could not be decoded (header, length, CRC, sub-command or payload size). Callers count and skip."""
+    """A frame could not be decoded (header, length, CRC, sub-command or payload size). Callers count and
+    skip."""
 
 
 class EepromWriteRefused(ValueError):
-    """Something tried to build a frame that would write servo EEPROM (or an unknown function-5 sub-command)."""
+    """Something tried to build a frame that would write servo EEPROM (or an unknown function-5
+    sub-command)."""
 
 
 def crc8_maxim(data: bytes | bytearray | memoryview) -> int:
-    """CRC-8/MAXIM (Dallas 1-Wire): reflected poly 0x8C, init 0, no final xor. crc8_maxim(b"123456789") == 0xA1."""
+    """CRC-8/MAXIM (Dallas 1-Wire): reflected poly 0x8C, init 0, no final xor. crc8_maxim(b"123456789") ==
+    0xA1."""
     crc = 0
     for byte in bytes(data):
         crc ^= byte
@@ -114,7 +117,8 @@ def _pack(func: int, data: bytes) -> bytes:
 def _check_outgoing_sub(sub: int) -> None:
     if sub in EEPROM_WRITES:
         raise EepromWriteRefused(
-            f"bus-servo sub-command 0x{sub:02X} ({EEPROM_WRITES[sub]}) writes servo EEPROM: servotool never sends it"
+            f"bus-servo sub-command 0x{sub:02X} ({EEPROM_WRITES[sub]}) writes servo EEPROM: "
+            "servotool never sends it"
         )
     if sub not in SubCommand._value2member_map_:
         raise EepromWriteRefused(f"bus-servo sub-command 0x{sub:02X} is not one servotool knows how to send")
@@ -320,7 +324,7 @@ def decode_command(frame: Frame) -> Command:
     raise FrameError(f"unknown bus-servo sub-command 0x{sub:02X}")
 
 
-# --- board -> host: replies ----------------------------------------------------------------------------------
+# --- board -> host: replies ---------------------------------------------------------------------------------
 
 # sub-command -> struct of the reply payload (id, sub-command, ok, value...)
 REPLY_FORMATS: Mapping[int, str] = {

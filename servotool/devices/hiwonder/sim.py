@@ -3,22 +3,24 @@
 `BoardSim` is the board and its servos (pure state + physics, advanced lazily to the time of each frame).
 `PtyBoardServer` puts it behind a pty so the real pyserial client opens it like a serial port.
 
-Physics (seed figures, all configurable, see sim_params):
-* a move to pulse P in T ms: the servo interpolates from where it is (linear or smooth) and follows that with a
-  first-order lag (lag_ms) and a top speed; the stored (EEPROM) limit silently caps the target;
+Physics (figures from the arm on the bench, all configurable, see sim_params):
+* a move to pulse P in T ms: the servo interpolates from where it is (linear or smooth) and follows that with
+  a first-order lag (lag_ms) and a top speed; the stored (EEPROM) limit silently caps the target;
 * an obstacle is a pulse the joint cannot pass: it stalls there while the command moves on;
 * stop/hold (0x03) freezes the target where the servo is;
-* torque off: the joint goes limp and sags with gravity (joints 2-4 by default) toward a resting pulse, unless the
-  arm rests on itself (within the profile's rest tolerance of its rest pose on the rest joints); a move command
-  switches torque back on;
+* torque off: the joint goes limp and sags with gravity (joints 2-4 by default) toward a resting pulse, unless
+  the arm rests on itself (within the profile's rest tolerance of its rest pose on the rest joints); a move
+  command switches torque back on;
 * a silent servo neither answers nor moves (it lost power); replies can be corrupted (CRC) on purpose.
 
-Time is the sim's own clock: any object with `now()` in seconds (the host monotonic clock by default). Tests pass
-the run's fake clock, so physics and run share one time base and nothing waits. Deterministic for a given seed.
+Time is the sim's own clock: any object with `now()` in seconds (the host monotonic clock by default). Pass a
+`SimTime` shared with the run to run faster than real time in lock-step: physics and run share one time base
+and nothing waits. Deterministic for a given seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -104,20 +106,23 @@ class SimServo:
             vmax = self.params.max_speed * dt
             delta = max(-vmax, min(vmax, delta))
             self.pos = self._block(self.pos + delta)
-        elif not resting and self.params.sag_speed and self.params.sag_stop is not None:
-            stop = self.params.sag_stop
-            step = self.params.sag_speed * dt
-            new = self.pos + step
-            new = min(new, stop) if step > 0 and self.pos <= stop else new
-            new = max(new, stop) if step < 0 and self.pos >= stop else new
+        elif not resting and not self._sagged():
+            stop, step = self.params.sag_stop, self.params.sag_speed * dt
+            new = min(self.pos + step, stop) if step > 0 else max(self.pos + step, stop)
             self.pos = self._block(new)
+
+    def _sagged(self) -> bool:
+        """No (further) sag: none configured, or the joint is at or beyond where gravity leaves it."""
+        stop, speed = self.params.sag_stop, self.params.sag_speed
+        if not speed or stop is None:
+            return True
+        return self.pos >= stop if speed > 0 else self.pos <= stop
 
     def still(self, t: float, resting: bool) -> bool:
         """Nothing about this servo will change until the next command."""
         if self.torque and not self.dead:
             return t >= self.seg_t0 + self.seg_T and abs(self.pos - self.seg_to) < 1e-3
-        stop = self.params.sag_stop
-        return resting or not self.params.sag_speed or stop is None or abs(self.pos - stop) < 1e-9
+        return resting or self._sagged()
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ class BoardSim:
         self.corrupted = 0
         self.frames_seen = 0
 
-    # --- physics ---------------------------------------------------------------------------------------------
+    # --- physics -------------------------------------------------------------------------------------------
 
     def _resting(self) -> bool:
         rest = self.profile.poses.get(self.profile.rest_pose, {})
@@ -179,34 +184,38 @@ class BoardSim:
             self.advance()
             return {sid: s.pos for sid, s in self.servos.items()}
 
-    # --- wire ------------------------------------------------------------------------------------------------
+    # --- wire ----------------------------------------------------------------------------------------------
 
     def handle(self, frame: p.Frame) -> bytes:
         """Apply one host frame; return the reply bytes (empty if the board sends nothing back)."""
         with self._lock:
-            t = self.clock.now()
-            self.advance(t)
             try:
-                cmd = p.decode_command(frame)
-            except p.FrameError:
-                self.rejected.append(frame)
-                return b""
+                return self._apply(frame)
             finally:
-                self.frames_seen += 1
-            self.received.append(Received(t - self.t0, cmd))
-            if isinstance(cmd, p.Move):
-                for sid, pulse in cmd.targets.items():
-                    s = self.servos.get(sid)
-                    if s is not None and not s.dead:
-                        s.move(t, pulse, cmd.duration_ms / 1000.0)
-                return b""
-            if isinstance(cmd, p.Stop):
-                for sid in cmd.ids:
-                    s = self.servos.get(sid)
-                    if s is not None and not s.dead:
-                        s.hold(t)
-                return b""
-            return self._request(cmd)
+                self.frames_seen += 1  # counted once applied: a lock-step clock waits for this
+
+    def _apply(self, frame: p.Frame) -> bytes:
+        t = self.clock.now()
+        self.advance(t)
+        try:
+            cmd = p.decode_command(frame)
+        except p.FrameError:
+            self.rejected.append(frame)
+            return b""
+        self.received.append(Received(t - self.t0, cmd))
+        if isinstance(cmd, p.Move):
+            for sid, pulse in cmd.targets.items():
+                s = self.servos.get(sid)
+                if s is not None and not s.dead:
+                    s.move(t, pulse, cmd.duration_ms / 1000.0)
+            return b""
+        if isinstance(cmd, p.Stop):
+            for sid in cmd.ids:
+                s = self.servos.get(sid)
+                if s is not None and not s.dead:
+                    s.hold(t)
+            return b""
+        return self._request(cmd)
 
     def _request(self, cmd: p.ServoRequest) -> bytes:
         s = self.servos.get(cmd.servo_id)
@@ -250,7 +259,7 @@ class BoardSim:
         self.corrupted += 1
         return raw[:-1] + bytes([raw[-1] ^ 0x5A])
 
-    # --- inspection for tests ----------------------------------------------------------------------------------
+    # --- inspection for tests ------------------------------------------------------------------------------
 
     def commands(self, kind: type | None = None) -> list[Received]:
         with self._lock:
@@ -266,9 +275,10 @@ class BoardSim:
 class SimTime:
     """A manual clock that runs a simulated board faster than real time, in lock-step with its client.
 
-    It has the run clock's interface (now, sleep_until, sleep) and only moves when slept on, like a fake clock.
-    Before time moves on it calls its barrier (the client's `sync`: wait until the board has taken every frame
-    written so far), so each command is applied at the sim time it was sent and a run is deterministic.
+    It has the run clock's interface (now, sleep_until, sleep) and only moves when slept on, like a fake
+    clock. Before time moves on it calls its barrier (the client's `sync`: wait until the board has taken
+    every frame written so far), so each command is applied at the sim time it was sent and a run is
+    deterministic.
     """
 
     def __init__(self, start: float = 0.0) -> None:
@@ -346,16 +356,12 @@ class PtyBoardServer:
         if self._stop.is_set():
             return
         self._stop.set()
-        try:
+        with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-        except OSError:
-            pass
         self._thread.join(timeout=2.0)
         for fd in (self._master, self._slave, self._wake_r, self._wake_w):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def __enter__(self) -> PtyBoardServer:
         return self

@@ -199,7 +199,8 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
     for sid, base in servos.items():
         p = replace(base, **{**all_servos, **per_servo.get(sid, {})})
         if not 0 <= p.lo < p.hi <= 1000:
-            raise DeviceURLError(f"simulator servo {sid}: stored limit {p.lo}-{p.hi} is not 0 <= lo < hi <= 1000")
+            raise DeviceURLError(f"simulator servo {sid}: stored limit {p.lo}-{p.hi} is not "
+                                 "0 <= lo < hi <= 1000")
         servos[sid] = p
     return SimParams(servos=servos, **board)
 
@@ -207,5 +208,6 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
 def describe(params: SimParams) -> dict:
     """A JSON-friendly view of resolved parameters (for `servotool sim hiwonder --json`)."""
     board = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "servos"}
-    board["servos"] = {sid: {f.name: getattr(p, f.name) for f in fields(p)} for sid, p in params.servos.items()}
+    board["servos"] = {sid: {f.name: getattr(p, f.name) for f in fields(p)}
+                       for sid, p in params.servos.items()}
     return board

@@ -1,0 +1,213 @@
+"""The client side of the CNDE state stream: configure, start, and read frames in a background thread.
+
+Each data frame becomes a StateFrame stamped with the host clock `now` when its bytes arrive. The stream is
+declared lost (once, through `on_lost`) when the controller closes or resets it, or sends no data frame for
+`silence_s` (checked every 10 ms).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from servotool.devices.arm import DeviceError, StateFrame
+from servotool.devices.fairino import protocol as p
+
+REQUIRED_FIELDS = ("actual_joint_pos", "main_code", "sub_code")
+# used when the controller has them; a controller answering NOT_FOUND for one is configured without it
+OPTIONAL_FIELDS = (
+    "rbt_enable_state",
+    "last_servoJ_target",
+    "servoJ_cmd_num",
+    "actual_joint_vel",
+    "robot_state",
+    "timestamp_us",
+)
+MAX_FRAMES = 65536  # frames kept between two polls (about 9 minutes at 8 ms); the oldest are dropped
+
+
+class StateStream:
+    """A started CNDE subscription. The constructor connects and configures (raises DeviceError, leaving
+    nothing open); `poll()` drains frames; `close()` stops the reader and closes the socket."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        period_ms: int,
+        now: Callable[[], float],
+        silence_s: float,
+        timeout_s: float,
+        on_lost: Callable[[str], None],
+        label: str,
+        fields: Sequence[str] = REQUIRED_FIELDS + OPTIONAL_FIELDS,
+    ) -> None:
+        self._now = now
+        self._silence = silence_s
+        self._timeout = timeout_s
+        self._on_lost = on_lost
+        self._label = label
+        self._lock = threading.Lock()
+        self._frames: collections.deque[StateFrame] = collections.deque(maxlen=MAX_FRAMES)
+        self._closing = threading.Event()
+        self.latest: StateFrame | None = None
+        self.cmd_num: int | None = None
+        self.bad_frames = 0
+        self._splitter = p.FrameSplitter()
+        self._pending: list[p.CndeFrame] = []
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise DeviceError(f"{label}: cannot open the state stream (port {port}): {exc}") from None
+        try:
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.fields, self._layout = self._subscribe(list(fields), period_ms)
+            self._start()
+        except BaseException:
+            self._sock.close()
+            raise
+        self._sock.setblocking(False)
+        self._last_rx = time.monotonic()
+        t = now()
+        for frame in self._pending:
+            if frame.type == p.FrameType.OUTPUT_DATA:
+                self._on_data(frame.data, t)
+        self._pending.clear()
+        self._reader = threading.Thread(target=self._read_loop, daemon=True, name="fairino-state")
+        self._reader.start()
+
+    # --- set-up -------------------------------------------------------------------------------------------
+
+    def _subscribe(self, names: list[str], period_ms: int) -> tuple[tuple[str, ...], p.StateLayout]:
+        status, text = self._configure(names, period_ms)
+        if status != p.MessageStatus.OK:
+            types = text.split(",")
+            missing = [n for n, t in zip(names, types, strict=False) if t == p.NOT_FOUND]
+            if not missing or any(n in REQUIRED_FIELDS for n in missing):
+                raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
+            names = [n for n in names if n not in missing]
+            status, text = self._configure(names, period_ms)
+            if status != p.MessageStatus.OK:
+                raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
+        try:
+            return tuple(names), p.StateLayout.from_types(names, text.split(","))
+        except p.FrameError as exc:
+            raise DeviceError(f"{self._label}: unreadable configuration reply: {exc}") from None
+
+    def _configure(self, names: list[str], period_ms: int) -> tuple[int, str]:
+        config = p.encode_output_config(period_ms, names)
+        self._sock.sendall(p.encode_frame(p.FrameType.OUTPUT_CONFIG, config))
+        deadline = time.monotonic() + self._timeout
+        while True:
+            frame = self._next_frame(deadline, "the state configuration")
+            if frame.type == p.FrameType.MESSAGE:
+                return p.decode_message(frame.data)
+
+    def _start(self) -> None:
+        self._sock.sendall(p.encode_frame(p.FrameType.START))
+        deadline = time.monotonic() + self._timeout
+        while True:
+            frame = self._next_frame(deadline, "the stream start")
+            if frame.type == p.FrameType.OUTPUT_DATA:
+                # some controllers answer a start with data directly
+                self._pending.insert(0, frame)
+                return
+            if frame.type == p.FrameType.MESSAGE:
+                status, text = p.decode_message(frame.data)
+                if status != p.MessageStatus.OK:
+                    raise DeviceError(f"{self._label}: the controller refused to start the stream: {text!r}")
+                return
+
+    def _next_frame(self, deadline: float, what: str) -> p.CndeFrame:
+        while not self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeviceError(f"{self._label}: no answer to {what} within {self._timeout:.1f} s")
+            self._sock.settimeout(left)
+            try:
+                chunk = self._sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                raise DeviceError(f"{self._label}: state stream failed during {what}: {exc}") from None
+            if not chunk:
+                raise DeviceError(f"{self._label}: the controller closed the state stream during {what}")
+            self._pending.extend(self._splitter.feed(chunk))
+        return self._pending.pop(0)
+
+    # --- reading ------------------------------------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        sock = self._sock
+        try:
+            while not self._closing.is_set():
+                readable, _, _ = select.select([sock], [], [], 0.01)
+                if readable:
+                    t = self._now()
+                    try:
+                        chunk = sock.recv(65536)
+                    except BlockingIOError:
+                        chunk = None
+                    if chunk == b"":
+                        self._lose("the controller closed the state stream")
+                        return
+                    for frame in self._splitter.feed(chunk or b""):
+                        if frame.type == p.FrameType.OUTPUT_DATA:
+                            self._on_data(frame.data, t)
+                            self._last_rx = time.monotonic()
+                silent = time.monotonic() - self._last_rx
+                if silent > self._silence:
+                    self._lose(f"no state frame for {silent * 1000:.0f} ms")
+                    return
+        except (OSError, ValueError) as exc:
+            self._lose(f"state stream failed: {exc}")
+
+    def _lose(self, why: str) -> None:
+        if not self._closing.is_set():
+            self._on_lost(why)
+
+    def _on_data(self, data: bytes, t: float) -> None:
+        try:
+            v = self._layout.unpack(data)
+        except p.FrameError:
+            self.bad_frames += 1
+            return
+        stamp = v.get("timestamp_us")
+        frame = StateFrame(
+            t=t,
+            q=tuple(v["actual_joint_pos"]),
+            main_code=int(v["main_code"]),
+            sub_code=int(v["sub_code"]),
+            enabled=bool(v.get("rbt_enable_state", 1)),
+            setpoint=tuple(v["last_servoJ_target"]) if "last_servoJ_target" in v else None,
+            device_time_s=stamp * 1e-6 if stamp is not None else None,
+        )
+        with self._lock:
+            self._frames.append(frame)
+            self.latest = frame
+            if "servoJ_cmd_num" in v:
+                self.cmd_num = int(v["servoJ_cmd_num"])
+
+    def poll(self) -> list[StateFrame]:
+        with self._lock:
+            out = list(self._frames)
+            self._frames.clear()
+        return out
+
+    def snapshot(self) -> tuple[StateFrame | None, int | None]:
+        """(latest frame, servoJ_cmd_num) read together."""
+        with self._lock:
+            return self.latest, self.cmd_num
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._reader is not threading.current_thread():
+            self._reader.join(timeout=1.0)
+        with contextlib.suppress(OSError):
+            self._sock.close()

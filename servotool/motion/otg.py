@@ -1,0 +1,346 @@
+"""Jerk-limited online trajectory generation: a stream of stepped targets in, a smooth bounded command out.
+
+An online trajectory generator owns the commanded position, velocity and acceleration of each axis. Every
+cycle it plans the time-optimal jerk-limited profile from that state to rest at the latest target (the
+seven-segment profile of otg_profile) and follows it for one cycle, integrating the piecewise-constant jerk
+exactly. It needs nothing but the latest target, keeps |v| <= v_max, |a| <= a_max and |jerk| <= j_max on every
+cycle whatever the cycle length, and lands exactly on the target (position == target bit for bit, v = a = 0),
+then holds it bit for bit. A target that moves mid-motion is planned from the current velocity and
+acceleration; one inside the braking distance is passed, braked for and come back to.
+
+The target velocity is always zero: this generator is for positional targets, not for velocity tracking.
+
+Units are whatever the caller uses consistently (m or rad or deg, with /s, /s^2, /s^3); dt is in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import isfinite, sqrt
+
+import numpy as np
+
+from servotool.motion.otg_profile import OtgPlan, advance, plan_to_rest, stretch_to
+
+__all__ = [
+    "MultiOtg",
+    "Otg",
+    "OtgLimits",
+    "OtgPlan",
+    "otg_duration",
+]
+
+
+def _finite(value, name: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+    if not isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return x
+
+
+@dataclass(frozen=True)
+class OtgLimits:
+    """Velocity, acceleration and jerk bounds of one axis (units/s, units/s^2, units/s^3).
+
+    Every limit must be finite and > 0; anything else raises ValueError.
+    """
+
+    max_velocity: float
+    max_acceleration: float
+    max_jerk: float
+
+    def __post_init__(self) -> None:
+        for name in ("max_velocity", "max_acceleration", "max_jerk"):
+            x = _finite(getattr(self, name), name)
+            if not x > 0.0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, x)
+
+    def per_axis_for_norm(self, n: int) -> OtgLimits:
+        """Limits for each of n axes so that n axes at their limits stay within this vector-norm budget.
+
+        Each limit is divided by sqrt(n). n must be an integer >= 1.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be an integer >= 1, got {n!r}")
+        return self.scaled(1.0 / sqrt(n))
+
+    def scaled(self, f: float) -> OtgLimits:
+        """All three limits multiplied by f (finite and > 0, else ValueError)."""
+        f = _finite(f, "scale factor")
+        if not f > 0.0:
+            raise ValueError(f"scale factor must be > 0, got {f!r}")
+        return OtgLimits(self.max_velocity * f, self.max_acceleration * f, self.max_jerk * f)
+
+
+def _check_limits(limits) -> OtgLimits:
+    if not isinstance(limits, OtgLimits):
+        raise TypeError(f"limits must be OtgLimits, got {type(limits).__name__}")
+    return limits
+
+
+def _valid_dt(dt) -> bool:
+    # NaN fails every comparison, so it is refused here with zero, negative and infinite steps.
+    try:
+        return 0.0 < dt < float("inf")
+    except TypeError:
+        return False
+
+
+def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimits) -> float:
+    """Duration (s) of the time-optimal jerk-limited plan from (p0, v0, a0) to rest at target.
+
+    This is exactly the plan Otg would follow from that state. 0 when already at rest on the target.
+    Non-finite inputs raise ValueError.
+    """
+    limits = _check_limits(limits)
+    p0 = _finite(p0, "p0")
+    v0 = _finite(v0, "v0")
+    a0 = _finite(a0, "a0")
+    target = _finite(target, "target")
+    return plan_to_rest(
+        target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk
+    )[1]
+
+
+def _make_plan(p, v, a, target, segs, duration, peak) -> OtgPlan:
+    pairs = tuple((segs[k], segs[k + 1]) for k in range(0, len(segs), 2))
+    return OtgPlan(p, v, a, target, pairs, duration, peak)
+
+
+class Otg:
+    """Online trajectory generator for one axis.
+
+    `position` is the starting commanded position, also the initial target; the axis starts at rest unless
+    `velocity` / `acceleration` say otherwise (a state beyond the limits is brought back within them first,
+    never with more than max_jerk). Non-finite numbers raise ValueError.
+    """
+
+    __slots__ = ("_p", "_v", "_a", "_x", "_vmax", "_amax", "_jmax", "_limits")
+
+    def __init__(
+        self, position: float, limits: OtgLimits, *, velocity: float = 0.0, acceleration: float = 0.0
+    ) -> None:
+        self._limits = _check_limits(limits)
+        self._vmax = limits.max_velocity
+        self._amax = limits.max_acceleration
+        self._jmax = limits.max_jerk
+        self._p = _finite(position, "position")
+        self._v = _finite(velocity, "velocity")
+        self._a = _finite(acceleration, "acceleration")
+        self._x = self._p
+
+    @property
+    def limits(self) -> OtgLimits:
+        return self._limits
+
+    @property
+    def position(self) -> float:
+        return self._p
+
+    @property
+    def velocity(self) -> float:
+        return self._v
+
+    @property
+    def acceleration(self) -> float:
+        return self._a
+
+    @property
+    def target(self) -> float:
+        return self._x
+
+    @property
+    def at_target(self) -> bool:
+        """True once landed: position equals the target exactly and velocity and acceleration are zero."""
+        return self._p == self._x and self._v == 0.0 and self._a == 0.0
+
+    def set_target(self, target: float) -> None:
+        """Aim at a new target from the next step on. Non-finite targets raise ValueError (target unchanged)."""
+        self._x = _finite(target, "target")
+
+    def set_position(self, position: float) -> None:
+        """Re-anchor the commanded position (e.g. on the robot's echo of it); velocity and acceleration stay."""
+        self._p = _finite(position, "position")
+
+    def plan(self) -> OtgPlan:
+        """The plan the next step will follow from the current state (its duration is the time to land)."""
+        segs, duration, peak = plan_to_rest(
+            self._x - self._p, self._v, self._a, self._vmax, self._amax, self._jmax
+        )
+        return _make_plan(self._p, self._v, self._a, self._x, segs, duration, peak)
+
+    def step(self, dt: float) -> float:
+        """Advance one cycle of dt seconds and return the new position.
+
+        A dt that is not finite and > 0 (0, negative, NaN, inf) changes nothing.
+        """
+        p = self._p
+        if not _valid_dt(dt):
+            return p
+        v = self._v
+        a = self._a
+        x = self._x
+        if p == x and v == 0.0 and a == 0.0:
+            return p
+        segs, duration, _ = plan_to_rest(x - p, v, a, self._vmax, self._amax, self._jmax)
+        if duration <= dt:
+            self._p = x
+            self._v = 0.0
+            self._a = 0.0
+            return x
+        self._p, self._v, self._a = advance(segs, dt, p, v, a)
+        return self._p
+
+
+def _vector(values, n: int | None, name: str) -> list[float]:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have {n} values, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {values!r}")
+    return [float(x) for x in arr]
+
+
+class MultiOtg:
+    """Online trajectory generators for n axes, optionally synchronised.
+
+    `limits` is one OtgLimits for every axis or a sequence of one per axis. When `synchronized`, every cycle the
+    axes that could land sooner are stretched to the slowest axis's duration by lowering their peak velocity,
+    so they arrive together and a move from rest along a direction whose components are equal in magnitude
+    (under equal limits) is a straight line. An axis braking exactly onto its target has no peak to lower and
+    keeps its own minimum duration; so does any axis for which lowering the peak cannot reach the common
+    duration. An axis at rest whose target did not change never moves.
+
+    Vectors are returned as new numpy arrays; non-finite or wrongly sized inputs raise ValueError.
+    """
+
+    def __init__(
+        self,
+        positions: Sequence[float],
+        limits: OtgLimits | Sequence[OtgLimits],
+        synchronized: bool = True,
+        *,
+        velocities: Sequence[float] | None = None,
+        accelerations: Sequence[float] | None = None,
+    ) -> None:
+        self._p = _vector(positions, None, "positions")
+        n = len(self._p)
+        self._n = n
+        if isinstance(limits, OtgLimits):
+            per_axis = [limits] * n
+        else:
+            per_axis = [_check_limits(lim) for lim in limits]
+            if len(per_axis) != n:
+                raise ValueError(f"limits must have {n} entries, got {len(per_axis)}")
+        self._limits = tuple(per_axis)
+        self._vmax = [lim.max_velocity for lim in per_axis]
+        self._amax = [lim.max_acceleration for lim in per_axis]
+        self._jmax = [lim.max_jerk for lim in per_axis]
+        self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities")
+        self._a = [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations")
+        self._x = list(self._p)
+        self._sync = bool(synchronized)
+
+    @property
+    def n_axes(self) -> int:
+        return self._n
+
+    @property
+    def synchronized(self) -> bool:
+        return self._sync
+
+    @property
+    def limits(self) -> tuple[OtgLimits, ...]:
+        return self._limits
+
+    @property
+    def position(self) -> np.ndarray:
+        return np.array(self._p)
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return np.array(self._v)
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        return np.array(self._a)
+
+    @property
+    def target(self) -> np.ndarray:
+        return np.array(self._x)
+
+    @property
+    def at_target(self) -> bool:
+        """True once every axis has landed exactly on its target at rest."""
+        for p, x, v, a in zip(self._p, self._x, self._v, self._a):
+            if p != x or v != 0.0 or a != 0.0:
+                return False
+        return True
+
+    def set_target(self, targets: Sequence[float]) -> None:
+        """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite."""
+        self._x = _vector(targets, self._n, "targets")
+
+    def set_position(self, positions: Sequence[float]) -> None:
+        """Re-anchor the commanded positions; velocities and accelerations stay."""
+        self._p = _vector(positions, self._n, "positions")
+
+    def _plans(self) -> list[tuple]:
+        n = self._n
+        p, v, a, x = self._p, self._v, self._a, self._x
+        vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        plans = [None] * n
+        longest = 0.0
+        for i in range(n):
+            if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
+                plans[i] = ((), 0.0, 0.0)
+                continue
+            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i])
+            plans[i] = plan
+            if plan[1] > longest:
+                longest = plan[1]
+        if self._sync and longest > 0.0:
+            # Stretch only axes that are clearly faster; rounding-level differences are not worth a search.
+            floor = longest * (1.0 - 1e-12)
+            for i in range(n):
+                segs, duration, peak = plans[i]
+                if 0.0 < duration < floor:
+                    stretched = stretch_to(
+                        longest, x[i] - p[i], v[i], a[i], peak, vmax[i], amax[i], jmax[i]
+                    )
+                    if stretched is not None:
+                        plans[i] = stretched
+        return plans
+
+    def plan(self) -> tuple[OtgPlan, ...]:
+        """Each axis's plan for the next step, synchronisation applied (the longest duration is the time to land)."""
+        return tuple(
+            _make_plan(self._p[i], self._v[i], self._a[i], self._x[i], *plan)
+            for i, plan in enumerate(self._plans())
+        )
+
+    def step(self, dt: float) -> np.ndarray:
+        """Advance every axis one cycle of dt seconds and return the new positions.
+
+        A dt that is not finite and > 0 (0, negative, NaN, inf) changes nothing.
+        """
+        if not _valid_dt(dt):
+            return np.array(self._p)
+        p, v, a, x = self._p, self._v, self._a, self._x
+        for i, (segs, duration, _) in enumerate(self._plans()):
+            if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
+                continue
+            if duration <= dt:
+                p[i] = x[i]
+                v[i] = 0.0
+                a[i] = 0.0
+            else:
+                p[i], v[i], a[i] = advance(segs, dt, p[i], v[i], a[i])
+        return np.array(p)

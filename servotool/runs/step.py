@@ -1,0 +1,240 @@
+"""`step`: the level cycle +X, 0, -X, 0 on one joint, shaped by default, with the divergence guard alongside.
+
+Shaped (the default), every raw level change goes through the stream shaper, so the wire sees a bounded
+trapezoid; raw (`shaped=False`), the level changes in one tick: the velocity discontinuity that makes a
+FAIRINO controller latch a fault and run away. A raw step on a device that is not a simulator is refused
+unless the caller says it is a test arm AND passes `confirmed=True` (the confirmation itself is asked by the
+command line, not here).
+
+The guard is tuned from the lag given, else from the lag of the device's profile, with the shaper's bounds.
+For a raw stream there is no shaper velocity: the guard gets the largest commanded speed of the last lag_s
+instead, because a raw step is a one-tick velocity spike that a healthy arm only answers lag_s later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from servotool.devices.arm import Arm
+from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.analysis.lag import guard_advice
+from servotool.motion.guard import DivergenceGuard
+from servotool.motion.ramp import step_levels
+from servotool.motion.shaper import StreamShaper
+from servotool.runs.analyze import FileAnalysis, analyze_file
+from servotool.runs.clock import Clock
+from servotool.runs.realtime import realtime
+from servotool.runs.stream import (
+    RunRefused,
+    StopSettings,
+    StreamOutcome,
+    StreamPlan,
+    Streamer,
+    TickInfo,
+    columns,
+    finish,
+    prepare,
+    units,
+)
+
+# commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
+PROFILE_LAG_MS = {"simmachine": 39.0, "fr3": 78.0, "fr20": 111.0}
+UNKNOWN_LAG_MS = 120.0
+DEFAULT_GUARD_NOISE_DEG = 0.01
+PRE_HOLD_S = 0.5
+
+
+@dataclass
+class StepSettings:
+    joint: int = 0
+    size_deg: float = 10.0
+    steps: int = 4
+    hold_s: float = 0.6
+    cmd_period_s: float = 0.01
+    shaped: bool = True
+    v_max: float = 130.0
+    a_max: float = 500.0
+    guard: bool = True
+    lag_ms: float | None = None
+    guard_noise_deg: float = DEFAULT_GUARD_NOISE_DEG
+    keep: bool = False
+    test_arm: bool = False
+    confirmed: bool = False
+    realtime: bool = True
+    warmup_timeout_s: float = 10.0
+    pre_hold_s: float = PRE_HOLD_S
+    transport: str = ""
+
+
+@dataclass
+class GuardSetup:
+    lag_s: float
+    margin_deg: float
+    basis_lag_ms: float
+    basis: str  # "--lag-ms" or "profile <model>" or "unknown model"
+    frame_age_ms: float = 0.0
+
+
+@dataclass
+class StepRun:
+    path: Path
+    outcome: StreamOutcome
+    analysis: FileAnalysis | None
+    guard: GuardSetup | None
+    analysis_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
+    """True when this run would put raw steps on a device that is not a simulator."""
+    return not s.shaped and not arm.simulated
+
+
+def check_settings(s: StepSettings, arm: Arm) -> None:
+    """Refuse (RunRefused) before anything moves."""
+    if not 0 <= s.joint < arm.n_joints:
+        raise RunRefused(f"--joint {s.joint} does not exist: this arm has joints 0..{arm.n_joints - 1}")
+    if s.size_deg == 0 or not math.isfinite(s.size_deg):
+        raise RunRefused("--size must be a non-zero number of degrees")
+    if s.steps < 1:
+        raise RunRefused("--steps must be at least 1")
+    if not 0.001 <= s.cmd_period_s <= 0.1:
+        raise RunRefused(f"--cmd-ms {s.cmd_period_s * 1e3:g} is outside 1..100 ms")
+    if s.hold_s < 2 * s.cmd_period_s:
+        raise RunRefused("--hold-ms must cover at least two command periods")
+    if s.v_max <= 0 or s.a_max <= 0:
+        raise RunRefused("--v-max and --a-max must be > 0")
+    if s.lag_ms is not None and not (0 <= s.lag_ms < 2000):
+        raise RunRefused("--lag-ms must be within 0..2000")
+    if raw_needs_confirmation(s, arm):
+        if not s.test_arm:
+            raise RunRefused(
+                f"a raw step on {arm.url} (not a simulator) can make the controller run away; it is only done "
+                "on a test arm: add --test-arm, keep the e-stop in hand and clear the joint's arc"
+            )
+        if not s.confirmed:
+            raise RunRefused("a raw step on a real arm needs the typed confirmation")
+
+
+def guard_setup(s: StepSettings, arm: Arm, frame_age_s: float) -> GuardSetup:
+    if s.lag_ms is not None:
+        lag_ms, basis = float(s.lag_ms), "--lag-ms"
+    elif arm.model in PROFILE_LAG_MS:
+        lag_ms, basis = PROFILE_LAG_MS[arm.model], f"profile {arm.model}"
+    else:
+        lag_ms, basis = UNKNOWN_LAG_MS, "unknown model (conservative default)"
+    t = guard_advice(lag_ms / 1e3, a_max=s.a_max, v_max=s.v_max, noise_deg=s.guard_noise_deg,
+                     dt=s.cmd_period_s, frame_age_s=frame_age_s)
+    return GuardSetup(lag_s=t.lag_s, margin_deg=t.margin_deg, basis_lag_ms=lag_ms, basis=basis,
+                      frame_age_ms=frame_age_s * 1e3)
+
+
+class _WindowGuard:
+    """A raw stream's guard input: the largest commanded speed of the last lag_s, per joint (see module)."""
+
+    def __init__(self, guard: DivergenceGuard, period_s: float) -> None:
+        self.guard = guard
+        self._speeds: deque[np.ndarray] = deque(maxlen=max(1, int(math.ceil(guard.lag_s / period_s)) + 1))
+
+    @property
+    def lag_s(self) -> float:
+        return self.guard.lag_s
+
+    def check(self, setpoint, measured, velocity):
+        self._speeds.append(np.abs(np.asarray(velocity, dtype=float)))
+        return self.guard.check(setpoint, measured, np.max(np.array(self._speeds), axis=0))
+
+
+def config_dict(s: StepSettings, pose, guard: GuardSetup | None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"mode": "step"}
+    cfg.update(asdict(s))
+    cfg["start_pose"] = [float(x) for x in pose]
+    cfg["guard_lag_s"] = guard.lag_s if guard else None
+    cfg["guard_margin_deg"] = guard.margin_deg if guard else None
+    cfg["guard_basis"] = guard.basis if guard else None
+    return cfg
+
+
+def build_plan(s: StepSettings, pose: np.ndarray) -> StreamPlan:
+    """A short hold at the start pose (label -1, so the pre-step pose is known), then the step levels."""
+    levels = step_levels(float(pose[s.joint]), s.size_deg, s.steps, hold_s=s.hold_s, dt=s.cmd_period_s)
+    n_pre = max(1, int(round(s.pre_hold_s / s.cmd_period_s)))
+    targets = np.tile(pose, (n_pre + len(levels), 1))
+    targets[n_pre:, s.joint] = levels.q
+    passes = np.concatenate([np.full(n_pre, -1), levels.step_index])
+    phase = np.array(["pre"] * n_pre + ["hold"] * len(levels), dtype=object)
+    return StreamPlan(targets, passes, phase)
+
+
+def run_step(
+    arm: Arm,
+    settings: StepSettings,
+    *,
+    clock: Clock,
+    out_dir: Path,
+    command: str | None = None,
+    on_tick: Callable[[TickInfo], None] | None = None,
+    on_pass: Callable[[int], None] | None = None,
+    on_status: Callable[[str], None] | None = None,
+) -> StepRun:
+    """Run the step cycle on an open arm; returns the CSV path, how the stream ended and the analysis.
+
+    Raises RunRefused before anything moves (see check_settings), DeviceError when the arm cannot be
+    prepared. The robot is left out of servo mode, and disabled unless settings.keep, whatever happens.
+    """
+    s = settings
+    check_settings(s, arm)
+    say = on_status or (lambda _msg: None)
+    gs: GuardSetup | None = None
+    notes: list[str] = []
+    with realtime(s.realtime) as rt:
+        try:
+            say("warming up: waiting for the controller to execute the stream")
+            prep = prepare(arm, clock, s.cmd_period_s, s.warmup_timeout_s)
+            notes += prep.notes
+            pose = prep.pose
+            plan = build_plan(s, pose)
+            shaper = None
+            if s.shaped:
+                shaper = StreamShaper(s.v_max, s.a_max, s.cmd_period_s, n_joints=arm.n_joints)
+                shaper.prime(pose)
+            guard: Any = None
+            if s.guard:
+                gs = guard_setup(s, arm, prep.state_period_s)
+                g = DivergenceGuard(gs.margin_deg, gs.lag_s)
+                guard = g if s.shaped else _WindowGuard(g, s.cmd_period_s)
+            path = unique_path(Path(out_dir), run_file_name("step", arm.url))
+            with CsvLogWriter(
+                path,
+                device=arm.url,
+                simulated=arm.simulated,
+                config=config_dict(s, pose, gs),
+                units=units(arm.n_joints, raw=True),
+                columns=columns(arm.n_joints, raw=True),
+                command=command,
+                extra={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
+            ) as writer:
+                kind = "shaped" if s.shaped else "RAW"
+                say(f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}")
+                streamer = Streamer(arm, clock, writer, period_s=s.cmd_period_s, shaper=shaper, guard=guard,
+                                    record_raw=True, stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
+                                    on_tick=on_tick, on_pass=on_pass)
+                outcome = streamer.run(plan)
+                if not outcome.complete:
+                    writer.interrupt(outcome.reason or outcome.status)
+        finally:
+            notes += finish(arm, s.keep)
+    notes += outcome.notes
+    try:
+        analysis = analyze_file(path)
+        error = None
+    except ValueError as exc:
+        analysis, error = None, str(exc)
+    return StepRun(path=path, outcome=outcome, analysis=analysis, guard=gs, analysis_error=error, notes=notes)

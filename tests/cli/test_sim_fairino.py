@@ -1,0 +1,138 @@
+"""`servotool sim fairino`: help, option errors, and the simulator run standalone in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import xmlrpc.client
+
+import pytest
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+from servotool.devices.arm import ConnectionLost
+from servotool.devices.registry import open_arm
+
+FREE_PORTS = ["--rpc-port", "0", "--cnde-port", "0", "--udp-port", "0"]
+runner = CliRunner()
+
+
+def test_help_lists_the_options():
+    result = runner.invoke(app, ["sim", "fairino", "--help"])
+    assert result.exit_code == 0
+    for option in ("--profile", "--host", "--rpc-port", "--cnde-port", "--udp-port", "--lag-ms", "--tau-ms",
+                   "--noise-deg", "--state-ms", "--seed", "--param", "--json"):
+        assert option in result.output
+    group = runner.invoke(app, ["sim", "--help"])
+    assert group.exit_code == 0 and "fairino" in group.output
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--param", "bogus=1"], "unknown simulator parameter"),
+        (["--param", "lag_ms"], "expected key=value"),
+        (["--profile", "fr9"], "unknown FAIRINO profile"),
+        (["--lag-ms", "-5"], "must not be negative"),
+    ],
+)
+def test_bad_options_give_one_error_line(args, message):
+    result = runner.invoke(app, ["sim", "fairino", *FREE_PORTS, *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_short_run_prints_its_address_as_json():
+    args = ["--json", "--duration", "0.2", "--lag-ms", "50", "--param", "seed=3"]
+    result = runner.invoke(app, ["sim", "fairino", *FREE_PORTS, *args])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["lag_ms"] == 50 and info["seed"] == 3 and info["profile"] == "fr3"
+    assert all(info[k] > 0 for k in ("rpc_port", "cnde_port", "udp_port"))
+
+
+def test_short_run_prints_a_panel():
+    result = runner.invoke(app, ["sim", "fairino", *FREE_PORTS, "--profile", "fr20", "--duration", "0.1"])
+    assert result.exit_code == 0
+    assert "FAIRINO controller simulator" in result.stdout and "111 ms" in result.stdout
+    assert "120, 120, 120, 180, 180, 180 deg/s" in result.stdout
+
+
+def start_standalone(*args: str) -> tuple[subprocess.Popen, dict]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "sim", "fairino", *FREE_PORTS, "--json", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    out, deadline = b"", time.monotonic() + 20
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+            if out.rstrip().endswith(b"}"):
+                return proc, json.loads(out)
+    proc.kill()
+    raise AssertionError(f"no address from the simulator: {out!r} {proc.stderr.read()!r}")
+
+
+def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_within_100_ms():
+    proc, info = start_standalone("--profile", "simmachine", "--param", "enable_ms=50")
+    try:
+        arm = open_arm(info["url"], now=time.perf_counter)
+        assert not arm.simulated  # to the client this is a controller at an address
+        arm.enable(wait_window=False)
+        assert arm.warm_up(cmd_period_s=0.01, timeout_s=3.0) < 1.0
+        q = list(arm.latest_state().q)
+        q[5] += 5.0
+        for _ in range(10):
+            arm.servo_j(q, 0.01)
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert arm.latest_state().q[5] == pytest.approx(q[5], abs=0.05)
+        arm.poll_states()
+        t_kill = time.perf_counter()
+        proc.kill()
+        while True:
+            try:
+                arm.servo_j(q, 0.01)
+                arm.poll_states()
+            except ConnectionLost as exc:
+                assert "connection lost" in str(exc)
+                break
+            assert time.perf_counter() - t_kill < 0.5
+            time.sleep(0.001)
+        assert time.perf_counter() - t_kill < 0.1
+        arm.close()
+    finally:
+        proc.kill()
+        proc.wait(5)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_standalone_simulator_logs_faults_and_stops_cleanly_on_sigterm():
+    proc, info = start_standalone("--param", "enable_ms=0", "--param", "noise_deg=0")
+    try:
+        rpc = xmlrpc.client.ServerProxy(f"http://{info['host']}:{info['rpc_port']}")
+        assert rpc.RobotEnable(1) == 0
+        err, *q = rpc.GetActualJointPosDegree(1)
+        assert rpc.ServoJ(q, [0] * 4, 0, 0, 0.01, 0, 0, 0) == 0
+        q[0] += 30
+        assert rpc.ServoJ(q, [0] * 4, 0, 0, 0.01, 0, 0, 0) == 14
+        time.sleep(0.3)
+        proc.terminate()
+        assert proc.wait(10) == 0
+        err_text = proc.stderr.read().decode()
+        assert "fault" in err_text and "axis 1 command speed" in err_text and "simulator stopped" in err_text
+    finally:
+        proc.kill()
+        proc.wait(5)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -1,0 +1,198 @@
+"""`servotool sweep` end to end on the real-time simulator: fast sweeps (high speed, obstacles close by)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+from servotool.io.csvlog import read_csv
+from servotool.io.limits_yaml import load_limits
+
+runner = CliRunner()
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
+
+
+def sweep(*args):
+    return runner.invoke(app, ["sweep", *args])
+
+
+@pytest.fixture
+def limits_file(tmp_path):
+    path = tmp_path / "arm_limits.yaml"
+    shutil.copy(EXAMPLE, path)
+    return path
+
+
+def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
+    out = tmp_path / "out"
+    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740&noise=1", "--joint", "2", "--direction", "down",
+                   "--speed", "300", "--out", str(out), "--plot", "--json")
+    assert result.exit_code == 0, result.output
+    assert "SIMULATED" in result.stderr and "no stop key" in result.stderr
+    data = json.loads(result.stdout)
+    (sw,) = data["sweeps"]
+    assert sw["reason"] == "stalled" and abs(sw["stop"] - 740) <= 3 and sw["limit"] == sw["stop"] + 20
+    outputs = data["outputs"]
+    meta, df = read_csv(outputs["csv"][0])
+    assert meta.complete and meta.simulated and meta.config["mode"] == "sweep" and meta.config["joint"] == 2
+    assert set(df.event) >= {"cmd", "state", "hold"}
+    assert json.loads(Path(outputs["json"]).read_text())["sweeps"][0]["stop"] == sw["stop"]
+    assert Path(outputs["png"][0]).read_bytes()[:4] == b"\x89PNG"
+    fresh = yaml.safe_load(Path(outputs["yaml"]).read_text())
+    assert fresh["rosorin_board_driver"]["ros__parameters"]["arm_limit_2"] == [sw["stop"] + 20, 960]
+
+
+def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
+    before = limits_file.read_text()
+    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740", "--joint", "2", "--direction", "down",
+                   "--speed", "300", "--limits", str(limits_file), "--out", str(tmp_path / "o"), "--json")
+    assert result.exit_code == 0, result.output
+    assert limits_file.read_text() == before  # never edited without --update-limits
+    merged_path = Path(json.loads(result.stdout)["outputs"]["yaml"])
+    merged = merged_path.read_text()
+    old, new = load_limits(limits_file), load_limits(merged_path)
+    assert new.limits[2] == (760, 941)  # lo from the sweep, hi kept from the file
+    assert {k: v for k, v in new.params.items() if k != "arm_limit_2"} == \
+        {k: v for k, v in old.params.items() if k != "arm_limit_2"}
+    assert "# claw rotate: free 11..989" in merged  # comments survive
+    assert "servotool sweep" in merged.splitlines()[0]
+    assert "# was: arm_limit_2: [95, 941]  # shoulder: free back to 961 from rest" in merged
+
+
+def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_file):
+    before = limits_file.read_text()
+    result = sweep("--bus", "sim:rosorin-arm?obstacle_4=200", "--joint", "4", "--direction", "up",
+                   "--speed", "300", "--limits", str(limits_file), "--update-limits", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert Path(str(limits_file) + ".bak").read_text() == before
+    assert load_limits(limits_file).limits[4] == (121, 180)
+    assert "arm_limit_4" in result.stdout
+
+
+def test_sweep_refuses_a_silent_joint_servo(tmp_path):
+    result = sweep("--bus", "sim:rosorin-arm?silent_3=1&timeout_ms=20", "--joint", "2",
+                   "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "3 not answering" in result.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
+def test_sweep_refuses_to_start_outside_the_limits(tmp_path):
+    limits = tmp_path / "narrow.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_3: [300, 800]\n")
+    result = sweep("--joint", "2", "--limits", str(limits), "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "outside the current limits" in result.stderr and "servo 3" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--direction", "sideways"], "direction"),
+        (["--update-limits"], "--update-limits needs --limits"),
+        (["--joint", "7"], "not on this arm"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path, args, message):
+    result = sweep(*args, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_key_watcher_sees_any_key_on_a_terminal_and_restores_it(monkeypatch):
+    import os
+    import termios
+
+    from servotool.cli.sweep import KeyWatcher
+
+    master, slave = os.openpty()
+    tty_in = os.fdopen(slave, "r")
+    try:
+        before = termios.tcgetattr(slave)
+        monkeypatch.setattr("sys.stdin", tty_in)
+        with KeyWatcher() as keys:
+            assert keys.active
+            assert termios.tcgetattr(slave)[3] & termios.ICANON == 0  # cbreak: one key is enough
+            assert not keys.pressed.is_set()
+            os.write(master, b"x")
+            assert keys.pressed.wait(2.0)
+        assert termios.tcgetattr(slave) == before
+    finally:
+        tty_in.close()
+        os.close(master)
+
+
+def test_key_watcher_is_inactive_without_a_terminal():
+    from servotool.cli.sweep import KeyWatcher
+
+    with KeyWatcher() as keys:  # pytest's stdin is not a terminal
+        assert not keys.active and not keys.pressed.is_set()
+
+
+# --- the limits file merge behind the sweep's YAML output ---------------------------------------------------
+
+
+def test_merge_into_nothing_makes_a_fresh_parameter_file():
+    from servotool.io.limits_yaml import merge_limits_text, parse_limits
+
+    text = merge_limits_text(None, {2: (582, 941), 1: (34, 966)}, {2: "found"}, "mapped today")
+    assert text.startswith("# mapped today\nrosorin_board_driver:\n  ros__parameters:\n")
+    assert parse_limits(text).limits == {1: (34, 966), 2: (582, 941)}
+    assert "arm_limit_2: [582, 941]  # found" in text
+
+
+def test_merge_adds_a_missing_key_next_to_the_others_and_keeps_the_rest():
+    from servotool.io.limits_yaml import merge_limits_text, parse_limits
+
+    original = ("other_node:\n  ros__parameters:\n    x: 1\n"
+                "rosorin_board_driver:\n  ros__parameters:\n    # speed\n    arm_max_speed: 250.0\n"
+                "    arm_limit_1: [34, 966]\n    arm_rest_1: 500\n")
+    text = merge_limits_text(original, {3: (40, 881)}, {}, "run")
+    parsed = parse_limits(text)
+    assert parsed.node == "rosorin_board_driver"
+    assert parsed.limits == {1: (34, 966), 3: (40, 881)} and parsed.poses == {"rest": {1: 500}}
+    after_1 = text.index("arm_limit_1: [34, 966]\n") + len("arm_limit_1: [34, 966]\n")
+    assert text[after_1:].startswith("    arm_limit_3: [40, 881]")
+    assert "    # speed\n" in text
+
+
+def test_merge_under_a_node_with_no_limits_yet():
+    from servotool.io.limits_yaml import merge_limits_text, parse_limits
+
+    text = merge_limits_text("rosorin_board_driver:\n    ros__parameters:\n        arm_max_speed: 250.0\n",
+                             {2: (100, 900)}, {}, "run")
+    assert "        arm_limit_2: [100, 900]\n" in text
+    assert parse_limits(text).params == {"arm_max_speed": 250.0, "arm_limit_2": [100, 900]}
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("n:\n  ros__parameters:\n    arm_limit_2: [900, 100]\n", "0 <= lo < hi"),
+        ("n:\n  ros__parameters:\n    arm_limit_2: [0, 1001]\n", "0 <= lo < hi"),
+        ("n:\n  ros__parameters:\n    arm_limit_2: 5\n", r"\[lo, hi\]"),
+        ("n: [unclosed\n", "not valid YAML"),
+        ("- a\n- b\n", "not a YAML mapping"),
+    ],
+)
+def test_bad_limits_files_are_refused(text, match):
+    from servotool.io.limits_yaml import LimitsFileError, parse_limits
+
+    with pytest.raises(LimitsFileError, match=match):
+        parse_limits(text, "f.yaml")
+
+
+def test_merge_refuses_what_it_cannot_edit_safely():
+    from servotool.io.limits_yaml import LimitsFileError, merge_limits_text
+
+    twice = ("n:\n  ros__parameters:\n    arm_limit_2: [1, 2]\n"
+             "m:\n  ros__parameters:\n    arm_limit_2: [1, 2]\n")
+    with pytest.raises(LimitsFileError):
+        merge_limits_text(twice, {2: (5, 6)}, {}, "run")
+    flow = "n:\n  ros__parameters: {arm_limit_2: [1, 2], arm_max_speed: 250.0}\n"
+    with pytest.raises(LimitsFileError, match="by hand"):
+        merge_limits_text(flow, {2: (5, 6)}, {}, "run")

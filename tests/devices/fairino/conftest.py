@@ -1,0 +1,133 @@
+"""Fixtures and streaming/measuring helpers shared by the FAIRINO tests (helpers come through `fx`)."""
+
+from __future__ import annotations
+
+import bisect
+import time
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from servotool.devices.arm import Reply, StateFrame
+from servotool.devices.registry import open_arm
+from servotool.runs.clock import MonotonicClock
+
+PERIOD = 0.01
+
+
+@dataclass
+class Record:
+    """What a streaming loop sent and saw: send times (s), setpoints, replies and state frames."""
+
+    sent_t: list[float] = field(default_factory=list)
+    sent_q: list[tuple[float, ...]] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+    states: list[StateFrame] = field(default_factory=list)
+
+    def codes(self) -> list[int]:
+        return [r.errcode for r in self.replies]
+
+
+def stream(arm, setpoints: Sequence[Sequence[float]], period: float = PERIOD, rec: Record | None = None,
+           clock: MonotonicClock | None = None) -> Record:
+    """Send each setpoint on an absolute deadline (sleep, then spin the last ms, like runs/ does), stamping
+    each send before it goes out; collects replies (returned or asynchronous) and state frames."""
+    rec = rec or Record()
+    clock = clock or MonotonicClock()
+    start = clock.now()
+    for k, q in enumerate(setpoints):
+        clock.sleep_until(start + k * period)
+        rec.sent_t.append(clock.now())
+        rec.sent_q.append(tuple(q))
+        reply = arm.servo_j(q, period)
+        if reply is not None:
+            rec.replies.append(reply)
+        rec.replies.extend(arm.replies())
+        rec.states.extend(arm.poll_states())
+    return rec
+
+
+def collect(arm, seconds: float, rec: Record) -> Record:
+    """Keep polling (without sending) for a while."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        time.sleep(0.005)
+        rec.replies.extend(arm.replies())
+        rec.states.extend(arm.poll_states())
+    rec.replies.extend(arm.replies())
+    rec.states.extend(arm.poll_states())
+    return rec
+
+
+def hold(q: Sequence[float], n: int) -> list[tuple[float, ...]]:
+    return [tuple(q)] * n
+
+
+def trapezoid(q0: Sequence[float], joint: int, speed: float, cruise_s: float, ramp_s: float = 0.2,
+              period: float = PERIOD) -> list[tuple[float, ...]]:
+    """Setpoints of a velocity trapezoid on one joint: speed rises linearly over ramp_s (v/20 per tick at
+    10 ms and 200 ms), cruises, falls. Never a velocity discontinuity."""
+    n_ramp = round(ramp_s / period)
+    n_cruise = round(cruise_s / period)
+    vels = [speed * (k + 1) / n_ramp for k in range(n_ramp)] + [speed] * n_cruise
+    vels += [speed * (n_ramp - 1 - k) / n_ramp for k in range(n_ramp)]
+    out, x = [], float(q0[joint])
+    for v in vels:
+        x += v * period
+        q = list(q0)
+        q[joint] = x
+        out.append(tuple(q))
+    return out
+
+
+def measured_lag(rec: Record, joint: int, lo: float, hi: float) -> list[float]:
+    """For every state frame whose joint value lies in (lo, hi) on a monotonic rising ramp: its receive time
+    minus the time the commanded stream passed that value (linear between sends)."""
+    xs = [q[joint] for q in rec.sent_q]
+    ts = rec.sent_t
+    lags = []
+    for f in rec.states:
+        m = f.q[joint]
+        if not lo < m < hi:
+            continue
+        i = bisect.bisect_left(xs, m)
+        if i == 0 or i >= len(xs) or xs[i] == xs[i - 1]:
+            continue
+        a = (m - xs[i - 1]) / (xs[i] - xs[i - 1])
+        lags.append(f.t - (ts[i - 1] + a * (ts[i] - ts[i - 1])))
+    return lags
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, step: float = 0.002) -> bool:
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+@pytest.fixture
+def fx():
+    """The helpers above, as one namespace."""
+    return types.SimpleNamespace(
+        PERIOD=PERIOD, Record=Record, stream=stream, collect=collect, hold=hold, trapezoid=trapezoid,
+        measured_lag=measured_lag, wait_until=wait_until,
+    )
+
+
+@pytest.fixture
+def open_sim():
+    """Open sim: URLs with the real client (stamping on perf_counter); everything opened is closed after."""
+    arms = []
+
+    def _open(url: str, **kwargs):
+        arm = open_arm(url, now=time.perf_counter, **kwargs)
+        arms.append(arm)
+        return arm
+
+    yield _open
+    for arm in arms:
+        arm.close()

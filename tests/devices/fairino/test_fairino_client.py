@@ -1,0 +1,235 @@
+"""The real client against the simulator, end to end over loopback sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import statistics
+import time
+
+import pytest
+
+from servotool.devices.arm import Arm, ConnectionLost, DeviceError
+from servotool.devices.fairino.client import FairinoArm
+from servotool.devices.registry import DeviceURLError, open_arm
+
+FAST = "enable_ms=100"
+
+
+def ready(open_sim, url: str):
+    """Open, enable (waiting the window) and warm up; returns (arm, held pose)."""
+    arm = open_sim(url)
+    arm.enable()
+    arm.warm_up(cmd_period_s=0.01, timeout_s=3.0)
+    time.sleep(0.02)
+    arm.replies()  # a UDP answer to the last warm-up command may trail it by a few ms
+    return arm, arm.latest_state().q
+
+
+def test_sim_url_opens_the_real_client_on_an_embedded_simulator(open_sim):
+    arm = open_sim("sim:fr20?lag_ms=70&noise_deg=0.003&seed=4&transport=rpc")
+    assert isinstance(arm, FairinoArm) and isinstance(arm, Arm)
+    assert arm.simulated and arm.model == "fr20" and arm.transport == "rpc"
+    assert arm.joint_speed_limits == (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
+    assert arm.sim.profile.lag_ms == 70 and arm.sim.profile.seed == 4
+    assert {"actual_joint_pos", "servoJ_cmd_num", "last_servoJ_target"} <= set(arm.fields)
+    st = arm.wait_state()
+    assert st.q == pytest.approx((0, -90, 90, -90, -90, 0), abs=0.05)
+    assert not st.enabled and st.setpoint is not None and st.device_time_s is not None
+    sim = arm.sim
+    arm.close()
+    assert not sim.running
+    arm.close()  # idempotent
+    with pytest.raises(DeviceError):
+        arm.poll_states()
+
+
+def test_unknown_and_bad_url_parameters_are_refused_with_the_valid_ones():
+    with pytest.raises(DeviceURLError, match=r"unknown parameter\(s\) lagms.*valid: .*lag_ms.*transport"):
+        open_arm("sim:fr3?lagms=3")
+    with pytest.raises(DeviceURLError, match="transport"):
+        open_arm("sim:fr3?transport=tcp")
+    with pytest.raises(DeviceURLError, match="lag_ms"):
+        open_arm("sim:fr3?lag_ms=slow")
+    with pytest.raises(DeviceURLError, match="valid: .*cnde_port"):
+        open_arm("fairino://127.0.0.1?lag_ms=3")
+
+
+def test_a_real_address_that_does_not_answer_fails_fast_and_clearly():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(DeviceError, match="cannot open the state stream"):
+        open_arm(f"fairino://127.0.0.1?cnde_port={port}")
+    assert time.monotonic() - t0 < 1.0
+
+
+@pytest.mark.parametrize("transport", ["rpc", "udp"])
+def test_enable_window_is_answered_101_then_accepted(open_sim, fx, transport):
+    arm = open_sim(f"sim:fr3?enable_ms=400&transport={transport}")
+    q = arm.wait_state().q
+    arm.enable(wait_window=False)
+    t_enabled = time.perf_counter()
+    assert arm.servo_start() == 0
+    rec = fx.stream(arm, fx.hold(q, 70))
+    fx.collect(arm, 0.05, rec)
+    codes = rec.codes()
+    assert len(codes) == 70 and codes[0] == 101
+    first_ok = codes.index(0)
+    assert set(codes[:first_ok]) == {101} and set(codes[first_ok:]) == {0}
+    t_ok = rec.replies[first_ok].t
+    assert 0.39 < t_ok - t_enabled < 0.46
+    assert arm.servoj_count == 70 - first_ok
+
+
+def test_warm_up_waits_until_the_controller_executes(open_sim):
+    arm = open_sim("sim:fr3?enable_ms=300")
+    arm.enable(wait_window=False)
+    t0 = time.perf_counter()
+    took = arm.warm_up(cmd_period_s=0.01, timeout_s=2.0)
+    assert 0.3 < took < 0.45 and time.perf_counter() - t0 >= took
+    assert arm.servoj_count >= 3
+    state = arm.latest_state()
+    assert (state.main_code, state.sub_code) == (0, 0) and state.enabled
+
+
+def test_warm_up_times_out_on_a_disabled_controller(open_sim):
+    arm = open_sim("sim:fr3")
+    with pytest.raises(DeviceError, match="warm-up timed out"):
+        arm.warm_up(cmd_period_s=0.01, timeout_s=0.3)
+
+
+@pytest.mark.parametrize(
+    "url,lag_ms",
+    [("sim:simmachine", 39.0), ("sim:fr3", 78.0), ("sim:fr20", 111.0), ("sim:fr3?transport=rpc", 78.0)],
+)
+def test_tracking_lag_matches_the_profile(open_sim, fx, url, lag_ms):
+    sep = "&" if "?" in url else "?"
+    arm, q0 = ready(open_sim, url + sep + FAST)
+    arm.poll_states()
+    setpoints = fx.trapezoid(q0, 0, speed=20.0, cruise_s=0.6)
+    rec = fx.stream(arm, setpoints)
+    fx.collect(arm, lag_ms / 1000 + 0.05, rec)
+    # cruise only: past the ramp-up (0.2 s) plus a margin, before the ramp-down
+    lo, hi = q0[0] + 20 * 0.15 + 0.5, q0[0] + 20 * 0.75 - 0.5
+    lags = fx.measured_lag(rec, 0, lo, hi)
+    assert len(lags) > 40
+    measured = statistics.mean(lags) * 1000
+    assert abs(measured - lag_ms) < 2.0, f"{url}: measured {measured:.2f} ms, profile {lag_ms} ms"
+    assert all(f.main_code == 0 for f in rec.states) and set(rec.codes()) <= {0}
+
+
+def test_raw_step_on_fr3_runs_away_then_recovers_after_reset(open_sim, fx):
+    arm, q0 = ready(open_sim, "sim:fr3?transport=rpc&seed=7&" + FAST)
+    step = list(q0)
+    step[0] += 2.5
+    rec = fx.stream(arm, fx.hold(q0, 10))
+    t_step = time.perf_counter()
+    fx.stream(arm, fx.hold(step, 60), rec=rec)  # the raw step, re-sent for 600 ms
+    fx.collect(arm, 0.45, rec)  # past the ~0.9 s reject window
+    codes = rec.codes()
+    assert codes[:10] == [0] * 10
+    assert codes[10:] == [14] * 60  # latched at the step instant: every command rejected
+    event = arm.sim.faults.get(timeout=1)
+    assert (event.kind, event.main, event.sub, event.joint) == ("runaway", 1, 32, 0)
+    after = [f for f in rec.states if f.t > t_step]
+    faulted = [f for f in after if (f.main_code, f.sub_code) == (1, 32)]
+    assert faulted and faulted[0].t - t_step < 0.03
+    assert faulted[0].q[0] == pytest.approx(q0[0], abs=0.05)  # latched before any motion
+    x = [f.q[0] - q0[0] for f in after]
+    travel = x[-1]
+    assert 14 * 2.5 - 0.5 < travel < 35 * 2.5 + 0.5
+    assert travel == pytest.approx(event.travel_deg, abs=0.05)
+    # speed on the controller's own sample clock (receive times jitter): the implied 250 deg/s, clamped
+    speeds = [(b.q[0] - a.q[0]) / (b.device_time_s - a.device_time_s)
+              for a, b in zip(after, after[1:], strict=False)]
+    assert max(speeds) == pytest.approx(180.0, rel=0.02)
+    assert max(x[-10:]) - min(x[-10:]) < 0.02  # stopped by itself
+    # the controller takes commands again (from the pose it stopped at), codes latched until reset
+    here = arm.latest_state().q
+    again = fx.stream(arm, fx.hold(here, 5))
+    assert again.codes() == [0] * 5
+    assert (arm.latest_state().main_code, arm.latest_state().sub_code) == (1, 32)
+    assert arm.reset_faults() == 0
+    assert fx.wait_until(lambda: arm.latest_state().main_code == 0, 0.2)
+
+
+def test_giant_step_is_refused_with_no_motion_until_reset(open_sim, fx):
+    arm, q0 = ready(open_sim, "sim:fr3?noise_deg=0&" + FAST)  # UDP, replies collected asynchronously
+    step = list(q0)
+    step[0] += 30.0
+    rec = fx.stream(arm, fx.hold(q0, 5))
+    fx.stream(arm, fx.hold(step, 30), rec=rec)
+    fx.collect(arm, 0.15, rec)
+    codes = rec.codes()
+    assert codes[:5] == [0] * 5 and codes[5:] == [14] * 30
+    assert all(f.q == pytest.approx(q0, abs=1e-9) for f in rec.states)
+    assert (rec.states[-1].main_code, rec.states[-1].sub_code) == (1, 23)
+    assert arm.sim.faults.get(timeout=1).kind == "refused"
+    with pytest.raises(DeviceError, match="reset first|fault"):
+        arm.warm_up(q0, 0.01, 1.0)
+    assert arm.reset_faults() == 0
+    assert fx.wait_until(lambda: arm.latest_state().main_code == 0, 0.2)
+    assert arm.warm_up(q0, 0.01, 1.0) < 0.5
+
+
+def test_simmachine_never_runs_away_it_follows_any_jump(open_sim, fx):
+    arm, q0 = ready(open_sim, "sim:simmachine?transport=rpc&noise_deg=0&" + FAST)
+    rec = fx.Record()
+    target = list(q0)
+    for jump in (2.5, 30.0, -45.0):
+        target[0] += jump
+        fx.stream(arm, fx.hold(target, 10), rec=rec)
+    fx.collect(arm, 0.1, rec)
+    assert set(rec.codes()) == {0}
+    assert all((f.main_code, f.sub_code) == (0, 0) for f in rec.states)
+    assert rec.states[-1].q[0] == pytest.approx(target[0], abs=1e-6)
+    assert arm.sim.faults.empty()
+
+
+def test_a_stopped_simulator_is_a_clear_connection_lost_within_100_ms(open_sim, fx):
+    arm, q0 = ready(open_sim, "sim:fr3?transport=rpc&" + FAST)
+    arm.poll_states()
+    t_kill = time.perf_counter()
+    arm.sim.stop()
+    errors = []
+
+    def lost():
+        try:
+            arm.servo_j(q0, 0.01)
+            arm.poll_states()
+        except ConnectionLost as exc:
+            errors.append(exc)
+            return True
+        return False
+
+    assert fx.wait_until(lost, 0.5, step=0.001)
+    assert time.perf_counter() - t_kill < 0.1
+    assert "connection lost" in str(errors[0])
+    with contextlib.suppress(ConnectionLost):
+        arm.poll_states()  # hands over what arrived before the loss, if anything
+    calls = (arm.poll_states, arm.latest_state, arm.replies, arm.reset_faults, lambda: arm.servo_j(q0, 0.01))
+    for call in calls:
+        with pytest.raises(ConnectionLost) as info:
+            call()
+        assert str(info.value) == str(errors[0])  # one error, the same every time
+
+
+def test_a_silent_state_stream_is_a_connection_lost_within_100_ms(open_sim, fx):
+    arm = open_sim("sim:fr3?silence_ms=60&" + FAST)
+    q = arm.wait_state().q
+    arm.sim.hold_stream(True)
+    t_quiet = time.perf_counter()
+
+    def lost():
+        try:
+            arm.poll_states()
+        except ConnectionLost:
+            return True
+        return False
+
+    assert fx.wait_until(lost, 0.5, step=0.001)
+    assert time.perf_counter() - t_quiet < 0.1
+    with pytest.raises(ConnectionLost, match="no state frame"):
+        arm.servo_j(q, 0.01)

@@ -1,0 +1,145 @@
+import time
+
+import pytest
+
+from servotool.devices.arm import DeviceError
+from servotool.devices.hiwonder import protocol as p
+from servotool.devices.hiwonder.client import HiwonderBus
+from servotool.devices.hiwonder.sim import SimTime, start_sim
+from servotool.devices.registry import DeviceURLError, open_bus
+
+
+def wait_for(cond, timeout=2.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.002)
+    return cond()
+
+
+@pytest.fixture
+def bus_factory():
+    opened = []
+
+    def make(url="sim:rosorin-arm", **kwargs):
+        bus = open_bus(url, **kwargs)
+        opened.append(bus)
+        return bus
+
+    yield make
+    for bus in opened:
+        bus.close()
+
+
+def test_sim_url_opens_the_real_client_on_a_pty(bus_factory):
+    bus = bus_factory()
+    assert isinstance(bus, HiwonderBus)
+    assert bus.simulated and bus.model == "rosorin-arm"
+    assert bus.server.path.startswith("/dev/")
+    assert bus.ids == (1, 2, 3, 4, 5, 10)
+
+
+def test_read_all_reports_every_servo(bus_factory):
+    bus = bus_factory()
+    records = bus.read_all()
+    positions = {sid: r.position for sid, r in records.items()}
+    assert positions == {1: 500, 2: 776, 3: 211, 4: 161, 5: 500, 10: 499}
+    for r in records.values():
+        assert 12500 <= r.voltage_mv <= 12700 and 30 <= r.temperature_c <= 42 and r.torque is True
+    assert bus.read_stored_limits(2) == (80, 960)
+    assert bus.silent == set()
+
+
+def test_move_and_hold_over_the_wire(bus_factory):
+    clock = SimTime()
+    bus = bus_factory("sim:rosorin-arm?lag_ms=0", clock=clock)
+    bus.move({1: 600, 5: 400}, 1000)
+    clock.sleep(0.5)
+    assert bus.read_pose([1, 5]) == {1: 550, 5: 450}
+    bus.hold([1, 5])
+    clock.sleep(1.0)
+    assert bus.read_pose([1, 5]) == {1: 550, 5: 450}
+    moves = bus.sim.commands(p.Move)
+    assert moves[0].command == p.Move(1000, {1: 600, 5: 400})
+    assert bus.sim.commands(p.Stop)[0].command == p.Stop((1, 5))
+
+
+def test_silent_servo_reads_none_and_others_carry_on(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?silent_10=1&timeout_ms=20")
+    records = bus.read_all()
+    assert records[10].silent and records[10].voltage_mv is None and records[10].torque is None
+    assert all(not records[sid].silent for sid in (1, 2, 3, 4, 5))
+    assert bus.silent == {10}
+    assert bus.read_position(10) is None
+    assert bus.stats.retries >= 2  # asked again before giving up
+    bus.sim.set_silent(10, False)
+    assert bus.read_position(10) == 499
+    assert bus.silent == set()
+
+
+def test_crc_errors_are_survived_by_retries(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?crc_error_every=2")
+    for _ in range(20):
+        assert bus.read_position(2) == 776
+    assert bus.sim.corrupted >= 10
+    assert bus.stats.bad_frames >= 10 and bus.stats.retries >= 10
+
+
+def test_random_crc_errors_never_give_a_wrong_value(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?crc_error_rate=0.3&seed=5&retries=6")
+    assert [bus.read_position(3) for _ in range(50)] == [211] * 50
+    assert bus.sim.corrupted > 5
+
+
+def test_negative_positions_read_signed(bus_factory):
+    clock = SimTime()
+    bus = bus_factory("sim:rosorin-arm", clock=clock)
+    bus.torque_off(3)
+    assert bus.read_torque(3) is False
+    clock.sleep(30.0)
+    assert bus.read_position(3) == -35
+
+
+def test_closing_the_client_stops_its_simulator():
+    bus = open_bus("sim:rosorin-arm")
+    server = bus.server
+    assert server.running
+    bus.close()
+    assert wait_for(lambda: not server.running)
+    bus.close()  # idempotent
+    with pytest.raises(DeviceError):
+        bus.read_position(1)
+
+
+def test_standalone_simulator_opens_with_a_hiwonder_url():
+    with start_sim("rosorin-arm", {"start_1": "321"}) as server:
+        bus = open_bus(f"hiwonder://{server.path}?timeout_ms=200")
+        try:
+            assert not bus.simulated
+            assert bus.read_position(1) == 321
+        finally:
+            bus.close()
+
+
+def test_real_address_that_fails_raises_and_never_falls_back():
+    with pytest.raises(DeviceError, match="cannot open"):
+        open_bus("hiwonder:///dev/does-not-exist-ttyX?baud=1000000")
+
+
+@pytest.mark.parametrize("url", ["sim:rosorin-arm?warp=9", "sim:rosorin-arm?timeout_ms=fast",
+                                 "hiwonder:///dev/ttyAMA0?obstacle_2=5"])
+def test_bad_url_parameters_are_refused(url):
+    with pytest.raises(DeviceURLError):
+        open_bus(url)
+
+
+def test_only_known_frames_reach_the_wire(bus_factory):
+    bus = bus_factory()
+    bus.read_all()
+    bus.move({2: 700}, 40)
+    bus.hold()
+    bus.torque_off(10)
+    bus.sync()
+    assert bus.sim.rejected == []
+    assert bus.sim.frames_seen == bus.stats.frames_sent

@@ -1,0 +1,213 @@
+"""Sweeps on the simulated board, in lock-step simulated time: realistic speeds, no waiting."""
+
+import pytest
+
+from servotool.analysis.sweep import STOP_ABORT, STOP_AT_LIMIT, STOP_STALL, STOP_STORED
+from servotool.devices.hiwonder import protocol as p
+from servotool.devices.hiwonder.sim import SimTime
+from servotool.devices.registry import open_bus
+from servotool.io.csvlog import CsvLogWriter, read_csv
+from servotool.runs.servo import Refused
+from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
+
+
+@pytest.fixture
+def arm():
+    opened = []
+
+    def make(params=""):
+        clock = SimTime()
+        bus = open_bus(f"sim:rosorin-arm?{params}" if params else "sim:rosorin-arm", clock=clock)
+        opened.append(bus)
+        return bus, clock
+
+    yield make
+    for bus in opened:
+        bus.close()
+
+
+def assert_every_command_safe(bus):
+    """Every move frame the board received stayed in 0-1000 and inside each servo's stored limit."""
+    moves = bus.sim.commands(p.Move)
+    assert moves
+    for rec in moves:
+        for sid, pulse in rec.command.targets.items():
+            lo, hi = bus.profile.stored_limits[sid]
+            assert 0 <= pulse <= 1000 and lo <= pulse <= hi, (sid, pulse)
+    assert bus.sim.rejected == []
+
+
+@pytest.mark.parametrize(
+    ("joint", "direction", "obstacle", "seed"),
+    [(2, "down", 562, 1), (2, "up", 930, 2), (3, "up", 700, 3), (3, "down", 60, 4), (4, "up", 400, 5),
+     (1, "down", 250, 6)],
+)
+def test_obstacles_are_recovered_within_3_pulses(arm, joint, direction, obstacle, seed):
+    bus, clock = arm(f"obstacle_{joint}={obstacle}&noise=1&seed={seed}")
+    start = bus.read_position(joint)
+    run = run_sweeps(bus, clock, SweepConfig(joints=(joint,), directions=(direction,), speed=25.0))
+    (res,) = run.results
+    assert res.reason == STOP_STALL
+    assert abs(res.stop - obstacle) <= 3
+    sign = 1 if direction == "up" else -1
+    assert res.limit == res.stop - sign * 20
+    assert abs(res.returned_to - start) <= 3
+    assert run.error is None and not run.aborted
+    assert_every_command_safe(bus)
+
+
+@pytest.mark.parametrize("speed", [5.0, 25.0, 100.0, 300.0])
+def test_free_joint_runs_to_its_stored_limit_without_false_stall(arm, speed):
+    bus, clock = arm("noise=1&seed=9")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("up",), speed=speed))
+    (res,) = run.results
+    assert res.reason == STOP_STORED
+    assert abs(res.stop - 960) <= 3
+    assert res.limit == res.stop - 20
+    assert max(res.cmd) == 960
+    assert_every_command_safe(bus)
+
+
+def test_both_directions_and_several_joints_return_to_start(arm):
+    bus, clock = arm("obstacle_2=562,930&obstacle_4=120")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2, 4), speed=50.0))
+    assert [(r.joint, r.direction) for r in run.results] == [(2, "down"), (2, "up"), (4, "down"), (4, "up")]
+    stops = {(r.joint, r.direction): r.stop for r in run.results}
+    assert stops[(2, "down")] == 562 and stops[(2, "up")] == 930 and stops[(4, "down")] == 120
+    assert stops[(4, "up")] == 1000  # servo 4's stored limit is the full range
+    assert run.found[2].lo == 582 and run.found[2].hi == 910
+    assert run.found[4].lo == 140 and run.found[4].hi == 980
+    for r in run.results:
+        assert abs(r.returned_to - r.start) <= 2
+    assert_every_command_safe(bus)
+    # the command never moved faster than the sweep speed: 50 pulses/s is 2 pulses a 40 ms frame
+    for r in run.results:
+        assert max(abs(b - a) for a, b in zip(r.cmd, r.cmd[1:], strict=False)) <= 2
+
+
+def test_hold_comes_at_the_stop_and_the_servo_stays(arm):
+    bus, clock = arm("obstacle_2=562")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)))
+    received = bus.sim.received
+    first_hold = next(i for i, r in enumerate(received) if isinstance(r.command, p.Stop))
+    assert set(received[first_hold].command.ids) == {1, 2, 3, 4, 5, 10}
+    assert received[first_hold].t == pytest.approx(run.results[0].stop_t, abs=1e-6)
+
+
+def test_abort_mid_sweep_holds_at_once_and_sends_no_further_move(arm):
+    bus, clock = arm()
+    ticks = []
+
+    def abort():
+        return len(ticks) >= 30
+
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2, 3)), abort_requested=abort,
+                     on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)
+    assert run.aborted
+    assert [r.reason for r in run.results] == [STOP_ABORT]
+    assert run.results[0].limit is None
+    received = bus.sim.received
+    moves = [i for i, r in enumerate(received) if isinstance(r.command, p.Move)]
+    holds = [i for i, r in enumerate(received) if isinstance(r.command, p.Stop)]
+    assert holds and holds[0] > moves[-1]
+    # right after the last move: nothing but reads between them
+    between = received[moves[-1] + 1:holds[0]]
+    assert all(isinstance(r.command, p.ServoRequest) for r in between)
+    assert len(moves) == 30
+    assert all(not isinstance(r.command, p.Move) for r in received[holds[0]:])
+    assert 2 not in run.found or run.found[2].lo_source != "sweep"
+
+
+def test_abort_with_an_event(arm):
+    import threading
+
+    bus, clock = arm()
+    ev = threading.Event()
+    run = run_sweeps(bus, clock, SweepConfig(joints=(1,)), abort_requested=ev,
+                     on_event=lambda e: ev.set() if e.kind == "tick" and e.t > 1.0 else None)
+    assert run.aborted and run.results[-1].reason == STOP_ABORT
+
+
+def test_silent_joint_servo_refuses_with_nothing_sent(arm):
+    bus, clock = arm("silent_3=1&timeout_ms=20")
+    with pytest.raises(Refused, match="3 not answering"):
+        run_sweeps(bus, clock, SweepConfig(joints=(2,)))
+    assert bus.sim.commands(p.Move) == [] and bus.sim.commands(p.Stop) == []
+
+
+def test_silent_claw_does_not_stop_a_joint_sweep(arm):
+    bus, clock = arm("silent_10=1&timeout_ms=20&obstacle_1=400")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(1,), directions=("down",), speed=50.0))
+    assert run.results[0].stop == 400
+
+
+def test_start_outside_the_current_limits_is_refused(arm):
+    bus, clock = arm()
+    with pytest.raises(Refused, match="outside the current limits"):
+        run_sweeps(bus, clock, SweepConfig(joints=(1,)), configured={2: (95, 700)})  # servo 2 rests at 776
+    assert bus.sim.commands(p.Move) == []
+
+
+def test_sagged_start_below_the_command_range_is_refused(arm):
+    bus, clock = arm("start_3=-20")
+    with pytest.raises(Refused, match="servo 3"):
+        run_sweeps(bus, clock, SweepConfig(joints=(3,)))
+    assert bus.sim.commands(p.Move) == []
+
+
+def test_joint_already_at_its_stored_limit_is_not_moved(arm):
+    bus, clock = arm("start_1=990&obstacle_1=500")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(1,), directions=("up",)))
+    assert run.results[0].reason == STOP_AT_LIMIT
+    assert bus.sim.commands(p.Move) == []
+
+
+def test_joint_going_silent_mid_sweep_holds_and_reports(arm):
+    bus, clock = arm("silent_after_2=2.0&timeout_ms=20")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)))
+    assert run.error and "stopped answering" in run.error
+    assert isinstance(bus.sim.received[-1].command, (p.Stop, p.ServoRequest))
+    assert bus.sim.commands(p.Stop)
+
+
+def test_each_sweep_writes_a_csv(arm, tmp_path):
+    bus, clock = arm("obstacle_2=700")
+    paths = []
+
+    def factory(res):
+        path = tmp_path / f"sweep_{res.joint}_{res.direction}.csv"
+        paths.append(path)
+        return CsvLogWriter(path, device="sim:rosorin-arm", simulated=True, config={"mode": "sweep"},
+                            units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
+    meta, df = read_csv(paths[0])
+    assert meta.complete and meta.simulated
+    cmds = df[df.event == "cmd"]
+    states = df[df.event == "state"]
+    assert len(cmds) > 10 and len(states) >= len(cmds)
+    assert (df.event == "hold").sum() == 1
+    assert cmds.cmd.min() >= 80 and cmds.cmd.max() <= 960
+    assert df.t.is_monotonic_increasing
+    assert run.results[0].stop == 700
+
+
+def test_configured_limits_are_used_for_the_start_check_only(arm):
+    # the sweep goes on to the stored limit: mapping is about finding where the arm really stops
+    bus, clock = arm("obstacle_1=900")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(1,), directions=("up",), speed=100.0),
+                     configured={1: (34, 966)})
+    assert run.results[0].stop == 900
+    assert run.found[1].lo == 34 and run.found[1].lo_source == "file" and run.found[1].hi == 880
+
+
+def test_same_seed_same_sweep_even_with_crc_errors(arm):
+    def once():
+        bus, clock = arm("obstacle_3=600&noise=1&seed=11&crc_error_rate=0.05")
+        run = run_sweeps(bus, clock, SweepConfig(joints=(3,), directions=("up",), speed=50.0))
+        assert bus.sim.corrupted > 0 and bus.stats.retries > 0
+        return run.results[0]
+
+    a, b = once(), once()
+    assert (a.t, a.cmd, a.read, a.stop) == (b.t, b.cmd, b.read, b.stop)
+    assert abs(a.stop - 600) <= 3
