@@ -347,20 +347,27 @@ def fit_dynamics(
     pure = _least_squares(lambda p: residual(np.array([p[0], 0.0])), np.array([guess]), ([0.0], [upper[0]]))
     if best is None or pure is None:
         raise RecordingError("the dynamic fit did not converge")
-    dof = max(n - 4, 1)
+    # residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
+    # count independent samples only, or the test and the standard errors would be far too confident
+    r_best = best.fun
+    rho = float(np.corrcoef(r_best[:-1], r_best[1:])[0, 1]) if n > 3 and np.std(r_best) > 0 else 0.0
+    rho = min(max(rho, 0.0), 0.95)
+    n_eff = max(n * (1 - rho) / (1 + rho), 5.0)
+    dof = max(n_eff - 4, 1.0)
     ssr1, ssr0 = 2 * best.cost, 2 * pure.cost
     f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
     has_filter = bool(f_stat > stats.f.ppf(0.999, 1, dof))
-    tau_se = _param_se(best, dof)[1]
+    scale = math.sqrt(n / n_eff)
+    tau_se = _param_se(best, n - 4)[1] * scale
     if has_filter:
         lag, tau = (float(x) for x in best.x)
-        lag_se = _param_se(best, dof)[0]
+        lag_se = _param_se(best, n - 4)[0] * scale
         r = best.fun
     else:
         lag, tau = float(pure.x[0]), 0.0
-        lag_se = _param_se(pure, dof + 1)[0]
+        lag_se = _param_se(pure, n - 3)[0] * scale
         r = pure.fun
-    s2 = float(r @ r) / dof
+    s2 = float(r @ r) / max(n - 4, 1) * (n / n_eff)
     y, a = design(lag, tau)
     coef, *_ = np.linalg.lstsq(a, q_meas - y, rcond=None)
     cov_lin = s2 * np.linalg.pinv(a.T @ a)
@@ -555,11 +562,16 @@ def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.n
         ok = i >= 0
         rtt = rt[ok] - rec.cmd_t[i[ok]]
         first = np.concatenate([[True], np.diff(i[ok]) > 0])
-        rtt = rtt[first & (rtt < cmd_period_s / 2)]
-        n_ans = int(len(rtt))
+        good = first & (rtt < cmd_period_s / 2)
+        n_ans = int(good.sum())
         if n_ans >= 20:
-            cmd_ms = float(np.median(rtt) / 2 * 1e3)
-            taken = rec.cmd_t + cmd_ms * 1e-3
+            half = float(np.median(rtt[good]) / 2)
+            cmd_ms = half * 1e3
+            # each answered command was taken about midway between its send and its answer (that follows a
+            # late command, not just the typical one); the others at the typical half round trip
+            taken = rec.cmd_t + half
+            idx = i[ok][good]
+            taken[idx] = 0.5 * (rec.cmd_t[idx] + rt[ok][good])
     if n_ans < 20:
         notes.append("the controller answered too few commands: the command-path latency stays in L")
     return (

@@ -51,7 +51,7 @@ def _panel(info: dict[str, Any]) -> Panel:
         ("CNDE state", f"{info['host']}:{info['cnde_port']} (tcp)"),
         ("UDP commands", f"{info['host']}:{info['udp_port']}"),
         ("lag", f"{info['lag_ms']:g} ms, tau {info['tau_ms']:g} ms, noise {info['noise_deg']:g} deg"),
-        ("state period", f"{info['state_ms']} ms (default; clients choose)"),
+        ("state period", f"as each client configures it (default {info['state_ms']} ms)"),
         ("enable window", f"{info['enable_ms']:g} ms"),
         ("joint limits", f"{limits} deg/s"),
         ("runaway", runaway),
@@ -72,7 +72,9 @@ def fairino(
     lag_ms: float | None = typer.Option(None, "--lag-ms", help="Commanded-to-measured delay L (ms)."),
     tau_ms: float | None = typer.Option(None, "--tau-ms", help="First-order time constant after L (ms)."),
     noise_deg: float | None = typer.Option(None, "--noise-deg", help="Encoder noise, std dev (deg)."),
-    state_ms: int | None = typer.Option(None, "--state-ms", help="Default state period (ms)."),
+    state_ms: int | None = typer.Option(
+        None, "--state-ms", help="State period for clients that ask for period 0 (others get what they ask)."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Random seed: same seed, same behaviour."),
     param: Annotated[
         list[str] | None,

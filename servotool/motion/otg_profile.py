@@ -28,6 +28,7 @@ from math import copysign, sqrt
 __all__ = [
     "OtgPlan",
     "advance",
+    "follow",
     "plan_to_rest",
     "stretch_to",
 ]
@@ -238,13 +239,26 @@ def _duration(segs):
     return total
 
 
+def _ease_segments(v0, a0, a1, sign, amax, jmax):
+    t1, t2, th, t3, _, _, _ = _ease(v0, a0, a1, amax, jmax)
+    j = sign * jmax
+    out = []
+    for t, jk in ((t1, j), (t2, -j), (th, 0.0), (t3, j)):
+        if t > 0.0:
+            out.append(t)
+            out.append(jk)
+    return tuple(out)
+
+
 def plan_to_rest(dx, v0, a0, vmax, amax, jmax):
     """Time-optimal plan from velocity v0 and acceleration a0 to rest at displacement dx.
 
     Returns (segments, duration, peak): segments is a flat tuple (t, jerk, t, jerk, ...) with durations in
-    seconds, duration their sum and peak the velocity u at the end of the transfer. At rest with dx == 0 the
-    plan is empty. Within the plan |v| <= max(|v0|, |v_rd|, v_max) and |a| <= max(|a0|, a_max), |jerk| <= j_max:
-    a state already inside the limits stays inside them.
+    seconds, duration their sum and peak the velocity u at the end of the transfer (0 for an eased brake).
+    At rest with dx == 0 the plan is empty. A state inside the limits (|v| <= v_max, |a| <= a_max, and the
+    velocity reached by ramping the acceleration to zero, v_rd, within +-v_max) stays inside them; from any
+    other state the plan heads back inside at once (|v| never beyond max(|v0|, |v_rd|), |a| never beyond |a0|).
+    |jerk| <= j_max always.
     """
     if dx == 0.0 and v0 == 0.0 and a0 == 0.0:
         return (), 0.0, 0.0
@@ -260,30 +274,65 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax):
     # Here S(-v_max) < dx < S(v_max): at least one piece brackets a root.
     h = 0.5 * a0 * a0
     v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    inv_j = 1.0 / jmax
     x_lo = _x_of(-vmax, v_rd, jmax)
     x_hi = _x_of(vmax, v_rd, jmax)
+    # A state that decelerates toward v_rd (a0 and v_rd of opposite signs) would reach peaks between 0 and
+    # v_rd only by touching zero acceleration on the way down; the eased brake does it faster, so that part
+    # of the domain (x between x_zero and 0) is replaced by the eased family.
+    eased = (a0 < 0.0 < v_rd or v_rd < 0.0 < a0) and abs(a0) <= amax
+    x_zero = _x_of(0.0, v_rd, jmax) if eased else 0.0
     xs = [x_lo]
     fs = [sn - dx]
-    inv_j = 1.0 / jmax
-    scale = abs(sn) + abs(sp) + abs(dx)
-    for xk in (-amax, 0.0, amax):
-        if x_lo < xk < x_hi:
+    for xk in sorted((-amax, x_zero, 0.0, amax)):
+        if x_lo < xk < x_hi and xk != xs[-1]:
             xs.append(xk)
             fs.append(_shape(v0, a0, v_rd + xk * abs(xk) * inv_j, amax, jmax)[0] - dx)
     xs.append(x_hi)
     fs.append(sp - dx)
+    scale = abs(sn) + abs(sp) + abs(dx)
+    ftol = 4.0 * _EPS * scale
+    ease_lo = min(x_zero, 0.0)
+    ease_hi = max(x_zero, 0.0)
 
     best_u = 0.0
     best_t = float("inf")
+    ease_a1 = None
     for k in range(len(xs) - 1):
+        xa = xs[k]
+        xb = xs[k + 1]
         fa = fs[k]
         fb = fs[k + 1]
+        if eased and ease_lo <= xa and xb <= ease_hi:
+            if (fa > 0.0) == (fb > 0.0) and fa != 0.0 and fb != 0.0:
+                continue
+            # The eased family spans the same end displacements: S(0) at a1 = a0, S(v_rd) at a1 = 0.
+            sign = 1.0 if a0 < 0.0 else -1.0
+            ev0 = sign * v0
+            ea0 = sign * a0
+            edx = sign * dx
+            ga = _ease(ev0, ea0, ea0, amax, jmax)[5] - edx
+            gb = _ease(ev0, ea0, 0.0, amax, jmax)[5] - edx
+            if ga == 0.0:
+                a1 = ea0
+            elif gb == 0.0:
+                a1 = 0.0
+            elif (ga > 0.0) != (gb > 0.0):
+                a1 = _brent(_residual_ease, (edx, ev0, ea0, amax, jmax), ea0, ga, 0.0, gb, 1e-15 * amax, ftol)
+            else:
+                continue
+            t = _ease(ev0, ea0, a1, amax, jmax)[6]
+            if t < best_t:
+                best_t = t
+                ease_a1 = (a1, sign, ev0, ea0)
+            continue
         if fa == 0.0:
-            xr = xs[k]
+            xr = xa
         elif fb == 0.0:
-            xr = xs[k + 1]
+            xr = xb
         elif (fa > 0.0) != (fb > 0.0):
-            xr = _root_x(xs[k], fa, xs[k + 1], fb, dx, scale, v0, a0, v_rd, vmax, amax, jmax)
+            xtol = 1e-14 * (abs(xa) + abs(xb))
+            xr = _brent(_residual_x, (dx, v0, a0, v_rd, vmax, amax, jmax), xa, fa, xb, fb, xtol, ftol)
         else:
             continue
         u = v_rd + xr * abs(xr) * inv_j
@@ -292,8 +341,18 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax):
         if t < best_t:
             best_t = t
             best_u = u
+            ease_a1 = None
+    if ease_a1 is not None:
+        a1, sign, ev0, ea0 = ease_a1
+        segs = _ease_segments(ev0, ea0, a1, sign, amax, jmax)
+        return segs, _duration(segs), 0.0
     segs = _segments(v0, a0, best_u, 0.0, amax, jmax)
     return segs, _duration(segs), best_u
+
+
+def _residual_stretch(u, duration, dx, v0, a0, amax, jmax):
+    s, t = _shape(v0, a0, u, amax, jmax)
+    return t + (dx - s) / u - duration
 
 
 def stretch_to(duration, dx, v0, a0, peak, vmax, amax, jmax):
@@ -301,79 +360,44 @@ def stretch_to(duration, dx, v0, a0, peak, vmax, amax, jmax):
 
     `peak` is the peak velocity of the time-optimal plan, which must be shorter than `duration`. Returns
     (segments, duration, peak) or None when lowering the peak cannot reach that duration: an axis braking
-    exactly onto its target (peak 0) has nothing to lower, and a few moving states have no such plan.
+    exactly onto its target (peak 0) has nothing to lower, and a few moving states have no such plan. The
+    stretched plan keeps every bound the time-optimal one keeps, since only the peak velocity shrinks.
     """
     if peak == 0.0:
         return None
-
-    def excess(u):
-        s, t = _shape(v0, a0, u, amax, jmax)
-        cruise = (dx - s) / u
-        return t + cruise - duration, cruise
-
+    args = (duration, dx, v0, a0, amax, jmax)
+    # From rest the cruise dominates a long plan, so u ~ dx / duration is a close lower guess; shrink the
+    # guess until the plan is too slow, keeping the last too-fast one as the other end of the bracket.
     hi = peak
-    g_hi = -1.0
-    # Initial guess from rest-to-rest: the cruise dominates, so u ~ dx / duration; then shrink until too slow.
-    lo = dx / duration if dx * peak > 0.0 else 0.5 * peak
-    if abs(lo) >= abs(peak) or lo == 0.0:
+    g_hi = None
+    lo = dx / duration
+    if not 0.0 < lo / peak < 1.0:
         lo = 0.5 * peak
     for _ in range(60):
-        g_lo, cruise = excess(lo)
-        if cruise >= 0.0 and g_lo > 0.0:
-            break
+        s, t = _shape(v0, a0, lo, amax, jmax)
+        cruise = (dx - s) / lo
         if cruise >= 0.0:
+            g_lo = t + cruise - duration
+            if g_lo > 0.0:
+                break
             hi, g_hi = lo, g_lo
         lo *= 0.25
     else:
         return None
-    # Brent on g(u) = T(u) - duration over [lo, hi].
-    ua, ga, ub, gb = hi, g_hi, lo, g_lo
-    if g_hi == -1.0:
-        ga = excess(hi)[0]
-    ttol = 1e-12 * duration
-    uc, gc = ua, ga
-    step = prev = ub - ua
-    for _ in range(_MAX_ITER):
-        if (gb > 0.0) == (gc > 0.0):
-            uc, gc = ua, ga
-            step = prev = ub - ua
-        if abs(gc) < abs(gb):
-            ua, ga = ub, gb
-            ub, gb = uc, gc
-            uc, gc = ua, ga
-        tol = 2.0 * _EPS * abs(ub)
-        mid = 0.5 * (uc - ub)
-        if abs(mid) <= tol or abs(gb) <= ttol:
-            break
-        if abs(prev) >= tol and abs(ga) > abs(gb):
-            s = gb / ga
-            if ua == uc:
-                p = 2.0 * mid * s
-                q = 1.0 - s
-            else:
-                q = ga / gc
-                r = gb / gc
-                p = s * (2.0 * mid * q * (q - r) - (ub - ua) * (r - 1.0))
-                q = (q - 1.0) * (r - 1.0) * (s - 1.0)
-            if p > 0.0:
-                q = -q
-            else:
-                p = -p
-            if 2.0 * p < min(3.0 * mid * q - abs(tol * q), abs(prev * q)):
-                prev = step
-                step = p / q
-            else:
-                step = prev = mid
-        else:
-            step = prev = mid
-        ua, ga = ub, gb
-        ub += step if abs(step) > tol else (tol if mid > 0.0 else -tol)
-        gb = excess(ub)[0]
-    g, cruise = excess(ub)
-    if cruise < 0.0 or abs(g) > 1e-9 * duration:
+    if g_hi is None:
+        g_hi = _residual_stretch(hi, *args)
+        if g_hi > 0.0:
+            return None
+    u = _brent(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, 1e-13 * duration)
+    s = _shape(v0, a0, u, amax, jmax)[0]
+    cruise = (dx - s) / u
+    if cruise < 0.0:
         return None
-    segs = _segments(v0, a0, ub, cruise, amax, jmax)
-    return segs, _duration(segs), ub
+    segs = _segments(v0, a0, u, cruise, amax, jmax)
+    total = _duration(segs)
+    if abs(total - duration) > 1e-9 * duration:
+        return None
+    return segs, total, u
 
 
 def advance(segs, dt, p, v, a):
@@ -391,6 +415,28 @@ def advance(segs, dt, p, v, a):
         if left <= 0.0:
             break
     return p, v, a
+
+
+def follow(segs, dt, p, v, a):
+    """Like advance, and also return what is left of the plan: (p, v, a, remaining segments, their duration)."""
+    left = dt
+    n = len(segs)
+    k = 0
+    while k < n:
+        t = segs[k]
+        j = segs[k + 1]
+        if t > left:
+            p += left * (v + left * (0.5 * a + left * j / 6.0))
+            v += left * (a + 0.5 * left * j)
+            a += left * j
+            rest = (t - left, j) + segs[k + 2 :]
+            return p, v, a, rest, _duration(rest)
+        p += t * (v + t * (0.5 * a + t * j / 6.0))
+        v += t * (a + 0.5 * t * j)
+        a += t * j
+        left -= t
+        k += 2
+    return p, v, a, (), 0.0
 
 
 @dataclass(frozen=True)

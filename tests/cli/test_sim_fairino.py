@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -117,7 +118,8 @@ def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_
         proc.stderr.close()
 
 
-def test_standalone_simulator_logs_faults_and_stops_cleanly_on_sigterm():
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_standalone_simulator_logs_faults_and_stops_cleanly(sig):
     proc, info = start_standalone("--param", "enable_ms=0", "--param", "noise_deg=0")
     try:
         rpc = xmlrpc.client.ServerProxy(f"http://{info['host']}:{info['rpc_port']}")
@@ -127,7 +129,7 @@ def test_standalone_simulator_logs_faults_and_stops_cleanly_on_sigterm():
         q[0] += 30
         assert rpc.ServoJ(q, [0] * 4, 0, 0, 0.01, 0, 0, 0) == 14
         time.sleep(0.3)
-        proc.terminate()
+        proc.send_signal(sig)
         assert proc.wait(10) == 0
         err_text = proc.stderr.read().decode()
         assert "fault" in err_text and "axis 1 command speed" in err_text and "simulator stopped" in err_text

@@ -47,6 +47,9 @@ class FairinoArm:
     The constructor connects: the state stream first (configured at `state_ms`), then XML-RPC is checked
     with GetControllerIP, then the UDP socket is opened (transport=udp). Any failure raises DeviceError and
     leaves nothing open. `sim` is an embedded FairinoSim that close() stops.
+
+    Timeouts: an XML-RPC ServoJ gets `rpc_timeout_s`, other commands `command_timeout_s`; a dead link is
+    found sooner by the state-stream watchdog (`silence_s`), which aborts any call in flight.
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class FairinoArm:
         now: Callable[[], float] = time.monotonic,
         silence_s: float = 0.1,
         rpc_timeout_s: float = 0.5,
+        command_timeout_s: float = 5.0,
         connect_timeout_s: float = 2.0,
         enable_wait_s: float = 1.5,
         model: str = "fairino",
@@ -82,6 +86,7 @@ class FairinoArm:
         self.host = host
         self.sim = sim
         self.enable_wait_s = float(enable_wait_s)
+        self._timeouts = (float(rpc_timeout_s), float(command_timeout_s))
         self._now = now
         self._lock = threading.Lock()
         self._rpc_lock = threading.Lock()
@@ -104,6 +109,7 @@ class FairinoArm:
             )
             try:
                 with self._rpc_lock:
+                    self._transport.set_timeout(float(connect_timeout_s))
                     self._proxy.GetControllerIP()
             except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
                 raise DeviceError(f"{self.url}: XML-RPC (port {rpc_port}) does not answer: {exc}") from None
@@ -169,6 +175,7 @@ class FairinoArm:
     def _call(self, method: str, *args: Any) -> Any:
         self._check()
         with self._rpc_lock:
+            self._transport.set_timeout(self._timeouts[0] if method == "ServoJ" else self._timeouts[1])
             try:
                 return getattr(self._proxy, method)(*args)
             except xmlrpc.client.Fault as exc:

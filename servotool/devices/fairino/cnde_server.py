@@ -24,6 +24,8 @@ class CndeSession:
 
     `state()` returns the current field values by name (called once per data frame, at send time);
     `paused()` tells when to withhold data frames (fault injection: a controller that stops talking).
+    A configuration asking for period 0 gets `default_period_ms` (a simulator convention); 1..1000 ms is
+    served as asked, anything else refused.
     """
 
     def __init__(
@@ -33,6 +35,7 @@ class CndeSession:
         paused: Callable[[], bool],
         version: str,
         clock: Callable[[], float] = time.monotonic,
+        default_period_ms: int = 8,
     ) -> None:
         self.sock = sock
         self._state = state
@@ -41,7 +44,8 @@ class CndeSession:
         self._clock = clock
         self._count = 0
         self._layout: p.StateLayout | None = None
-        self._period = 0.008
+        self._default_ms = default_period_ms
+        self._period = default_period_ms / 1000.0
         self._streaming = False
         self._next = 0.0
         self._closed = False
@@ -81,7 +85,8 @@ class CndeSession:
                 self.sock.close()
 
     def _send(self, ftype: int, data: bytes) -> None:
-        self.sock.send(p.encode_frame(ftype, data, self._count))
+        # one call per whole frame: never a frame split over two writes, never a partial one
+        self.sock.sendall(p.encode_frame(ftype, data, self._count))
         self._count = (self._count + 1) & 0xFF
 
     def _reply(self, status: int, text: str = "") -> None:
@@ -130,6 +135,7 @@ class CndeSession:
         if not names:
             self._reply(p.MessageStatus.ERROR, "no field names")
             return
+        period_ms = period_ms or self._default_ms
         if not 1 <= period_ms <= 1000:
             self._reply(p.MessageStatus.ERROR, f"period {period_ms} ms outside 1..1000")
             return

@@ -2,7 +2,7 @@
 
 Error codes are what a command returns (XML-RPC return value, or an integer in a UDP reply). Faults are
 what the controller latches in its state (main_code, sub_code) until ResetAllError. Fault numbering differs
-between firmware versions, so every use goes through FAULTS and the helpers below, never through scattered
+between firmware versions, so every use goes through FAULTS and the functions below, never through scattered
 literals. An entry with `confirmed=False` was read from documentation but not seen on a controller: treat it
 as an assumption.
 """

@@ -81,7 +81,7 @@ PARAM_HELP: dict[str, str] = {
     "lag_ms": "commanded-to-measured delay L (ms)",
     "tau_ms": "first-order time constant after the delay (ms, 0 = none)",
     "noise_deg": "encoder noise, Gaussian standard deviation (deg)",
-    "state_ms": "state stream period the client asks for (ms)",
+    "state_ms": "state period servotool asks for, and the simulator's answer to a request for period 0 (ms)",
     "enable_ms": "window after RobotEnable(1) in which ServoJ answers 101 (ms)",
     "joint_speed_limits": "joint maxima, deg/s: one value for all joints or six comma-separated",
     "runaway": "whether velocity jumps can run away (true/false)",

@@ -21,6 +21,16 @@ class TimeoutTransport(xmlrpc.client.Transport):
         conn.timeout = self.timeout_s
         return conn
 
+    def set_timeout(self, timeout_s: float) -> None:
+        """Timeout for the next calls, the open connection included (callers serialise calls)."""
+        self.timeout_s = timeout_s
+        conn = self._connection[1] if self._connection else None
+        if conn is not None:
+            conn.timeout = timeout_s
+            if getattr(conn, "sock", None) is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.settimeout(timeout_s)
+
     def abort(self) -> None:
         conn = self._connection[1] if self._connection else None
         sock = getattr(conn, "sock", None)

@@ -366,6 +366,7 @@ class FairinoSim:
                 lambda: self._paused,
                 f"SIM-{self.profile.name} {FIRMWARE}",
                 self._clock,
+                self.profile.state_ms,
             )
             with self._sessions_lock:
                 if self._stop.is_set():

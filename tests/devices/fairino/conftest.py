@@ -1,4 +1,4 @@
-"""Fixtures and streaming/measuring helpers shared by the FAIRINO tests (helpers come through `fx`)."""
+"""Fixtures and streaming/measuring functions shared by the FAIRINO tests (they come through `fx`)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def wait_until(cond: Callable[[], bool], timeout: float, step: float = 0.002) ->
 
 @pytest.fixture
 def fx():
-    """The helpers above, as one namespace."""
+    """The functions above, as one namespace."""
     return types.SimpleNamespace(
         PERIOD=PERIOD, Record=Record, stream=stream, collect=collect, hold=hold, trapezoid=trapezoid,
         measured_lag=measured_lag, wait_until=wait_until,

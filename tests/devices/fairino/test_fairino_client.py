@@ -11,6 +11,7 @@ import pytest
 
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError
 from servotool.devices.fairino.client import FairinoArm
+from servotool.devices.fairino.sim import FairinoSim
 from servotool.devices.registry import DeviceURLError, open_arm
 
 FAST = "enable_ms=100"
@@ -63,6 +64,18 @@ def test_a_real_address_that_does_not_answer_fails_fast_and_clearly():
     with pytest.raises(DeviceError, match="cannot open the state stream"):
         open_arm(f"fairino://127.0.0.1?cnde_port={port}")
     assert time.monotonic() - t0 < 1.0
+
+
+def test_an_xmlrpc_port_that_never_answers_times_out_instead_of_hanging():
+    with FairinoSim("fr3", rpc_port=0, cnde_port=0, udp_port=0) as sim, socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(1)  # connections complete in the backlog, nothing is ever answered
+        url = (f"fairino://127.0.0.1?cnde_port={sim.ports.cnde}&udp_port={sim.ports.udp}"
+               f"&rpc_port={mute.getsockname()[1]}")
+        t0 = time.monotonic()
+        with pytest.raises(DeviceError, match="XML-RPC"):
+            open_arm(url, connect_timeout_s=0.3)
+        assert time.monotonic() - t0 < 1.0
 
 
 @pytest.mark.parametrize("transport", ["rpc", "udp"])

@@ -116,7 +116,7 @@ def test_garbage_on_the_state_port_is_skipped(sim):
                                                        p.encode_output_config(20, ["main_code"])))
     reply = read_frames(sock, splitter, 1)[0][0]
     assert p.decode_message(reply.data) == (0, "INT32")
-    for bad in (p.encode_output_config(0, ["main_code"]), b"\x08"):
+    for bad in (p.encode_output_config(1001, ["main_code"]), b"\x08"):
         reply = exchange(sock, splitter, p.FrameType.OUTPUT_CONFIG, bad)
         assert p.decode_message(reply.data)[0] != 0
     sock.close()

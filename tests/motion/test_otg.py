@@ -1,0 +1,574 @@
+"""Tests of the jerk-limited online trajectory generator (servotool.motion.otg).
+
+The property test at the bottom simulates 2000 random target streams and checks every cycle against bounds
+computed here, independently of the generator's own planner.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from servotool.motion.otg import MultiOtg, Otg, OtgLimits, OtgPlan, otg_duration
+
+LIM = OtgLimits(0.3, 0.5, 20.0)
+REL = 1e-9  # float tolerance on every limit check
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Independent reference: an admissible brake, the rest-to-rest time, and their sum as the reach bound.
+# Written as areas of acceleration ramps, not as the generator's transfer formulas.
+
+
+def _ramp(p, v, a, a_end, jerk_mag):
+    """State after ramping the acceleration linearly from a to a_end at |jerk| = jerk_mag."""
+    t = abs(a_end - a) / jerk_mag
+    j = math.copysign(jerk_mag, a_end - a) if t > 0 else 0.0
+    return p + v * t + a * t * t / 2 + j * t**3 / 6, v + a * t + j * t * t / 2, a_end, t
+
+
+def _brake(v0, a0, lim):
+    """Fastest jerk-limited stop from (v0, a0): (duration, stop displacement, min and max displacement on the way).
+
+    The acceleration is driven toward -s*peak (s the sign of the velocity left after ramping it to zero), held
+    at -s*a_max when needed, and ramped back to zero exactly as the velocity reaches zero.
+    """
+    a_max, j = lim.max_acceleration, lim.max_jerk
+    # Velocity gained by a linear ramp from a to b: the trapezoid area (a + b)/2 * |b - a| / j.
+    def area(a, b):
+        return (a + b) / 2 * abs(b - a) / j
+
+    v_zero = v0 + area(a0, 0.0)
+    if v_zero == 0.0:
+        pieces = [(0.0, 0.0)]
+        hold = 0.0
+    else:
+        s = 1.0 if v_zero > 0 else -1.0
+        # Peak magnitude q in [0, a_max] with v0 + area(a0 -> -s q) + area(-s q -> 0) = 0; bisection.
+        def residual(q):
+            return v0 + area(a0, -s * q) + area(-s * q, 0.0)
+
+        if s * residual(a_max) > 0:
+            q = a_max
+            hold = s * residual(a_max) / a_max
+        else:
+            lo, hi = 0.0, a_max
+            for _ in range(200):
+                mid = (lo + hi) / 2
+                if s * residual(mid) > 0:
+                    lo = mid
+                else:
+                    hi = mid
+            q = (lo + hi) / 2
+            hold = 0.0
+        pieces = [(-s * q, hold)]
+    p, v, a, total = 0.0, v0, a0, 0.0
+    lo_p = hi_p = 0.0
+    peak, hold = pieces[0]
+    for a_end, seg_hold in ((peak, hold), (0.0, 0.0)):
+        # Sample every ramp and hold finely to find the excursion (the velocity can cross zero mid-segment).
+        t = abs(a_end - a) / j
+        jj = math.copysign(j, a_end - a) if t > 0 else 0.0
+        for k in range(1, 65):
+            tk = t * k / 64
+            pk = p + v * tk + a * tk * tk / 2 + jj * tk**3 / 6
+            lo_p, hi_p = min(lo_p, pk), max(hi_p, pk)
+        p, v, a, dt = _ramp(p, v, a, a_end, j)
+        total += dt
+        if seg_hold > 0:
+            for k in range(1, 65):
+                tk = seg_hold * k / 64
+                pk = p + v * tk + a * tk * tk / 2
+                lo_p, hi_p = min(lo_p, pk), max(hi_p, pk)
+            p, v = p + v * seg_hold + a * seg_hold**2 / 2, v + a * seg_hold
+            total += seg_hold
+    return total, p, lo_p, hi_p
+
+
+def _rest_to_rest(dist, lim):
+    """Classic closed-form duration of the fastest jerk-limited move over |dist| from rest to rest."""
+    d = abs(dist)
+    if d == 0.0:
+        return 0.0
+    vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+
+    def accel_time(vp):  # time to go from rest to vp (and back), jerk-limited
+        return 2 * math.sqrt(vp / jm) if vp <= am * am / jm else vp / am + am / jm
+
+    if d <= 2 * am**3 / jm**2:
+        vp = (d * math.sqrt(jm) / 2) ** (2 / 3)
+    else:
+        vp = am * (-am / jm + math.sqrt(am * am / (jm * jm) + 4 * d / am)) / 2
+    if vp <= vm:
+        return 2 * accel_time(vp)
+    return 2 * accel_time(vm) + (d - vm * accel_time(vm)) / vm
+
+
+def _reach_bound(p, v, a, target, lim):
+    """(brake-then-move bound in s, +1/-1 if the target lies beyond the whole braking excursion, else 0)."""
+    t_brake, stop, lo, hi = _brake(v, a, lim)
+    bound = t_brake + _rest_to_rest(target - (p + stop), lim)
+    margin = 1e-9 * (1.0 + abs(target))
+    beyond = 1 if target > p + hi + margin else (-1 if target < p + lo - margin else 0)
+    return bound, beyond
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Limits and construction
+
+
+def test_limits_are_validated_and_normalised():
+    lim = OtgLimits(1, 2, 3)
+    assert isinstance(lim.max_velocity, float)
+    for bad in [(0, 1, 1), (1, -1, 1), (1, 1, math.inf), (math.nan, 1, 1), ("x", 1, 1)]:
+        with pytest.raises(ValueError):
+            OtgLimits(*bad)
+
+
+def test_per_axis_for_norm_and_scaled():
+    per = LIM.per_axis_for_norm(3)
+    assert per.max_velocity == pytest.approx(0.3 / math.sqrt(3))
+    assert per.max_acceleration == pytest.approx(0.5 / math.sqrt(3))
+    assert per.max_jerk == pytest.approx(20 / math.sqrt(3))
+    assert LIM.per_axis_for_norm(1) == LIM
+    half = LIM.scaled(0.5)
+    assert (half.max_velocity, half.max_acceleration, half.max_jerk) == (0.15, 0.25, 10.0)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            LIM.per_axis_for_norm(bad)
+    for bad in (0.0, -2.0, math.nan, math.inf):
+        with pytest.raises(ValueError):
+            LIM.scaled(bad)
+
+
+def test_construction_and_targets_refuse_non_finite():
+    with pytest.raises(ValueError):
+        Otg(math.nan, LIM)
+    with pytest.raises(TypeError):
+        Otg(0.0, (0.3, 0.5, 20.0))
+    otg = Otg(0.0, LIM)
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError):
+            otg.set_target(bad)
+        with pytest.raises(ValueError):
+            otg.set_position(bad)
+    assert otg.target == 0.0 and otg.position == 0.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One axis
+
+
+def _run_to_target(otg, dt=0.001, max_cycles=100_000):
+    cycles = 0
+    while not otg.at_target:
+        otg.step(dt)
+        cycles += 1
+        assert cycles < max_cycles
+    return cycles
+
+
+def test_five_centimetre_step_takes_0_658_s():
+    otg = Otg(0.0, LIM)
+    otg.set_target(0.05)
+    assert otg.plan().duration == pytest.approx(0.658, abs=5e-4)
+    assert otg_duration(0.0, 0.0, 0.0, 0.05, LIM) == otg.plan().duration
+    cycles = _run_to_target(otg)
+    assert cycles * 0.001 == pytest.approx(0.658, abs=0.0015)
+    assert otg.position == 0.05 and otg.velocity == 0.0 and otg.acceleration == 0.0
+
+
+def test_norm_budget_split_over_three_axes_stretches_the_step():
+    per = LIM.per_axis_for_norm(3)
+    t = otg_duration(0.0, 0.0, 0.0, 0.05, per)
+    assert 0.84 < t < 0.87
+
+
+def test_landing_is_exact_and_the_hold_is_bit_exact():
+    otg = Otg(0.1, LIM)
+    target = 0.1 + 1.0 / 3.0
+    otg.set_target(target)
+    _run_to_target(otg)
+    assert otg.position == target
+    for _ in range(2000):
+        assert otg.step(0.001) == target
+        assert otg.velocity == 0.0 and otg.acceleration == 0.0 and otg.at_target
+
+
+def test_invalid_dt_is_a_no_op():
+    otg = Otg(0.0, LIM)
+    otg.set_target(0.2)
+    for _ in range(50):
+        otg.step(0.001)
+    state = (otg.position, otg.velocity, otg.acceleration)
+    for dt in (0.0, -0.001, math.nan, math.inf, -math.inf):
+        assert otg.step(dt) == state[0]
+        assert (otg.position, otg.velocity, otg.acceleration) == state
+
+
+def test_set_position_keeps_velocity_and_acceleration():
+    otg = Otg(0.0, LIM)
+    otg.set_target(0.3)
+    for _ in range(100):
+        otg.step(0.001)
+    v, a = otg.velocity, otg.acceleration
+    assert v > 0 and a != 0
+    otg.set_position(otg.position - 0.001)
+    assert (otg.velocity, otg.acceleration) == (v, a)
+    _run_to_target(otg)
+    assert otg.position == 0.3
+
+
+def test_plan_sample_matches_stepping():
+    otg = Otg(0.0, LIM, velocity=0.1, acceleration=-0.2)
+    otg.set_target(-0.05)
+    plan = otg.plan()
+    assert isinstance(plan, OtgPlan)
+    assert plan.duration == pytest.approx(sum(t for t, _ in plan.segments))
+    assert plan.sample(plan.duration) == (-0.05, 0.0, 0.0)
+    assert plan.sample(0.0) == (0.0, 0.1, -0.2)
+    # One long step follows the same plan exactly (no re-plan inside a step).
+    p, v, a = plan.sample(0.123)
+    otg.step(0.123)
+    assert (otg.position, otg.velocity, otg.acceleration) == pytest.approx((p, v, a), abs=1e-12)
+
+
+def test_target_inside_braking_distance_is_passed_and_come_back_to():
+    v = 0.3
+    otg = Otg(0.0, LIM, velocity=v)
+    otg.set_target(0.01)  # braking from 0.3 m/s needs ~0.1 m
+    positions = []
+    prev_a = otg.acceleration
+    while not otg.at_target:
+        otg.step(0.001)
+        positions.append(otg.position)
+        assert abs(otg.velocity) <= LIM.max_velocity * (1 + REL)
+        assert abs(otg.acceleration) <= LIM.max_acceleration * (1 + REL)
+        assert abs(otg.acceleration - prev_a) <= LIM.max_jerk * 0.001 * (1 + REL)
+        prev_a = otg.acceleration
+    assert max(positions) > 0.05
+    assert otg.position == 0.01
+
+
+@pytest.mark.parametrize(
+    "v0, a0",
+    [(0.6, 0.0), (-0.45, 0.3), (0.1, 1.5), (0.29, 0.5), (0.0, -2.0), (0.9, 1.2)],
+)
+def test_state_beyond_limits_is_brought_back_without_exceeding_jerk(v0, a0):
+    otg = Otg(0.0, LIM, velocity=v0, acceleration=a0)
+    otg.set_target(0.2)
+    dt = 0.001
+    prev_v, prev_a = abs(v0), abs(a0)
+    inside_v = abs(v0) <= LIM.max_velocity
+    inside_a = abs(a0) <= LIM.max_acceleration
+    prev = otg.acceleration
+    while not otg.at_target:
+        otg.step(dt)
+        assert abs(otg.acceleration - prev) <= LIM.max_jerk * dt * (1 + REL)
+        prev = otg.acceleration
+        # |a| only shrinks until it is back within the limit, then stays within it.
+        if not inside_a:
+            assert abs(otg.acceleration) <= prev_a * (1 + REL)
+            prev_a = abs(otg.acceleration)
+            inside_a = prev_a <= LIM.max_acceleration * (1 + REL)
+        else:
+            assert abs(otg.acceleration) <= LIM.max_acceleration * (1 + REL)
+        if inside_v and inside_a:
+            assert abs(otg.velocity) <= LIM.max_velocity * (1 + REL) or prev_v > LIM.max_velocity
+        prev_v = abs(otg.velocity)
+        inside_v = prev_v <= LIM.max_velocity * (1 + REL)
+    assert otg.position == 0.2
+
+
+def test_moving_target_is_replanned_from_the_current_state():
+    otg = Otg(0.0, LIM)
+    otg.set_target(1.0)
+    for _ in range(300):
+        otg.step(0.001)
+    v, a = otg.velocity, otg.acceleration
+    otg.set_target(-0.5)
+    otg.step(0.001)
+    # Continuity: the new plan starts from the old velocity and acceleration.
+    assert abs(otg.velocity - v) <= (abs(a) + LIM.max_jerk * 0.001) * 0.001 * 1.0001
+    assert abs(otg.acceleration - a) <= LIM.max_jerk * 0.001 * (1 + REL)
+    _run_to_target(otg)
+    assert otg.position == -0.5
+
+
+def test_large_cycles_keep_limits_and_land():
+    otg = Otg(0.0, LIM)
+    otg.set_target(-0.7)
+    prev = 0.0
+    n = 0
+    while not otg.at_target:
+        otg.step(0.04)
+        assert abs(otg.acceleration - prev) <= LIM.max_jerk * 0.04 * (1 + REL)
+        assert abs(otg.velocity) <= LIM.max_velocity * (1 + REL)
+        prev = otg.acceleration
+        n += 1
+    assert otg.position == -0.7
+    assert n * 0.04 == pytest.approx(otg_duration(0.0, 0.0, 0.0, -0.7, LIM), abs=0.04)
+
+
+def test_otg_duration_refuses_non_finite():
+    with pytest.raises(ValueError):
+        otg_duration(0.0, math.nan, 0.0, 1.0, LIM)
+    assert otg_duration(1.0, 0.0, 0.0, 1.0, LIM) == 0.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Several axes
+
+
+def test_multi_validates_inputs():
+    with pytest.raises(ValueError):
+        MultiOtg([], LIM)
+    with pytest.raises(ValueError):
+        MultiOtg([0.0, 0.0], [LIM])
+    m = MultiOtg([0.0, 0.0], LIM)
+    with pytest.raises(ValueError):
+        m.set_target([1.0])
+    with pytest.raises(ValueError):
+        m.set_target([1.0, math.nan])
+    assert list(m.target) == [0.0, 0.0]
+    assert m.at_target and m.n_axes == 2
+
+
+def test_equal_diagonal_from_rest_is_a_straight_line():
+    per = LIM.per_axis_for_norm(3)
+    m = MultiOtg([0.0, 0.0, 0.0], per)
+    m.set_target([0.04, -0.04, 0.04])
+    while not m.at_target:
+        p = m.step(0.001)
+        assert p[0] == -p[1] == p[2]
+    assert list(m.position) == [0.04, -0.04, 0.04]
+
+
+def test_synchronised_axes_arrive_together_and_keep_their_limits():
+    lims = [OtgLimits(0.3, 0.5, 20.0), OtgLimits(1.0, 2.0, 50.0), OtgLimits(0.2, 1.0, 5.0)]
+    m = MultiOtg([0.0, 0.0, 0.0], lims)
+    m.set_target([0.05, 0.3, -0.01])
+    plans = m.plan()
+    longest = max(p.duration for p in plans)
+    assert all(p.duration == pytest.approx(longest, rel=1e-9) for p in plans)
+    landed = [None, None, None]
+    prev_a = m.acceleration
+    k = 0
+    while not m.at_target:
+        m.step(0.001)
+        k += 1
+        for i, lim in enumerate(lims):
+            assert abs(m.velocity[i]) <= lim.max_velocity * (1 + REL)
+            assert abs(m.acceleration[i]) <= lim.max_acceleration * (1 + REL)
+            assert abs(m.acceleration[i] - prev_a[i]) <= lim.max_jerk * 0.001 * (1 + REL)
+            if landed[i] is None and m.position[i] == m.target[i] and m.velocity[i] == 0.0:
+                landed[i] = k
+        prev_a = m.acceleration
+    assert max(landed) - min(landed) <= 1
+    assert max(landed) * 0.001 == pytest.approx(longest, abs=0.0015)
+
+
+def test_unsynchronised_axes_match_single_generators():
+    m = MultiOtg([0.0, 1.0], LIM, synchronized=False)
+    singles = [Otg(0.0, LIM), Otg(1.0, LIM)]
+    m.set_target([0.2, 0.95])
+    for o, x in zip(singles, (0.2, 0.95), strict=True):
+        o.set_target(x)
+    for _ in range(1500):
+        p = m.step(0.001)
+        assert list(p) == [o.step(0.001) for o in singles]
+
+
+def test_axis_braking_exactly_onto_its_target_keeps_its_minimum_duration():
+    # Axis 1 moves at 0.1 with a target exactly at its stopping point: its plan is the brake alone.
+    lim = LIM
+    t_brake, disp, _, _ = _brake(0.1, 0.0, lim)
+    m = MultiOtg([0.0, 0.0], lim, velocities=[0.0, 0.1])
+    m.set_target([0.2, disp])
+    plans = m.plan()
+    assert plans[1].duration == pytest.approx(t_brake, rel=1e-6)
+    assert plans[0].duration > 2 * plans[1].duration
+
+
+def test_multi_invalid_dt_and_rest_axes_are_untouched():
+    m = MultiOtg([0.0, 0.5, -0.25], LIM)
+    m.set_target([0.1, 0.5, -0.25])
+    for _ in range(20):
+        m.step(0.001)
+    before = (m.position, m.velocity, m.acceleration)
+    for dt in (0.0, -1.0, math.nan):
+        m.step(dt)
+        assert all(np.array_equal(x, y) for x, y in zip(before, (m.position, m.velocity, m.acceleration)))
+    assert m.position[1] == 0.5 and m.position[2] == -0.25
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Property test: 2000 random target streams, every cycle checked.
+
+N_SEQUENCES = 2000
+N_CHUNKS = 4
+DEFAULT_LIMITS = OtgLimits(0.3, 0.5, 20.0)
+
+
+def _random_limits(rng):
+    return OtgLimits(10 ** rng.uniform(-1.5, 0.5), 10 ** rng.uniform(-1.3, 1.3), 10 ** rng.uniform(0.0, 3.0))
+
+
+def _reference_distance(lim):
+    """Distance of a rest-to-rest move that takes one second under lim (bisection on the closed form)."""
+    lo, hi = 0.0, 10.0 * lim.max_velocity
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _rest_to_rest(mid, lim) < 1.0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _events(rng, duration, ref, n_axes):
+    """[(time, targets)]: steps at random times, holds up to 3 s, bursts of 20 targets 5 ms apart, gaps."""
+    events = []
+    t = 0.0
+    current = np.zeros(n_axes)
+    while t < duration:
+        kind = rng.choice(3, p=[0.55, 0.15, 0.30])
+        if kind == 1:  # burst
+            for _ in range(20):
+                current = current + rng.normal(0.0, 0.02 * ref, n_axes) * (rng.random(n_axes) < 0.8)
+                events.append((t, current.copy()))
+                t += 0.005
+            continue
+        mask = rng.random(n_axes) < 0.7
+        if not mask.any():
+            mask[rng.integers(n_axes)] = True
+        size = 10 ** rng.uniform(-5.0, 0.3, n_axes) * ref * rng.choice([-1.0, 1.0], n_axes)
+        current = np.where(mask, current + size, current)
+        events.append((t, current.copy()))
+        # A short wait (mid-motion re-targeting) or a hold / gap of up to 3 s.
+        t += rng.uniform(0.0, 0.15) if kind == 0 and rng.random() < 0.5 else rng.uniform(0.0, 3.0)
+    return events
+
+
+class _Tracker:
+    """Per-axis bookkeeping of the current target: when it was set, its reach bound, overshoot direction."""
+
+    def __init__(self):
+        self.t_set = 0.0
+        self.bound = 0.0
+        self.beyond = 0
+        self.landed_at = 0.0
+
+    def new_target(self, t, p, v, a, target, lim):
+        self.t_set = t
+        self.bound, self.beyond = _reach_bound(p, v, a, target, lim)
+        self.landed_at = None
+
+
+def _check_cycle(ctx, i, lim, p, v, a, a_prev, dt, target, tracker):
+    vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+    assert math.isfinite(p), ctx
+    assert abs(v) <= vm * (1 + REL), (ctx, i, "velocity", v, vm)
+    assert abs(a) <= am * (1 + REL), (ctx, i, "acceleration", a, am)
+    assert abs(a - a_prev) <= jm * dt * (1 + REL), (ctx, i, "jerk", (a - a_prev) / dt, jm)
+    tol = 1e-12 * (1.0 + abs(target))
+    if tracker.beyond > 0:
+        assert p <= target + tol, (ctx, i, "overshoot", p - target)
+    elif tracker.beyond < 0:
+        assert p >= target - tol, (ctx, i, "overshoot", target - p)
+
+
+def _run_sequence(index):
+    rng = np.random.default_rng([20260908, index])
+    random_limits = index % 3 == 2
+    multi = index % 8 == 7
+    n_axes = 3 if multi else 1
+    if random_limits:
+        lims = [_random_limits(rng) for _ in range(n_axes)]
+    else:
+        lims = [DEFAULT_LIMITS] * n_axes
+    if index % 2 == 0:
+        dt_nom, duration, lossy = 0.001, rng.uniform(1.0, 2.0), True
+    else:
+        dt_nom, duration, lossy = float(rng.choice([0.004, 0.005, 0.008, 0.01])), rng.uniform(2.0, 5.0), False
+    ref = min(_reference_distance(lim) for lim in lims)
+    events = _events(rng, duration, ref, n_axes)
+    start = rng.uniform(-1.0, 1.0, n_axes)
+    if multi:
+        gen = MultiOtg(start, lims)
+    else:
+        gen = Otg(start[0], lims[0])
+    trackers = [_Tracker() for _ in range(n_axes)]
+    targets = start.copy()
+    t = 0.0
+    k_event = 0
+    max_dt = 2 * dt_nom if lossy else dt_nom
+    group_deadline = None  # synchronised axes: all land by the latest target's bound
+    while t < duration + 3.5:
+        # Apply every event due by now (a burst can deliver several between two cycles; the latest wins).
+        changed = np.zeros(n_axes, dtype=bool)
+        while k_event < len(events) and events[k_event][0] <= t:
+            new = start + events[k_event][1]
+            changed |= new != targets
+            targets = new
+            k_event += 1
+        if multi:
+            p0, v0, a0 = gen.position, gen.velocity, gen.acceleration
+        else:
+            p0, v0, a0 = np.array([gen.position]), np.array([gen.velocity]), np.array([gen.acceleration])
+        if changed.any():
+            if multi:
+                gen.set_target(targets)
+            else:
+                gen.set_target(targets[0])
+            for i in np.flatnonzero(changed):
+                trackers[i].new_target(t, p0[i], v0[i], a0[i], targets[i], lims[i])
+            if multi:
+                group_deadline = t + 1.1 * max(
+                    _reach_bound(p0[i], v0[i], a0[i], targets[i], lims[i])[0] for i in range(n_axes)
+                ) + max_dt
+        rest_before = [p0[i] == targets[i] and v0[i] == 0.0 and a0[i] == 0.0 for i in range(n_axes)]
+        # Now and then an invalid step, which must change nothing at all.
+        if rng.random() < 0.01:
+            bad = (0.0, -dt_nom, math.nan)[rng.integers(3)]
+            gen.step(bad)
+            if multi:
+                after = (gen.position, gen.velocity, gen.acceleration)
+            else:
+                after = (np.array([gen.position]), np.array([gen.velocity]), np.array([gen.acceleration]))
+            assert all(np.array_equal(x, y) for x, y in zip(after, (p0, v0, a0))), (index, t, "bad dt")
+        dt = 2 * dt_nom if lossy and rng.random() < 0.02 else dt_nom
+        gen.step(dt)
+        t += dt
+        if multi:
+            p1, v1, a1 = gen.position, gen.velocity, gen.acceleration
+        else:
+            p1, v1, a1 = [gen.position], [gen.velocity], [gen.acceleration]
+        ctx = (index, round(t, 6))
+        all_landed = True
+        for i in range(n_axes):
+            tr = trackers[i]
+            _check_cycle(ctx, i, lims[i], p1[i], v1[i], a1[i], a0[i], dt, targets[i], tr)
+            landed = p1[i] == targets[i] and v1[i] == 0.0 and a1[i] == 0.0
+            all_landed &= landed
+            if rest_before[i]:
+                # Landed earlier and the target did not change: bit-exact hold.
+                assert landed and p1[i] == p0[i], (ctx, i, "hold")
+            if landed and tr.landed_at is None:
+                tr.landed_at = t
+            if tr.landed_at is None and not multi:
+                assert t - tr.t_set <= 1.1 * tr.bound + max_dt, (ctx, i, "late", t - tr.t_set, tr.bound)
+        if multi and group_deadline is not None and not all_landed:
+            assert t <= group_deadline, (ctx, "group late", t, group_deadline)
+        if k_event >= len(events) and all_landed:
+            break
+    return t
+
+
+@pytest.mark.parametrize("chunk", range(N_CHUNKS))
+def test_random_target_streams_keep_every_guarantee(chunk):
+    per_chunk = N_SEQUENCES // N_CHUNKS
+    for index in range(chunk * per_chunk, (chunk + 1) * per_chunk):
+        _run_sequence(index)
