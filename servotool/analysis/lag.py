@@ -40,6 +40,7 @@ RAMP_DOWN = "ramp-down"
 MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
 FIT_GRID_S = 0.001  # simulation step of the dynamic model
 FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
+TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see fit_dynamics)
 DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
 
 
@@ -165,8 +166,9 @@ class GuardAdvice:
     dt: float
 
 
-def guard_advice(lag_s: float, *, a_max: float, v_max: float, noise_deg: float, dt: float,
-                 frame_age_s: float = 0.0) -> GuardAdvice:
+def guard_advice(
+    lag_s: float, *, a_max: float, v_max: float, noise_deg: float, dt: float, frame_age_s: float = 0.0
+) -> GuardAdvice:
     """Guard settings for a measured lag lag_s (s); see GuardAdvice for the rules."""
     lag = max(float(lag_s), 0.0)
     age = float(frame_age_s) if _finite(frame_age_s) and frame_age_s > 0 else 0.0
@@ -177,9 +179,18 @@ def guard_advice(lag_s: float, *, a_max: float, v_max: float, noise_deg: float, 
     floor = braking + base.noise_deg + age_deg
     margin = max(base.margin_deg, math.ceil(round(floor / MARGIN_STEP_DEG, 9)) * MARGIN_STEP_DEG)
     return GuardAdvice(
-        measured_lag_ms=lag * 1e3, frame_age_ms=age * 1e3, lag_s=base.lag_s, margin_deg=round(margin, 10),
-        braking_deg=braking, noise_deg=base.noise_deg, frame_age_deg=age_deg, trail_deg=base.trail_deg,
-        trail_s=base.trail_s, a_max=a_max, v_max=v_max, dt=dt,
+        measured_lag_ms=lag * 1e3,
+        frame_age_ms=age * 1e3,
+        lag_s=base.lag_s,
+        margin_deg=round(margin, 10),
+        braking_deg=braking,
+        noise_deg=base.noise_deg,
+        frame_age_deg=age_deg,
+        trail_deg=base.trail_deg,
+        trail_s=base.trail_s,
+        a_max=a_max,
+        v_max=v_max,
+        dt=dt,
     )
 
 
@@ -262,18 +273,32 @@ def first_order_response(u: np.ndarray, h: float, tau: float) -> np.ndarray:
     return y
 
 
-def _least_squares(fun, x0: np.ndarray, bounds) -> optimize.OptimizeResult | None:
+def _least_squares(
+    fun, x0: np.ndarray, bounds, f_scale: float | None = None
+) -> optimize.OptimizeResult | None:
+    """Bounded least squares; with f_scale, a soft-L1 loss so that a few samples thrown far off by a late
+    setpoint (a stalled link) do not drag the fit."""
+    robust = {} if f_scale is None else {"loss": "soft_l1", "f_scale": f_scale}
     try:
         return optimize.least_squares(
-            fun, x0, bounds=bounds, x_scale=0.01, diff_step=1e-4, method="trf",
-            xtol=1e-10, ftol=1e-12, gtol=1e-12, max_nfev=200,
+            fun,
+            x0,
+            bounds=bounds,
+            x_scale=0.01,
+            diff_step=1e-4,
+            method="trf",
+            xtol=1e-10,
+            ftol=1e-12,
+            gtol=1e-12,
+            max_nfev=200,
+            **robust,
         )
     except (ValueError, np.linalg.LinAlgError):
         return None
 
 
 def _param_se(res: optimize.OptimizeResult, dof: int) -> list[float]:
-    s2 = 2 * res.cost / max(dof, 1)
+    s2 = float(res.fun @ res.fun) / max(dof, 1)
     cov = s2 * np.linalg.pinv(res.jac.T @ res.jac)
     return [math.sqrt(max(float(cov[i, i]), 0.0)) for i in range(len(res.x))]
 
@@ -335,37 +360,51 @@ def fit_dynamics(
 
     guess = max(float(lag_guess_s), 0.0) if _finite(lag_guess_s) else 0.05
     upper = (max(1.0, 3 * guess), max(0.5, 2 * guess))
+
+    def pure_residual(p: np.ndarray) -> np.ndarray:
+        return residual(np.array([p[0], 0.0]))
+
+    first = _least_squares(pure_residual, np.array([guess]), ([0.0], [upper[0]]))
+    if first is None:
+        raise RecordingError("the dynamic fit did not converge")
+    scale = 1.4826 * float(np.median(np.abs(first.fun - np.median(first.fun))))
+    f_scale = 3.0 * scale if scale > 0 else None
+    pure = _least_squares(pure_residual, first.x, ([0.0], [upper[0]]), f_scale)
     best = None
     for frac in (0.0, 0.15, 0.5):
         tau0 = frac * guess
         x0 = np.array([min(max(guess - tau0, 0.0), upper[0]), min(tau0, upper[1])])
-        res = _least_squares(residual, x0, ([0.0, 0.0], upper))
+        res = _least_squares(residual, x0, ([0.0, 0.0], upper), f_scale)
         if res is not None and (best is None or res.cost < best.cost):
             best = res
-    # the same model without the filter: near tau = 0 the data hardly depend on tau (the corner rounding grows
-    # as tau^2), so a small fitted tau is only believed when it lowers the residual significantly (F test)
-    pure = _least_squares(lambda p: residual(np.array([p[0], 0.0])), np.array([guess]), ([0.0], [upper[0]]))
     if best is None or pure is None:
         raise RecordingError("the dynamic fit did not converge")
-    # residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
-    # count independent samples only, or the test and the standard errors would be far too confident
-    r_best = best.fun
-    rho = float(np.corrcoef(r_best[:-1], r_best[1:])[0, 1]) if n > 3 and np.std(r_best) > 0 else 0.0
+    # near tau = 0 the data hardly depend on tau (the corner rounding grows as tau^2), so a fitted tau is only
+    # believed when it lowers the residual significantly (F test on the samples both fits call inliers).
+    # Residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
+    # count independent samples only, or the test and the standard errors would be far too confident.
+    r_best, r_pure = best.fun, pure.fun
+    inl = (np.abs(r_best) <= 4 * scale) & (np.abs(r_pure) <= 4 * scale) if scale > 0 else np.ones(n, bool)
+    rb = r_best[inl]
+    rho = float(np.corrcoef(rb[:-1], rb[1:])[0, 1]) if len(rb) > 3 and np.std(rb) > 0 else 0.0
     rho = min(max(rho, 0.0), 0.95)
-    n_eff = max(n * (1 - rho) / (1 + rho), 5.0)
+    n_in = int(inl.sum())
+    n_eff = max(n_in * (1 - rho) / (1 + rho), 5.0)
     dof = max(n_eff - 4, 1.0)
-    ssr1, ssr0 = 2 * best.cost, 2 * pure.cost
+    ssr1, ssr0 = float(rb @ rb), float(r_pure[inl] @ r_pure[inl])
     f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
-    has_filter = bool(f_stat > stats.f.ppf(0.999, 1, dof))
-    scale = math.sqrt(n / n_eff)
-    tau_se = _param_se(best, n - 4)[1] * scale
+    # and only above TAU_FLOOR_S: shorter filters cannot be told apart from the sub-millisecond jitter of when
+    # the controller takes each setpoint (on the simulator, a pure delay fits "tau ~ 2 ms" now and then)
+    has_filter = bool(f_stat > stats.f.ppf(0.999, 1, dof) and best.x[1] >= TAU_FLOOR_S)
+    se_scale = math.sqrt(n / n_eff)
+    tau_se = _param_se(best, n - 4)[1] * se_scale
     if has_filter:
         lag, tau = (float(x) for x in best.x)
-        lag_se = _param_se(best, n - 4)[0] * scale
+        lag_se = _param_se(best, n - 4)[0] * se_scale
         r = best.fun
     else:
         lag, tau = float(pure.x[0]), 0.0
-        lag_se = _param_se(pure, n - 3)[0] * scale
+        lag_se = _param_se(pure, n - 3)[0] * se_scale
         r = pure.fun
     s2 = float(r @ r) / max(n - 4, 1) * (n / n_eff)
     y, a = design(lag, tau)
@@ -385,11 +424,15 @@ def fit_dynamics(
     else:
         parts.append(f"dead time L = {lag * 1e3:.1f} ms")
         if has_filter:
-            parts.append(f"first-order lag tau = {tau * 1e3:.1f} ms (a cruise sees L + tau = "
-                         f"{(lag + tau) * 1e3:.1f} ms; a step sees L, then an exponential)")
+            parts.append(
+                f"first-order lag tau = {tau * 1e3:.1f} ms (a cruise sees L + tau = "
+                f"{(lag + tau) * 1e3:.1f} ms; a step sees L, then an exponential)"
+            )
         if has_friction:
-            parts.append(f"a direction-dependent offset of {k:+.4f} deg (friction or backlash: its "
-                         "apparent lag shrinks as 1/v)")
+            parts.append(
+                f"a direction-dependent offset of {k:+.4f} deg (friction or backlash: its "
+                "apparent lag shrinks as 1/v)"
+            )
     return Dynamics(
         lag_ms=lag * 1e3,
         lag_se_ms=lag_se * 1e3,
@@ -492,8 +535,12 @@ def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
     for g in np.unique(groups):
         sel = groups == g
         dev[sel] = vals[sel] - np.median(vals[sel])
-    return Noise(std_deg=float(np.std(dev)), peak_deg=float(np.max(np.abs(dev))), n_samples=int(rest.sum()),
-                 source="rest")
+    return Noise(
+        std_deg=float(np.std(dev)),
+        peak_deg=float(np.max(np.abs(dev))),
+        n_samples=int(rest.sum()),
+        source="rest",
+    )
 
 
 @dataclass
@@ -575,8 +622,15 @@ def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.n
     if n_ans < 20:
         notes.append("the controller answered too few commands: the command-path latency stays in L")
     return (
-        LinkLatency(state_mapped=bool(state_ok), state_path_ms=state_ms, state_path_p99_ms=state_p99,
-                    drift_ppm=drift, command_answers=n_ans, command_path_ms=cmd_ms, note="; ".join(notes)),
+        LinkLatency(
+            state_mapped=bool(state_ok),
+            state_path_ms=state_ms,
+            state_path_p99_ms=state_p99,
+            drift_ppm=drift,
+            command_answers=n_ans,
+            command_path_ms=cmd_ms,
+            note="; ".join(notes),
+        ),
         taken,
         mapped,
     )
@@ -659,8 +713,14 @@ def analyze_lag(
     if _finite(lag0):
         try:
             sel = ts >= tc[0]
-            dyn = fit_dynamics(tc, qc, ts[sel], qs[sel], lag0,
-                               slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan)
+            dyn = fit_dynamics(
+                tc,
+                qc,
+                ts[sel],
+                qs[sel],
+                lag0,
+                slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan,
+            )
         except (RecordingError, np.linalg.LinAlgError, ValueError) as exc:
             warnings.append(f"dynamic fit failed: {exc}")
     if dyn is not None:
@@ -681,8 +741,17 @@ def analyze_lag(
         q_end = float(qc[ps.end_idx]) if ps.end_idx is not None else float(qc[ps.idx[-1]])
         direction = "out" if abs(q_end - start) >= abs(q_a - start) else "back"
         if ps.cruise.size < 2 or not _finite(v) or v == 0:
-            out.append(PassLag(ps.index, direction, abs(v) if _finite(v) else math.nan, 0.0, 0,
-                               *([math.nan] * 7), note="no cruise"))
+            out.append(
+                PassLag(
+                    ps.index,
+                    direction,
+                    abs(v) if _finite(v) else math.nan,
+                    0.0,
+                    0,
+                    *([math.nan] * 7),
+                    note="no cruise",
+                )
+            )
             continue
         sgn, speed = float(np.sign(v)), abs(v)
         note = ""
@@ -708,12 +777,24 @@ def analyze_lag(
                 overshoot = max(0.0, float(np.max(sgn * (qs[w] - q_end))))
             else:
                 note = note or "cut off before the stop"
-        out.append(PassLag(
-            index=ps.index, direction=direction, speed_deg_s=speed, cruise_s=float(tc[c1] - tc[c0]),
-            n_frames=cr.n, delta_mean_deg=cr.mean, delta_peak_deg=cr.peak, lag_ms=_ms(cr.mean / speed),
-            guard_delta_mean_deg=g_mean, guard_delta_peak_deg=g_peak, guard_lag_ms=_ms(g_mean / speed),
-            mid_lag_ms=_ms(mids.get(ps.index, math.nan)), overshoot_deg=overshoot, note=note,
-        ))
+        out.append(
+            PassLag(
+                index=ps.index,
+                direction=direction,
+                speed_deg_s=speed,
+                cruise_s=float(tc[c1] - tc[c0]),
+                n_frames=cr.n,
+                delta_mean_deg=cr.mean,
+                delta_peak_deg=cr.peak,
+                lag_ms=_ms(cr.mean / speed),
+                guard_delta_mean_deg=g_mean,
+                guard_delta_peak_deg=g_peak,
+                guard_lag_ms=_ms(g_mean / speed),
+                mid_lag_ms=_ms(mids.get(ps.index, math.nan)),
+                overshoot_deg=overshoot,
+                note=note,
+            )
+        )
 
     fit = fit_through_origin([p.speed_deg_s for p in out], [p.delta_mean_deg for p in out])
     host_fit = fit_through_origin([v for v, _ in host_points], [d for _, d in host_points])
@@ -724,32 +805,55 @@ def analyze_lag(
     model = model_check(out, fit)
     noise = rest_noise(rec, joint, settle_time + 0.05)
     if noise is None and dyn is not None:
-        noise = Noise(std_deg=dyn.rms_deg, peak_deg=3 * dyn.rms_deg, n_samples=dyn.n_samples,
-                      source="fit residual")
+        noise = Noise(
+            std_deg=dyn.rms_deg, peak_deg=3 * dyn.rms_deg, n_samples=dyn.n_samples, source="fit residual"
+        )
     tuning = None
     if fit is not None:
         # the guard works on host times: tune it from the send-to-receive lag a host actually sees
         basis = host_fit.lag_ms if host_fit is not None else fit.lag_ms
-        tuning = guard_advice(max(basis, fit.lag_ms) * 1e-3, a_max=a_max, v_max=v_max,
-                              noise_deg=noise.peak_deg if noise else 0.0, dt=cmd_period_s,
-                              frame_age_s=t_state)
+        tuning = guard_advice(
+            max(basis, fit.lag_ms) * 1e-3,
+            a_max=a_max,
+            v_max=v_max,
+            noise_deg=noise.peak_deg if noise else 0.0,
+            dt=cmd_period_s,
+            frame_age_s=t_state,
+        )
     return LagResult(
-        joint=joint, cmd_period_s=cmd_period_s, state_period_s=t_state, passes=out, fit=fit, host_fit=host_fit,
-        guard_fit=guard_fit, link=link, midpoint=midpoint, model=model, dynamics=dyn, noise=noise,
-        tuning=tuning, warnings=warnings,
+        joint=joint,
+        cmd_period_s=cmd_period_s,
+        state_period_s=t_state,
+        passes=out,
+        fit=fit,
+        host_fit=host_fit,
+        guard_fit=guard_fit,
+        link=link,
+        midpoint=midpoint,
+        model=model,
+        dynamics=dyn,
+        noise=noise,
+        tuning=tuning,
+        warnings=warnings,
     )
 
 
-def midpoint_check(passes: Sequence[PassLag], fit: OriginFit | None, tolerance_ms: float = 2.0
-                   ) -> MidpointCheck | None:
+def midpoint_check(
+    passes: Sequence[PassLag], fit: OriginFit | None, tolerance_ms: float = 2.0
+) -> MidpointCheck | None:
     vals = np.array([p.mid_lag_ms for p in passes if _finite(p.mid_lag_ms)])
     if vals.size == 0:
         return None
     mean = float(vals.mean())
     diff = mean - fit.lag_ms if fit is not None else math.nan
-    return MidpointCheck(mean_ms=mean, min_ms=float(vals.min()), max_ms=float(vals.max()),
-                         diff_from_fit_ms=diff, tolerance_ms=tolerance_ms,
-                         agrees=bool(_finite(diff) and abs(diff) <= tolerance_ms))
+    return MidpointCheck(
+        mean_ms=mean,
+        min_ms=float(vals.min()),
+        max_ms=float(vals.max()),
+        diff_from_fit_ms=diff,
+        tolerance_ms=tolerance_ms,
+        agrees=bool(_finite(diff) and abs(diff) <= tolerance_ms),
+    )
 
 
 def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck | None:
@@ -772,19 +876,29 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
         friction = float(coef[1])
     constant = spread <= tol
     if constant:
-        msg = (f"L is constant across speeds and directions (spread {spread:.2f} ms <= {tol:.2f} ms): "
-               "the guard delta is pure lag, v * L")
+        msg = (
+            f"L is constant across speeds and directions (spread {spread:.2f} ms <= {tol:.2f} ms): "
+            "the guard delta is pure lag, v * L"
+        )
     else:
         lo, hi = good[int(np.argmin(lags))], good[int(np.argmax(lags))]
-        msg = (f"L varies from {lo.lag_ms:.1f} ms ({lo.speed_deg_s:.0f} deg/s {lo.direction}) to "
-               f"{hi.lag_ms:.1f} ms ({hi.speed_deg_s:.0f} deg/s {hi.direction}), more than {tol:.2f} ms: "
-               "the lag holds real dynamics, and compensating it as v * L is only approximate")
+        msg = (
+            f"L varies from {lo.lag_ms:.1f} ms ({lo.speed_deg_s:.0f} deg/s {lo.direction}) to "
+            f"{hi.lag_ms:.1f} ms ({hi.speed_deg_s:.0f} deg/s {hi.direction}), more than {tol:.2f} ms: "
+            "the lag holds real dynamics, and compensating it as v * L is only approximate"
+        )
         if _finite(friction) and abs(friction) > 0:
             msg += f" (a 1/v trend fits an offset of {friction:+.4f} deg)"
         if _finite(omb) and abs(omb) > tol:
             msg += f"; out and back differ by {omb:+.1f} ms"
-    return ModelCheck(constant=bool(constant), spread_ms=spread, tolerance_ms=tol, out_minus_back_ms=omb,
-                      friction_deg=friction, message=msg)
+    return ModelCheck(
+        constant=bool(constant),
+        spread_ms=spread,
+        tolerance_ms=tol,
+        out_minus_back_ms=omb,
+        friction_deg=friction,
+        message=msg,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -809,5 +923,10 @@ def combine_lag(results: Sequence[LagResult]) -> CombinedLag:
     passes = [p for r in results for p in r.passes]
     fit = fit_through_origin([p.speed_deg_s for p in passes], [p.delta_mean_deg for p in passes])
     guard_fit = fit_through_origin([p.speed_deg_s for p in passes], [p.guard_delta_mean_deg for p in passes])
-    return CombinedLag(n_files=len(results), fit=fit, guard_fit=guard_fit,
-                       midpoint=midpoint_check(passes, fit), model=model_check(passes, fit))
+    return CombinedLag(
+        n_files=len(results),
+        fit=fit,
+        guard_fit=guard_fit,
+        midpoint=midpoint_check(passes, fit),
+        model=model_check(passes, fit),
+    )

@@ -90,7 +90,7 @@ def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
 def _str(df: pd.DataFrame, col: str) -> np.ndarray:
     if col not in df.columns:
         return np.full(len(df), "", dtype=object)
-    return df[col].fillna("").astype(str).to_numpy(dtype=object)
+    return df[col].astype("string").fillna("").to_numpy(dtype=object)
 
 
 def recording_from_frame(df: pd.DataFrame) -> Recording:

@@ -109,7 +109,7 @@ def _guard_velocity(tc: np.ndarray, sp: np.ndarray, shaped: bool, lag_s: float, 
     n = max(1, int(math.ceil(lag_s / period)) + 1)
     out = np.empty_like(v)
     for k in range(len(v)):
-        out[k] = v[max(0, k - n + 1): k + 1].max()
+        out[k] = v[max(0, k - n + 1) : k + 1].max()
     return out
 
 
@@ -151,7 +151,9 @@ def analyze_step(
     speed_t = dev if np.isfinite(dev).all() and len(dev) else ts
     have_guard = guard_margin_deg is not None and guard_lag_s is not None
     if have_guard:
-        allowance_cmd = guard_margin_deg + _guard_velocity(tc, sp, shaped, guard_lag_s, cmd_period_s) * guard_lag_s
+        allowance_cmd = (
+            guard_margin_deg + _guard_velocity(tc, sp, shaped, guard_lag_s, cmd_period_s) * guard_lag_s
+        )
         # at each frame: the newest setpoint sent before it and the allowance the guard used with it
         k_at = np.searchsorted(tc, ts, side="right") - 1
         beyond = (k_at >= 0) & (np.abs(sp[np.maximum(k_at, 0)] - qs) > allowance_cmd[np.maximum(k_at, 0)])
@@ -219,22 +221,47 @@ def analyze_step(
             verdict = "cut off"
         else:
             verdict = "no arrival"
-        out.append(StepMetrics(
-            index=int(s), t_step_s=t0, size_deg=size, from_deg=float(before), target_deg=target, pre_deg=pre,
-            first_move_ms=_nan_ms(first_move), arrive_ms=_nan_ms(arrive), peak_delta_deg=peak_delta,
-            guard_lag_ms=_nan_ms(guard_lag), travel_deg=travel,
-            travel_ratio=travel / abs(size) if size else math.nan, overshoot_deg=overshoot,
-            peak_speed_deg_s=peak_speed, rejects=rejects, faults=faults, fault_codes=codes,
-            fault_ms=_nan_ms(fault_t), guard_trip_ms=_nan_ms(guard_t),
-            guard_after_fault_ms=_nan_ms(guard_t - fault_t),
-            guard_after_overshoot_ms=_nan_ms(guard_t - past_t), crossed_ms=_nan_ms(cross_t),
-            guard_after_crossing_ms=_nan_ms(guard_t - cross_t), runaway=runaway, verdict=verdict,
-            window_s=t1 - t0,
-        ))
+        out.append(
+            StepMetrics(
+                index=int(s),
+                t_step_s=t0,
+                size_deg=size,
+                from_deg=float(before),
+                target_deg=target,
+                pre_deg=pre,
+                first_move_ms=_nan_ms(first_move),
+                arrive_ms=_nan_ms(arrive),
+                peak_delta_deg=peak_delta,
+                guard_lag_ms=_nan_ms(guard_lag),
+                travel_deg=travel,
+                travel_ratio=travel / abs(size) if size else math.nan,
+                overshoot_deg=overshoot,
+                peak_speed_deg_s=peak_speed,
+                rejects=rejects,
+                faults=faults,
+                fault_codes=codes,
+                fault_ms=_nan_ms(fault_t),
+                guard_trip_ms=_nan_ms(guard_t),
+                guard_after_fault_ms=_nan_ms(guard_t - fault_t),
+                guard_after_overshoot_ms=_nan_ms(guard_t - past_t),
+                crossed_ms=_nan_ms(cross_t),
+                guard_after_crossing_ms=_nan_ms(guard_t - cross_t),
+                runaway=runaway,
+                verdict=verdict,
+                window_s=t1 - t0,
+            )
+        )
     trips = [{"t_s": float(t), "reason": r} for t, r in zip(rec.guard_t, rec.guard_info, strict=True)]
     return StepResult(
-        joint=joint, shaped=shaped, cmd_period_s=cmd_period_s,
-        noise_std_deg=sigma, threshold_deg=thr, steps=out,
-        runaways=sum(m.runaway for m in out), total_rejects=int(np.sum(rec.reply_err != 0)),
-        total_faults=len(rec.fault_t), guard_trips=trips, warnings=warnings,
+        joint=joint,
+        shaped=shaped,
+        cmd_period_s=cmd_period_s,
+        noise_std_deg=sigma,
+        threshold_deg=thr,
+        steps=out,
+        runaways=sum(m.runaway for m in out),
+        total_rejects=int(np.sum(rec.reply_err != 0)),
+        total_faults=len(rec.fault_t),
+        guard_trips=trips,
+        warnings=warnings,
     )

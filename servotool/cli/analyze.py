@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,15 +15,20 @@ from servotool.runs.analyze import analyze_paths
 
 
 def analyze(
-    paths: list[Path] = typer.Argument(..., help="CSV files or folders (searched recursively for *.csv)."),
+    paths: Annotated[
+        list[Path], typer.Argument(help="CSV files or folders (searched recursively for *.csv).")
+    ],
     json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write one PNG per analysed run into this folder."),
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write one PNG per analysed run into this folder.")
+    ] = None,
 ) -> None:
     """Recognise each run from its header (ramp or step) and recompute what the live command reported.
 
-    Several ramp files are also combined into one lag fit. A file that is not a servotool recording, or is
-    damaged, gets one line saying why and the others are still analysed; an interrupted run is analysed up
-    to where it ends and flagged. Exit code: 0 when at least one file was analysed, 1 when none was.
+    Several ramp files are also combined into one lag fit (plus their own rows).
+    A foreign or damaged file gets one line saying why; the others are still analysed.
+    An interrupted run is analysed up to where it ends, and flagged.
+    Exit 0 when at least one file was analysed, 1 when none was.
     """
     report = analyze_paths(paths)
     plots: dict[str, str] = {}
@@ -39,8 +45,9 @@ def analyze(
             m = fa.meta
             flag = "" if m.complete else f" [bold yellow](interrupted: {m.end_reason})[/]"
             sim = " SIMULATED" if m.simulated else ""
-            console.print(f"\n[bold]{fa.path}[/]: {fa.mode} run on {m.device}{sim}, {m.created}{flag}",
-                          highlight=False)
+            console.print(
+                f"\n[bold]{fa.path}[/]: {fa.mode} run on {m.device}{sim}, {m.created}{flag}", highlight=False
+            )
             if isinstance(fa.result, LagResult):
                 render_lag(fa.result)
             else:
@@ -51,8 +58,9 @@ def analyze(
             console.print()
             render_combined(report.combined)
     for problem in report.problems:
-        err_console.print(f"[bold red]skipped[/] {problem.path}: {problem.reason}", highlight=False,
-                          soft_wrap=True)
+        err_console.print(
+            f"[bold red]skipped[/] {problem.path}: {problem.reason}", highlight=False, soft_wrap=True
+        )
     if not report.files:
         err_console.print("[bold red]error:[/] no file could be analysed", highlight=False)
         raise typer.Exit(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -29,30 +30,61 @@ from servotool.runs.stream import RunRefused
 
 def render_step(result: StepResult, title: str = "") -> None:
     table = Table(title=title or None, show_header=True, header_style="bold")
-    for col in ("step", "size", "first move ms", "arrive ms", "peak Δ", "guard lag ms", "travel", "x step",
-                "peak speed", "rejects", "faults", "guard trip ms", "verdict"):
+    for col in (
+        "step",
+        "size",
+        "first move ms",
+        "arrive ms",
+        "peak Δ",
+        "guard lag ms",
+        "travel",
+        "x step",
+        "peak speed",
+        "rejects",
+        "faults",
+        "guard trip ms",
+        "verdict",
+    ):
         table.add_column(col, justify="left" if col == "verdict" else "right")
     for m in result.steps:
-        verdict = {"runaway": "[bold red]runaway[/]", "ok": "[green]ok[/]"}.get(m.verdict, f"[yellow]{m.verdict}[/]")
-        table.add_row(str(m.index), f"{m.size_deg:+g}", _f(m.first_move_ms, ".0f"), _f(m.arrive_ms, ".0f"),
-                      _f(m.peak_delta_deg, ".3f"), _f(m.guard_lag_ms, ".0f"), _f(m.travel_deg, ".2f"),
-                      _f(m.travel_ratio, ".1f"), _f(m.peak_speed_deg_s, ".0f"), str(m.rejects),
-                      f"{m.faults}" + (f" ({m.fault_codes})" if m.fault_codes else ""),
-                      _f(m.guard_trip_ms, ".0f"), verdict)
+        verdict = {"runaway": "[bold red]runaway[/]", "ok": "[green]ok[/]"}.get(
+            m.verdict, f"[yellow]{m.verdict}[/]"
+        )
+        table.add_row(
+            str(m.index),
+            f"{m.size_deg:+g}",
+            _f(m.first_move_ms, ".0f"),
+            _f(m.arrive_ms, ".0f"),
+            _f(m.peak_delta_deg, ".3f"),
+            _f(m.guard_lag_ms, ".0f"),
+            _f(m.travel_deg, ".2f"),
+            _f(m.travel_ratio, ".1f"),
+            _f(m.peak_speed_deg_s, ".0f"),
+            str(m.rejects),
+            f"{m.faults}" + (f" ({m.fault_codes})" if m.fault_codes else ""),
+            _f(m.guard_trip_ms, ".0f"),
+            verdict,
+        )
     console.print(table)
     kind = "shaped" if result.shaped else "raw"
-    console.print(f"{kind} steps on joint {result.joint}: {result.runaways} runaway(s), "
-                  f"{result.total_rejects} rejected command(s), {result.total_faults} fault latch(es); "
-                  f"noise {_f(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg")
+    console.print(
+        f"{kind} steps on joint {result.joint}: {result.runaways} runaway(s), "
+        f"{result.total_rejects} rejected command(s), {result.total_faults} fault latch(es); "
+        f"noise {_f(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg"
+    )
     for m in result.steps:
         if m.faults or m.runaway:
-            console.print(f"step {m.index}: fault {_f(m.fault_ms, '.0f')} ms after the step, travel "
-                          f"{m.travel_deg:.2f} deg ({_f(m.travel_ratio, '.1f')}x the step) at up to "
-                          f"{_f(m.peak_speed_deg_s, '.0f')} deg/s")
+            console.print(
+                f"step {m.index}: fault {_f(m.fault_ms, '.0f')} ms after the step, travel "
+                f"{m.travel_deg:.2f} deg ({_f(m.travel_ratio, '.1f')}x the step) at up to "
+                f"{_f(m.peak_speed_deg_s, '.0f')} deg/s"
+            )
         if m.guard_trip_ms == m.guard_trip_ms:  # not NaN
-            console.print(f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
-                          f"{_f(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
-                          f"{_f(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target")
+            console.print(
+                f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
+                f"{_f(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
+                f"{_f(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target"
+            )
     for trip in result.guard_trips:
         console.print(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}", highlight=False)
     for w in result.warnings:
@@ -60,38 +92,64 @@ def render_step(result: StepResult, title: str = "") -> None:
 
 
 def step(
-    robot: str = typer.Option(DEFAULT_ROBOT, "--robot", help="Device URL (sim:fr3, sim:fr20, sim:simmachine, "
-                              "fairino://HOST)."),
+    robot: str = typer.Option(
+        DEFAULT_ROBOT, "--robot", help="Device URL (sim:fr3, sim:fr20, sim:simmachine, fairino://HOST)."
+    ),
     joint: int = typer.Option(0, "--joint", min=0, help="Joint index, 0 = J1 (the base)."),
     size: float = typer.Option(10.0, "--size", help="Step size X in degrees (levels +X, 0, -X, 0)."),
     steps: int = typer.Option(4, "--steps", min=1, help="Number of level changes."),
     hold_ms: float = typer.Option(600.0, "--hold-ms", help="How long each level is held (ms)."),
     cmd_ms: float = typer.Option(10.0, "--cmd-ms", help="Command period (ms)."),
-    shaped: bool = typer.Option(True, "--shaped/--raw", help="Through the stream shaper (default), or raw "
-                                "one-tick jumps (the runaway trigger: simulators and test arms only)."),
+    shaped: bool = typer.Option(
+        True,
+        "--shaped/--raw",
+        help="Through the stream shaper (default), or raw "
+        "one-tick jumps (the runaway trigger: simulators and test arms only).",
+    ),
     v_max: float = typer.Option(130.0, "--v-max", help="Shaper speed bound, deg/s."),
     a_max: float = typer.Option(500.0, "--a-max", help="Shaper acceleration bound, deg/s²."),
-    lag_ms: float | None = typer.Option(None, "--lag-ms", help="Measured lag L to tune the guard with (ms; "
-                                        "default: the device profile's)."),
-    rpc: bool = typer.Option(False, "--rpc", help="Send setpoints as XML-RPC ServoJ: every reject is counted."),
+    lag_ms: float | None = typer.Option(
+        None, "--lag-ms", help="Measured lag L to tune the guard with (ms; default: the device profile's)."
+    ),
+    rpc: bool = typer.Option(
+        False, "--rpc", help="Send setpoints as XML-RPC ServoJ: every reject is counted."
+    ),
     keep: bool = typer.Option(False, "--keep", help="Leave the robot enabled at the end."),
-    test_arm: bool = typer.Option(False, "--test-arm", help="Allow raw steps on a real arm (a test arm, "
-                                  "e-stop in hand); a typed confirmation is still asked."),
+    test_arm: bool = typer.Option(
+        False,
+        "--test-arm",
+        help="Allow raw steps on a real arm (a test arm, "
+        "e-stop in hand); a typed confirmation is still asked.",
+    ),
     guard: bool = typer.Option(True, "--guard/--no-guard", help="Run the divergence guard alongside."),
-    out: Path | None = typer.Option(None, "--out", help="Folder for the CSV (default ./servotool-runs)."),
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Folder for the CSV (default ./servotool-runs).")
+    ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
     plot: bool = typer.Option(False, "--plot", help="Also write a PNG of the steps next to the CSV."),
     rt: bool = typer.Option(True, "--realtime/--no-realtime", help="Ask for SCHED_FIFO while streaming."),
 ) -> None:
     """Step one joint through +X, 0, -X, 0 and report each step's response, rejects, faults and runaway.
 
-    Shaped by default: the wire sees a bounded trapezoid. --raw puts the jump on the wire in one tick, which
-    makes a FAIRINO controller latch a fault and sweep on its own (simulators, or --test-arm plus a typed
-    confirmation on a real arm).
+    Shaped by default: the wire sees a bounded trapezoid, and the divergence guard runs alongside.
+    --raw puts the jump on the wire in one tick: a FAIRINO controller latches a fault and sweeps on its own.
+    Raw steps run on simulators, or on a real arm with --test-arm and a typed confirmation.
+    Exit 0 complete, 1 when a fault or the guard ended the run, 130 on Ctrl-C.
     """
     settings = StepSettings(
-        joint=joint, size_deg=size, steps=steps, hold_s=hold_ms / 1e3, cmd_period_s=cmd_ms / 1e3, shaped=shaped,
-        v_max=v_max, a_max=a_max, guard=guard, lag_ms=lag_ms, keep=keep, test_arm=test_arm, realtime=rt,
+        joint=joint,
+        size_deg=size,
+        steps=steps,
+        hold_s=hold_ms / 1e3,
+        cmd_period_s=cmd_ms / 1e3,
+        shaped=shaped,
+        v_max=v_max,
+        a_max=a_max,
+        guard=guard,
+        lag_ms=lag_ms,
+        keep=keep,
+        test_arm=test_arm,
+        realtime=rt,
         transport="rpc" if rpc else "udp",
     )
     clock = MonotonicClock()
@@ -99,16 +157,26 @@ def step(
     try:
         if raw_needs_confirmation(settings, arm) and test_arm:
             phrase = f"RAW {size:g} J{joint + 1}"
-            err_console.print(f"[bold red]RAW steps on a real arm[/] ({robot}): the controller may run away "
-                              f"for 14-35x the step. E-stop in hand, clear the joint's arc.", highlight=False)
-            typed = typer.prompt(f'Type "{phrase}" to go on', default="", show_default=False,
-                                 err=True)
+            err_console.print(
+                f"[bold red]RAW steps on a real arm[/] ({robot}): the controller may run away "
+                f"for 14-35x the step. E-stop in hand, clear the joint's arc.",
+                highlight=False,
+            )
+            typed = typer.prompt(f'Type "{phrase}" to go on', default="", show_default=False, err=True)
             settings.confirmed = typed.strip() == phrase
             if not settings.confirmed:
                 fail("confirmation not given: nothing was sent")
         with RunProgress(not json_out, "steps") as progress:
-            run = run_step(arm, settings, clock=clock, out_dir=out_dir(out), command=command_line(),
-                           on_tick=progress.tick, on_pass=progress.on_pass("step"), on_status=progress.status)
+            run = run_step(
+                arm,
+                settings,
+                clock=clock,
+                out_dir=out_dir(out),
+                command=command_line(),
+                on_tick=progress.tick,
+                on_pass=progress.on_pass("step"),
+                on_status=progress.status,
+            )
     except RunRefused as exc:
         fail(f"refused: {exc}")
     except DeviceError as exc:
@@ -119,16 +187,24 @@ def step(
         arm.close()
     plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
     if json_out:
-        print_json({"run": outcome_dict(run.outcome), "notes": run.notes,
-                    "guard": vars(run.guard) if run.guard else None,
-                    "analysis": run.analysis.to_dict() if run.analysis else None,
-                    "analysis_error": run.analysis_error, "plot": str(plot_path) if plot_path else None})
+        print_json(
+            {
+                "run": outcome_dict(run.outcome),
+                "notes": run.notes,
+                "guard": vars(run.guard) if run.guard else None,
+                "analysis": run.analysis.to_dict() if run.analysis else None,
+                "analysis_error": run.analysis_error,
+                "plot": str(plot_path) if plot_path else None,
+            }
+        )
     else:
         if run.guard is not None:
             g = run.guard
-            err_console.print(f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
-                              f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
-                              highlight=False)
+            err_console.print(
+                f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
+                f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
+                highlight=False,
+            )
         if run.analysis is not None:
             assert isinstance(run.analysis.result, StepResult)
             render_step(run.analysis.result, title=f"steps, joint {joint} ({robot})")
@@ -136,8 +212,9 @@ def step(
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False)
     if run.analysis is None:
-        err_console.print(f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}",
-                          highlight=False)
+        err_console.print(
+            f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
+        )
         raise typer.Exit(1)
     code = exit_code(run.outcome)
     if code:

@@ -21,7 +21,7 @@ from math import isfinite, sqrt
 
 import numpy as np
 
-from servotool.motion.otg_profile import OtgPlan, advance, plan_to_rest, stretch_to
+from servotool.motion.otg_profile import OtgPlan, follow, plan_to_rest, stretch_to
 
 __all__ = [
     "MultiOtg",
@@ -108,7 +108,7 @@ def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimi
 
 
 def _make_plan(p, v, a, target, segs, duration, peak) -> OtgPlan:
-    pairs = tuple((segs[k], segs[k + 1]) for k in range(0, len(segs), 2))
+    pairs = tuple((segs[k], segs[k + 1]) for k in range(0, len(segs), 2) if segs[k] > 0.0)
     return OtgPlan(p, v, a, target, pairs, duration, peak)
 
 
@@ -118,9 +118,14 @@ class Otg:
     `position` is the starting commanded position, also the initial target; the axis starts at rest unless
     `velocity` / `acceleration` say otherwise (a state beyond the limits is brought back within them first,
     never with more than max_jerk). Non-finite numbers raise ValueError.
+
+    Each step follows the time-optimal plan from the current state to rest at the latest target. When neither
+    the target nor the state has been touched since the previous step, the rest of the previous plan is that
+    plan (the tail of a time-optimal plan is time-optimal from any state on it), so it is kept instead of
+    being searched for again; set_target with a new value and set_position always plan afresh.
     """
 
-    __slots__ = ("_p", "_v", "_a", "_x", "_vmax", "_amax", "_jmax", "_limits")
+    __slots__ = ("_p", "_v", "_a", "_x", "_vmax", "_amax", "_jmax", "_limits", "_plan", "_peak")
 
     def __init__(
         self, position: float, limits: OtgLimits, *, velocity: float = 0.0, acceleration: float = 0.0
@@ -133,6 +138,8 @@ class Otg:
         self._v = _finite(velocity, "velocity")
         self._a = _finite(acceleration, "acceleration")
         self._x = self._p
+        self._plan = None  # (segments, duration, peak) valid for the current state and target
+        self._peak = None  # last peak velocity, a starting guess for the next search
 
     @property
     def limits(self) -> OtgLimits:
@@ -160,19 +167,36 @@ class Otg:
         return self._p == self._x and self._v == 0.0 and self._a == 0.0
 
     def set_target(self, target: float) -> None:
-        """Aim at a new target from the next step on. Non-finite targets raise ValueError (target unchanged)."""
-        self._x = _finite(target, "target")
+        """Aim at a new target from the next step on. A non-finite target raises ValueError (nothing changes)."""
+        x = _finite(target, "target")
+        if x != self._x:
+            self._x = x
+            self._plan = None
 
     def set_position(self, position: float) -> None:
-        """Re-anchor the commanded position (e.g. on the robot's echo of it); velocity and acceleration stay."""
-        self._p = _finite(position, "position")
+        """Re-anchor the commanded position (e.g. on the robot's echo of it) and re-plan from there.
+
+        Velocity and acceleration are kept; an echo equal to the position changes nothing. A non-finite
+        position raises ValueError (nothing changes).
+        """
+        p = _finite(position, "position")
+        if p != self._p:
+            self._p = p
+            self._plan = None
+
+    def _current(self):
+        plan = self._plan
+        if plan is None:
+            plan = plan_to_rest(
+                self._x - self._p, self._v, self._a, self._vmax, self._amax, self._jmax, self._peak
+            )
+            self._plan = plan
+            self._peak = plan[2]
+        return plan
 
     def plan(self) -> OtgPlan:
         """The plan the next step will follow from the current state (its duration is the time to land)."""
-        segs, duration, peak = plan_to_rest(
-            self._x - self._p, self._v, self._a, self._vmax, self._amax, self._jmax
-        )
-        return _make_plan(self._p, self._v, self._a, self._x, segs, duration, peak)
+        return _make_plan(self._p, self._v, self._a, self._x, *self._current())
 
     def step(self, dt: float) -> float:
         """Advance one cycle of dt seconds and return the new position.
@@ -182,19 +206,23 @@ class Otg:
         p = self._p
         if not _valid_dt(dt):
             return p
-        v = self._v
-        a = self._a
         x = self._x
-        if p == x and v == 0.0 and a == 0.0:
+        if p == x and self._v == 0.0 and self._a == 0.0:
             return p
-        segs, duration, _ = plan_to_rest(x - p, v, a, self._vmax, self._amax, self._jmax)
+        segs, duration, peak = self._current()
         if duration <= dt:
+            # The plan ends within this cycle: land exactly, so the hold that follows is bit-exact.
             self._p = x
             self._v = 0.0
             self._a = 0.0
+            self._plan = _EMPTY
             return x
-        self._p, self._v, self._a = advance(segs, dt, p, v, a)
+        self._p, self._v, self._a, rest, left = follow(segs, dt, p, self._v, self._a)
+        self._plan = (rest, left, peak)
         return self._p
+
+
+_EMPTY = ((), 0.0, 0.0)
 
 
 def _vector(values, n: int | None, name: str) -> list[float]:
@@ -211,14 +239,15 @@ def _vector(values, n: int | None, name: str) -> list[float]:
 class MultiOtg:
     """Online trajectory generators for n axes, optionally synchronised.
 
-    `limits` is one OtgLimits for every axis or a sequence of one per axis. When `synchronized`, every cycle the
-    axes that could land sooner are stretched to the slowest axis's duration by lowering their peak velocity,
-    so they arrive together and a move from rest along a direction whose components are equal in magnitude
-    (under equal limits) is a straight line. An axis braking exactly onto its target has no peak to lower and
-    keeps its own minimum duration; so does any axis for which lowering the peak cannot reach the common
-    duration. An axis at rest whose target did not change never moves.
+    `limits` is one OtgLimits for every axis or a sequence of one per axis. When `synchronized`, the axes that
+    could land sooner are stretched to the slowest axis's duration by lowering their peak velocity, so they
+    arrive together, and a move from rest whose components are equal in magnitude (under equal limits) is a
+    straight line. An axis braking exactly onto its target has no peak to lower and keeps its own minimum
+    duration; so does an axis for which lowering the peak cannot reach the common duration (a few moving
+    states). An axis at rest on a target that did not change never moves.
 
-    Vectors are returned as new numpy arrays; non-finite or wrongly sized inputs raise ValueError.
+    Plans are kept between steps as in Otg; any new target or set_position re-plans every axis. Vectors are
+    returned as new numpy arrays; non-finite or wrongly sized inputs raise ValueError.
     """
 
     def __init__(
@@ -247,6 +276,9 @@ class MultiOtg:
         self._a = [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations")
         self._x = list(self._p)
         self._sync = bool(synchronized)
+        self._plans = None  # per axis (segments, duration, peak), valid for the current state and targets
+        self._peaks = [None] * n  # own time-optimal peaks, starting guesses for the next search
+        self._stretched = [None] * n  # stretched peaks, likewise
 
     @property
     def n_axes(self) -> int:
@@ -279,51 +311,66 @@ class MultiOtg:
     @property
     def at_target(self) -> bool:
         """True once every axis has landed exactly on its target at rest."""
-        for p, x, v, a in zip(self._p, self._x, self._v, self._a):
+        for p, x, v, a in zip(self._p, self._x, self._v, self._a, strict=True):
             if p != x or v != 0.0 or a != 0.0:
                 return False
         return True
 
     def set_target(self, targets: Sequence[float]) -> None:
         """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite."""
-        self._x = _vector(targets, self._n, "targets")
+        x = _vector(targets, self._n, "targets")
+        if x != self._x:
+            self._x = x
+            self._plans = None
 
     def set_position(self, positions: Sequence[float]) -> None:
-        """Re-anchor the commanded positions; velocities and accelerations stay."""
-        self._p = _vector(positions, self._n, "positions")
+        """Re-anchor the commanded positions and re-plan from there; velocities and accelerations stay.
 
-    def _plans(self) -> list[tuple]:
+        An echo equal to the positions changes nothing; non-finite or wrongly sized input raises ValueError.
+        """
+        p = _vector(positions, self._n, "positions")
+        if p != self._p:
+            self._p = p
+            self._plans = None
+
+    def _current(self) -> list[tuple]:
+        plans = self._plans
+        if plans is not None:
+            return plans
         n = self._n
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
-        plans = [None] * n
+        plans = [_EMPTY] * n
         longest = 0.0
         for i in range(n):
             if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
-                plans[i] = ((), 0.0, 0.0)
                 continue
-            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i])
+            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i], self._peaks[i])
+            self._peaks[i] = plan[2]
             plans[i] = plan
             if plan[1] > longest:
                 longest = plan[1]
         if self._sync and longest > 0.0:
-            # Stretch only axes that are clearly faster; rounding-level differences are not worth a search.
+            # Only axes clearly faster than the slowest are stretched; a rounding-level gap is not worth it.
             floor = longest * (1.0 - 1e-12)
             for i in range(n):
                 segs, duration, peak = plans[i]
                 if 0.0 < duration < floor:
                     stretched = stretch_to(
-                        longest, x[i] - p[i], v[i], a[i], peak, vmax[i], amax[i], jmax[i]
+                        longest, x[i] - p[i], v[i], a[i], peak, duration, vmax[i], amax[i], jmax[i],
+                        self._stretched[i],
                     )
                     if stretched is not None:
                         plans[i] = stretched
+                        self._stretched[i] = stretched[2]
+        self._plans = plans
         return plans
 
     def plan(self) -> tuple[OtgPlan, ...]:
-        """Each axis's plan for the next step, synchronisation applied (the longest duration is the time to land)."""
+        """Each axis's plan for the next step, synchronised; the longest duration is the time to land."""
         return tuple(
             _make_plan(self._p[i], self._v[i], self._a[i], self._x[i], *plan)
-            for i, plan in enumerate(self._plans())
+            for i, plan in enumerate(self._current())
         )
 
     def step(self, dt: float) -> np.ndarray:
@@ -334,13 +381,17 @@ class MultiOtg:
         if not _valid_dt(dt):
             return np.array(self._p)
         p, v, a, x = self._p, self._v, self._a, self._x
-        for i, (segs, duration, _) in enumerate(self._plans()):
+        plans = self._current()
+        for i in range(self._n):
             if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
                 continue
+            segs, duration, peak = plans[i]
             if duration <= dt:
                 p[i] = x[i]
                 v[i] = 0.0
                 a[i] = 0.0
+                plans[i] = _EMPTY
             else:
-                p[i], v[i], a[i] = advance(segs, dt, p[i], v[i], a[i])
+                p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], v[i], a[i])
+                plans[i] = (rest, left, peak)
         return np.array(p)

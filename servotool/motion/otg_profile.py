@@ -34,84 +34,89 @@ __all__ = [
 ]
 
 _EPS = 2.220446049250313e-16
-# Brent iterations are bounded by this; in practice 3 to 12 suffice.
+# Root-finder iterations are bounded by this; in practice 3 to 12 suffice.
 _MAX_ITER = 100
-
-Segments = tuple  # a flat tuple (t0, j0, t1, j1, ...) of segment durations (s) and jerks
-
+_EMPTY_PLAN = ((), 0.0, 0.0)
 
 def _transfer(v0, a0, u, amax, jmax):
     """Durations and jerks (t1, j1, t2, ap, t3, j3) of the time-optimal move from (v0, a0) to (u, 0).
 
     Segment 1 ramps the acceleration from a0 to the peak ap with jerk j1, segment 2 holds ap for t2, segment 3
-    ramps it to zero with jerk j3. |ap| <= a_max; an a0 beyond a_max is ramped back first.
+    ramps it to zero with jerk j3. |ap| <= a_max; an a0 beyond a_max is ramped back first. The arithmetic is
+    exactly _shape's, so that a plan built here has the duration and displacement the search saw.
     """
     h = 0.5 * a0 * a0
-    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
-    d = 1.0 if u >= v_rd else -1.0
-    sq = h + d * jmax * (u - v0)
-    ap = sqrt(sq) if sq > 0.0 else 0.0
-    t2 = 0.0
-    if ap > amax:
+    w = jmax * (u - v0)
+    # u >= v_rd  <=>  j (u - v0) >= a0 |a0| / 2
+    if w >= (h if a0 >= 0.0 else -h):
+        d = 1.0
+        sq = h + w
+    else:
+        d = -1.0
+        sq = h - w
+    a2 = amax * amax
+    if sq > a2:
         ap = d * amax
         j1 = jmax if ap >= a0 else -jmax
-        v1 = v0 + (ap * ap - a0 * a0) / (2.0 * j1)
+        v1 = v0 + (a2 - a0 * a0) / (2.0 * j1)
         v2 = u - ap * amax / (2.0 * jmax)
         t2 = (v2 - v1) / ap
         if t2 < 0.0:
             t2 = 0.0
     else:
-        ap *= d
+        ap = d * sqrt(sq) if sq > 0.0 else 0.0
         j1 = jmax if ap >= a0 else -jmax
+        t2 = 0.0
     t1 = (ap - a0) / j1
-    t3 = abs(ap) / jmax
+    t3 = d * ap / jmax
     return t1, j1, t2, ap, t3, -d * jmax
 
 
 def _shape(v0, a0, u, amax, jmax):
     """(S, T): displacement and duration of the transfer to (u, 0) followed at once by the brake to rest.
 
-    This is _transfer plus the closed-form brake, inlined because it is the function every search evaluates.
+    The same profile as _transfer plus the closed-form brake, written out because every search evaluates it.
     """
     h = 0.5 * a0 * a0
-    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
-    d = 1.0 if u >= v_rd else -1.0
-    sq = h + d * jmax * (u - v0)
-    ap = sqrt(sq) if sq > 0.0 else 0.0
-    if ap > amax:
+    w = jmax * (u - v0)
+    # u >= v_rd  <=>  j (u - v0) >= a0 |a0| / 2
+    if w >= (h if a0 >= 0.0 else -h):
+        d = 1.0
+        sq = h + w
+    else:
+        d = -1.0
+        sq = h - w
+    a2 = amax * amax
+    if sq > a2:
         ap = d * amax
         j1 = jmax if ap >= a0 else -jmax
-        v1 = v0 + (ap * ap - a0 * a0) / (2.0 * j1)
+        v1 = v0 + (a2 - a0 * a0) / (2.0 * j1)
         v2 = u - ap * amax / (2.0 * jmax)
         t2 = (v2 - v1) / ap
         if t2 < 0.0:
             t2 = 0.0
         disp = t2 * (v1 + v2) * 0.5
     else:
-        ap *= d
+        ap = d * sqrt(sq) if sq > 0.0 else 0.0
         j1 = jmax if ap >= a0 else -jmax
-        v1 = v0 + (ap * ap - a0 * a0) / (2.0 * j1)
-        v2 = v1
-        t2 = 0.0
-        disp = 0.0
+        v1 = v2 = v0 + (sq - a0 * a0) / (2.0 * j1)
+        t2 = disp = 0.0
     t1 = (ap - a0) / j1
-    t3 = abs(ap) / jmax
+    t3 = d * ap / jmax
     # Constant-jerk segment: displacement = t (v_start + v_end) / 2 - jerk t^3 / 12.
-    disp += t1 * (v0 + v1) * 0.5 - j1 * t1 * t1 * t1 / 12.0
-    disp += t3 * (v2 + u) * 0.5 + d * jmax * t3 * t3 * t3 / 12.0
-    au = abs(u)
-    if au * jmax <= amax * amax:
-        tb = 2.0 * sqrt(au / jmax)
-    else:
-        tb = au / amax + amax / jmax
+    disp += 0.5 * (t1 * (v0 + v1) + t3 * (v2 + u)) + (d * t3 * t3 * t3 - t1 * t1 * t1 * (j1 / jmax)) * jmax / 12.0
+    au = u if u >= 0.0 else -u
+    tb = 2.0 * sqrt(au / jmax) if au * jmax <= a2 else au / amax + amax / jmax
     # The brake is point-symmetric in velocity, so it covers u * tb / 2.
     return disp + 0.5 * u * tb, t1 + t2 + t3 + tb
 
 
-def _brent(fn, args, xa, fa, xb, fb, xtol, ftol):
+def _root(fn, args, xa, fa, xb, fb, xtol, ftol):
     """Root of fn(x, *args) between xa and xb, where fa and fb have opposite signs (Brent's method).
 
-    Ends when the bracket is narrower than about xtol or |fn| <= ftol; never leaves the bracket.
+    Inverse quadratic or secant steps where they behave, bisection where they do not, so it is superlinear
+    on smooth pieces and never slower than bisection on awkward ones (displacement grows like x^4 in the
+    far pieces). Ends when |fn| <= ftol or the bracket is narrower than about xtol; never leaves the bracket.
     """
     xc, fc = xa, fa
     step = prev = xb - xa
@@ -128,7 +133,6 @@ def _brent(fn, args, xa, fa, xb, fb, xtol, ftol):
         if abs(mid) <= tol or abs(fb) <= ftol:
             return xb
         if abs(prev) >= tol and abs(fa) > abs(fb):
-            # Secant or inverse quadratic interpolation, accepted only if it stays well inside the bracket.
             s = fb / fa
             if xa == xc:
                 p = 2.0 * mid * s
@@ -142,6 +146,7 @@ def _brent(fn, args, xa, fa, xb, fb, xtol, ftol):
                 q = -q
             else:
                 p = -p
+            # Accept the interpolated step only if it stays well inside the bracket and keeps shrinking.
             if 2.0 * p < min(3.0 * mid * q - abs(tol * q), abs(prev * q)):
                 prev = step
                 step = p / q
@@ -156,6 +161,44 @@ def _brent(fn, args, xa, fa, xb, fb, xtol, ftol):
             xb += tol if mid > 0.0 else -tol
         fb = fn(xb, *args)
     return xb
+
+
+def _polish(fn, args, x0, xa, fa, xb, fb, probe, ftol):
+    """Refine a good guess x0 of a root bracketed by (xa, fa), (xb, fb): x0, a probe beside it, their secant.
+
+    Returns (root or None, xa, fa, xb, fb) with the bracket tightened by every evaluated point.
+    """
+    f0 = fn(x0, *args)
+    if abs(f0) <= ftol:
+        return x0, xa, fa, xb, fb
+    if (f0 > 0.0) == (fa > 0.0):
+        xa, fa = x0, f0
+    else:
+        xb, fb = x0, f0
+    # Probe on the side of the root, i.e. toward the other end of the tightened bracket.
+    x1 = x0 + probe if (xb if x0 == xa else xa) > x0 else x0 - probe
+    if not min(xa, xb) < x1 < max(xa, xb):
+        return None, xa, fa, xb, fb
+    f1 = fn(x1, *args)
+    if abs(f1) <= ftol:
+        return x1, xa, fa, xb, fb
+    if (f1 > 0.0) == (fa > 0.0):
+        xa, fa = x1, f1
+    else:
+        xb, fb = x1, f1
+    if f1 == f0:
+        return None, xa, fa, xb, fb
+    x2 = x1 - f1 * (x1 - x0) / (f1 - f0)
+    if not min(xa, xb) < x2 < max(xa, xb):
+        return None, xa, fa, xb, fb
+    f2 = fn(x2, *args)
+    if abs(f2) <= ftol:
+        return x2, xa, fa, xb, fb
+    if (f2 > 0.0) == (fa > 0.0):
+        xa, fa = x2, f2
+    else:
+        xb, fb = x2, f2
+    return None, xa, fa, xb, fb
 
 
 def _residual_x(x, dx, v0, a0, v_rd, vmax, amax, jmax):
@@ -214,7 +257,10 @@ def _x_of(u, v_rd, jmax):
 
 
 def _segments(v0, a0, u, cruise, amax, jmax):
-    """Flat (duration, jerk) tuple of the plan: transfer to (u, 0), cruise, brake to rest; empty parts dropped."""
+    """Flat (duration, jerk, ...) tuple of the plan: transfer to (u, 0), cruise, brake to rest.
+
+    Always seven segments, some possibly of zero duration; following a zero-duration segment is a no-op.
+    """
     t1, j1, t2, ap, t3, j3 = _transfer(v0, a0, u, amax, jmax)
     au = abs(u)
     if au * jmax <= amax * amax:
@@ -224,12 +270,7 @@ def _segments(v0, a0, u, cruise, amax, jmax):
         tb1 = amax / jmax
         tb2 = au / amax - tb1
     jb = -jmax if u > 0.0 else jmax
-    out = []
-    for t, j in ((t1, j1), (t2, 0.0), (t3, j3), (cruise, 0.0), (tb1, jb), (tb2, 0.0), (tb1, -jb)):
-        if t > 0.0:
-            out.append(t)
-            out.append(j)
-    return tuple(out)
+    return (t1, j1, t2, 0.0, t3, j3, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
 
 
 def _duration(segs):
@@ -242,112 +283,141 @@ def _duration(segs):
 def _ease_segments(v0, a0, a1, sign, amax, jmax):
     t1, t2, th, t3, _, _, _ = _ease(v0, a0, a1, amax, jmax)
     j = sign * jmax
-    out = []
-    for t, jk in ((t1, j), (t2, -j), (th, 0.0), (t3, j)):
-        if t > 0.0:
-            out.append(t)
-            out.append(jk)
-    return tuple(out)
+    return (t1, j, t2, -j, th, 0.0, t3, j)
 
 
-def plan_to_rest(dx, v0, a0, vmax, amax, jmax):
+def _cruise_plan(v0, a0, u, cruise, amax, jmax):
+    segs = _segments(v0, a0, u, cruise, amax, jmax)
+    return segs, _duration(segs), u
+
+
+def _plan_from_rest(dx, vmax, amax, jmax):
+    """Closed form from rest: the peak u solves |u| tau(|u|) = |dx| (tau the time from rest to |u|)."""
+    if dx == 0.0:
+        return _EMPTY_PLAN
+    dist = abs(dx)
+    s_max = vmax * _brake_time(vmax, amax, jmax)
+    if dist >= s_max:
+        return _cruise_plan(0.0, 0.0, copysign(vmax, dx), (dist - s_max) / vmax, amax, jmax)
+    if dist * jmax * jmax <= 2.0 * amax * amax * amax:
+        # No acceleration hold: 2 u^1.5 / sqrt(j) = dist.
+        u = (0.5 * dist * sqrt(jmax)) ** (2.0 / 3.0)
+    else:
+        # Holding a_max: u^2 / a + u a / j = dist.
+        ca = amax / jmax
+        u = 0.5 * amax * (sqrt(ca * ca + 4.0 * dist / amax) - ca)
+    return _cruise_plan(0.0, 0.0, copysign(min(u, vmax), dx), 0.0, amax, jmax)
+
+
+def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
     """Time-optimal plan from velocity v0 and acceleration a0 to rest at displacement dx.
 
     Returns (segments, duration, peak): segments is a flat tuple (t, jerk, t, jerk, ...) with durations in
-    seconds, duration their sum and peak the velocity u at the end of the transfer (0 for an eased brake).
-    At rest with dx == 0 the plan is empty. A state inside the limits (|v| <= v_max, |a| <= a_max, and the
-    velocity reached by ramping the acceleration to zero, v_rd, within +-v_max) stays inside them; from any
-    other state the plan heads back inside at once (|v| never beyond max(|v0|, |v_rd|), |a| never beyond |a0|).
+    seconds (some may be zero), duration their sum and peak the velocity u at the end of the transfer (0 for
+    an eased brake). At rest with dx == 0 the plan is empty. `hint`, a guess of the peak (the previous
+    cycle's), only speeds up the search.
+
+    A state inside the limits (|v| <= v_max, |a| <= a_max and v_rd within +-v_max) stays inside them. From
+    any other state the plan heads back at once: |v| never beyond max(|v0|, |v_rd|), |a| never beyond |a0|.
     |jerk| <= j_max always.
     """
-    if dx == 0.0 and v0 == 0.0 and a0 == 0.0:
-        return (), 0.0, 0.0
-    sp, tp = _shape(v0, a0, vmax, amax, jmax)
+    if v0 == 0.0 and a0 == 0.0:
+        return _plan_from_rest(dx, vmax, amax, jmax)
+    sp = _shape(v0, a0, vmax, amax, jmax)[0]
     if sp <= dx:
-        segs = _segments(v0, a0, vmax, (dx - sp) / vmax, amax, jmax)
-        return segs, _duration(segs), vmax
-    sn, tn = _shape(v0, a0, -vmax, amax, jmax)
+        return _cruise_plan(v0, a0, vmax, (dx - sp) / vmax, amax, jmax)
+    sn = _shape(v0, a0, -vmax, amax, jmax)[0]
     if sn >= dx:
-        segs = _segments(v0, a0, -vmax, (sn - dx) / vmax, amax, jmax)
-        return segs, _duration(segs), -vmax
+        return _cruise_plan(v0, a0, -vmax, (sn - dx) / vmax, amax, jmax)
 
-    # Here S(-v_max) < dx < S(v_max): at least one piece brackets a root.
+    # Here S(-v_max) < dx < S(v_max), so at least one piece brackets a root. Split points in x: +-a_max
+    # (where the transfer starts holding its acceleration) and 0 (v_rd). A state decelerating toward v_rd
+    # (a0 and v_rd of opposite signs) would reach peaks between 0 and v_rd only by touching zero acceleration
+    # on the way; the eased brake is faster and spans the same end displacements, so the x interval between
+    # x(0) and 0 is one piece, solved in the eased family instead.
     h = 0.5 * a0 * a0
     v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
     inv_j = 1.0 / jmax
     x_lo = _x_of(-vmax, v_rd, jmax)
     x_hi = _x_of(vmax, v_rd, jmax)
-    # A state that decelerates toward v_rd (a0 and v_rd of opposite signs) would reach peaks between 0 and
-    # v_rd only by touching zero acceleration on the way down; the eased brake does it faster, so that part
-    # of the domain (x between x_zero and 0) is replaced by the eased family.
-    eased = (a0 < 0.0 < v_rd or v_rd < 0.0 < a0) and abs(a0) <= amax
-    x_zero = _x_of(0.0, v_rd, jmax) if eased else 0.0
+    ease_lo = ease_hi = 0.0
+    if (a0 < 0.0 < v_rd or v_rd < 0.0 < a0) and abs(a0) <= amax:
+        x_zero = _x_of(0.0, v_rd, jmax)
+        if x_zero < 0.0:
+            ease_lo = x_zero
+        else:
+            ease_hi = x_zero
     xs = [x_lo]
-    fs = [sn - dx]
-    for xk in sorted((-amax, x_zero, 0.0, amax)):
-        if x_lo < xk < x_hi and xk != xs[-1]:
+    for xk in (-amax, ease_lo, 0.0, ease_hi, amax):
+        if x_lo < xk < x_hi and xk > xs[-1] and not ease_lo < xk < ease_hi:
             xs.append(xk)
-            fs.append(_shape(v0, a0, v_rd + xk * abs(xk) * inv_j, amax, jmax)[0] - dx)
     xs.append(x_hi)
+    fs = [sn - dx]
+    for xk in xs[1:-1]:
+        fs.append(_shape(v0, a0, v_rd + xk * abs(xk) * inv_j, amax, jmax)[0] - dx)
     fs.append(sp - dx)
-    scale = abs(sn) + abs(sp) + abs(dx)
-    ftol = 4.0 * _EPS * scale
-    ease_lo = min(x_zero, 0.0)
-    ease_hi = max(x_zero, 0.0)
+    ftol = 4.0 * _EPS * (abs(sn) + abs(sp) + abs(dx))
 
-    best_u = 0.0
-    best_t = float("inf")
-    ease_a1 = None
+    found = []  # candidate roots: (u, None) in the seven-segment family or (a1, sign) in the eased one
     for k in range(len(xs) - 1):
         xa = xs[k]
         xb = xs[k + 1]
         fa = fs[k]
         fb = fs[k + 1]
-        if eased and ease_lo <= xa and xb <= ease_hi:
-            if (fa > 0.0) == (fb > 0.0) and fa != 0.0 and fb != 0.0:
-                continue
-            # The eased family spans the same end displacements: S(0) at a1 = a0, S(v_rd) at a1 = 0.
+        if (fa > 0.0) == (fb > 0.0) and fa != 0.0 and fb != 0.0:
+            continue
+        if xa == ease_lo and xb == ease_hi and xa < xb:
+            # Eased family, normalised to a forward-moving state: a1 = a0 gives S(0), a1 = 0 gives S(v_rd).
             sign = 1.0 if a0 < 0.0 else -1.0
-            ev0 = sign * v0
             ea0 = sign * a0
-            edx = sign * dx
-            ga = _ease(ev0, ea0, ea0, amax, jmax)[5] - edx
-            gb = _ease(ev0, ea0, 0.0, amax, jmax)[5] - edx
-            if ga == 0.0:
+            g0, g1 = (fa, fb) if ease_lo < 0.0 else (fb, fa)
+            g0 *= sign
+            g1 *= sign
+            if g0 == 0.0:
                 a1 = ea0
-            elif gb == 0.0:
+            elif g1 == 0.0:
                 a1 = 0.0
-            elif (ga > 0.0) != (gb > 0.0):
-                a1 = _brent(_residual_ease, (edx, ev0, ea0, amax, jmax), ea0, ga, 0.0, gb, 1e-15 * amax, ftol)
             else:
-                continue
-            t = _ease(ev0, ea0, a1, amax, jmax)[6]
-            if t < best_t:
-                best_t = t
-                ease_a1 = (a1, sign, ev0, ea0)
+                args = (sign * dx, sign * v0, ea0, amax, jmax)
+                a1 = _root(_residual_ease, args, ea0, g0, 0.0, g1, 1e-15 * amax, ftol)
+            found.append((a1, sign))
             continue
         if fa == 0.0:
             xr = xa
         elif fb == 0.0:
             xr = xb
-        elif (fa > 0.0) != (fb > 0.0):
-            xtol = 1e-14 * (abs(xa) + abs(xb))
-            xr = _brent(_residual_x, (dx, v0, a0, v_rd, vmax, amax, jmax), xa, fa, xb, fb, xtol, ftol)
         else:
-            continue
+            args = (dx, v0, a0, v_rd, vmax, amax, jmax)
+            xr = None
+            if hint is not None:
+                # Along an unchanged plan the peak stays put, so the hint is the root or close to it (after a
+                # re-anchoring): a short secant from it usually lands within rounding.
+                xh = _x_of(min(vmax, max(-vmax, hint)), v_rd, jmax)
+                if xa < xh < xb:
+                    xr, xa, fa, xb, fb = _polish(_residual_x, args, xh, xa, fa, xb, fb, 1e-7 * amax, ftol)
+            if xr is None:
+                xr = _root(_residual_x, args, xa, fa, xb, fb, 1e-14 * (abs(xa) + abs(xb)), ftol)
         u = v_rd + xr * abs(xr) * inv_j
-        u = min(vmax, max(-vmax, u))
-        t = _shape(v0, a0, u, amax, jmax)[1]
-        if t < best_t:
-            best_t = t
-            best_u = u
-            ease_a1 = None
-    if ease_a1 is not None:
-        a1, sign, ev0, ea0 = ease_a1
-        segs = _ease_segments(ev0, ea0, a1, sign, amax, jmax)
-        return segs, _duration(segs), 0.0
-    segs = _segments(v0, a0, best_u, 0.0, amax, jmax)
-    return segs, _duration(segs), best_u
+        found.append((min(vmax, max(-vmax, u)), None))
+
+    best = found[0]
+    if len(found) > 1:
+        # Several roots: the shortest plan wins.
+        best_t = float("inf")
+        for cand in found:
+            val, sign = cand
+            if sign is None:
+                t = _shape(v0, a0, val, amax, jmax)[1]
+            else:
+                t = _ease(sign * v0, sign * a0, val, amax, jmax)[6]
+            if t < best_t:
+                best_t = t
+                best = cand
+    val, sign = best
+    if sign is None:
+        return _cruise_plan(v0, a0, val, 0.0, amax, jmax)
+    segs = _ease_segments(sign * v0, sign * a0, val, sign, amax, jmax)
+    return segs, _duration(segs), 0.0
 
 
 def _residual_stretch(u, duration, dx, v0, a0, amax, jmax):
@@ -355,47 +425,135 @@ def _residual_stretch(u, duration, dx, v0, a0, amax, jmax):
     return t + (dx - s) / u - duration
 
 
-def stretch_to(duration, dx, v0, a0, peak, vmax, amax, jmax):
+def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
     """A plan to rest at dx that takes `duration` seconds, made by lowering |peak| and cruising at it.
 
-    `peak` is the peak velocity of the time-optimal plan, which must be shorter than `duration`. Returns
+    `peak` and `best` are the peak velocity and duration of the time-optimal plan (best < duration). Returns
     (segments, duration, peak) or None when lowering the peak cannot reach that duration: an axis braking
-    exactly onto its target (peak 0) has nothing to lower, and a few moving states have no such plan. The
-    stretched plan keeps every bound the time-optimal one keeps, since only the peak velocity shrinks.
+    exactly onto its target has no peak to lower, and a few moving states have no such plan. The stretched
+    plan keeps every bound the time-optimal one keeps, since only the peak velocity shrinks; its duration
+    matches to 1e-7 relative, far below a cycle. `hint`, a guess of the stretched peak (the previous
+    cycle's), only speeds up the search.
     """
-    if peak == 0.0:
+    if abs(peak) <= 1e-12 * vmax:
         return None
     args = (duration, dx, v0, a0, amax, jmax)
-    # From rest the cruise dominates a long plan, so u ~ dx / duration is a close lower guess; shrink the
-    # guess until the plan is too slow, keeping the last too-fast one as the other end of the bracket.
-    hi = peak
-    g_hi = None
-    lo = dx / duration
-    if not 0.0 < lo / peak < 1.0:
-        lo = 0.5 * peak
-    for _ in range(60):
-        s, t = _shape(v0, a0, lo, amax, jmax)
-        cruise = (dx - s) / lo
-        if cruise >= 0.0:
-            g_lo = t + cruise - duration
-            if g_lo > 0.0:
-                break
-            hi, g_hi = lo, g_lo
-        lo *= 0.25
-    else:
-        return None
-    if g_hi is None:
-        g_hi = _residual_stretch(hi, *args)
-        if g_hi > 0.0:
+    tol = 1e-7 * duration
+    at_rest = v0 == 0.0 and a0 == 0.0
+    if hint is not None and not at_rest and 0.0 < hint / peak < 1.0:
+        # The previous cycle's stretched peak is the root or close to it: polish it with a short secant.
+        # T grows without bound as the peak goes to zero, hence the infinite value at that end.
+        # (From rest the model below is exact, so no hint is needed.)
+        inf = float("inf")
+        probe = 1e-7 * hint
+        u, ua, ga, ub, gb = _polish(_residual_stretch, args, hint, peak, best - duration, 0.0, inf, probe, tol)
+        if u is None and gb != inf and ga != inf:
+            u = _root(_residual_stretch, args, ua, ga, ub, gb, 0.0, tol)
+        if u is not None:
+            plan = _stretched(u, duration, dx, v0, a0, amax, jmax)
+            if plan is not None:
+                return plan
+    # Model: T(u) ~ tau(|u|) + e/u + c, exact from rest (tau: time to brake from |u|, e = dx, c = 0). Here
+    # e = dx - S(0) (beyond the stopping point) and c is fitted at the optimum, then refitted once at the
+    # model's answer; from those two nearby points secant steps converge in a few evaluations. Every
+    # evaluated point also tightens the bracket [lo, hi] (g(lo) > 0 > g(hi)) kept for the fallback.
+    e = dx
+    if not at_rest:
+        stop = _shape(v0, a0, 0.0, amax, jmax)[0]
+        e = dx - stop
+        if abs(e) <= 1e-12 * (abs(dx) + abs(stop)) or (e > 0.0) != (peak > 0.0):
+            # Braking onto the target (or reversing toward it): there is no cruise to lengthen.
             return None
-    u = _brent(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, 1e-13 * duration)
+    hi, g_hi = peak, best - duration
+    lo = g_lo = None
+    c = best - _brake_time(abs(peak), amax, jmax) - e / peak
+    u = _model_peak(duration - c, e, peak, amax, jmax)
+    u_prev = g_prev = None
+    for k in range(8):
+        if u is None or not 0.0 < u / peak < 1.0:
+            break
+        if lo is not None and not 0.0 < (u - lo) / (hi - lo) < 1.0:
+            break
+        s, t = _shape(v0, a0, u, amax, jmax)
+        cruise = (dx - s) / u
+        if cruise < 0.0:
+            break
+        g = t + cruise - duration
+        if abs(g) <= tol:
+            return _stretched(u, duration, dx, v0, a0, amax, jmax)
+        if g > 0.0:
+            lo, g_lo = u, g
+        else:
+            hi, g_hi = u, g
+        if k == 0:
+            u_next = _model_peak(duration - c - g, e, peak, amax, jmax)
+        else:
+            u_next = u - g * (u - u_prev) / (g - g_prev) if g != g_prev else None
+        u_prev, g_prev, u = u, g, u_next
+    if lo is None:
+        # No plan too slow yet: shrink the peak toward zero until there is one.
+        lo = 0.5 * hi
+        for _ in range(40):
+            s, t = _shape(v0, a0, lo, amax, jmax)
+            cruise = (dx - s) / lo
+            if cruise >= 0.0:
+                g_lo = t + cruise - duration
+                if g_lo > 0.0:
+                    break
+                hi, g_hi = lo, g_lo
+            lo *= 0.5
+        else:
+            return None
+    u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
+    return _stretched(u, duration, dx, v0, a0, amax, jmax)
+
+
+def _brake_time(speed, amax, jmax):
+    """Time of the jerk-limited brake from |v| = speed at zero acceleration to rest."""
+    if speed * jmax <= amax * amax:
+        return 2.0 * sqrt(speed / jmax)
+    return speed / amax + amax / jmax
+
+
+def _model_peak(r, e, peak, amax, jmax):
+    """The u, of the sign of peak and with |u| < |peak|, solving brake_time(|u|) + e / u = r; None if none."""
+    e = abs(e)
+    if r <= 0.0 or e == 0.0:
+        return None
+    ca = amax / jmax
+    # Holding a_max while braking: |u|^2 / a_max + (a_max / j_max - r) |u| + e = 0, smaller root.
+    b = r - ca
+    disc = b * b - 4.0 * e / amax
+    if disc >= 0.0 and b > 0.0:
+        w = 0.5 * amax * (b - sqrt(disc))
+        if w * jmax >= amax * amax:
+            return copysign(w, peak)
+    # Without the hold: 2 s / sqrt(j) + e / s^2 = r with s = sqrt(|u|); Newton from below, where the
+    # left-hand side is convex and decreasing.
+    k = 2.0 / sqrt(jmax)
+    sv = sqrt(e / r)
+    for _ in range(30):
+        f = k * sv + e / (sv * sv) - r
+        df = k - 2.0 * e / (sv * sv * sv)
+        if df >= 0.0:
+            return None
+        step = f / df
+        sv -= step
+        if sv <= 0.0:
+            return None
+        if abs(step) <= 1e-15 * sv:
+            break
+    return copysign(sv * sv, peak)
+
+
+def _stretched(u, duration, dx, v0, a0, amax, jmax):
     s = _shape(v0, a0, u, amax, jmax)[0]
     cruise = (dx - s) / u
     if cruise < 0.0:
         return None
     segs = _segments(v0, a0, u, cruise, amax, jmax)
     total = _duration(segs)
-    if abs(total - duration) > 1e-9 * duration:
+    if abs(total - duration) > 1e-6 * duration:
         return None
     return segs, total, u
 

@@ -31,16 +31,37 @@ def lag_figure(result: LagResult, rec: Recording | None = None, title: str = "")
     vv = np.linspace(0.0, vmax, 50)
     for direction, marker in (("out", "o"), ("back", "s")):
         sel = [p for p in passes if p.direction == direction]
-        ax_fit.plot([p.speed_deg_s for p in sel], [p.delta_mean_deg for p in sel], marker, color="C0",
-                    label=f"delta at state frames ({direction})")
-        ax_fit.plot([p.speed_deg_s for p in sel], [p.guard_delta_mean_deg for p in sel], marker, color="C1",
-                    mfc="none", label=f"guard view ({direction})")
+        ax_fit.plot(
+            [p.speed_deg_s for p in sel],
+            [p.delta_mean_deg for p in sel],
+            marker,
+            color="C0",
+            label=f"delta at state frames ({direction})",
+        )
+        ax_fit.plot(
+            [p.speed_deg_s for p in sel],
+            [p.guard_delta_mean_deg for p in sel],
+            marker,
+            color="C1",
+            mfc="none",
+            label=f"guard view ({direction})",
+        )
     if result.fit is not None:
-        ax_fit.plot(vv, vv * result.fit.lag_ms / 1e3, "-", color="C0",
-                    label=f"fit L = {result.fit.lag_ms:.2f} ± {result.fit.se_ms:.2f} ms")
+        ax_fit.plot(
+            vv,
+            vv * result.fit.lag_ms / 1e3,
+            "-",
+            color="C0",
+            label=f"fit L = {result.fit.lag_ms:.2f} ± {result.fit.se_ms:.2f} ms",
+        )
     if result.guard_fit is not None:
-        ax_fit.plot(vv, vv * result.guard_fit.lag_ms / 1e3, "--", color="C1",
-                    label=f"guard view {result.guard_fit.lag_ms:.2f} ms")
+        ax_fit.plot(
+            vv,
+            vv * result.guard_fit.lag_ms / 1e3,
+            "--",
+            color="C1",
+            label=f"guard view {result.guard_fit.lag_ms:.2f} ms",
+        )
     ax_fit.set_xlabel("cruise speed v (deg/s)")
     ax_fit.set_ylabel("cruise delta (deg)")
     ax_fit.set_xlim(0, vmax)
@@ -49,8 +70,11 @@ def lag_figure(result: LagResult, rec: Recording | None = None, title: str = "")
     ax_fit.grid(alpha=0.3)
     ax_fit.set_title("delta = v * L through the origin")
 
-    for key, color, label in (("lag_ms", "C0", "delta / v"), ("guard_lag_ms", "C1", "guard view"),
-                              ("mid_lag_ms", "C2", "midpoint crossing")):
+    for key, color, label in (
+        ("lag_ms", "C0", "delta / v"),
+        ("guard_lag_ms", "C1", "guard view"),
+        ("mid_lag_ms", "C2", "midpoint crossing"),
+    ):
         xs = [p.speed_deg_s for p in passes if _ok(getattr(p, key))]
         ys = [getattr(p, key) for p in passes if _ok(getattr(p, key))]
         ax_lag.plot(xs, ys, "o", color=color, label=label, mfc="none" if key != "lag_ms" else None)
@@ -60,8 +84,9 @@ def lag_figure(result: LagResult, rec: Recording | None = None, title: str = "")
         d = result.dynamics
         ax_lag.axhline(d.lag_ms, color="k", lw=0.8, ls=":", label=f"dead time {d.lag_ms:.1f} ms")
         if d.has_filter:
-            ax_lag.axhline(d.effective_lag_ms, color="k", lw=0.8, ls="--",
-                           label=f"L + tau = {d.effective_lag_ms:.1f} ms")
+            ax_lag.axhline(
+                d.effective_lag_ms, color="k", lw=0.8, ls="--", label=f"L + tau = {d.effective_lag_ms:.1f} ms"
+            )
     ax_lag.set_xlabel("cruise speed v (deg/s)")
     ax_lag.set_ylabel("lag (ms)")
     ax_lag.set_xscale("log")

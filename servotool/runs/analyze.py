@@ -80,13 +80,19 @@ def analyze_file(path: str | Path) -> FileAnalysis:
         period = float(_cfg(meta, "cmd_period_s", 0.01))
         if meta.mode == "ramp":
             result: LagResult | StepResult = analyze_lag(
-                rec, joint=joint, cmd_period_s=period, a_max=float(_cfg(meta, "a_max", 500.0)),
+                rec,
+                joint=joint,
+                cmd_period_s=period,
+                a_max=float(_cfg(meta, "a_max", 500.0)),
                 v_max=float(_cfg(meta, "v_max", 130.0)),
             )
         else:
             margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
             result = analyze_step(
-                rec, joint=joint, cmd_period_s=period, shaped=bool(_cfg(meta, "shaped", True)),
+                rec,
+                joint=joint,
+                cmd_period_s=period,
+                shaped=bool(_cfg(meta, "shaped", True)),
                 guard_margin_deg=float(margin) if margin is not None else None,
                 guard_lag_s=float(lag) if lag is not None else None,
             )
@@ -161,7 +167,7 @@ def analyze_paths(paths: Iterable[str | Path], on_file: Any = None) -> AnalyzeRe
 
 def _strip_path(message: str, path: Path) -> str:
     prefix = f"{path}: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 def finite(x: float | None) -> bool:

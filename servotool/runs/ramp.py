@@ -25,9 +25,9 @@ from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,
     StopSettings,
+    Streamer,
     StreamOutcome,
     StreamPlan,
-    Streamer,
     TickInfo,
     columns,
     finish,
@@ -84,8 +84,10 @@ def check_settings(s: RampSettings, arm: Arm) -> None:
         if v > limit:
             raise RunRefused(f"speed {v:g} deg/s exceeds joint {s.joint}'s limit of {limit:g} deg/s")
         if v / s.ramp_s > s.a_max:
-            raise RunRefused(f"speed {v:g} deg/s over a {s.ramp_s * 1e3:g} ms ramp needs "
-                             f"{v / s.ramp_s:g} deg/s^2, above --a-max {s.a_max:g}: lengthen --ramp-ms")
+            raise RunRefused(
+                f"speed {v:g} deg/s over a {s.ramp_s * 1e3:g} ms ramp needs "
+                f"{v / s.ramp_s:g} deg/s^2, above --a-max {s.a_max:g}: lengthen --ramp-ms"
+            )
 
 
 def config_dict(s: RampSettings, start_pose: Sequence[float], notes: Sequence[str]) -> dict[str, Any]:
@@ -123,8 +125,14 @@ def run_ramp(
             prep = prepare(arm, clock, s.cmd_period_s, s.warmup_timeout_s)
             notes += prep.notes
             pose = prep.pose
-            profile = ramp_profile(float(pose[s.joint]), s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s,
-                                   ramp_s=s.ramp_s, settle_s=s.settle_s)
+            profile = ramp_profile(
+                float(pose[s.joint]),
+                s.sweep_deg,
+                s.speeds_deg_s,
+                dt=s.cmd_period_s,
+                ramp_s=s.ramp_s,
+                settle_s=s.settle_s,
+            )
             targets = np.tile(pose, (len(profile), 1))
             targets[:, s.joint] = profile.q
             plan = StreamPlan(targets, profile.pass_index, profile.phase)
@@ -140,9 +148,15 @@ def run_ramp(
                 extra={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
             ) as writer:
                 say(f"streaming {len(profile.passes)} passes, {len(profile) * s.cmd_period_s:.1f} s")
-                streamer = Streamer(arm, clock, writer, period_s=s.cmd_period_s,
-                                    stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                                    on_tick=on_tick, on_pass=on_pass)
+                streamer = Streamer(
+                    arm,
+                    clock,
+                    writer,
+                    period_s=s.cmd_period_s,
+                    stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
+                    on_tick=on_tick,
+                    on_pass=on_pass,
+                )
                 outcome = streamer.run(plan)
                 if not outcome.complete:
                     writer.interrupt(outcome.reason or outcome.status)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 DEFAULT_PRIORITY = 50
 
@@ -57,12 +57,9 @@ def realtime(enabled: bool = True, priority: int = DEFAULT_PRIORITY) -> Iterator
         yield outcome
     finally:
         if old_policy is not None:
-            try:
+            with suppress(OSError):
                 os.sched_setscheduler(0, old_policy[0], os.sched_param(old_policy[1]))
-            except OSError:
-                pass
         if old_nice is not None:
-            try:
+            # raising the priority back needs privileges we may not have: the thread then stays nicer
+            with suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, 0, old_nice)
-            except OSError:
-                pass  # raising priority back needs privileges we may not have; the process is only nicer

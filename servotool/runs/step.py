@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from servotool.analysis.lag import guard_advice
 from servotool.devices.arm import Arm
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
-from servotool.analysis.lag import guard_advice
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import StreamShaper
@@ -34,9 +34,9 @@ from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,
     StopSettings,
+    Streamer,
     StreamOutcome,
     StreamPlan,
-    Streamer,
     TickInfo,
     columns,
     finish,
@@ -116,8 +116,8 @@ def check_settings(s: StepSettings, arm: Arm) -> None:
     if raw_needs_confirmation(s, arm):
         if not s.test_arm:
             raise RunRefused(
-                f"a raw step on {arm.url} (not a simulator) can make the controller run away; it is only done "
-                "on a test arm: add --test-arm, keep the e-stop in hand and clear the joint's arc"
+                f"a raw step on {arm.url} (not a simulator) can make the controller run away; it is only "
+                "done on a test arm: add --test-arm, keep the e-stop in hand and clear the joint's arc"
             )
         if not s.confirmed:
             raise RunRefused("a raw step on a real arm needs the typed confirmation")
@@ -130,10 +130,21 @@ def guard_setup(s: StepSettings, arm: Arm, frame_age_s: float) -> GuardSetup:
         lag_ms, basis = PROFILE_LAG_MS[arm.model], f"profile {arm.model}"
     else:
         lag_ms, basis = UNKNOWN_LAG_MS, "unknown model (conservative default)"
-    t = guard_advice(lag_ms / 1e3, a_max=s.a_max, v_max=s.v_max, noise_deg=s.guard_noise_deg,
-                     dt=s.cmd_period_s, frame_age_s=frame_age_s)
-    return GuardSetup(lag_s=t.lag_s, margin_deg=t.margin_deg, basis_lag_ms=lag_ms, basis=basis,
-                      frame_age_ms=frame_age_s * 1e3)
+    t = guard_advice(
+        lag_ms / 1e3,
+        a_max=s.a_max,
+        v_max=s.v_max,
+        noise_deg=s.guard_noise_deg,
+        dt=s.cmd_period_s,
+        frame_age_s=frame_age_s,
+    )
+    return GuardSetup(
+        lag_s=t.lag_s,
+        margin_deg=t.margin_deg,
+        basis_lag_ms=lag_ms,
+        basis=basis,
+        frame_age_ms=frame_age_s * 1e3,
+    )
 
 
 class _WindowGuard:
@@ -223,9 +234,18 @@ def run_step(
             ) as writer:
                 kind = "shaped" if s.shaped else "RAW"
                 say(f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}")
-                streamer = Streamer(arm, clock, writer, period_s=s.cmd_period_s, shaper=shaper, guard=guard,
-                                    record_raw=True, stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                                    on_tick=on_tick, on_pass=on_pass)
+                streamer = Streamer(
+                    arm,
+                    clock,
+                    writer,
+                    period_s=s.cmd_period_s,
+                    shaper=shaper,
+                    guard=guard,
+                    record_raw=True,
+                    stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
+                    on_tick=on_tick,
+                    on_pass=on_pass,
+                )
                 outcome = streamer.run(plan)
                 if not outcome.complete:
                     writer.interrupt(outcome.reason or outcome.status)

@@ -18,10 +18,12 @@ second one skips waiting for the arm to come to rest, a third raises KeyboardInt
 
 from __future__ import annotations
 
+import gc
 import math
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +180,19 @@ class _SigintLatch:
             signal.signal(signal.SIGINT, self._old)
 
 
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Hold back the cyclic garbage collector while streaming: a collection can stall the loop for a large
+    part of a tick. The loop creates no reference cycles, so reference counting frees everything meanwhile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Streamer:
     """Stream a plan to an arm on a clock, recording into a CsvLogWriter-like writer (anything with write()).
 
@@ -234,32 +249,51 @@ class Streamer:
         self._sigint: _SigintLatch | None = None
         self._prev_setpoint: np.ndarray | None = None
 
+    @property
+    def start_time(self) -> float:
+        """The clock reading of the run start (t = 0 in the CSV); set when run() begins."""
+        return self._t0
+
     # -- recording -------------------------------------------------------------------------------------------
 
     def _rel(self, t: float) -> float:
         return t - self._t0
 
-    def _write_frames(self, frames: Sequence[StateFrame], replies: Sequence[Any], extra: Sequence[dict]) -> None:
+    def _write_frames(
+        self, frames: Sequence[StateFrame], replies: Sequence[Any], extra: Sequence[dict]
+    ) -> None:
         rows: list[dict] = list(extra)
         for f in frames:
             q = np.asarray(f.q, dtype=float)
             self._last_q = q
             self._recent.append((f.t, q))
-            row = {"t": self._rel(f.t), "event": "state", "main_code": f.main_code, "sub_code": f.sub_code,
-                   "dev_t": f.device_time_s}
+            row = {
+                "t": self._rel(f.t),
+                "event": "state",
+                "main_code": f.main_code,
+                "sub_code": f.sub_code,
+                "dev_t": f.device_time_s,
+            }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
             rows.append(row)
             codes = (int(f.main_code), int(f.sub_code))
             if codes != self._codes:
                 if codes != (0, 0):
-                    rows.append({"t": self._rel(f.t), "event": "fault", "main_code": codes[0],
-                                 "sub_code": codes[1]})
+                    rows.append(
+                        {"t": self._rel(f.t), "event": "fault", "main_code": codes[0], "sub_code": codes[1]}
+                    )
                     if self._fault is None:
                         self._fault, self._fault_t = codes, self._rel(f.t)
                 self._codes = codes
         for r in replies:
-            rows.append({"t": self._rel(r.t), "event": "reply", "errcode": r.errcode,
-                         "info": "" if r.command == "ServoJ" else r.command})
+            rows.append(
+                {
+                    "t": self._rel(r.t),
+                    "event": "reply",
+                    "errcode": r.errcode,
+                    "info": "" if r.command == "ServoJ" else r.command,
+                }
+            )
             self._count_reply(r.errcode)
         rows.sort(key=lambda row: row["t"])  # stable: a cmd keeps its place before its own reply
         for row in rows:
@@ -277,8 +311,13 @@ class Streamer:
             self._consecutive_rejects = 0
 
     def _cmd_row(self, t: float, pass_index: int, phase: str, q: np.ndarray, raw: np.ndarray | None) -> dict:
-        row: dict[str, Any] = {"t": self._rel(t), "event": "cmd", "seq": self._seq, "pass": pass_index,
-                               "phase": phase}
+        row: dict[str, Any] = {
+            "t": self._rel(t),
+            "event": "cmd",
+            "seq": self._seq,
+            "pass": pass_index,
+            "phase": phase,
+        }
         row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
         if self.record_raw and raw is not None:
             row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
@@ -290,8 +329,15 @@ class Streamer:
 
     # -- one tick --------------------------------------------------------------------------------------------
 
-    def _send(self, k_deadline: int, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str,
-              late: list[float]) -> None:
+    def _send(
+        self,
+        k_deadline: int,
+        setpoint: np.ndarray,
+        raw: np.ndarray | None,
+        pass_index: int,
+        phase: str,
+        late: list[float],
+    ) -> None:
         deadline = self._t0 + k_deadline * self.period
         self.clock.sleep_until(deadline)
         t_call = self.clock.now()
@@ -333,8 +379,11 @@ class Streamer:
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
         if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
-            raise _StopRequest(REJECTED, f"the controller rejected {self._consecutive_rejects} commands in a "
-                                         f"row (last errcode {self._last_err})")
+            raise _StopRequest(
+                REJECTED,
+                f"the controller rejected {self._consecutive_rejects} commands in a "
+                f"row (last errcode {self._last_err})",
+            )
 
     # -- the run ---------------------------------------------------------------------------------------------
 
@@ -358,7 +407,7 @@ class Streamer:
         self.arm.replies()
         self._t0 = self.clock.now()
         current_pass = None
-        with _SigintLatch(self.catch_sigint) as sigint:
+        with _SigintLatch(self.catch_sigint) as sigint, _no_gc_pauses():
             self._sigint = sigint
             try:
                 for k in range(n):
@@ -372,8 +421,11 @@ class Streamer:
                             self.on_pass(p)
                     self._send(k, setpoint, raw, p, str(phases[k]), late)
                     if self.on_tick is not None and (k % self.tick_every == 0 or k == n - 1):
-                        self.on_tick(TickInfo(k, n, self._rel(self.clock.now()), p, str(phases[k]), setpoint,
-                                              self._last_q))
+                        self.on_tick(
+                            TickInfo(
+                                k, n, self._rel(self.clock.now()), p, str(phases[k]), setpoint, self._last_q
+                            )
+                        )
                 else:
                     k = n
                     self._health()
@@ -405,11 +457,11 @@ class Streamer:
         frames, replies = self._poll()
         self._write_frames(frames, replies, [])
 
-    # -- the common early end ----------------------------------------------------------------------------------
+    # -- the common early end --------------------------------------------------------------------------------
 
     def _stream_velocity(self, plan: StreamPlan, sent: int) -> np.ndarray:
-        """The velocity the stream has after `sent` ticks: the shaper's, or for an unshaped plan the smaller of
-        the last tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
+        """The velocity the stream has after `sent` ticks: the shaper's, or for an unshaped plan the smaller
+        of the last tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
         if self.shaper is not None and self.shaper.velocity is not None:
             return np.asarray(self.shaper.velocity, dtype=float)
         last = sent - 1
@@ -455,7 +507,9 @@ class Streamer:
                 held = now - t_hold
                 if held >= self.stop.rest_timeout_s:
                     outcome.at_rest = False
-                    outcome.notes.append(f"the arm was still moving {self.stop.rest_timeout_s:g} s after the stop")
+                    outcome.notes.append(
+                        f"the arm was still moving {self.stop.rest_timeout_s:g} s after the stop"
+                    )
                     break
                 if held >= self.stop.min_rest_s and self._at_rest(now):
                     outcome.at_rest = True
@@ -534,8 +588,10 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     st = wait_for_state(arm, clock)
     if (st.main_code, st.sub_code) != (0, 0):
         code = arm.reset_faults()
-        notes.append(f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
-                     f"ResetAllError answered {code}")
+        notes.append(
+            f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
+            f"ResetAllError answered {code}"
+        )
     arm.enable()
     code = arm.servo_start()
     if code not in (0, None):

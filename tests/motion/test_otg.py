@@ -480,10 +480,21 @@ def _check_cycle(ctx, i, lim, p, v, a, a_prev, dt, target, tracker):
         assert p >= target - tol, (ctx, i, "overshoot", target - p)
 
 
+def _drop_kept_plan(gen):
+    # White-box: forget the plan kept from the previous step, so the next step plans from the state alone.
+    if isinstance(gen, MultiOtg):
+        gen._plans = None
+    else:
+        gen._plan = None
+
+
 def _run_sequence(index):
     rng = np.random.default_rng([20260908, index])
     random_limits = index % 3 == 2
     multi = index % 8 == 7
+    # Every fourth stream re-plans from scratch on every cycle instead of following the kept plan, as a
+    # generator re-anchored on a changing echo does.
+    replan = index % 4 == 1
     n_axes = 3 if multi else 1
     if random_limits:
         lims = [_random_limits(rng) for _ in range(n_axes)]
@@ -540,6 +551,8 @@ def _run_sequence(index):
                 after = (np.array([gen.position]), np.array([gen.velocity]), np.array([gen.acceleration]))
             assert all(np.array_equal(x, y) for x, y in zip(after, (p0, v0, a0))), (index, t, "bad dt")
         dt = 2 * dt_nom if lossy and rng.random() < 0.02 else dt_nom
+        if replan:
+            _drop_kept_plan(gen)
         gen.step(dt)
         t += dt
         if multi:

@@ -1,0 +1,119 @@
+"""Timing of the streaming loop servotool uses, next to a plain sleep(period) loop, in one run.
+
+Streams N ticks at a fixed period to an arm that answers instantly (so only the loop is measured: the
+absolute deadlines, the sleep-then-spin wait, building and writing the CSV rows), then the same number of
+ticks with `time.sleep(period)` in a loop. Per loop it prints the period error (actual send time minus the
+ideal time start + k * period) p50, p99 and max, the jitter of consecutive intervals, and the drift (how far
+the last tick is from its ideal time). Usage:
+
+    python benchmarks/stream_loop.py [--ticks 3000] [--period-ms 10] [--no-realtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from servotool.devices.arm import StateFrame
+from servotool.io.csvlog import CsvLogWriter
+from servotool.runs.clock import MonotonicClock
+from servotool.runs.realtime import realtime
+from servotool.runs.stream import Streamer, StreamPlan, columns, units
+
+POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+class InstantArm:
+    """Takes every setpoint at once and reports one state frame per tick: the loop's work, without a link."""
+
+    url, model, simulated, n_joints, joint_speed_limits = "bench:instant", "bench", True, 6, (180.0,) * 6
+
+    def __init__(self, clock: MonotonicClock) -> None:
+        self.clock = clock
+        self.sent: list[float] = []
+        self._frames: list[StateFrame] = []
+
+    def servo_j(self, q, cmd_period_s):
+        now = self.clock.now()
+        self.sent.append(now)
+        self._frames.append(StateFrame(t=now, q=tuple(q)))
+        return None
+
+    def poll_states(self):
+        out, self._frames = self._frames, []
+        return out
+
+    def latest_state(self):
+        return StateFrame(t=self.clock.now(), q=POSE)
+
+    def replies(self):
+        return []
+
+
+def servotool_loop(ticks: int, period: float, rt: bool) -> tuple[np.ndarray, str]:
+    clock = MonotonicClock()
+    arm = InstantArm(clock)
+    plan = StreamPlan(np.tile(POSE, (ticks, 1)))
+    with tempfile.TemporaryDirectory() as tmp, realtime(rt) as outcome:
+        path = Path(tmp) / "bench.csv"
+        with CsvLogWriter(
+            path,
+            device=arm.url,
+            simulated=True,
+            config={"mode": "bench"},
+            units=units(6, False),
+            columns=columns(6, False),
+            command="bench",
+        ) as writer:
+            streamer = Streamer(arm, clock, writer, period_s=period, catch_sigint=False)
+            streamer.run(plan)
+            start = streamer.start_time
+    # the arm stamps the moment each setpoint reaches it: the send time, as the loop sees it
+    return np.array(arm.sent) - start - np.arange(ticks) * period, outcome
+
+
+def sleep_loop(ticks: int, period: float) -> np.ndarray:
+    sent = np.empty(ticks)
+    start = time.perf_counter()
+    for k in range(ticks):
+        sent[k] = time.perf_counter()
+        time.sleep(period)
+    return sent - start - np.arange(ticks) * period
+
+
+def row(name: str, err: np.ndarray, period: float) -> str:
+    jitter = np.abs(np.diff(err))
+    ms = 1e3
+    p50, p99 = np.percentile(np.abs(err), [50, 99]) * ms
+    return (
+        f"{name:<34} {p50:8.3f} {p99:8.3f} {np.max(np.abs(err)) * ms:8.3f} "
+        f"{np.percentile(jitter, 99) * ms:9.3f} {err[-1] * ms:10.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ticks", type=int, default=3000)
+    ap.add_argument("--period-ms", type=float, default=10.0)
+    ap.add_argument("--no-realtime", action="store_true", help="do not ask for SCHED_FIFO")
+    args = ap.parse_args()
+    period = args.period_ms / 1e3
+    print(f"{args.ticks} ticks at {args.period_ms:g} ms per loop ({args.ticks * period:.0f} s each)")
+    err_rt, outcome = servotool_loop(args.ticks, period, not args.no_realtime)
+    err_plain = sleep_loop(args.ticks, period)
+    print(f"real-time request: {outcome}")
+    print(f"{'loop':<34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'jit99 ms':>9} {'drift ms':>10}")
+    print(row("servotool (deadlines, sleep+spin)", err_rt, period))
+    print(row("plain sleep(period)", err_plain, period))
+    print(
+        "period error = |send time - (start + k * period)|; jit99 = p99 of the change between ticks; "
+        "drift = error of the last tick"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Ramp runs end to end on the FAIRINO simulator (real client, real sockets, real time: kept short)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from servotool.devices.registry import open_arm
+from servotool.io.csvlog import read_meta
+from servotool.runs.analyze import analyze_file
+from servotool.runs.clock import MonotonicClock
+from servotool.runs.ramp import RampSettings, run_ramp
+from servotool.runs.stream import RunRefused
+
+SHORT = {"sweep_deg": 5.0, "speeds_deg_s": (10.0, 20.0), "ramp_s": 0.1, "settle_s": 0.3}
+
+
+def test_ramp_on_the_embedded_simulator(tmp_path):
+    clock = MonotonicClock()
+    arm = open_arm("sim:simmachine", now=clock.now)
+    seen_passes: list[int] = []
+    try:
+        run = run_ramp(
+            arm,
+            RampSettings(**SHORT),
+            clock=clock,
+            out_dir=tmp_path,
+            command="test",
+            on_pass=seen_passes.append,
+        )
+    finally:
+        arm.close()
+    assert run.outcome.complete, run.outcome.reason
+    assert [p for p in seen_passes if p >= 0] == [0, 1, 2, 3]
+    meta = read_meta(run.path)
+    assert meta.complete and meta.simulated and meta.mode == "ramp"
+    assert meta.extra["realtime"]  # the outcome of the real-time request is recorded, granted or not
+    res = run.analysis.result
+    assert res.fit.lag_ms == pytest.approx(39.0, abs=0.5)
+    assert res.midpoint.agrees
+    assert res.tuning.lag_s == pytest.approx(0.04)
+    # the live result is the same computation on the file it wrote
+    assert analyze_file(run.path).to_dict() == run.analysis.to_dict()
+
+
+def test_unsafe_ramp_settings_are_refused_before_anything_moves():
+    class Arm:
+        url, simulated, n_joints, joint_speed_limits = "x", True, 6, (120.0,) * 6
+
+    with pytest.raises(RunRefused, match="v-max"):
+        run_ramp(Arm(), RampSettings(speeds_deg_s=(200.0,)), clock=MonotonicClock(), out_dir=Path("."))
+    with pytest.raises(RunRefused, match="a-max"):
+        run_ramp(
+            Arm(), RampSettings(speeds_deg_s=(100.0,), ramp_s=0.1), clock=MonotonicClock(), out_dir=Path(".")
+        )
+    with pytest.raises(RunRefused, match="joint"):
+        run_ramp(Arm(), RampSettings(joint=6), clock=MonotonicClock(), out_dir=Path("."))
+
+
+def _standalone_sim(lag_ms: float) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "servotool",
+            "sim",
+            "fairino",
+            "--json",
+            "--rpc-port",
+            "0",
+            "--cnde-port",
+            "0",
+            "--udp-port",
+            "0",
+            "--lag-ms",
+            f"{lag_ms:.3f}",
+            "--duration",
+            "60",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    text, deadline = "", time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        text += line
+        try:
+            return proc, json.loads(text)
+        except json.JSONDecodeError:
+            continue
+    proc.kill()
+    raise RuntimeError(f"the standalone simulator did not print its address: {text!r}")
+
+
+@pytest.mark.parametrize("transport", ["udp", "rpc"])
+def test_a_lag_hidden_in_a_standalone_simulator_is_measured(tmp_path, transport):
+    lag_ms = random.Random().uniform(20.0, 200.0)
+    proc, info = _standalone_sim(lag_ms)
+    try:
+        url = (
+            f"fairino://127.0.0.1?rpc_port={info['rpc_port']}&cnde_port={info['cnde_port']}"
+            f"&udp_port={info['udp_port']}&transport={transport}"
+        )
+        clock = MonotonicClock()
+        arm = open_arm(url, now=clock.now)
+        try:
+            # long enough cruises for a 200 ms lag at 20 deg/s
+            settings = RampSettings(sweep_deg=8.0, speeds_deg_s=(10.0, 20.0), ramp_s=0.1, settle_s=0.3)
+            run = run_ramp(arm, settings, clock=clock, out_dir=tmp_path, command="test")
+        finally:
+            arm.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert not read_meta(run.path).simulated  # the client only knows a fairino:// address
+    res = run.analysis.result
+    got = res.fit.lag_ms
+    assert got == pytest.approx(lag_ms, abs=0.5), (
+        f"hidden lag {lag_ms:.3f} ms, measured {got:.3f} ms ({transport})"
+    )
+    assert res.midpoint.mean_ms == pytest.approx(lag_ms, abs=2.0)

@@ -1,0 +1,297 @@
+"""The streaming loop on a FakeClock with a scripted arm: deadlines, stamping, every way a run ends early."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from servotool.analysis.recording import recording_from_frame
+from servotool.devices.arm import ConnectionLost, Reply, StateFrame
+from servotool.io.csvlog import CsvLogWriter, read_csv
+from servotool.motion.guard import DivergenceGuard
+from servotool.motion.ramp import ramp_profile
+from servotool.motion.shaper import StreamShaper
+from servotool.runs.clock import FakeClock
+from servotool.runs.stream import (
+    COMPLETE,
+    CONNECTION_LOST,
+    FAULT,
+    GUARD,
+    INTERRUPTED,
+    StopSettings,
+    Streamer,
+    StreamPlan,
+    columns,
+    finish,
+    prepare,
+    units,
+)
+
+T = 0.01
+POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+class FakeArm:
+    """An arm on a FakeClock: executes each setpoint `lag_s` after it was sent (linear in between), emits a
+    state frame every `state_s` of fake time, and can be scripted to fail at a given send."""
+
+    url = "fake:arm"
+    model = "fake"
+    simulated = True
+    n_joints = 6
+    joint_speed_limits = (180.0,) * 6
+
+    def __init__(self, clock: FakeClock, lag_s: float = 0.05, state_s: float = 0.008, reply: bool = False):
+        self.clock = clock
+        self.lag_s = lag_s
+        self.state_s = state_s
+        self.reply = reply
+        self.sent_t: list[float] = [clock.now() - 1.0]
+        self.sent_q: list[tuple[float, ...]] = [POSE]
+        self.frames: list[StateFrame] = []
+        self.calls: list[str] = []
+        self.fail_at: dict[int, BaseException | str] = {}
+        self.fault_from: float | None = None
+        self.runaway_from: float | None = None
+        self.runaway_speed = 180.0
+        self.sends = 0
+        self._t0 = clock.now()
+        self._k = 0
+        self._closed_link = False
+        clock.on_advance(self._advance)
+
+    # the arm's physics
+    def measured(self, t: float) -> tuple[float, ...]:
+        ts = np.array(self.sent_t) + self.lag_s
+        q = np.array(self.sent_q)
+        out = [float(np.interp(t, ts, q[:, j])) for j in range(6)]
+        if self.runaway_from is not None and t > self.runaway_from:
+            out[0] += self.runaway_speed * (t - self.runaway_from)
+        return tuple(out)
+
+    def _advance(self, now: float) -> None:
+        while self._t0 + self._k * self.state_s <= now + 1e-12:
+            t = self._t0 + self._k * self.state_s
+            codes = (1, 32) if self.fault_from is not None and t >= self.fault_from else (0, 0)
+            self.frames.append(
+                StateFrame(t=t, q=self.measured(t), main_code=codes[0], sub_code=codes[1], device_time_s=t)
+            )
+            self._k += 1
+
+    # the Arm protocol
+    def enable(self, timeout_s: float = 5.0) -> None:
+        self.calls.append("enable")
+
+    def disable(self) -> int:
+        self.calls.append("disable")
+        return 0
+
+    def servo_start(self) -> int:
+        self.calls.append("servo_start")
+        return 0
+
+    def servo_end(self) -> int:
+        self.calls.append("servo_end")
+        if self._closed_link:
+            raise ConnectionLost("fake: link is down")
+        return 0
+
+    def servo_j(self, q, cmd_period_s: float):
+        k = self.sends
+        self.sends += 1
+        if self._closed_link:
+            raise ConnectionLost("fake: link is down")
+        what = self.fail_at.get(k)
+        if what == "sigint":
+            os.kill(os.getpid(), signal.SIGINT)
+        elif what == "lost":
+            self._closed_link = True
+            raise ConnectionLost("fake: cable pulled")
+        elif isinstance(what, BaseException):
+            raise what
+        self.sent_t.append(self.clock.now())
+        self.sent_q.append(tuple(float(x) for x in q))
+        return Reply(self.clock.now(), 0) if self.reply else None
+
+    def poll_states(self) -> list[StateFrame]:
+        out, self.frames = self.frames, []
+        return out
+
+    def latest_state(self) -> StateFrame:
+        t = self.clock.now()
+        return StateFrame(t=t, q=self.measured(t), device_time_s=t)
+
+    def replies(self) -> list[Reply]:
+        return []
+
+    def reset_faults(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+    def warm_up(self, q_hold, cmd_period_s, timeout_s):
+        self.calls.append("warm_up")
+        return 0.0
+
+
+def ramp_plan(start: float = 0.0, sweep: float = 5.0, speeds=(20.0, 40.0)) -> StreamPlan:
+    prof = ramp_profile(start, sweep, speeds, dt=T, ramp_s=0.1, settle_s=0.3)
+    targets = np.tile(POSE, (len(prof), 1))
+    targets[:, 0] = prof.q
+    return StreamPlan(targets, prof.pass_index, prof.phase)
+
+
+def hold_plan(n: int) -> StreamPlan:
+    return StreamPlan(np.tile(POSE, (n, 1)), np.zeros(n, dtype=int), np.array(["hold"] * n, dtype=object))
+
+
+def run(tmp_path: Path, arm: FakeArm, clock: FakeClock, plan: StreamPlan, **kwargs):
+    path = tmp_path / "run.csv"
+    raw = kwargs.get("shaper") is not None
+    with CsvLogWriter(
+        path,
+        device=arm.url,
+        simulated=True,
+        config={"mode": "test"},
+        units=units(6, raw),
+        columns=columns(6, raw),
+        command="test",
+    ) as writer:
+        outcome = Streamer(arm, clock, writer, period_s=T, **kwargs).run(plan)
+        if not outcome.complete:
+            writer.interrupt(outcome.reason)
+    meta, df = read_csv(path)
+    return outcome, meta, df, path
+
+
+def stop_rows(df):
+    cmd = df[df.event == "cmd"]
+    return cmd[cmd.phase.isin(["stop", "rest"])]
+
+
+def test_sends_on_absolute_deadlines_and_records_everything(tmp_path):
+    clock = FakeClock(100.0)
+    arm = FakeArm(clock)
+    plan = ramp_plan()
+    outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
+    assert outcome.status == COMPLETE and meta.complete
+    cmd = df[df.event == "cmd"]
+    assert len(cmd) == len(plan)
+    # tick k goes out at exactly start + k * period, recorded relative to the run start
+    np.testing.assert_allclose(cmd.t.to_numpy(), np.arange(len(plan)) * T, atol=1e-9)
+    np.testing.assert_allclose(cmd.q1.to_numpy(), plan.targets[:, 0])
+    assert (cmd.seq.to_numpy() == np.arange(len(plan))).all()
+    st = df[df.event == "state"]
+    assert len(st) >= len(plan) * T / arm.state_s - 2
+    assert np.all(np.diff(df.t.to_numpy()) >= 0)  # rows in time order
+    assert outcome.late_ticks == 0
+
+
+def test_ctrl_c_stops_through_a_braking_profile_and_marks_the_csv(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    plan = ramp_plan(sweep=10.0, speeds=(40.0,))
+    cruise = int(np.flatnonzero(plan.phase == "cruise")[3])
+    arm.fail_at[cruise] = KeyboardInterrupt()
+    a_max = 500.0
+    outcome, meta, df, path = run(tmp_path, arm, clock, plan, stop=StopSettings(a_max=a_max))
+    assert outcome.status == INTERRUPTED and outcome.reason == "Ctrl-C"
+    assert not meta.complete and meta.end_reason == "Ctrl-C"
+    assert path.read_text().rstrip().endswith("# end: interrupted: Ctrl-C")
+    stop = df[df.event == "stop"]
+    assert list(stop["info"]) == ["Ctrl-C"]
+    q = df[df.event == "cmd"].q1.to_numpy()
+    v = np.diff(q) / T
+    # the stream never jumps in velocity: the stop brakes at a_max from cruise speed to rest
+    assert np.max(np.abs(np.diff(v))) <= a_max * T + 1e-6
+    assert abs(v[-1]) < 1e-9
+    s = stop_rows(df)
+    assert (s.phase == "stop").sum() == pytest.approx(40.0 / (a_max * T), abs=1)
+    assert outcome.at_rest is True
+
+
+def test_a_real_sigint_is_taken_as_a_stop_request(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    plan = ramp_plan(sweep=10.0, speeds=(40.0,))
+    arm.fail_at[30] = "sigint"
+    outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
+    assert outcome.status == INTERRUPTED and meta.end_reason == "Ctrl-C"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    assert len(stop_rows(df)) > 0
+
+
+def test_a_lost_connection_ends_the_run_cleanly(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    plan = ramp_plan()
+    arm.fail_at[40] = "lost"
+    outcome, meta, df, path = run(tmp_path, arm, clock, plan)
+    assert outcome.status == CONNECTION_LOST
+    assert "cable pulled" in outcome.reason
+    assert not meta.complete and "connection lost" in meta.end_reason
+    assert len(df[df.event == "cmd"]) == 40  # nothing after the loss
+    assert arm.sends == 41
+    assert finish(arm, keep=False)  # servo_end fails and says so, disable still tried
+    assert arm.calls[-1] == "disable"
+
+
+def test_a_controller_fault_is_recorded_and_ends_the_run(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    arm.fault_from = 0.5
+    plan = hold_plan(200)
+    outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
+    assert outcome.status == FAULT and outcome.fault == (1, 32)
+    assert outcome.fault_t == pytest.approx(0.5, abs=0.01)
+    faults = df[df.event == "fault"]
+    assert len(faults) == 1 and int(faults.main_code.iloc[0]) == 1 and int(faults.sub_code.iloc[0]) == 32
+    assert "main 1 sub 32" in meta.end_reason
+    assert len(df[(df.event == "cmd") & (df.phase == "hold")]) < 60
+
+
+def test_guard_catches_an_arm_moving_on_its_own_within_two_ticks(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock, state_s=T)
+    onset = 0.3
+    arm.runaway_from = onset
+    shaper = StreamShaper(130.0, 500.0, T, n_joints=6)
+    shaper.prime(POSE)
+    guard = DivergenceGuard(2.7, 0.08)
+    outcome, meta, df, _ = run(tmp_path, arm, clock, hold_plan(100), shaper=shaper, guard=guard)
+    assert outcome.status == GUARD
+    # 180 deg/s: 1.8 deg per tick, beyond the 2.7 deg margin in the second tick after the arm starts
+    assert outcome.guard_t - onset <= 2 * T + 1e-9
+    assert len(df[df.event == "guard"]) == 1
+    assert "diverged" in meta.end_reason
+
+
+def test_prepare_warms_up_before_the_run_and_finish_disables(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    clock.advance(0.1)
+    prep = prepare(arm, clock, T)
+    assert arm.calls[:3] == ["enable", "servo_start", "warm_up"]
+    np.testing.assert_allclose(prep.pose, POSE)
+    assert finish(arm, keep=True) == [] and "disable" not in arm.calls
+    assert finish(arm, keep=False) == [] and arm.calls[-1] == "disable"
+
+
+def test_a_recording_on_the_fake_arm_reads_back_its_exact_lag(tmp_path):
+    from servotool.analysis.lag import analyze_lag
+
+    clock = FakeClock()
+    arm = FakeArm(clock, lag_s=0.063)
+    outcome, meta, df, _ = run(tmp_path, arm, clock, ramp_plan(sweep=8.0, speeds=(10.0, 20.0, 40.0)))
+    res = analyze_lag(recording_from_frame(df), joint=0, cmd_period_s=T)
+    assert res.fit.lag_ms == pytest.approx(63.0, abs=0.05)
+    assert res.midpoint.mean_ms == pytest.approx(63.0, abs=0.3)
+    assert res.dynamics.lag_ms == pytest.approx(63.0, abs=0.3) and not res.dynamics.has_filter
+    # the guard sees the newest frame, on average half a state period old
+    assert res.guard_fit.lag_ms == pytest.approx(63.0 + 4.0, abs=1.5)
+    assert res.model.constant
