@@ -57,7 +57,11 @@ def target_stream(n_joints: int, cycles: int, seed: int) -> list[np.ndarray | No
 
 def _summary(samples_ns: list[int]) -> dict[str, float]:
     us = np.asarray(samples_ns, dtype=float) / 1000.0
-    return {"median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)), "max_us": float(us.max())}
+    return {
+        "median_us": float(np.median(us)),
+        "p99_us": float(np.percentile(us, 99)),
+        "max_us": float(us.max()),
+    }
 
 
 def bench_shaper(n: int, stream) -> dict[str, float] | None:
@@ -169,17 +173,18 @@ def _print_table(results: dict) -> None:
         f"per-cycle cost, {results['cycles']} cycles at {results['dt_s'] * 1000:g} ms, "
         f"Python {results['python']} on {results['processor']}"
     )
-    head = f"{'joints':>6}  {'generator':<24}{'median us':>10}{'p99 us':>10}{'max us':>10}{'med/ruckig':>12}{'p99/ruckig':>12}"
-    print(head)
+    cols = f"{'median us':>10}{'p99 us':>10}{'max us':>10}{'med/ruckig':>12}{'p99/ruckig':>12}"
+    print(f"{'joints':>6}  {'generator':<24}{cols}")
     for n, row in results["joints"].items():
         for name, r in row.items():
             if r is None:
                 print(f"{n:>6}  {name:<24}{'not available':>20}")
                 continue
-            ratios = (
-                f"{r['median_vs_ruckig']:>12.1f}{r['p99_vs_ruckig']:>12.1f}" if "median_vs_ruckig" in r else ""
-            )
-            print(f"{n:>6}  {name:<24}{r['median_us']:>10.1f}{r['p99_us']:>10.1f}{r['max_us']:>10.1f}{ratios}")
+            ratios = ""
+            if "median_vs_ruckig" in r:
+                ratios = f"{r['median_vs_ruckig']:>12.1f}{r['p99_vs_ruckig']:>12.1f}"
+            figures = f"{r['median_us']:>10.1f}{r['p99_us']:>10.1f}{r['max_us']:>10.1f}"
+            print(f"{n:>6}  {name:<24}{figures}{ratios}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,11 @@ MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
 FIT_GRID_S = 0.001  # simulation step of the dynamic model
 FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
 TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see fit_dynamics)
-DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
+DRIFT_MIN_SPAN_S = 10.0
+# an answer later than the typical round trip by this much (or 3 robust sigmas) leaves the moment the
+# controller took that setpoint uncertain; frames that depend on it are kept out of the dynamic fit
+UNCERTAIN_RTT_S = 0.0003
+MIN_KEPT_FRACTION = 0.3  # shortest run over which the drift between controller and host clocks is fitted
 
 
 def _finite(x: float | None) -> bool:
@@ -565,8 +569,12 @@ class LinkLatency:
     note: str
 
 
-def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.ndarray, np.ndarray]:
-    """(LinkLatency, command times as taken by the controller, state times as sampled by it), host clock."""
+def link_latency(
+    rec: Recording, cmd_period_s: float
+) -> tuple[LinkLatency, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(LinkLatency, command times as taken by the controller, state times as sampled by it, on the host
+    clock; and which commands' timing is uncertain: unanswered, or answered well after the typical round
+    trip, so the controller may have taken them anywhere in between. None when too few were answered.)"""
     notes = []
     ts, dev = rec.state_t, rec.state_dev
     mapped = ts.copy()
@@ -602,6 +610,7 @@ def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.n
     cmd_ms = math.nan
     n_ans = 0
     taken = rec.cmd_t
+    uncertain = None
     sel = rec.reply_cmd == ""
     rt = rec.reply_t[sel]
     if len(rt) and len(rec.cmd_t):
@@ -619,6 +628,10 @@ def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.n
             taken = rec.cmd_t + half
             idx = i[ok][good]
             taken[idx] = 0.5 * (rec.cmd_t[idx] + rt[ok][good])
+            med = float(np.median(rtt[good]))
+            spread = 1.4826 * float(np.median(np.abs(rtt[good] - med)))
+            uncertain = np.ones(len(rec.cmd_t), dtype=bool)
+            uncertain[idx] = rtt[good] > med + max(UNCERTAIN_RTT_S, 3 * spread)
     if n_ans < 20:
         notes.append("the controller answered too few commands: the command-path latency stays in L")
     return (
@@ -633,7 +646,27 @@ def link_latency(rec: Recording, cmd_period_s: float) -> tuple[LinkLatency, np.n
         ),
         taken,
         mapped,
+        uncertain,
     )
+
+
+def _timing_certain(
+    tc: np.ndarray, ts: np.ndarray, uncertain: np.ndarray | None, lag: float, period: float, warnings: list
+) -> np.ndarray:
+    """Frames whose modelled value does not depend on a setpoint of uncertain timing: the corner rounding
+    that identifies tau is a fraction of a millisecond of timing, so one late setpoint near a corner would
+    read as filtering. All frames when too few would be left."""
+    keep = np.ones(len(ts), dtype=bool)
+    if uncertain is None or not uncertain.any():
+        return keep
+    bad_t = tc[uncertain]
+    lo = np.searchsorted(bad_t, ts - lag - 0.05)
+    hi = np.searchsorted(bad_t, ts - lag + period)
+    keep = hi == lo
+    if keep.mean() < MIN_KEPT_FRACTION:
+        warnings.append("many setpoints were taken at uncertain times: the dynamic fit uses every frame")
+        return np.ones(len(ts), dtype=bool)
+    return keep
 
 
 @dataclass
@@ -672,8 +705,9 @@ def analyze_lag(
     warnings: list[str] = []
     tc_raw, qc = rec.commanded(joint)
     ts_all_raw, qs_all = rec.measured(joint)
+    uncertain = None
     if correct_link:
-        link, tc, ts_all = link_latency(rec, cmd_period_s)
+        link, tc, ts_all, uncertain = link_latency(rec, cmd_period_s)
     else:
         link = LinkLatency(False, math.nan, math.nan, math.nan, 0, math.nan, "not corrected")
         tc, ts_all = tc_raw, ts_all_raw
@@ -713,6 +747,7 @@ def analyze_lag(
     if _finite(lag0):
         try:
             sel = ts >= tc[0]
+            sel &= _timing_certain(tc, ts, uncertain, lag0, cmd_period_s, warnings)
             dyn = fit_dynamics(
                 tc,
                 qc,

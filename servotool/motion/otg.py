@@ -1,12 +1,12 @@
 """Jerk-limited online trajectory generation: a stream of stepped targets in, a smooth bounded command out.
 
 An online trajectory generator owns the commanded position, velocity and acceleration of each axis. Every
-cycle it plans the time-optimal jerk-limited profile from that state to rest at the latest target (the
-seven-segment profile of otg_profile) and follows it for one cycle, integrating the piecewise-constant jerk
-exactly. It needs nothing but the latest target, keeps |v| <= v_max, |a| <= a_max and |jerk| <= j_max on every
-cycle whatever the cycle length, and lands exactly on the target (position == target bit for bit, v = a = 0),
-then holds it bit for bit. A target that moves mid-motion is planned from the current velocity and
-acceleration; one inside the braking distance is passed, braked for and come back to.
+cycle it follows, for that one cycle, the time-optimal jerk-limited plan from that state to rest at the latest
+target (the seven-segment profile of otg_profile), integrating the piecewise-constant jerk exactly. It needs
+nothing but the latest target, keeps |v| <= v_max, |a| <= a_max and |jerk| <= j_max on every cycle whatever
+the cycle length, and lands exactly on the target (position == target bit for bit, v = a = 0), then holds it
+bit for bit. A target that moves mid-motion is planned from the current velocity and acceleration; one inside
+the braking distance is passed, braked for and come back to.
 
 The target velocity is always zero: this generator is for positional targets, not for velocity tracking.
 
@@ -32,7 +32,12 @@ __all__ = [
 ]
 
 
+_EMPTY = ((), 0.0, 0.0)
+
+
 def _finite(value, name: str) -> float:
+    if isinstance(value, (str, bytes, bool)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -102,9 +107,7 @@ def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimi
     v0 = _finite(v0, "v0")
     a0 = _finite(a0, "a0")
     target = _finite(target, "target")
-    return plan_to_rest(
-        target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk
-    )[1]
+    return plan_to_rest(target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk)[1]
 
 
 def _make_plan(p, v, a, target, segs, duration, peak) -> OtgPlan:
@@ -119,10 +122,10 @@ class Otg:
     `velocity` / `acceleration` say otherwise (a state beyond the limits is brought back within them first,
     never with more than max_jerk). Non-finite numbers raise ValueError.
 
-    Each step follows the time-optimal plan from the current state to rest at the latest target. When neither
-    the target nor the state has been touched since the previous step, the rest of the previous plan is that
-    plan (the tail of a time-optimal plan is time-optimal from any state on it), so it is kept instead of
-    being searched for again; set_target with a new value and set_position always plan afresh.
+    Each step follows the time-optimal plan from the current state to rest at the latest target. After a step
+    that only followed the plan, what is left of it is the time-optimal plan from the new state (the tail of
+    a time-optimal trajectory is time-optimal), so it is kept rather than searched for again; a new target or
+    a re-anchoring plans afresh.
     """
 
     __slots__ = ("_p", "_v", "_a", "_x", "_vmax", "_amax", "_jmax", "_limits", "_plan", "_peak")
@@ -167,7 +170,7 @@ class Otg:
         return self._p == self._x and self._v == 0.0 and self._a == 0.0
 
     def set_target(self, target: float) -> None:
-        """Aim at a new target from the next step on. A non-finite target raises ValueError (nothing changes)."""
+        """Aim at a new target from the next step on. A non-finite one raises ValueError (nothing changes)."""
         x = _finite(target, "target")
         if x != self._x:
             self._x = x
@@ -222,9 +225,6 @@ class Otg:
         return self._p
 
 
-_EMPTY = ((), 0.0, 0.0)
-
-
 def _vector(values, n: int | None, name: str) -> list[float]:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 1 or arr.size == 0:
@@ -241,10 +241,12 @@ class MultiOtg:
 
     `limits` is one OtgLimits for every axis or a sequence of one per axis. When `synchronized`, the axes that
     could land sooner are stretched to the slowest axis's duration by lowering their peak velocity, so they
-    arrive together, and a move from rest whose components are equal in magnitude (under equal limits) is a
-    straight line. An axis braking exactly onto its target has no peak to lower and keeps its own minimum
-    duration; so does an axis for which lowering the peak cannot reach the common duration (a few moving
-    states). An axis at rest on a target that did not change never moves.
+    arrive together (to 1e-7 of the duration), and a move from rest whose components are equal in magnitude
+    (under equal limits) is a straight line. Other directions are not straight: a lowered peak keeps the full
+    acceleration and jerk, so a shorter axis runs ahead early and behind late. An axis braking onto its
+    target has no peak to lower and keeps its own minimum duration; so does an axis for which lowering the
+    peak cannot reach the common duration (a few moving states). An axis at rest on a target that did not
+    change never moves.
 
     Plans are kept between steps as in Otg; any new target or set_position re-plans every axis. Vectors are
     returned as new numpy arrays; non-finite or wrongly sized inputs raise ValueError.
@@ -357,7 +359,15 @@ class MultiOtg:
                 segs, duration, peak = plans[i]
                 if 0.0 < duration < floor:
                     stretched = stretch_to(
-                        longest, x[i] - p[i], v[i], a[i], peak, duration, vmax[i], amax[i], jmax[i],
+                        longest,
+                        x[i] - p[i],
+                        v[i],
+                        a[i],
+                        peak,
+                        duration,
+                        vmax[i],
+                        amax[i],
+                        jmax[i],
                         self._stretched[i],
                     )
                     if stretched is not None:
@@ -387,6 +397,7 @@ class MultiOtg:
                 continue
             segs, duration, peak = plans[i]
             if duration <= dt:
+                # Land exactly (see Otg.step).
                 p[i] = x[i]
                 v[i] = 0.0
                 a[i] = 0.0

@@ -1,23 +1,30 @@
-"""Seven-segment jerk-limited profiles for one axis: planning to rest, synchronised stretching, exact integration.
+"""Jerk-limited profiles for one axis: the time-optimal plan to rest, its synchronised stretch, stepping.
 
-Everything here works on plain floats (one axis, consistent units: position, position/s, /s^2, /s^3) because a
+Everything here works on plain floats (one axis, consistent units: position, /s, /s^2, /s^3), because a
 handful of scalar operations per call is far cheaper in Python than any array machinery.
 
-A plan from (v0, a0) to rest at displacement dx has the shape
+A plan from velocity v0 and acceleration a0 to rest at displacement dx has the seven-segment shape
 
-    transfer (v0, a0) -> (u, 0)    up to three segments: jerk toward a peak acceleration, hold it, jerk to zero
-    cruise at u                    only when |u| = v_max, or when the plan is stretched for synchronisation
-    brake (u, 0) -> (0, 0)         the mirror transfer to rest
+    transfer (v0, a0) -> (u, 0)   jerk toward a peak acceleration, hold it (at most a_max), jerk back to zero
+    cruise at u                   only at |u| = v_max, or in a plan stretched for synchronisation
+    brake (u, 0) -> (0, 0)        the mirror transfer to rest
 
-and u, the peak velocity, is the only free parameter. S(u), the displacement of transfer plus brake without
-cruise, increases with u except for one dip next to v_rd = v0 + a0|a0|/(2 j_max) (where the transfer is just
-the ramp of the acceleration to zero). The search variable is x = sign(u - v_rd) sqrt(j_max |u - v_rd|), the
-peak acceleration of a transfer that passes through zero acceleration: S has an infinite slope in u at v_rd
-but is smooth in x, so a secant-based root finder converges there in a few steps. The domain is split at
-x = 0 and x = +-a_max (where the transfer starts to hold its acceleration); every piece whose ends bracket dx
-is solved and the shortest plan wins. A piece can also hold two roots that do not bracket (the two sides of
-the dip); those plans are never shorter than the root beyond v_rd or the cruise at v_max, so they need no
-search.
+and the peak velocity u is its one free parameter. S(u), the displacement of transfer plus brake without
+cruise, increases with u except for one dip next to v_rd = v0 + a0|a0| / (2 j_max), the velocity reached by
+ramping the acceleration straight to zero. The search variable is x = sign(u - v_rd) sqrt(j_max |u - v_rd|):
+S has an infinite slope in u at v_rd but not in x, so the root finder converges there in a few steps. The
+domain is split at x = 0 and x = +-a_max (where the transfer starts holding its acceleration); every piece
+whose ends bracket dx is solved and the shortest plan wins. A piece can also hold two roots that do not
+bracket it (the two sides of the dip); such plans are never shorter than the root on the far side of v_rd or
+the cruise at v_max, so they need no search.
+
+One case falls outside the seven segments: a state that decelerates toward v_rd (a0 and v_rd of opposite
+signs) with its target a little beyond its stopping point. Reaching a peak between 0 and v_rd would touch zero
+acceleration on the way down; the time-optimal plan eases the deceleration first and then brakes harder,
+without touching zero (three ramps, "eased brake"). That family replaces the peaks between 0 and v_rd.
+
+Checked against ruckig (tests/motion/test_otg_ruckig.py): the durations agree to rounding, rest to rest and
+from moving states inside the limits.
 """
 
 from __future__ import annotations
@@ -33,10 +40,11 @@ __all__ = [
     "stretch_to",
 ]
 
-_EPS = 2.220446049250313e-16
+_EPS = 2.220446049250313e-16  # float64 machine epsilon
 # Root-finder iterations are bounded by this; in practice 3 to 12 suffice.
 _MAX_ITER = 100
 _EMPTY_PLAN = ((), 0.0, 0.0)
+
 
 def _transfer(v0, a0, u, amax, jmax):
     """Durations and jerks (t1, j1, t2, ap, t3, j3) of the time-optimal move from (v0, a0) to (u, 0).
@@ -104,7 +112,8 @@ def _shape(v0, a0, u, amax, jmax):
     t1 = (ap - a0) / j1
     t3 = d * ap / jmax
     # Constant-jerk segment: displacement = t (v_start + v_end) / 2 - jerk t^3 / 12.
-    disp += 0.5 * (t1 * (v0 + v1) + t3 * (v2 + u)) + (d * t3 * t3 * t3 - t1 * t1 * t1 * (j1 / jmax)) * jmax / 12.0
+    disp += 0.5 * (t1 * (v0 + v1) + t3 * (v2 + u))
+    disp += (d * t3 * t3 * t3 - t1 * t1 * t1 * (j1 / jmax)) * jmax / 12.0
     au = u if u >= 0.0 else -u
     tb = 2.0 * sqrt(au / jmax) if au * jmax <= a2 else au / amax + amax / jmax
     # The brake is point-symmetric in velocity, so it covers u * tb / 2.
@@ -318,8 +327,8 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
     cycle's), only speeds up the search.
 
     A state inside the limits (|v| <= v_max, |a| <= a_max and v_rd within +-v_max) stays inside them. From
-    any other state the plan heads back at once: |v| never beyond max(|v0|, |v_rd|), |a| never beyond |a0|.
-    |jerk| <= j_max always.
+    any other state the plan heads back at once: |v| never beyond max(|v0|, |v_rd|, v_max), |a| never beyond
+    max(|a0|, a_max). |jerk| <= j_max always.
     """
     if v0 == 0.0 and a0 == 0.0:
         return _plan_from_rest(dx, vmax, amax, jmax)
@@ -435,7 +444,8 @@ def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
     matches to 1e-7 relative, far below a cycle. `hint`, a guess of the stretched peak (the previous
     cycle's), only speeds up the search.
     """
-    if abs(peak) <= 1e-12 * vmax:
+    if abs(peak) <= 1e-9 * vmax:
+        # Braking onto the target, give or take rounding: no peak worth lowering.
         return None
     args = (duration, dx, v0, a0, amax, jmax)
     tol = 1e-7 * duration
@@ -446,7 +456,9 @@ def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
         # (From rest the model below is exact, so no hint is needed.)
         inf = float("inf")
         probe = 1e-7 * hint
-        u, ua, ga, ub, gb = _polish(_residual_stretch, args, hint, peak, best - duration, 0.0, inf, probe, tol)
+        u, ua, ga, ub, gb = _polish(
+            _residual_stretch, args, hint, peak, best - duration, 0.0, inf, probe, tol
+        )
         if u is None and gb != inf and ga != inf:
             u = _root(_residual_stretch, args, ua, ga, ub, gb, 0.0, tol)
         if u is not None:
@@ -576,7 +588,7 @@ def advance(segs, dt, p, v, a):
 
 
 def follow(segs, dt, p, v, a):
-    """Like advance, and also return what is left of the plan: (p, v, a, remaining segments, their duration)."""
+    """Like advance, also returning what is left of the plan: (p, v, a, remaining segments, duration)."""
     left = dt
     n = len(segs)
     k = 0
@@ -602,8 +614,9 @@ class OtgPlan:
     """One axis's remaining plan, as it stands before the next step.
 
     `segments` is a tuple of (duration s, jerk) pairs of piecewise-constant jerk starting from (position,
-    velocity, acceleration); `duration` is their total (0 when at rest on the target); `peak_velocity` is the
-    velocity held between transfer and brake and `target` where the plan ends at rest.
+    velocity, acceleration); `duration` is their total in seconds (0 when at rest on the target);
+    `peak_velocity` is the velocity between transfer and brake (0 for a plan that only brakes) and `target`
+    where the plan ends, at rest.
     """
 
     position: float
@@ -615,7 +628,7 @@ class OtgPlan:
     peak_velocity: float
 
     def sample(self, t: float) -> tuple[float, float, float]:
-        """(position, velocity, acceleration) t seconds into the plan; the exact target at and after its end."""
+        """(position, velocity, acceleration) t s into the plan; exactly (target, 0, 0) from its end on."""
         if t >= self.duration:
             return self.target, 0.0, 0.0
         if t <= 0.0:

@@ -348,7 +348,12 @@ class Streamer:
         # call, recorded as its start (the analysis uses the answer's time for the rest)
         t_send = self.clock.now() if reply is None else t_call
         cmd = self._cmd_row(t_send, pass_index, phase, setpoint, raw)
-        frames, replies = self._poll()
+        try:
+            frames, replies = self._poll()
+        except DeviceError:
+            # the setpoint went out: it is recorded even when the link fails right after it
+            self._write_frames([], [reply] if reply is not None else [], [cmd])
+            raise
         if reply is not None:
             replies.append(reply)
         self._write_frames(frames, replies, [cmd])

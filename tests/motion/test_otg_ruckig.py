@@ -1,9 +1,9 @@
 """Time-optimality of the online trajectory generator, checked against ruckig as the oracle.
 
 Our durations come analytically from the plan (otg_duration / plan().duration), ruckig's from
-Ruckig.calculate(...).duration. Start states are kept strictly inside the limits (including the velocity reached by
-ramping the acceleration to zero), where both generators plan the same problem; cases ruckig does not accept as
-Working are skipped and counted.
+Ruckig.calculate(...).duration. Start states are kept strictly inside the limits (including the velocity
+reached by ramping the acceleration to zero), where both generators plan the same problem; cases ruckig does
+not accept as Working are skipped and counted.
 """
 
 from __future__ import annotations
