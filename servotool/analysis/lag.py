@@ -19,6 +19,12 @@ Definitions (all on the host clock the run stamped every send and every receive 
 
 Cruise statistics only use frames whose commanded history over the last L + 5*tau (plus two state periods)
 lies inside the cruise, so the transient after the ramp-up never biases L.
+
+Link latency: the host stamps sends and receives, so a plain measurement also contains the time a setpoint
+takes to reach the controller and a frame to come back (a few tenths of a millisecond on loopback). Where
+the recording allows it, L is the controller's own lag: frame times are mapped onto the host clock through
+the controller's timestamps, command times through the controller's answers (see LinkLatency). The plain
+send-to-receive figure is kept as host_fit; the guard view always uses raw host times.
 """
 
 from __future__ import annotations
@@ -35,17 +41,17 @@ from servotool.motion.guard import MARGIN_STEP_DEG, tuning_from_measurement
 
 CRUISE = "cruise"
 SETTLE = "settle"
-RAMP_DOWN = "ramp-down"
 
 MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
 FIT_GRID_S = 0.001  # simulation step of the dynamic model
 FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
 TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see fit_dynamics)
-DRIFT_MIN_SPAN_S = 10.0
+DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
 # an answer later than the typical round trip by this much (or 3 robust sigmas) leaves the moment the
-# controller took that setpoint uncertain; frames that depend on it are kept out of the dynamic fit
+# controller took that setpoint uncertain; frames that depend on it are kept out of the dynamic fit, as long
+# as MIN_KEPT_FRACTION of them remain
 UNCERTAIN_RTT_S = 0.0003
-MIN_KEPT_FRACTION = 0.3  # shortest run over which the drift between controller and host clocks is fitted
+MIN_KEPT_FRACTION = 0.3
 
 
 def _finite(x: float | None) -> bool:

@@ -87,16 +87,21 @@ def _arrivals(t: np.ndarray, raw: np.ndarray, shaped: np.ndarray, tol_frac: floa
             tol = max(abs(size) * tol_frac, 1e-9)
             inside = np.flatnonzero(np.abs(shaped[i:end, j] - target) <= tol)
             arrive = float(t[i + inside[0]] - t[i]) if inside.size else None
-            out.append(Arrival(t=float(t[i]), joint=j, target=float(target), size=float(size), arrive_s=arrive))
+            out.append(
+                Arrival(t=float(t[i]), joint=j, target=float(target), size=float(size), arrive_s=arrive)
+            )
     return out
 
 
-def replay(t: np.ndarray, raw: np.ndarray, spec: ShaperSpec, *, arrive_tol_frac: float = 0.01) -> ReplayResult:
+def replay(
+    t: np.ndarray, raw: np.ndarray, spec: ShaperSpec, *, arrive_tol_frac: float = 0.01
+) -> ReplayResult:
     """Stream raw targets (ticks, joints) through the shaper `spec` one tick each, primed at the first target.
 
-    Arrival: the first tick within arrive_tol_frac of a step's size from its new target, before the next change
-    (a ramp counts every tick as a change, so arrivals matter for steps). Trail: the largest |raw - shaped| over
-    ticks where the raw target moved since the previous tick. Refuses empty or non-finite input.
+    Arrival: the first tick within arrive_tol_frac of a step's size from its new target, before the next
+    change (a ramp counts every tick as a change, so arrivals matter for steps). Trail: the largest
+    |raw - shaped| over ticks where the raw target moved on this tick and the one before (0 for pure
+    steps). Refuses empty or non-finite input.
     """
     t = np.asarray(t, dtype=float)
     raw = np.asarray(raw, dtype=float)
@@ -112,8 +117,12 @@ def replay(t: np.ndarray, raw: np.ndarray, spec: ShaperSpec, *, arrive_tol_frac:
     shaped[0] = raw[0]
     for k in range(1, raw.shape[0]):
         shaped[k] = shaper.step(raw[k])
-    moving = np.zeros(raw.shape[0], dtype=bool)
-    moving[1:] = np.any(np.diff(raw, axis=0) != 0, axis=1)
+    # a target "moves" when it changed on this tick and the one before: a step is one change, not a motion
+    changed = np.zeros(raw.shape[0], dtype=bool)
+    changed[1:] = np.any(np.diff(raw, axis=0) != 0, axis=1)
+    moving = changed.copy()
+    moving[1:] &= changed[:-1]
+    moving[0] = False
     gap = np.abs(raw - shaped)
     trail = (np.max(gap[moving], axis=0) if moving.any() else np.zeros(raw.shape[1])).tolist()
     return ReplayResult(

@@ -8,6 +8,7 @@ from servotool.cli import version as version_cmd
 from servotool.cli.analyze import analyze
 from servotool.cli.lag import lag
 from servotool.cli.servo import servo_app
+from servotool.cli.shape import shape
 from servotool.cli.sim import sim_app
 from servotool.cli.step import step
 from servotool.cli.sweep import sweep
@@ -28,7 +29,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """Diagnostics and measurement for robot arms and servo buses."""
@@ -41,6 +41,7 @@ app.command("sweep")(sweep)
 app.command("lag")(lag)
 app.command("step")(step)
 app.command("analyze")(analyze)
+app.command("shape")(shape)
 
 
 def main() -> None:

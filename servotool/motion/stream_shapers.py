@@ -3,8 +3,8 @@
 * "accel": StreamShaper, acceleration-bounded (velocity and per-tick velocity change bounded; C1 at the wire).
 * "otg":   the jerk-limited online trajectory generator (velocity, acceleration and jerk bounded; C2).
 
-Both take a raw target per tick and return the next setpoint; both prime at a measured pose at rest, expose the
-last setpoint's velocity (the divergence guard's allowance uses it), and refuse non-finite targets.
+Both take a raw target per tick and return the next setpoint; both prime at a measured pose at rest,
+expose the last setpoint's velocity (the divergence guard's allowance uses it), and refuse non-finite targets.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ class OtgStreamShaper:
     exactly and held. Non-finite targets or a wrong joint count raise ValueError with the state unchanged.
     """
 
-    def __init__(self, v_max: float, a_max: float, j_max: float, dt: float, n_joints: int | None = None) -> None:
+    def __init__(
+        self, v_max: float, a_max: float, j_max: float, dt: float, n_joints: int | None = None
+    ) -> None:
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
         self.limits = OtgLimits(v_max, a_max, j_max)

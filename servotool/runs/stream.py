@@ -1,16 +1,18 @@
 """The streaming loop every arm run uses: setpoints on absolute deadlines, everything stamped, a safe ending.
 
 One loop, one clock. Tick k is sent at start + k * period (clock.sleep_until, never sleep(period), so there
-is no drift), and the time recorded for it is the clock reading taken just before the setpoint is handed to
-the transport. State frames carry the time the client received them, on the same clock. Every tick the loop
-records what it sent (`cmd`), what came back (`state`, `reply`), new fault latches (`fault`) and divergence
-guard trips (`guard`), with t = 0 at the run start.
+is no drift), and the time recorded for it is the actual send: when a fire-and-forget transport has handed
+the setpoint to the OS, or the start of a call that the controller answers (the answer gets its own row).
+State frames carry the time the client received them, on the same clock, and the controller's own
+timestamp. Every tick the loop records what it sent (`cmd`), what came back (`state`, `reply`), new fault
+latches (`fault`) and divergence guard trips (`guard`), with t = 0 at the run start.
 
-However a run ends early (Ctrl-C, a lost connection, a controller fault, a guard trip, a controller that keeps
-rejecting commands), it ends the same way: a `stop` row naming the reason, then a braking stop from the
-stream's current velocity at no more than a_max (never a velocity jump), then the last pose held while the
-arm comes to rest, all recorded. Ending the servo mode, closing the CSV and disabling the robot belong to the
-caller (runs/ramp.py, runs/step.py), which does them whatever happened here.
+However a run ends early (Ctrl-C, a lost connection, a controller fault, a guard trip, a controller that
+keeps rejecting commands), it ends the same way: a `stop` row naming the reason, then a braking stop from
+the stream's current velocity, its speed falling by a_max * period per tick (the shaper's acceleration
+bound; StreamShaper.prime starts at rest, so it cannot continue a moving stream), then the last pose held
+while the arm comes to rest, all recorded. Ending the servo mode, closing the CSV and disabling the robot
+belong to the caller (runs/ramp.py, runs/step.py), which does them whatever happened here.
 
 Ctrl-C is taken as a request, not an exception, while the loop runs: the first press starts the stop, a
 second one skips waiting for the arm to come to rest, a third raises KeyboardInterrupt.
