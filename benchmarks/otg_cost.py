@@ -31,7 +31,7 @@ import numpy as np
 from servotool.motion.otg import MultiOtg, OtgLimits
 
 DT = 0.001
-V_MAX, A_MAX, J_MAX = 1.0, 4.0, 40.0  # rad, rad/s, rad/s^2, rad/s^3: a moderate joint budget
+V_MAX, A_MAX, J_MAX = 1.0, 4.0, 40.0  # rad/s, rad/s^2, rad/s^3: a moderate joint budget
 
 
 def target_stream(n_joints: int, cycles: int, seed: int) -> list[np.ndarray | None]:

@@ -550,7 +550,7 @@ def _run_sequence(index):
     n_axes = 3 if multi else 1
     lims = [_random_limits(rng) for _ in range(n_axes)] if index % 3 == 2 else [DEFAULT_LIMITS] * n_axes
     if index % 2 == 0:  # 1 ms cycles with an occasional 2 ms one after a lost packet
-        dt_nom, duration, lossy = 0.001, rng.uniform(1.0, 2.0), True
+        dt_nom, duration, lossy = 0.001, rng.uniform(1.0, 3.0), True
     else:
         dt_nom, duration, lossy = float(rng.choice([0.004, 0.005, 0.008, 0.01])), rng.uniform(2.0, 5.0), False
     max_dt = 2 * dt_nom if lossy else dt_nom
