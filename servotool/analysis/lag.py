@@ -919,7 +919,7 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
     if constant:
         msg = (
             f"L is constant across speeds and directions (spread {spread:.2f} ms <= {tol:.2f} ms): "
-            "the guard delta is pure lag, v * L"
+            "the guard delta is v * L at every speed, a lag a guard can allow for"
         )
     else:
         lo, hi = good[int(np.argmin(lags))], good[int(np.argmax(lags))]

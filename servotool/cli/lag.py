@@ -194,11 +194,11 @@ def render_lag(result: LagResult, title: str = "") -> None:
         if link.note:
             console.print(f"  [dim]{link.note}[/]")
     if result.guard_fit is not None and result.fit is not None:
-        extra = result.guard_fit.lag_ms - result.fit.lag_ms
+        base = host.lag_ms if host is not None else result.fit.lag_ms
         console.print(
             f"guard-view lag (setpoint just sent - newest frame): {result.guard_fit.lag_ms:.2f} ms "
-            f"({extra:+.2f} ms: the age of the newest state frame, period "
-            f"{_f(result.state_period_s * 1e3, '.1f')} ms)"
+            f"(host view {result.guard_fit.lag_ms - base:+.2f} ms: the age of the newest state frame, "
+            f"period {_f(result.state_period_s * 1e3, '.1f')} ms)"
         )
     mid = result.midpoint
     if mid is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -79,11 +80,14 @@ def render_step(result: StepResult, title: str = "") -> None:
                 f"{m.travel_deg:.2f} deg ({_f(m.travel_ratio, '.1f')}x the step) at up to "
                 f"{_f(m.peak_speed_deg_s, '.0f')} deg/s"
             )
-        if m.guard_trip_ms == m.guard_trip_ms:  # not NaN
+        if math.isfinite(m.guard_trip_ms):
+            ticks = m.guard_after_crossing_ms / (result.cmd_period_s * 1e3)
             console.print(
                 f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
                 f"{_f(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
-                f"{_f(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target"
+                f"{_f(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target, "
+                f"{_f(m.guard_after_crossing_ms, '+.0f')} ms ({_f(ticks, '.1f')} ticks) after the first "
+                "frame beyond its allowance"
             )
     for trip in result.guard_trips:
         console.print(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}", highlight=False)

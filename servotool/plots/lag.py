@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from servotool.analysis.lag import FRICTION_V_EPS, LagResult, simulate
+from servotool.analysis.lag import FRICTION_V_EPS, LagResult, link_latency, simulate
 from servotool.analysis.recording import Recording
 
 
@@ -90,16 +90,22 @@ def lag_figure(result: LagResult, rec: Recording | None = None, title: str = "")
     ax_lag.set_xlabel("cruise speed v (deg/s)")
     ax_lag.set_ylabel("lag (ms)")
     ax_lag.set_xscale("log")
+    speeds = sorted({round(p.speed_deg_s, 1) for p in passes})
+    if speeds:
+        ax_lag.set_xticks(speeds, [f"{v:g}" for v in speeds])
+        ax_lag.minorticks_off()
     ax_lag.legend(fontsize=7)
     ax_lag.grid(alpha=0.3, which="both")
-    ax_lag.set_title("lag per pass (constant = pure lag)")
+    ax_lag.set_title("lag per pass (constant across speeds: a plain lag)")
 
     if rec is not None and len(rec.cmd_t) > 1 and len(rec.state_t) > 1:
         j = result.joint
-        tc, qc = rec.commanded(j)
-        ts, qs = rec.measured(j)
-        ax_time.plot(tc, qc, "-", color="C0", lw=1, label="commanded (send time)")
-        ax_time.plot(ts, qs, ".", color="C3", ms=1.5, label="measured (receive time)")
+        qc = rec.cmd_q[:, j]
+        qs = rec.state_q[:, j]
+        # the times the model was fitted on: as taken / sampled by the controller where the run allows it
+        _, tc, ts, _ = link_latency(rec, result.cmd_period_s)
+        ax_time.plot(tc, qc, "-", color="C0", lw=1, label="commanded")
+        ax_time.plot(ts, qs, ".", color="C3", ms=1.5, label="measured")
         d = result.dynamics
         if d is not None:
             y, dy = simulate(tc, qc, ts, d.lag_ms / 1e3, d.tau_ms / 1e3)
@@ -108,7 +114,7 @@ def lag_figure(result: LagResult, rec: Recording | None = None, title: str = "")
             ax_res = ax_time.twinx()
             ax_res.plot(ts, qs - model, "-", color="C7", lw=0.5, alpha=0.7)
             ax_res.set_ylabel("measured - model (deg)", color="C7")
-        ax_time.set_xlabel("t since run start (s)")
+        ax_time.set_xlabel("t since run start (s), controller-side times where known")
         ax_time.set_ylabel(f"joint {j} (deg)")
         ax_time.legend(fontsize=7, loc="upper left")
         ax_time.grid(alpha=0.3)

@@ -6,7 +6,6 @@ The live commands call `analyze_file` on the CSV they have just written, so what
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,7 +167,3 @@ def analyze_paths(paths: Iterable[str | Path], on_file: Any = None) -> AnalyzeRe
 def _strip_path(message: str, path: Path) -> str:
     prefix = f"{path}: "
     return message[len(prefix) :] if message.startswith(prefix) else message
-
-
-def finite(x: float | None) -> bool:
-    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)

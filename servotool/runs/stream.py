@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import math
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -182,15 +183,26 @@ class _SigintLatch:
             signal.signal(signal.SIGINT, self._old)
 
 
+GIL_SWITCH_S = 0.0005
+
+
 @contextmanager
 def _no_gc_pauses() -> Iterator[None]:
-    """Hold back the cyclic garbage collector while streaming: a collection can stall the loop for a large
-    part of a tick. The loop creates no reference cycles, so reference counting frees everything meanwhile."""
+    """Keep the interpreter from stalling the loop while streaming.
+
+    The cyclic garbage collector is held back: a collection can take a large part of a tick, and the loop
+    creates no reference cycles, so reference counting frees everything meanwhile. The GIL switch interval
+    is shortened: another Python thread (a transport's reader, an embedded simulator) otherwise keeps the
+    interpreter for up to 5 ms when a deadline comes.
+    """
     was_enabled = gc.isenabled()
+    switch = sys.getswitchinterval()
     gc.disable()
+    sys.setswitchinterval(min(switch, GIL_SWITCH_S))
     try:
         yield
     finally:
+        sys.setswitchinterval(switch)
         if was_enabled:
             gc.enable()
 
