@@ -1,0 +1,1 @@
+"""Pure math on recordings: lag fits, step metrics, sweep stall detection, offline shaper replays."""
