@@ -19,8 +19,9 @@ app = typer.Typer(
         "Diagnostics and measurement for robot arms and servo buses.\n\n"
         "Measure the lag between the setpoints you stream and what the controller executes, inject steps "
         "(raw or shaped) and watch for runaways, recompute every figure later from the recorded CSV, and map "
-        "bus-servo joint limits. Devices are URLs: sim:fr3 (the default) runs a built-in simulator that speaks "
-        "the real wire protocol, so every command works with no hardware; fairino://HOST talks to a real arm."
+        "bus-servo joint limits. Devices are URLs: sim:fr3 (the default) runs a built-in simulator that "
+        "speaks the real wire protocol, so every command works with no hardware; fairino://HOST talks to a "
+        "real arm."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -25,7 +25,7 @@ class DeviceURLError(ValueError):
 
 @dataclass(frozen=True)
 class DeviceURL:
-    """A parsed device URL: scheme ("sim", "fairino", "hiwonder", "dxl"), target (host, path or profile), params."""
+    """A parsed device URL: scheme ("sim", "fairino", "hiwonder"), target (host, path or profile), params."""
 
     raw: str
     scheme: str

@@ -26,8 +26,13 @@ def test_version_json():
 
 
 def test_python_dash_m_works():
-    out = subprocess.run([sys.executable, "-m", "servotool", "version", "--json"], capture_output=True,
-                         text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "servotool", "version", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(out.stdout)["servotool"] == __version__
 
 

@@ -7,7 +7,12 @@ def test_parse_urls():
     u = parse_url("sim:fr3?lag_ms=70&seed=4")
     assert (u.scheme, u.target, u.params, u.simulated) == ("sim", "fr3", {"lag_ms": "70", "seed": "4"}, True)
     u = parse_url("fairino://192.168.58.2?transport=rpc")
-    assert (u.scheme, u.target, u.params["transport"], u.simulated) == ("fairino", "192.168.58.2", "rpc", False)
+    assert (u.scheme, u.target, u.params["transport"], u.simulated) == (
+        "fairino",
+        "192.168.58.2",
+        "rpc",
+        False,
+    )
     u = parse_url("hiwonder:///dev/ttyAMA0?baud=1000000")
     assert (u.scheme, u.target) == ("hiwonder", "/dev/ttyAMA0")
 

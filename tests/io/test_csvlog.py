@@ -35,8 +35,10 @@ def _write(path, rows, **kw):
 
 def test_round_trip_keeps_header_and_rows(tmp_path):
     path = tmp_path / "a.csv"
-    rows = [{"t": 0.0012345, "event": "cmd", "seq": 0, "q1": 1.25, "q2": -3.0},
-            {"t": 0.0051, "event": "state", "q1": 1.2}]
+    rows = [
+        {"t": 0.0012345, "event": "cmd", "seq": 0, "q1": 1.25, "q2": -3.0},
+        {"t": 0.0051, "event": "state", "q1": 1.2},
+    ]
     _write(path, rows, extra={"realtime": "SCHED_FIFO 50"})
     meta, df = read_csv(path)
     assert meta.complete and meta.end_reason is None
@@ -61,14 +63,21 @@ def test_config_is_one_line_json(tmp_path):
     assert lines[0] == "# servotool-csv: 1"
     cfg = [line for line in lines if line.startswith("# config: ")]
     assert len(cfg) == 1
-    assert json.loads(cfg[0][len("# config: "):])["speeds"] == [5, 10]
+    assert json.loads(cfg[0][len("# config: ") :])["speeds"] == [5, 10]
     assert lines[-1] == "# end: complete"
 
 
 def test_rows_are_flushed_as_written(tmp_path):
     path = tmp_path / "a.csv"
-    with CsvLogWriter(path, device="sim:fr3", simulated=True, config={"mode": "step"}, units={},
-                      columns=COLUMNS, command="x") as w:
+    with CsvLogWriter(
+        path,
+        device="sim:fr3",
+        simulated=True,
+        config={"mode": "step"},
+        units={},
+        columns=COLUMNS,
+        command="x",
+    ) as w:
         w.write(t=0.5, event="cmd", seq=1, q1=2.0)
         # another reader sees the row before the writer closes
         meta, df = read_csv(path)
@@ -78,9 +87,18 @@ def test_rows_are_flushed_as_written(tmp_path):
 
 def test_exception_marks_interrupted_and_propagates(tmp_path):
     path = tmp_path / "a.csv"
-    with pytest.raises(KeyboardInterrupt), CsvLogWriter(
-        path, device="sim:fr3", simulated=True, config={"mode": "step"}, units={}, columns=COLUMNS, command="x"
-    ) as w:
+    with (
+        pytest.raises(KeyboardInterrupt),
+        CsvLogWriter(
+            path,
+            device="sim:fr3",
+            simulated=True,
+            config={"mode": "step"},
+            units={},
+            columns=COLUMNS,
+            command="x",
+        ) as w,
+    ):
         w.write(t=0.1, event="cmd")
         raise KeyboardInterrupt
     meta, df = read_csv(path)
@@ -92,7 +110,9 @@ def test_exception_marks_interrupted_and_propagates(tmp_path):
 
 def test_explicit_interrupt_reason(tmp_path):
     path = tmp_path / "a.csv"
-    with CsvLogWriter(path, device="d", simulated=False, config={}, units={}, columns=COLUMNS, command="x") as w:
+    with CsvLogWriter(
+        path, device="d", simulated=False, config={}, units={}, columns=COLUMNS, command="x"
+    ) as w:
         w.interrupt("controller fault main 1 sub 32")
     meta, _ = read_csv(path)
     assert meta.end_reason == "controller fault main 1 sub 32"
@@ -139,8 +159,12 @@ def test_writer_refuses_unknown_columns_and_never_overwrites(tmp_path):
         w.write(t=1.0)  # closed
     with pytest.raises(FileExistsError):
         _write(path, [])
-    with CsvLogWriter(tmp_path / "b.csv", device="d", simulated=False, config={}, units={}, columns=COLUMNS,
-                      command="x") as w2, pytest.raises(ValueError, match="unknown"):
+    with (
+        CsvLogWriter(
+            tmp_path / "b.csv", device="d", simulated=False, config={}, units={}, columns=COLUMNS, command="x"
+        ) as w2,
+        pytest.raises(ValueError, match="unknown"),
+    ):
         w2.write(bogus=1)
 
 
