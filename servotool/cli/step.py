@@ -112,6 +112,12 @@ def step(
     ),
     v_max: float = typer.Option(130.0, "--v-max", help="Shaper speed bound, deg/s."),
     a_max: float = typer.Option(500.0, "--a-max", help="Shaper acceleration bound, deg/s²."),
+    shaper: str = typer.Option(
+        "accel",
+        "--shaper",
+        help="accel: acceleration-bounded (C1 wire); otg: jerk-limited trajectory generator (C2 wire).",
+    ),
+    j_max: float = typer.Option(10000.0, "--j-max", help="Jerk bound of the otg shaper, deg/s³."),
     lag_ms: float | None = typer.Option(
         None, "--lag-ms", help="Measured lag L to tune the guard with (ms; default: the device profile's)."
     ),
@@ -125,7 +131,9 @@ def step(
         help="Allow raw steps on a real arm (a test arm, "
         "e-stop in hand); a typed confirmation is still asked.",
     ),
-    guard: bool = typer.Option(True, "--guard/--no-guard", help="Run the divergence guard alongside."),
+    guard: bool = typer.Option(
+        True, "--guard/--no-guard", help="Run the divergence guard alongside (always on for shaped steps)."
+    ),
     out: Annotated[
         Path | None, typer.Option("--out", help="Folder for the CSV (default ./servotool-runs).")
     ] = None,
@@ -147,8 +155,10 @@ def step(
         hold_s=hold_ms / 1e3,
         cmd_period_s=cmd_ms / 1e3,
         shaped=shaped,
+        shaper=shaper,
         v_max=v_max,
         a_max=a_max,
+        j_max=j_max,
         guard=guard,
         lag_ms=lag_ms,
         keep=keep,

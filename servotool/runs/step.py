@@ -25,9 +25,10 @@ import numpy as np
 from servotool.analysis.lag import guard_advice
 from servotool.devices.arm import Arm
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
-from servotool.motion.guard import DivergenceGuard
+from servotool.motion.guard import DivergenceGuard, GuardConfig, SafetyConfig, UnsafeConfigError
 from servotool.motion.ramp import step_levels
-from servotool.motion.shaper import StreamShaper
+from servotool.motion.shaper import ShaperConfig
+from servotool.motion.stream_shapers import SHAPER_KINDS, ShaperSpec
 from servotool.runs.analyze import FileAnalysis, analyze_file
 from servotool.runs.clock import Clock
 from servotool.runs.realtime import realtime
@@ -59,8 +60,10 @@ class StepSettings:
     hold_s: float = 0.6
     cmd_period_s: float = 0.01
     shaped: bool = True
+    shaper: str = "accel"  # "accel" (acceleration-bounded) or "otg" (jerk-limited); shaped runs only
     v_max: float = 130.0
     a_max: float = 500.0
+    j_max: float = 10000.0  # deg/s^3, otg only
     guard: bool = True
     lag_ms: float | None = None
     guard_noise_deg: float = DEFAULT_GUARD_NOISE_DEG
@@ -109,8 +112,13 @@ def check_settings(s: StepSettings, arm: Arm) -> None:
         raise RunRefused(f"--cmd-ms {s.cmd_period_s * 1e3:g} is outside 1..100 ms")
     if s.hold_s < 2 * s.cmd_period_s:
         raise RunRefused("--hold-ms must cover at least two command periods")
-    if s.v_max <= 0 or s.a_max <= 0:
-        raise RunRefused("--v-max and --a-max must be > 0")
+    if s.v_max <= 0 or s.a_max <= 0 or s.j_max <= 0:
+        raise RunRefused("--v-max, --a-max and --j-max must be > 0")
+    if s.shaper not in SHAPER_KINDS:
+        raise RunRefused(f"--shaper must be {' or '.join(SHAPER_KINDS)}, not {s.shaper!r}")
+    if s.shaped and not s.guard:
+        # fail-closed pairing: a shaped stream makes fast catch-ups that only the guard can check
+        raise RunRefused("a shaped stream runs only with the divergence guard: drop --no-guard")
     if s.lag_ms is not None and not (0 <= s.lag_ms < 2000):
         raise RunRefused("--lag-ms must be within 0..2000")
     if raw_needs_confirmation(s, arm):
@@ -163,6 +171,17 @@ class _WindowGuard:
         return self.guard.check(setpoint, measured, np.max(np.array(self._speeds), axis=0))
 
 
+def pair_check(s: StepSettings, gs: GuardSetup | None) -> None:
+    """Refuse (RunRefused) a shaped stream whose guard is missing or tuned below the shaper's floors."""
+    guard = None
+    try:
+        if gs is not None:
+            guard = GuardConfig(gs.margin_deg, gs.lag_s, measured_lag_s=gs.basis_lag_ms / 1e3, a_max=s.a_max)
+        SafetyConfig(shaper=ShaperConfig(s.v_max, s.a_max, s.cmd_period_s), guard=guard)
+    except UnsafeConfigError as exc:
+        raise RunRefused(str(exc)) from None
+
+
 def config_dict(s: StepSettings, pose, guard: GuardSetup | None) -> dict[str, Any]:
     cfg: dict[str, Any] = {"mode": "step"}
     cfg.update(asdict(s))
@@ -213,12 +232,14 @@ def run_step(
             pose = prep.pose
             plan = build_plan(s, pose)
             shaper = None
-            if s.shaped:
-                shaper = StreamShaper(s.v_max, s.a_max, s.cmd_period_s, n_joints=arm.n_joints)
-                shaper.prime(pose)
             guard: Any = None
             if s.guard:
                 gs = guard_setup(s, arm, prep.state_period_s)
+            if s.shaped:
+                pair_check(s, gs)
+                shaper = ShaperSpec(s.shaper, s.v_max, s.a_max, s.j_max, s.cmd_period_s).build(arm.n_joints)
+                shaper.prime(pose)
+            if gs is not None:
                 g = DivergenceGuard(gs.margin_deg, gs.lag_s)
                 guard = g if s.shaped else _WindowGuard(g, s.cmd_period_s)
             path = unique_path(Path(out_dir), run_file_name("step", arm.url))
