@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import isfinite, sqrt
+from math import sqrt
 
 import numpy as np
 
+from servotool.motion.checks import finite as _finite
 from servotool.motion.otg_profile import OtgPlan, follow, plan_to_rest, stretch_to
 
 __all__ = [
@@ -33,18 +34,6 @@ __all__ = [
 
 
 _EMPTY = ((), 0.0, 0.0)
-
-
-def _finite(value, name: str) -> float:
-    if isinstance(value, (str, bytes, bool)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
-    if not isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import pairwise
 
+from servotool.motion.checks import finite as _finite
+from servotool.motion.checks import positive as _positive
+
 __all__ = [
     "QUINTIC_PEAK",
     "Trajectory",
@@ -40,26 +43,6 @@ def min_jerk(u: float) -> float:
 def round_pulse(x: float) -> int:
     """Nearest whole pulse, halves rounding up (a shift by whole pulses shifts the result by exactly that)."""
     return math.floor(x + 0.5)
-
-
-def _positive(value, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return x
-
-
-def _finite(value, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x
 
 
 def duration_for(distance: float, max_speed: float, min_t: float = 0.2) -> float:

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from servotool.motion.checks import finite as _finite
+from servotool.motion.checks import positive as _positive
+
 __all__ = [
     "PHASES",
     "RampPass",
@@ -32,26 +35,6 @@ __all__ = [
 PHASES = ("ramp-up", "cruise", "ramp-down", "settle")
 # Tolerance when turning a duration into a whole number of ticks, so 0.2 s / 0.01 s counts as 20, not 21.
 _TICK_EPS = 1e-9
-
-
-def _positive(value, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return x
-
-
-def _finite(value, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x
 
 
 def _ticks(duration: float, dt: float) -> int:

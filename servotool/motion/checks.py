@@ -1,0 +1,26 @@
+"""Argument checks shared by the motion modules: a bad number is refused with its name, never let through."""
+
+from __future__ import annotations
+
+import math
+
+
+def finite(value, name: str) -> float:
+    """`value` as a float; ValueError naming `name` when it is not a finite number (str and bool refused)."""
+    if isinstance(value, (str, bytes, bool)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return x
+
+
+def positive(value, name: str) -> float:
+    """`value` as a float; ValueError naming `name` unless it is finite and > 0."""
+    x = finite(value, name)
+    if x <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return x
