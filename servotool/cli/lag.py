@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from servotool.analysis.lag import CombinedLag, LagResult, OriginFit
-from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.cli.common import announce_device, console, err_console, fail, print_json, run_errors
 from servotool.devices.arm import DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
 from servotool.io.csvlog import command_line
@@ -19,7 +19,7 @@ from servotool.io.paths import out_dir
 from servotool.runs.analyze import FileAnalysis
 from servotool.runs.clock import MonotonicClock
 from servotool.runs.ramp import RampSettings, run_ramp
-from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused, StreamOutcome, TickInfo
+from servotool.runs.stream import COMPLETE, INTERRUPTED, StreamOutcome, TickInfo
 
 DEFAULT_ROBOT = "sim:fr3"
 
@@ -321,26 +321,17 @@ def lag(
     )
     clock = MonotonicClock()
     arm = open_device(robot, rpc, clock)
-    try:
-        with RunProgress(not json_out, "ramp") as progress:
-            run = run_ramp(
-                arm,
-                settings,
-                clock=clock,
-                out_dir=out_dir(out),
-                command=command_line(),
-                on_tick=progress.tick,
-                on_pass=progress.on_pass("pass"),
-                on_status=progress.status,
-            )
-    except RunRefused as exc:
-        fail(f"refused: {exc}")
-    except DeviceError as exc:
-        fail(f"{exc} (nothing was recorded)", code=1)
-    except KeyboardInterrupt:
-        fail("interrupted before the run started; nothing was recorded", code=130)
-    finally:
-        arm.close()
+    with run_errors(arm), RunProgress(not json_out, "ramp") as progress:
+        run = run_ramp(
+            arm,
+            settings,
+            clock=clock,
+            out_dir=out_dir(out),
+            command=command_line(),
+            on_tick=progress.tick,
+            on_pass=progress.on_pass("pass"),
+            on_status=progress.status,
+        )
     plot_path = None
     if plot and run.analysis is not None:
         plot_path = save_plot(run.analysis)

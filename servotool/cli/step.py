@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from servotool.analysis.step import StepResult
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json, run_errors
 from servotool.cli.lag import (
     DEFAULT_ROBOT,
     RunProgress,
@@ -21,12 +21,10 @@ from servotool.cli.lag import (
     report_outcome,
     save_plot,
 )
-from servotool.devices.arm import DeviceError
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.runs.clock import MonotonicClock
 from servotool.runs.step import StepSettings, raw_needs_confirmation, run_step
-from servotool.runs.stream import RunRefused
 
 
 def render_step(result: StepResult, title: str = "") -> None:
@@ -168,7 +166,7 @@ def step(
     )
     clock = MonotonicClock()
     arm = open_device(robot, rpc, clock)
-    try:
+    with run_errors(arm):
         if raw_needs_confirmation(settings, arm) and test_arm:
             phrase = f"RAW {size:g} J{joint + 1}"
             err_console.print(
@@ -191,14 +189,6 @@ def step(
                 on_pass=progress.on_pass("step"),
                 on_status=progress.status,
             )
-    except RunRefused as exc:
-        fail(f"refused: {exc}")
-    except DeviceError as exc:
-        fail(f"{exc} (nothing was recorded)", code=1)
-    except KeyboardInterrupt:
-        fail("interrupted before the run started; nothing was recorded", code=130)
-    finally:
-        arm.close()
     plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
     if json_out:
         print_json(
