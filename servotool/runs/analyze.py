@@ -120,6 +120,15 @@ class AnalyzeReport:
         }
 
 
+def analyze_written(path: Path) -> tuple[FileAnalysis | None, str | None]:
+    """Analyse the CSV a live run has just written: (analysis, None), or (None, why) when it holds too little
+    to analyse (a run cut off before its first pass, say). The recording itself is kept either way."""
+    try:
+        return analyze_file(path), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
 def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
     """Files named directly, plus every *.csv under the folders named (recursively, sorted)."""
     found: list[Path] = []

@@ -19,7 +19,7 @@ import numpy as np
 from servotool.devices.arm import Arm
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.analyze import FileAnalysis, analyze_file
+from servotool.runs.analyze import FileAnalysis, analyze_written
 from servotool.runs.clock import Clock
 from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
@@ -163,9 +163,5 @@ def run_ramp(
         finally:
             notes += finish(arm, s.keep)
     notes += outcome.notes
-    try:
-        analysis = analyze_file(path)
-        error = None
-    except ValueError as exc:
-        analysis, error = None, str(exc)
+    analysis, error = analyze_written(path)
     return RampRun(path=path, outcome=outcome, analysis=analysis, analysis_error=error, notes=notes)

@@ -29,7 +29,7 @@ from servotool.motion.guard import DivergenceGuard, GuardConfig, SafetyConfig, U
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
 from servotool.motion.stream_shapers import SHAPER_KINDS, ShaperSpec
-from servotool.runs.analyze import FileAnalysis, analyze_file
+from servotool.runs.analyze import FileAnalysis, analyze_written
 from servotool.runs.clock import Clock
 from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
@@ -273,9 +273,5 @@ def run_step(
         finally:
             notes += finish(arm, s.keep)
     notes += outcome.notes
-    try:
-        analysis = analyze_file(path)
-        error = None
-    except ValueError as exc:
-        analysis, error = None, str(exc)
+    analysis, error = analyze_written(path)
     return StepRun(path=path, outcome=outcome, analysis=analysis, guard=gs, analysis_error=error, notes=notes)
