@@ -109,8 +109,8 @@ def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_
                 break
             assert time.perf_counter() - t_kill < 0.5
             time.sleep(0.001)
-        # detection is immediate on EOF and bounded by the 100 ms silence rule; the slack is for a loaded machine
-    assert time.perf_counter() - t_kill < 0.3
+        # immediate on EOF, else the 100 ms silence rule; the slack is for a loaded machine
+        assert time.perf_counter() - t_kill < 0.3
         arm.close()
     finally:
         proc.kill()
