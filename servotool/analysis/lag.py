@@ -789,7 +789,7 @@ def analyze_lag(
                     abs(v) if _finite(v) else math.nan,
                     0.0,
                     0,
-                    *([math.nan] * 7),
+                    *([math.nan] * 8),  # every measured figure of PassLag, delta_mean_deg .. overshoot_deg
                     note="no cruise",
                 )
             )

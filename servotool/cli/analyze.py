@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from servotool.analysis.lag import LagResult
 from servotool.cli.common import console, err_console, print_json
@@ -59,7 +60,9 @@ def analyze(
             render_combined(report.combined)
     for problem in report.problems:
         err_console.print(
-            f"[bold red]skipped[/] {problem.path}: {problem.reason}", highlight=False, soft_wrap=True
+            f"[bold red]skipped[/] {escape(f'{problem.path}: {problem.reason}')}",
+            highlight=False,
+            soft_wrap=True,
         )
     if not report.files:
         err_console.print("[bold red]error:[/] no file could be analysed", highlight=False)

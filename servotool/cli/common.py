@@ -12,14 +12,16 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-console = Console()
-err_console = Console(stderr=True)
+# user text (paths, URLs like bogus:x:) must print as typed: no emoji codes, markup escaped where echoed
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear error line on stderr and exit non-zero (never a traceback)."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

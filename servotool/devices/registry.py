@@ -57,6 +57,11 @@ def parse_url(url: str) -> DeviceURL:
         raise DeviceURLError(f"device URL {url!r}: malformed parameters ({exc})") from None
     if not target:
         raise DeviceURLError(f"device URL {url!r} names no host, port or profile")
+    if scheme != "sim" and parts.netloc and ":" in parts.netloc.rsplit("]", 1)[-1]:
+        raise DeviceURLError(
+            f"device URL {url!r}: put ports in the query "
+            "(e.g. ?rpc_port=20003&cnde_port=20005&udp_port=20007), not after the host"
+        )
     return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
 
 

@@ -61,3 +61,15 @@ def test_lag_refuses_bad_options_with_one_line(tmp_path):
     res = runner.invoke(app, ["lag", "--robot", "nowhere", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "nowhere" in res.stderr
     assert not list(tmp_path.glob("*.csv"))
+
+
+def test_a_pass_too_short_to_cruise_is_reported_not_a_crash(tmp_path):
+    res = runner.invoke(
+        app, ["lag", "--ramp", "--sweep", "4", "--speeds", "10,40", "--out", str(tmp_path), "--json"]
+    )
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    passes = out["analysis"]["result"]["passes"]
+    # the 40 deg/s passes of a 4 deg sweep are triangles: reported as such and left out of the fit
+    assert [p["note"] for p in passes[2:]] == ["no cruise", "no cruise"]
+    assert out["analysis"]["result"]["fit"]["n_passes"] == 2

@@ -26,3 +26,8 @@ def test_bad_urls_refused(bad):
 def test_unknown_device_named_in_error():
     with pytest.raises(DeviceURLError, match="sim:ur5"):
         open_arm("sim:ur5")
+
+
+def test_a_port_after_the_host_is_refused_with_the_query_form():
+    with pytest.raises(DeviceURLError, match="rpc_port"):
+        parse_url("fairino://127.0.0.1:1")
