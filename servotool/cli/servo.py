@@ -116,6 +116,8 @@ def move_cmd(
     """Move along a minimum-jerk trajectory, checked against the limits first.
 
     The goal and every 40 ms sample are checked against the stored limits, intersected with --limits.
+    Pass your mapped limits file (e.g. campaigns/rosorin-arm-limits.yaml): without it only the servos'
+    stored limits apply, and those are wider than where the arm is safe.
 
     A goal outside them is refused with its reason, and nothing moves.
     """
@@ -130,6 +132,8 @@ def move_cmd(
             goal = parse_goal(to, poses)
         except ValueError as exc:
             fail(str(exc))
+        if lf is None:
+            err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
         result = move_to(dev, MonotonicClock(), goal, limits=lim, speed=speed)
     except Refused as exc:
