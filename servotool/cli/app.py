@@ -35,14 +35,14 @@ def _root() -> None:
     """Diagnostics and measurement for robot arms and servo buses."""
 
 
-app.command("version")(version_cmd.version)
-app.add_typer(servo_app, name="servo")
-app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")
-app.command("sweep")(sweep)
 app.command("lag")(lag)
 app.command("step")(step)
 app.command("analyze")(analyze)
 app.command("shape")(shape)
+app.command("sweep")(sweep)
+app.add_typer(servo_app, name="servo")
+app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")
+app.command("version")(version_cmd.version)
 
 
 def main() -> None:

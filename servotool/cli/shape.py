@@ -29,9 +29,11 @@ def shape(
     ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
-    """Replay a recorded run's raw targets through a shaper, offline, and report what the wire would have
-    carried: peak velocity, acceleration and jerk, arrival times, the largest per-tick velocity change against
-    the runaway band, and the trail behind a moving target. Nothing is sent to any device."""
+    """Replay a recorded run's raw targets through a shaper, offline: what would the wire have carried?
+
+    Reports peak velocity, acceleration and jerk, arrival times, the largest per-tick velocity change against
+    the runaway band, and the trail behind a moving target. Nothing is sent to any device.
+    """
     from servotool.analysis.recording import RecordingError
     from servotool.io.csvlog import CsvFormatError
     from servotool.motion.stream_shapers import ShaperSpec
