@@ -111,6 +111,19 @@ def outcome_dict(outcome: StreamOutcome) -> dict[str, Any]:
     }
 
 
+def exit_for(run: Any) -> None:
+    """Exit non-zero when a live run (RampRun or StepRun) ended early or its recording could not be analysed;
+    the CSV is kept either way."""
+    if run.analysis is None:
+        err_console.print(
+            f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
+        )
+        raise typer.Exit(1)
+    code = exit_code(run.outcome)
+    if code:
+        raise typer.Exit(code)
+
+
 def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None:
     for note in notes:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
@@ -352,11 +365,4 @@ def lag(
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False)
-    if run.analysis is None:
-        err_console.print(
-            f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
-        )
-        raise typer.Exit(1)
-    code = exit_code(run.outcome)
-    if code:
-        raise typer.Exit(code)
+    exit_for(run)

@@ -15,7 +15,7 @@ from servotool.cli.lag import (
     DEFAULT_ROBOT,
     RunProgress,
     _f,
-    exit_code,
+    exit_for,
     open_device,
     outcome_dict,
     report_outcome,
@@ -215,11 +215,4 @@ def step(
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False)
-    if run.analysis is None:
-        err_console.print(
-            f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
-        )
-        raise typer.Exit(1)
-    code = exit_code(run.outcome)
-    if code:
-        raise typer.Exit(code)
+    exit_for(run)
