@@ -68,7 +68,8 @@ def render_step(result: StepResult, title: str = "") -> None:
     kind = "shaped" if result.shaped else "raw"
     console.print(
         f"{kind} steps on joint {result.joint}: {result.runaways} runaway(s), "
-        f"{result.total_rejects} rejected command(s), {result.total_faults} fault latch(es); "
+        f"{result.total_rejects} rejected command(s) in the whole run, "
+        f"{result.total_faults} fault latch(es); "
         f"noise {_f(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg"
     )
     for m in result.steps:
