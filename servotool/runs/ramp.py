@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from servotool.devices.arm import Arm
-from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.ramp import ramp_profile
 from servotool.runs.analyze import FileAnalysis, analyze_written
 from servotool.runs.clock import Clock
@@ -25,14 +24,12 @@ from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,
     StopSettings,
-    Streamer,
     StreamOutcome,
     StreamPlan,
     TickInfo,
-    columns,
     finish,
     prepare,
-    units,
+    record_stream,
 )
 
 
@@ -136,30 +133,21 @@ def run_ramp(
             targets = np.tile(pose, (len(profile), 1))
             targets[:, s.joint] = profile.q
             plan = StreamPlan(targets, profile.pass_index, profile.phase)
-            path = unique_path(Path(out_dir), run_file_name("ramp", arm.url))
-            with CsvLogWriter(
-                path,
-                device=arm.url,
-                simulated=arm.simulated,
+            say(f"streaming {len(profile.passes)} passes, {len(profile) * s.cmd_period_s:.1f} s")
+            path, outcome = record_stream(
+                arm,
+                clock,
+                plan,
+                mode="ramp",
+                out_dir=out_dir,
                 config=config_dict(s, pose, profile.notes),
-                units=units(arm.n_joints, raw=False),
-                columns=columns(arm.n_joints, raw=False),
+                header={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
                 command=command,
-                extra={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
-            ) as writer:
-                say(f"streaming {len(profile.passes)} passes, {len(profile) * s.cmd_period_s:.1f} s")
-                streamer = Streamer(
-                    arm,
-                    clock,
-                    writer,
-                    period_s=s.cmd_period_s,
-                    stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                    on_tick=on_tick,
-                    on_pass=on_pass,
-                )
-                outcome = streamer.run(plan)
-                if not outcome.complete:
-                    writer.interrupt(outcome.reason or outcome.status)
+                period_s=s.cmd_period_s,
+                stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
+                on_tick=on_tick,
+                on_pass=on_pass,
+            )
         finally:
             notes += finish(arm, s.keep)
     notes += outcome.notes

@@ -24,7 +24,6 @@ import numpy as np
 
 from servotool.analysis.lag import guard_advice
 from servotool.devices.arm import Arm
-from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.guard import DivergenceGuard, GuardConfig, SafetyConfig, UnsafeConfigError
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
@@ -35,14 +34,12 @@ from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,
     StopSettings,
-    Streamer,
     StreamOutcome,
     StreamPlan,
     TickInfo,
-    columns,
     finish,
     prepare,
-    units,
+    record_stream,
 )
 
 # commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
@@ -242,34 +239,25 @@ def run_step(
             if gs is not None:
                 g = DivergenceGuard(gs.margin_deg, gs.lag_s)
                 guard = g if s.shaped else _WindowGuard(g, s.cmd_period_s)
-            path = unique_path(Path(out_dir), run_file_name("step", arm.url))
-            with CsvLogWriter(
-                path,
-                device=arm.url,
-                simulated=arm.simulated,
+            kind = "shaped" if s.shaped else "RAW"
+            say(f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}")
+            path, outcome = record_stream(
+                arm,
+                clock,
+                plan,
+                mode="step",
+                out_dir=out_dir,
                 config=config_dict(s, pose, gs),
-                units=units(arm.n_joints, raw=True),
-                columns=columns(arm.n_joints, raw=True),
+                header={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
                 command=command,
-                extra={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
-            ) as writer:
-                kind = "shaped" if s.shaped else "RAW"
-                say(f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}")
-                streamer = Streamer(
-                    arm,
-                    clock,
-                    writer,
-                    period_s=s.cmd_period_s,
-                    shaper=shaper,
-                    guard=guard,
-                    record_raw=True,
-                    stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                    on_tick=on_tick,
-                    on_pass=on_pass,
-                )
-                outcome = streamer.run(plan)
-                if not outcome.complete:
-                    writer.interrupt(outcome.reason or outcome.status)
+                record_raw=True,
+                period_s=s.cmd_period_s,
+                shaper=shaper,
+                guard=guard,
+                stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
+                on_tick=on_tick,
+                on_pass=on_pass,
+            )
         finally:
             notes += finish(arm, s.keep)
     notes += outcome.notes

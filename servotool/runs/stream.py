@@ -28,11 +28,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError, StateFrame
+from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.runs.clock import Clock
 
 PHASE_STOP = "stop"
@@ -562,6 +564,39 @@ class Streamer:
 def stream(arm: Arm, clock: Clock, writer: Any, plan: StreamPlan, **kwargs: Any) -> StreamOutcome:
     """Convenience: Streamer(arm, clock, writer, **kwargs).run(plan)."""
     return Streamer(arm, clock, writer, **kwargs).run(plan)
+
+
+def record_stream(
+    arm: Arm,
+    clock: Clock,
+    plan: StreamPlan,
+    *,
+    mode: str,
+    out_dir: Path,
+    config: dict[str, Any],
+    header: dict[str, Any],
+    command: str | None,
+    record_raw: bool = False,
+    **streamer_kwargs: Any,
+) -> tuple[Path, StreamOutcome]:
+    """Stream `plan` into a new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never
+    overwriting), header extras `header`; a run that ends early gets the end line `interrupted: <reason>`.
+    Returns the file and how the stream ended; streamer_kwargs go to Streamer (period_s, shaper, guard...)."""
+    path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
+    with CsvLogWriter(
+        path,
+        device=arm.url,
+        simulated=arm.simulated,
+        config=config,
+        units=units(arm.n_joints, raw=record_raw),
+        columns=columns(arm.n_joints, raw=record_raw),
+        command=command,
+        extra=header,
+    ) as writer:
+        outcome = Streamer(arm, clock, writer, record_raw=record_raw, **streamer_kwargs).run(plan)
+        if not outcome.complete:
+            writer.interrupt(outcome.reason or outcome.status)
+    return path, outcome
 
 
 # ---------------------------------------------------------------------------------------------------------
