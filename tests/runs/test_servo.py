@@ -4,8 +4,6 @@ import pytest
 
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
-from servotool.devices.hiwonder.sim import SimTime
-from servotool.devices.registry import open_bus
 from servotool.runs.servo import (
     Refused,
     intersect_limits,
@@ -15,22 +13,6 @@ from servotool.runs.servo import (
     read_limits,
     relax,
 )
-
-
-@pytest.fixture
-def arm():
-    opened = []
-
-    def make(params=""):
-        clock = SimTime()
-        bus = open_bus(f"sim:rosorin-arm?{params}" if params else "sim:rosorin-arm", clock=clock)
-        opened.append(bus)
-        return bus, clock
-
-    yield make
-    for bus in opened:
-        bus.close()
-
 
 TUCK = ROSORIN_ARM.poses["tuck"]
 

@@ -4,26 +4,9 @@ import pytest
 
 from servotool.analysis.sweep import STOP_ABORT, STOP_AT_LIMIT, STOP_STALL, STOP_STORED
 from servotool.devices.hiwonder import protocol as p
-from servotool.devices.hiwonder.sim import SimTime
-from servotool.devices.registry import open_bus
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.runs.servo import Refused
 from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
-
-
-@pytest.fixture
-def arm():
-    opened = []
-
-    def make(params=""):
-        clock = SimTime()
-        bus = open_bus(f"sim:rosorin-arm?{params}" if params else "sim:rosorin-arm", clock=clock)
-        opened.append(bus)
-        return bus, clock
-
-    yield make
-    for bus in opened:
-        bus.close()
 
 
 def assert_every_command_safe(bus):
