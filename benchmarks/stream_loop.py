@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from servotool.clock import MonotonicClock
 from servotool.devices.arm import StateFrame
 from servotool.io.csvlog import CsvLogWriter
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.realtime import realtime
 from servotool.runs.stream import Streamer, StreamPlan, columns, units
 

@@ -12,12 +12,12 @@ from rich.table import Table
 
 from servotool.analysis.lag import CombinedLag, LagResult, OriginFit
 from servotool.cli.common import announce_device, console, err_console, fail, print_json, run_errors
+from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.runs.analyze import FileAnalysis
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.ramp import RampSettings, run_ramp
 from servotool.runs.stream import COMPLETE, INTERRUPTED, StreamOutcome, TickInfo
 

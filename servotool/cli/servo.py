@@ -9,10 +9,10 @@ import typer
 from rich.table import Table
 
 from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError
 from servotool.devices.registry import DeviceURLError, open_bus
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,

@@ -21,9 +21,9 @@ from servotool.cli.lag import (
     report_outcome,
     save_plot,
 )
+from servotool.clock import MonotonicClock
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.step import StepSettings, raw_needs_confirmation, run_step
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from servotool.clock import Clock
 from servotool.devices.arm import Arm
 from servotool.motion.ramp import ramp_profile
 from servotool.runs.analyze import FileAnalysis, analyze_written
-from servotool.runs.clock import Clock
 from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,

@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from servotool.analysis.lag import guard_advice
+from servotool.clock import Clock
 from servotool.devices.arm import Arm
 from servotool.motion.guard import DivergenceGuard, GuardConfig, SafetyConfig, UnsafeConfigError
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
 from servotool.motion.stream_shapers import SHAPER_KINDS, ShaperSpec
 from servotool.runs.analyze import FileAnalysis, analyze_written
-from servotool.runs.clock import Clock
 from servotool.runs.realtime import realtime
 from servotool.runs.stream import (
     RunRefused,

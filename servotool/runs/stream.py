@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from servotool.clock import Clock
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError, StateFrame
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
-from servotool.runs.clock import Clock
 
 PHASE_STOP = "stop"
 PHASE_REST = "rest"

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
+from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.ramp import RampSettings, run_ramp
 
 URL = os.environ.get("SERVOTOOL_TEST_ROBOT")

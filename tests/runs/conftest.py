@@ -2,7 +2,7 @@
 
 import pytest
 
-from servotool.devices.hiwonder.sim import SimTime
+from servotool.clock import FakeClock
 from servotool.devices.registry import open_bus
 
 
@@ -11,7 +11,7 @@ def arm():
     opened = []
 
     def make(params=""):
-        clock = SimTime()
+        clock = FakeClock()
         bus = open_bus(f"sim:rosorin-arm?{params}" if params else "sim:rosorin-arm", clock=clock)
         opened.append(bus)
         return bus, clock

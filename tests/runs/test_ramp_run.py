@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.csvlog import read_meta
 from servotool.runs.analyze import analyze_file
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.ramp import RampSettings, run_ramp
 from servotool.runs.stream import RunRefused
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.runs.analyze import analyze_file
-from servotool.runs.clock import MonotonicClock
 from servotool.runs.step import StepSettings, run_step
 from servotool.runs.stream import FAULT, RunRefused
 

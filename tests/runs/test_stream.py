@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from servotool.analysis.recording import recording_from_frame
+from servotool.clock import FakeClock
 from servotool.devices.arm import ConnectionLost, Reply, StateFrame
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
 from servotool.motion.shaper import StreamShaper
-from servotool.runs.clock import FakeClock
 from servotool.runs.stream import (
     COMPLETE,
     CONNECTION_LOST,

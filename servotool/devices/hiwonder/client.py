@@ -299,7 +299,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
                           retries=opts["retries"], server=server)
         attach = getattr(kwargs.get("clock"), "attach", None)
         if attach is not None:
-            attach(bus.sync)  # a lock-step SimTime waits for the board before time moves on
+            attach(bus.sync)  # a lock-step FakeClock waits for the board before time moves on
         return bus
     if params:
         raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "

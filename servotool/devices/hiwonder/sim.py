@@ -14,8 +14,8 @@ Physics (figures from the arm on the bench, all configurable, see sim_params):
 * a silent servo neither answers nor moves (it lost power); replies can be corrupted (CRC) on purpose.
 
 Time is the sim's own clock: any object with `now()` in seconds (the host monotonic clock by default). Pass a
-`SimTime` shared with the run to run faster than real time in lock-step: physics and run share one time base
-and nothing waits. Deterministic for a given seed.
+`servotool.clock.FakeClock` shared with the run to run faster than real time in lock-step: physics and run
+share one time base and nothing waits. Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import select
 import threading
 import time
 import tty
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -270,39 +270,6 @@ class BoardSim:
         with self._lock:
             self.advance()
             self.servos[sid].dead = silent
-
-
-class SimTime:
-    """A manual clock that runs a simulated board faster than real time, in lock-step with its client.
-
-    It has the run clock's interface (now, sleep_until, sleep) and only moves when slept on, like a fake
-    clock. Before time moves on it calls its barrier (the client's `sync`: wait until the board has taken
-    every frame written so far), so each command is applied at the sim time it was sent and a run is
-    deterministic.
-    """
-
-    def __init__(self, start: float = 0.0) -> None:
-        self._t = float(start)
-        self._barrier: Callable[[], None] | None = None
-
-    def attach(self, barrier: Callable[[], None]) -> None:
-        self._barrier = barrier
-
-    def now(self) -> float:
-        return self._t
-
-    def advance(self, seconds: float) -> float:
-        if seconds > 0:
-            if self._barrier is not None:
-                self._barrier()
-            self._t += seconds
-        return self._t
-
-    def sleep_until(self, deadline: float) -> float:
-        return self.advance(deadline - self._t)
-
-    def sleep(self, seconds: float) -> float:
-        return self.advance(seconds)
 
 
 class PtyBoardServer:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from servotool.clock import MonotonicClock
 from servotool.devices.arm import Reply, StateFrame
 from servotool.devices.registry import open_arm
-from servotool.runs.clock import MonotonicClock
 
 PERIOD = 0.01
 

@@ -2,10 +2,11 @@ import time
 
 import pytest
 
+from servotool.clock import FakeClock
 from servotool.devices.arm import DeviceError
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.client import HiwonderBus
-from servotool.devices.hiwonder.sim import SimTime, start_sim
+from servotool.devices.hiwonder.sim import start_sim
 from servotool.devices.registry import DeviceURLError, open_bus
 
 
@@ -52,7 +53,7 @@ def test_read_all_reports_every_servo(bus_factory):
 
 
 def test_move_and_hold_over_the_wire(bus_factory):
-    clock = SimTime()
+    clock = FakeClock()
     bus = bus_factory("sim:rosorin-arm?lag_ms=0", clock=clock)
     bus.move({1: 600, 5: 400}, 1000)
     clock.sleep(0.5)
@@ -93,7 +94,7 @@ def test_random_crc_errors_never_give_a_wrong_value(bus_factory):
 
 
 def test_negative_positions_read_signed(bus_factory):
-    clock = SimTime()
+    clock = FakeClock()
     bus = bus_factory("sim:rosorin-arm", clock=clock)
     bus.torque_off(3)
     assert bus.read_torque(3) is False

@@ -1,14 +1,15 @@
 import pytest
 
+from servotool.clock import FakeClock
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
-from servotool.devices.hiwonder.sim import BoardSim, SimTime
+from servotool.devices.hiwonder.sim import BoardSim
 from servotool.devices.hiwonder.sim_params import parse_sim_params
 from servotool.devices.registry import DeviceURLError
 
 
 def board(**params):
-    clock = SimTime()
+    clock = FakeClock()
     sim = BoardSim(ROSORIN_ARM, parse_sim_params(ROSORIN_ARM, {k: str(v) for k, v in params.items()}), clock)
     return sim, clock
 

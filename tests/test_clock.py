@@ -1,4 +1,4 @@
-from servotool.runs.clock import FakeClock, MonotonicClock
+from servotool.clock import FakeClock, MonotonicClock
 
 
 def test_fake_clock_advances_only_when_waiting():

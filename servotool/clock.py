@@ -1,17 +1,27 @@
-"""Clocks for runs: one host monotonic time base, waits on absolute deadlines, and a fake for tests.
+"""Clocks: one host monotonic time base for runs and simulators, and a fake one for tests.
 
 Every timestamp of a run comes from one Clock. `MonotonicClock.sleep_until` sleeps to shortly before the
 deadline and spins the rest, so a periodic loop written as `deadline = start + k * period` keeps its phase:
 errors never accumulate into drift the way `sleep(period)` in a loop does.
+
+`FakeClock` only moves when slept on or advanced, so tests never wait on the wall clock. It serves both as the
+fake run clock and as the lock-step time base of a simulator: before time moves on it calls its barrier (for
+example a client's `sync`, which waits until the simulated device has taken every frame written so far), then
+every `on_advance` listener, so each command is applied at the simulated time it was sent.
+
+The bottom of the package: devices, runs and the recorder all import it; it imports nothing of servotool.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
 class Clock(Protocol):
+    """What a run, a recorder or a simulator needs of time (seconds, monotonic, arbitrary origin)."""
+
     def now(self) -> float:
         """Seconds on a monotonic time base (arbitrary origin)."""
         ...
@@ -55,21 +65,29 @@ class MonotonicClock:
 class FakeClock:
     """A clock that only moves when told to: sleeping advances it instantly, so tests never wait.
 
-    `on_advance(t)` callbacks run on each advance (a test steps its simulators there, deterministically).
+    Guarantees: now() never decreases; a non-positive advance changes nothing and calls nobody. On each real
+    advance the barrier (if attached) runs first, then every `on_advance(t)` listener with the new time.
     """
 
     def __init__(self, start: float = 0.0) -> None:
         self._t = float(start)
-        self._listeners: list = []
+        self._listeners: list[Callable[[float], object]] = []
+        self._barrier: Callable[[], object] | None = None
 
     def now(self) -> float:
         return self._t
 
-    def on_advance(self, callback) -> None:
+    def attach(self, barrier: Callable[[], object]) -> None:
+        """Run `barrier()` before time moves on (a lock-step simulator waits for its device here)."""
+        self._barrier = barrier
+
+    def on_advance(self, callback: Callable[[float], object]) -> None:
         self._listeners.append(callback)
 
     def advance(self, seconds: float) -> float:
         if seconds > 0:
+            if self._barrier is not None:
+                self._barrier()
             self._t += seconds
             for cb in list(self._listeners):
                 cb(self._t)

@@ -1,0 +1,70 @@
+"""One error family for the whole package, and the exit codes every command shares.
+
+Every error servotool raises derives from `ServotoolError` and carries the exit code a command ends with when
+that error stops it, so the CLI maps errors to exits in one place:
+
+| exit | meaning |
+|---|---|
+| 0 | done |
+| 1 | the run ended on a controller fault or the guard |
+| 2 | bad usage, or refused before anything moved |
+| 3 | the device could not be reached, or was lost mid-run |
+| 129 / 130 / 143 | interrupted by SIGHUP / Ctrl-C / SIGTERM (after the braked stop) |
+
+Families subclass these with distinct names (`CndeFrameError`, `BoardFrameError`, ...): no two classes of the
+package share a name.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """The process exit status of every command."""
+
+    DONE = 0
+    FAULT = 1
+    USAGE = 2
+    DEVICE = 3
+    SIGHUP = 129
+    INTERRUPTED = 130
+    SIGTERM = 143
+
+
+class ServotoolError(Exception):
+    """Base of every error of the package. `exit_code` is the exit status a command ends with on it."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+
+class SettingsError(ServotoolError, ValueError):
+    """A setting is not finite, out of range or inconsistent; found before any device is opened."""
+
+
+class Refused(ServotoolError):
+    """The one kind of refusal: a goal, a run or a file operation refused with its reason; nothing moved."""
+
+
+class FileFormatError(ServotoolError, ValueError):
+    """A file cannot be read as what it claims to be (the message names the file and, where known, the line)."""
+
+
+class ProtocolError(ServotoolError, ValueError):
+    """Bytes on a wire that do not decode. Decoders raise only their family's subclass of this."""
+
+
+class DeviceError(ServotoolError, RuntimeError):
+    """A device failed in a way the run must stop for (unreachable, refused command, timeout)."""
+
+    exit_code = ExitCode.DEVICE
+
+
+class ConnectionLost(DeviceError):
+    """The link to the device went away; raised within 100 ms of the loss, never a hang."""
+
+
+class RunFault(ServotoolError):
+    """A run ended on a controller fault or on the divergence guard (after its braked stop)."""
+
+    exit_code = ExitCode.FAULT
