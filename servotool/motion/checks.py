@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 
-def finite(value, name: str) -> float:
+def finite(value: object, name: str) -> float:
     """`value` as a float; ValueError naming `name` when it is not a finite number (str and bool refused)."""
     if isinstance(value, (str, bytes, bool)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     try:
-        x = float(value)
+        x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(x):
@@ -18,7 +18,7 @@ def finite(value, name: str) -> float:
     return x
 
 
-def positive(value, name: str) -> float:
+def positive(value: object, name: str) -> float:
     """`value` as a float; ValueError naming `name` unless it is finite and > 0."""
     x = finite(value, name)
     if x <= 0:

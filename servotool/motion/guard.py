@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from servotool.motion.limits import JointLimits
 from servotool.motion.shaper import ShaperConfig, StreamShaper, max_trail
@@ -56,11 +57,14 @@ def margin_floor(measured_lag_s: float, a_max: float, noise_deg: float = 0.0) ->
     return a_max * measured_lag_s * measured_lag_s / 2.0 + noise_deg
 
 
-def _finite(value, name: str, *, positive: bool = False, optional: bool = False) -> float | None:
-    if value is None and optional:
-        return None
+def _finite_or_none(value: object, name: str, *, positive: bool = False) -> float | None:
+    """None stays None (an optional setting left out); anything else must pass _finite."""
+    return None if value is None else _finite(value, name, positive=positive)
+
+
+def _finite(value: object, name: str, *, positive: bool = False) -> float:
     try:
-        x = float(value)
+        x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
@@ -131,8 +135,8 @@ class DivergenceGuard:
     ) -> None:
         self.margin_deg = _finite(margin_deg, "margin_deg", positive=True)
         self.lag_s = _finite(lag_s, "lag_s")
-        self.measured_lag_s = _finite(measured_lag_s, "measured_lag_s", optional=True)
-        self.a_max = _finite(a_max, "a_max", positive=True, optional=True)
+        self.measured_lag_s = _finite_or_none(measured_lag_s, "measured_lag_s")
+        self.a_max = _finite_or_none(a_max, "a_max", positive=True)
         self.noise_deg = _finite(noise_deg, "noise_deg")
         _check_floors(self.margin_deg, self.lag_s, self.measured_lag_s, self.a_max, self.noise_deg)
         self.joint_names = None if joint_names is None else tuple(str(n) for n in joint_names)
@@ -155,7 +159,7 @@ class DivergenceGuard:
         """Clear the latch (an operator decision: the cause should be understood first)."""
         self._verdict = None
 
-    def allowance(self, shaper_velocity) -> np.ndarray:
+    def allowance(self, shaper_velocity: npt.ArrayLike) -> np.ndarray:
         """Per-joint allowance margin_deg + |v| * lag_s (deg) for the given shaper velocity (deg/s)."""
         return self.margin_deg + np.abs(np.asarray(shaper_velocity, dtype=float)) * self.lag_s
 
@@ -164,7 +168,9 @@ class DivergenceGuard:
             return self.joint_names[j]
         return f"q{j + 1}"
 
-    def check(self, setpoint, measured, shaper_velocity) -> GuardVerdict | None:
+    def check(
+        self, setpoint: npt.ArrayLike, measured: npt.ArrayLike, shaper_velocity: npt.ArrayLike
+    ) -> GuardVerdict | None:
         """Compare the setpoint just sent with the measured pose. Returns None, or the (latched) verdict.
 
         The three arguments are per-joint sequences of equal length (deg, deg, deg/s); a length mismatch is a

@@ -15,12 +15,12 @@ import numpy as np
 __all__ = ["JointLimits"]
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     """value as a float, or None if it is not a real number (bools and numeric strings are not positions)."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         return None
     try:
-        return float(value)
+        return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
 
@@ -104,7 +104,7 @@ class JointLimits:
     def _u(self) -> str:
         return f" {self.unit}" if self.unit else ""
 
-    def _goal_items(self, goal) -> list[tuple[Hashable, object]] | str:
+    def _goal_items(self, goal: object) -> list[tuple[Hashable, object]] | str:
         if isinstance(goal, Mapping):
             if not goal:
                 return "goal names no joints"
@@ -114,7 +114,7 @@ class JointLimits:
         if isinstance(goal, (str, bytes)):
             return f"goal must be a mapping {{joint: value}} or a sequence of values, got {goal!r}"
         try:
-            values = list(goal)
+            values = list(goal)  # type: ignore[call-overload]
         except TypeError:
             return f"goal must be a mapping {{joint: value}} or a sequence of values, got {goal!r}"
         if not self._indexed:

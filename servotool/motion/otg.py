@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from math import sqrt
 
 import numpy as np
+import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
-from servotool.motion.otg_profile import OtgPlan, follow, plan_to_rest, stretch_to
+from servotool.motion.otg_profile import OtgPlan, Plan, Segments, follow, plan_to_rest, stretch_to
 
 __all__ = [
     "MultiOtg",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-_EMPTY = ((), 0.0, 0.0)
+_EMPTY: Plan = ((), 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,13 @@ class OtgLimits:
         return OtgLimits(self.max_velocity * f, self.max_acceleration * f, self.max_jerk * f)
 
 
-def _check_limits(limits) -> OtgLimits:
+def _check_limits(limits: object) -> OtgLimits:
     if not isinstance(limits, OtgLimits):
         raise TypeError(f"limits must be OtgLimits, got {type(limits).__name__}")
     return limits
 
 
-def _valid_dt(dt) -> bool:
+def _valid_dt(dt: float) -> bool:
     # NaN fails every comparison, so it is refused here with zero, negative and infinite steps.
     try:
         return 0.0 < dt < float("inf")
@@ -99,7 +100,9 @@ def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimi
     return plan_to_rest(target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk)[1]
 
 
-def _make_plan(p, v, a, target, segs, duration, peak) -> OtgPlan:
+def _make_plan(
+    p: float, v: float, a: float, target: float, segs: Segments, duration: float, peak: float
+) -> OtgPlan:
     pairs = tuple((segs[k], segs[k + 1]) for k in range(0, len(segs), 2) if segs[k] > 0.0)
     return OtgPlan(p, v, a, target, pairs, duration, peak)
 
@@ -130,8 +133,8 @@ class Otg:
         self._v = _finite(velocity, "velocity")
         self._a = _finite(acceleration, "acceleration")
         self._x = self._p
-        self._plan = None  # (segments, duration, peak) valid for the current state and target
-        self._peak = None  # last peak velocity, a starting guess for the next search
+        self._plan: Plan | None = None  # valid for the current state and target
+        self._peak: float | None = None  # last peak velocity, a starting guess for the next search
 
     @property
     def limits(self) -> OtgLimits:
@@ -176,7 +179,7 @@ class Otg:
             self._p = p
             self._plan = None
 
-    def _current(self):
+    def _current(self) -> Plan:
         plan = self._plan
         if plan is None:
             plan = plan_to_rest(
@@ -214,7 +217,7 @@ class Otg:
         return self._p
 
 
-def _vector(values, n: int | None, name: str) -> list[float]:
+def _vector(values: npt.ArrayLike, n: int | None, name: str) -> list[float]:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
@@ -243,7 +246,7 @@ class MultiOtg:
 
     def __init__(
         self,
-        positions: Sequence[float],
+        positions: npt.ArrayLike,
         limits: OtgLimits | Sequence[OtgLimits],
         synchronized: bool = True,
         *,
@@ -267,9 +270,10 @@ class MultiOtg:
         self._a = [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations")
         self._x = list(self._p)
         self._sync = bool(synchronized)
-        self._plans = None  # per axis (segments, duration, peak), valid for the current state and targets
-        self._peaks = [None] * n  # own time-optimal peaks, starting guesses for the next search
-        self._stretched = [None] * n  # stretched peaks, likewise
+        self._plans: list[Plan] | None = None  # per axis, valid for the current state and targets
+        # own time-optimal peaks, starting guesses for the next search; stretched peaks, likewise
+        self._peaks: list[float | None] = [None] * n
+        self._stretched: list[float | None] = [None] * n
 
     @property
     def n_axes(self) -> int:
@@ -307,14 +311,14 @@ class MultiOtg:
                 return False
         return True
 
-    def set_target(self, targets: Sequence[float]) -> None:
+    def set_target(self, targets: npt.ArrayLike) -> None:
         """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite."""
         x = _vector(targets, self._n, "targets")
         if x != self._x:
             self._x = x
             self._plans = None
 
-    def set_position(self, positions: Sequence[float]) -> None:
+    def set_position(self, positions: npt.ArrayLike) -> None:
         """Re-anchor the commanded positions and re-plan from there; velocities and accelerations stay.
 
         An echo equal to the positions changes nothing; non-finite or wrongly sized input raises ValueError.
@@ -324,14 +328,14 @@ class MultiOtg:
             self._p = p
             self._plans = None
 
-    def _current(self) -> list[tuple]:
-        plans = self._plans
-        if plans is not None:
-            return plans
+    def _current(self) -> list[Plan]:
+        kept = self._plans
+        if kept is not None:
+            return kept
         n = self._n
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
-        plans = [_EMPTY] * n
+        plans: list[Plan] = [_EMPTY] * n
         longest = 0.0
         for i in range(n):
             if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:

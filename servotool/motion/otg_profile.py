@@ -29,8 +29,15 @@ from moving states inside the limits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import copysign, sqrt
+
+# A plan's segments as a flat (duration s, jerk, duration s, jerk, ...) tuple.
+Segments = tuple[float, ...]
+# (segments, duration s, peak velocity): what plan_to_rest and stretch_to return.
+Plan = tuple[Segments, float, float]
+_Residual = Callable[..., float]
 
 __all__ = [
     "OtgPlan",
@@ -43,10 +50,12 @@ __all__ = [
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
 # Root-finder iterations are bounded by this; in practice 3 to 12 suffice.
 _MAX_ITER = 100
-_EMPTY_PLAN = ((), 0.0, 0.0)
+_EMPTY_PLAN: Plan = ((), 0.0, 0.0)
 
 
-def _transfer(v0, a0, u, amax, jmax):
+def _transfer(
+    v0: float, a0: float, u: float, amax: float, jmax: float
+) -> tuple[float, float, float, float, float, float]:
     """Durations and jerks (t1, j1, t2, ap, t3, j3) of the time-optimal move from (v0, a0) to (u, 0).
 
     Segment 1 ramps the acceleration from a0 to the peak ap with jerk j1, segment 2 holds ap for t2, segment 3
@@ -80,7 +89,7 @@ def _transfer(v0, a0, u, amax, jmax):
     return t1, j1, t2, ap, t3, -d * jmax
 
 
-def _shape(v0, a0, u, amax, jmax):
+def _shape(v0: float, a0: float, u: float, amax: float, jmax: float) -> tuple[float, float]:
     """(S, T): displacement and duration of the transfer to (u, 0) followed at once by the brake to rest.
 
     The same profile as _transfer plus the closed-form brake, written out because every search evaluates it.
@@ -120,7 +129,16 @@ def _shape(v0, a0, u, amax, jmax):
     return disp + 0.5 * u * tb, t1 + t2 + t3 + tb
 
 
-def _root(fn, args, xa, fa, xb, fb, xtol, ftol):
+def _root(
+    fn: _Residual,
+    args: tuple[float, ...],
+    xa: float,
+    fa: float,
+    xb: float,
+    fb: float,
+    xtol: float,
+    ftol: float,
+) -> float:
     """Root of fn(x, *args) between xa and xb, where fa and fb have opposite signs (Brent's method).
 
     Inverse quadratic or secant steps where they behave, bisection where they do not, so it is superlinear
@@ -172,7 +190,17 @@ def _root(fn, args, xa, fa, xb, fb, xtol, ftol):
     return xb
 
 
-def _polish(fn, args, x0, xa, fa, xb, fb, probe, ftol):
+def _polish(
+    fn: _Residual,
+    args: tuple[float, ...],
+    x0: float,
+    xa: float,
+    fa: float,
+    xb: float,
+    fb: float,
+    probe: float,
+    ftol: float,
+) -> tuple[float | None, float, float, float, float]:
     """Refine a good guess x0 of a root bracketed by (xa, fa), (xb, fb): x0, a probe beside it, their secant.
 
     Returns (root or None, xa, fa, xb, fb) with the bracket tightened by every evaluated point.
@@ -210,7 +238,9 @@ def _polish(fn, args, x0, xa, fa, xb, fb, probe, ftol):
     return None, xa, fa, xb, fb
 
 
-def _residual_x(x, dx, v0, a0, v_rd, vmax, amax, jmax):
+def _residual_x(
+    x: float, dx: float, v0: float, a0: float, v_rd: float, vmax: float, amax: float, jmax: float
+) -> float:
     u = v_rd + x * abs(x) / jmax
     if u > vmax:
         u = vmax
@@ -219,7 +249,9 @@ def _residual_x(x, dx, v0, a0, v_rd, vmax, amax, jmax):
     return _shape(v0, a0, u, amax, jmax)[0] - dx
 
 
-def _ease(v0, a0, a1, amax, jmax):
+def _ease(
+    v0: float, a0: float, a1: float, amax: float, jmax: float
+) -> tuple[float, float, float, float, float, float, float]:
     """The eased brake of a state that moves forward while decelerating (a0 < 0 < v_rd), to rest.
 
     The acceleration first eases from a0 up to a1 (a0 <= a1 <= 0), then brakes down to a2 (held at -a_max if
@@ -256,16 +288,16 @@ def _ease(v0, a0, a1, amax, jmax):
     return t1, t2, th, t3, a2, disp, t1 + t2 + th + t3
 
 
-def _residual_ease(a1, dx, v0, a0, amax, jmax):
+def _residual_ease(a1: float, dx: float, v0: float, a0: float, amax: float, jmax: float) -> float:
     return _ease(v0, a0, a1, amax, jmax)[5] - dx
 
 
-def _x_of(u, v_rd, jmax):
+def _x_of(u: float, v_rd: float, jmax: float) -> float:
     w = u - v_rd
     return copysign(sqrt(jmax * abs(w)), w)
 
 
-def _segments(v0, a0, u, cruise, amax, jmax):
+def _segments(v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float) -> Segments:
     """Flat (duration, jerk, ...) tuple of the plan: transfer to (u, 0), cruise, brake to rest.
 
     Always seven segments, some possibly of zero duration; following a zero-duration segment is a no-op.
@@ -282,25 +314,25 @@ def _segments(v0, a0, u, cruise, amax, jmax):
     return (t1, j1, t2, 0.0, t3, j3, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
 
 
-def _duration(segs):
+def _duration(segs: Segments) -> float:
     total = 0.0
     for k in range(0, len(segs), 2):
         total += segs[k]
     return total
 
 
-def _ease_segments(v0, a0, a1, sign, amax, jmax):
+def _ease_segments(v0: float, a0: float, a1: float, sign: float, amax: float, jmax: float) -> Segments:
     t1, t2, th, t3, _, _, _ = _ease(v0, a0, a1, amax, jmax)
     j = sign * jmax
     return (t1, j, t2, -j, th, 0.0, t3, j)
 
 
-def _cruise_plan(v0, a0, u, cruise, amax, jmax):
+def _cruise_plan(v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float) -> Plan:
     segs = _segments(v0, a0, u, cruise, amax, jmax)
     return segs, _duration(segs), u
 
 
-def _plan_from_rest(dx, vmax, amax, jmax):
+def _plan_from_rest(dx: float, vmax: float, amax: float, jmax: float) -> Plan:
     """Closed form from rest: the peak u solves |u| tau(|u|) = |dx| (tau the time from rest to |u|)."""
     if dx == 0.0:
         return _EMPTY_PLAN
@@ -318,7 +350,9 @@ def _plan_from_rest(dx, vmax, amax, jmax):
     return _cruise_plan(0.0, 0.0, copysign(min(u, vmax), dx), 0.0, amax, jmax)
 
 
-def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
+def plan_to_rest(
+    dx: float, v0: float, a0: float, vmax: float, amax: float, jmax: float, hint: float | None = None
+) -> Plan:
     """Time-optimal plan from velocity v0 and acceleration a0 to rest at displacement dx.
 
     Returns (segments, duration, peak): segments is a flat tuple (t, jerk, t, jerk, ...) with durations in
@@ -339,14 +373,46 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
     if sn >= dx:
         return _cruise_plan(v0, a0, -vmax, (sn - dx) / vmax, amax, jmax)
 
-    # Here S(-v_max) < dx < S(v_max), so at least one piece brackets a root. Split points in x: +-a_max
-    # (where the transfer starts holding its acceleration) and 0 (v_rd). A state decelerating toward v_rd
-    # (a0 and v_rd of opposite signs) would reach peaks between 0 and v_rd only by touching zero acceleration
-    # on the way; the eased brake is faster and spans the same end displacements, so the x interval between
-    # x(0) and 0 is one piece, solved in the eased family instead.
+    # Here S(-v_max) < dx < S(v_max), so at least one piece brackets a root.
     h = 0.5 * a0 * a0
     v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    xs, ease_lo, ease_hi = _split_points(v0, a0, v_rd, vmax, amax, jmax)
     inv_j = 1.0 / jmax
+    fs = [sn - dx]
+    for xk in xs[1:-1]:
+        fs.append(_shape(v0, a0, v_rd + xk * abs(xk) * inv_j, amax, jmax)[0] - dx)
+    fs.append(sp - dx)
+    ftol = 4.0 * _EPS * (abs(sn) + abs(sp) + abs(dx))
+    state = (dx, v0, a0, v_rd, vmax, amax, jmax)
+
+    found: list[_Candidate] = []
+    for k in range(len(xs) - 1):
+        xa, xb, fa, fb = xs[k], xs[k + 1], fs[k], fs[k + 1]
+        if (fa > 0.0) == (fb > 0.0) and fa != 0.0 and fb != 0.0:
+            continue
+        if xa == ease_lo and xb == ease_hi and xa < xb:
+            found.append(_solve_eased(state, fa, fb, ease_lo < 0.0, ftol))
+        else:
+            found.append((_solve_peak(state, xa, fa, xb, fb, hint, ftol), None))
+    return _shortest(found, v0, a0, amax, jmax)
+
+
+# A root of the search: (u, None) in the seven-segment family or (a1, sign) in the eased one.
+_Candidate = tuple[float, float | None]
+# (dx, v0, a0, v_rd, vmax, amax, jmax): the state and limits one search solves for.
+_State = tuple[float, float, float, float, float, float, float]
+
+
+def _split_points(
+    v0: float, a0: float, v_rd: float, vmax: float, amax: float, jmax: float
+) -> tuple[list[float], float, float]:
+    """The search pieces in x, and the eased interval (ease_lo, ease_hi) (0, 0 when there is none).
+
+    Split points in x: +-a_max (where the transfer starts holding its acceleration) and 0 (v_rd). A state
+    decelerating toward v_rd (a0 and v_rd of opposite signs) would reach peaks between 0 and v_rd only by
+    touching zero acceleration on the way; the eased brake is faster and spans the same end displacements,
+    so the x interval between x(0) and 0 is one piece, solved in the eased family instead.
+    """
     x_lo = _x_of(-vmax, v_rd, jmax)
     x_hi = _x_of(vmax, v_rd, jmax)
     ease_lo = ease_hi = 0.0
@@ -361,57 +427,56 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
         if x_lo < xk < x_hi and xk > xs[-1] and not ease_lo < xk < ease_hi:
             xs.append(xk)
     xs.append(x_hi)
-    fs = [sn - dx]
-    for xk in xs[1:-1]:
-        fs.append(_shape(v0, a0, v_rd + xk * abs(xk) * inv_j, amax, jmax)[0] - dx)
-    fs.append(sp - dx)
-    ftol = 4.0 * _EPS * (abs(sn) + abs(sp) + abs(dx))
+    return xs, ease_lo, ease_hi
 
-    found = []  # candidate roots: (u, None) in the seven-segment family or (a1, sign) in the eased one
-    for k in range(len(xs) - 1):
-        xa = xs[k]
-        xb = xs[k + 1]
-        fa = fs[k]
-        fb = fs[k + 1]
-        if (fa > 0.0) == (fb > 0.0) and fa != 0.0 and fb != 0.0:
-            continue
-        if xa == ease_lo and xb == ease_hi and xa < xb:
-            # Eased family, normalised to a forward-moving state: a1 = a0 gives S(0), a1 = 0 gives S(v_rd).
-            sign = 1.0 if a0 < 0.0 else -1.0
-            ea0 = sign * a0
-            g0, g1 = (fa, fb) if ease_lo < 0.0 else (fb, fa)
-            g0 *= sign
-            g1 *= sign
-            if g0 == 0.0:
-                a1 = ea0
-            elif g1 == 0.0:
-                a1 = 0.0
-            else:
-                args = (sign * dx, sign * v0, ea0, amax, jmax)
-                a1 = _root(_residual_ease, args, ea0, g0, 0.0, g1, 1e-15 * amax, ftol)
-            found.append((a1, sign))
-            continue
-        if fa == 0.0:
-            xr = xa
-        elif fb == 0.0:
-            xr = xb
-        else:
-            args = (dx, v0, a0, v_rd, vmax, amax, jmax)
-            xr = None
-            if hint is not None:
-                # Along an unchanged plan the peak stays put, so the hint is the root or close to it (after a
-                # re-anchoring): a short secant from it usually lands within rounding.
-                xh = _x_of(min(vmax, max(-vmax, hint)), v_rd, jmax)
-                if xa < xh < xb:
-                    xr, xa, fa, xb, fb = _polish(_residual_x, args, xh, xa, fa, xb, fb, 1e-7 * amax, ftol)
-            if xr is None:
-                xr = _root(_residual_x, args, xa, fa, xb, fb, 1e-14 * (abs(xa) + abs(xb)), ftol)
-        u = v_rd + xr * abs(xr) * inv_j
-        found.append((min(vmax, max(-vmax, u)), None))
 
+def _solve_eased(state: _State, fa: float, fb: float, lo_is_zero_peak: bool, ftol: float) -> _Candidate:
+    """The eased-brake root, normalised to a forward-moving state.
+
+    a1 = a0 gives S(0), a1 = 0 gives S(v_rd).
+    """
+    dx, v0, a0, _, _, amax, jmax = state
+    sign = 1.0 if a0 < 0.0 else -1.0
+    ea0 = sign * a0
+    g0, g1 = (fa, fb) if lo_is_zero_peak else (fb, fa)
+    g0 *= sign
+    g1 *= sign
+    if g0 == 0.0:
+        return ea0, sign
+    if g1 == 0.0:
+        return 0.0, sign
+    args = (sign * dx, sign * v0, ea0, amax, jmax)
+    return _root(_residual_ease, args, ea0, g0, 0.0, g1, 1e-15 * amax, ftol), sign
+
+
+def _solve_peak(
+    state: _State, xa: float, fa: float, xb: float, fb: float, hint: float | None, ftol: float
+) -> float:
+    """The peak velocity u (within +-v_max) whose plan covers dx, searched in x on the piece [xa, xb]."""
+    dx, v0, a0, v_rd, vmax, amax, jmax = state
+    xr: float | None
+    if fa == 0.0:
+        xr = xa
+    elif fb == 0.0:
+        xr = xb
+    else:
+        xr = None
+        if hint is not None:
+            # Along an unchanged plan the peak stays put, so the hint is the root or close to it (after a
+            # re-anchoring): a short secant from it usually lands within rounding.
+            xh = _x_of(min(vmax, max(-vmax, hint)), v_rd, jmax)
+            if xa < xh < xb:
+                xr, xa, fa, xb, fb = _polish(_residual_x, state, xh, xa, fa, xb, fb, 1e-7 * amax, ftol)
+        if xr is None:
+            xr = _root(_residual_x, state, xa, fa, xb, fb, 1e-14 * (abs(xa) + abs(xb)), ftol)
+    u = v_rd + xr * abs(xr) / jmax
+    return min(vmax, max(-vmax, u))
+
+
+def _shortest(found: list[_Candidate], v0: float, a0: float, amax: float, jmax: float) -> Plan:
+    """The plan of the candidate root that lands soonest (several roots: the shortest plan wins)."""
     best = found[0]
     if len(found) > 1:
-        # Several roots: the shortest plan wins.
         best_t = float("inf")
         for cand in found:
             val, sign = cand
@@ -429,12 +494,25 @@ def plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint=None):
     return segs, _duration(segs), 0.0
 
 
-def _residual_stretch(u, duration, dx, v0, a0, amax, jmax):
+def _residual_stretch(
+    u: float, duration: float, dx: float, v0: float, a0: float, amax: float, jmax: float
+) -> float:
     s, t = _shape(v0, a0, u, amax, jmax)
     return t + (dx - s) / u - duration
 
 
-def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
+def stretch_to(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    peak: float,
+    best: float,
+    vmax: float,
+    amax: float,
+    jmax: float,
+    hint: float | None = None,
+) -> Plan | None:
     """A plan to rest at dx that takes `duration` seconds, made by lowering |peak| and cruising at it.
 
     `peak` and `best` are the peak velocity and duration of the time-optimal plan (best < duration). Returns
@@ -477,10 +555,11 @@ def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
             # Braking onto the target (or reversing toward it): there is no cruise to lengthen.
             return None
     hi, g_hi = peak, best - duration
-    lo = g_lo = None
+    lo: float | None = None
+    g_lo = 0.0
     c = best - _brake_time(abs(peak), amax, jmax) - e / peak
     u = _model_peak(duration - c, e, peak, amax, jmax)
-    u_prev = g_prev = None
+    u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
             break
@@ -520,14 +599,14 @@ def stretch_to(duration, dx, v0, a0, peak, best, vmax, amax, jmax, hint=None):
     return _stretched(u, duration, dx, v0, a0, amax, jmax)
 
 
-def _brake_time(speed, amax, jmax):
+def _brake_time(speed: float, amax: float, jmax: float) -> float:
     """Time of the jerk-limited brake from |v| = speed at zero acceleration to rest."""
     if speed * jmax <= amax * amax:
         return 2.0 * sqrt(speed / jmax)
     return speed / amax + amax / jmax
 
 
-def _model_peak(r, e, peak, amax, jmax):
+def _model_peak(r: float, e: float, peak: float, amax: float, jmax: float) -> float | None:
     """The u, of the sign of peak and with |u| < |peak|, solving brake_time(|u|) + e / u = r; None if none."""
     e = abs(e)
     if r <= 0.0 or e == 0.0:
@@ -558,7 +637,9 @@ def _model_peak(r, e, peak, amax, jmax):
     return copysign(sv * sv, peak)
 
 
-def _stretched(u, duration, dx, v0, a0, amax, jmax):
+def _stretched(
+    u: float, duration: float, dx: float, v0: float, a0: float, amax: float, jmax: float
+) -> Plan | None:
     s = _shape(v0, a0, u, amax, jmax)[0]
     cruise = (dx - s) / u
     if cruise < 0.0:
@@ -570,7 +651,7 @@ def _stretched(u, duration, dx, v0, a0, amax, jmax):
     return segs, total, u
 
 
-def advance(segs, dt, p, v, a):
+def advance(segs: Segments, dt: float, p: float, v: float, a: float) -> tuple[float, float, float]:
     """State (p, v, a) after following the segments for dt seconds, integrating the constant jerks exactly."""
     left = dt
     for k in range(0, len(segs), 2):
@@ -587,7 +668,9 @@ def advance(segs, dt, p, v, a):
     return p, v, a
 
 
-def follow(segs, dt, p, v, a):
+def follow(
+    segs: Segments, dt: float, p: float, v: float, a: float
+) -> tuple[float, float, float, Segments, float]:
     """Like advance, also returning what is left of the plan: (p, v, a, remaining segments, duration)."""
     left = dt
     n = len(segs)

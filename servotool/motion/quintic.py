@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import pairwise
 
 from servotool.motion.checks import finite as _finite
@@ -69,13 +69,15 @@ def effective_cap(max_speed: float, period: float) -> float:
     return min(cap, whole / h)
 
 
-def _pose(value, name: str) -> dict[Hashable, float]:
+def _pose(value: object, name: str) -> dict[Hashable, float]:
     if not isinstance(value, Mapping):
         raise ValueError(f"{name} must be a mapping {{joint: pulse}}, got {type(value).__name__}")
     return {k: _finite(v, f"{name} joint {k!r}") for k, v in value.items()}
 
 
-def _common_start(start: Mapping, joints, what: str) -> dict[Hashable, float]:
+def _common_start(
+    start: Mapping[Hashable, float], joints: Iterable[Hashable], what: str
+) -> dict[Hashable, float]:
     pose = _pose(start, "start")
     missing = [k for k in joints if k not in pose]
     if missing:

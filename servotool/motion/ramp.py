@@ -133,7 +133,9 @@ class RampProfile:
             )
 
 
-def _one_pass(q_from: float, q_to: float, speed: float, dt: float, n_ramp: int, n_settle: int):
+def _one_pass(
+    q_from: float, q_to: float, speed: float, dt: float, n_ramp: int, n_settle: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, int]:
     """Velocity units, positions, phase codes and (peak, cruise ticks) of one pass.
 
     Velocities are integer multiples u of peak/n_ramp (u = 1..n on the rise, n on the cruise, n-1..1 on the

@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "JumpEvent",
@@ -36,7 +38,7 @@ __all__ = [
 ]
 
 
-def braking_velocity(d, a_max, dt):
+def braking_velocity(d: npt.ArrayLike, a_max: npt.ArrayLike, dt: float) -> Any:
     """Highest speed (>= 0, same unit as d per second) that can still stop within the distance |d|.
 
     "Can still stop" is the discrete rule: one more tick of dt at that speed, then braking at a_max, ends
@@ -52,7 +54,7 @@ def braking_velocity(d, a_max, dt):
     return float(v) if v.ndim == 0 else v
 
 
-def max_trail(v, a_max, dt):
+def max_trail(v: npt.ArrayLike, a_max: npt.ArrayLike, dt: float) -> Any:
     """Largest distance the shaper can trail a target moving steadily at speed v: v^2/(2*a_max) + |v|*dt.
 
     This is the price of being able to stop on the target at any tick: the braking distance plus one tick of
@@ -84,7 +86,7 @@ class JumpEvent:
     threshold: float
 
 
-def _per_joint(value, name: str) -> np.ndarray:
+def _per_joint(value: npt.ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"{name} must be a number or one value per joint, got {value!r}")
@@ -246,7 +248,7 @@ class StreamShaper:
         """Steps taken since the last prime."""
         return self._tick
 
-    def _pose(self, value, name: str) -> np.ndarray:
+    def _pose(self, value: npt.ArrayLike, name: str) -> np.ndarray:
         arr = np.array(value, dtype=float, ndmin=1)
         if arr.ndim != 1:
             raise ValueError(f"{name} must be a flat sequence of joint positions, got shape {arr.shape}")
@@ -263,10 +265,11 @@ class StreamShaper:
         pose = self._pose(q, "primed pose")
         if self._n is None:
             self._fix_joints(pose.size)
+        n = pose.size
         self._s = pose
-        self._v = np.zeros(self._n)
+        self._v = np.zeros(n)
         self._prev_target = pose.copy()
-        self._over = np.zeros(self._n, dtype=bool)
+        self._over = np.zeros(n, dtype=bool)
         self._tick = 0
 
     def reset(self) -> None:

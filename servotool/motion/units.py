@@ -10,7 +10,13 @@ array). Non-finite input is refused with ValueError rather than converted into a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
+
+# A scalar in gives a Python scalar out; an array-like in gives a numpy array out.
+Numbers = Any
 
 PULSE_MIN = 0
 PULSE_MAX = 1000
@@ -21,7 +27,7 @@ DEG_PER_PULSE = 0.24
 RAD_PER_PULSE = 0.0041887902047863905
 
 
-def _checked(value, name: str) -> tuple[np.ndarray, bool]:
+def _checked(value: npt.ArrayLike, name: str) -> tuple[np.ndarray, bool]:
     arr = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -34,21 +40,21 @@ def _round_half_up(arr: np.ndarray) -> np.ndarray:
     return np.floor(arr + 0.5).astype(np.int64)
 
 
-def _out_float(arr: np.ndarray, scalar: bool):
+def _out_float(arr: np.ndarray, scalar: bool) -> Numbers:
     return float(arr) if scalar else arr
 
 
-def _out_int(arr: np.ndarray, scalar: bool):
+def _out_int(arr: np.ndarray, scalar: bool) -> Numbers:
     return int(arr) if scalar else arr
 
 
-def rad_from_pulses(pulse):
+def rad_from_pulses(pulse: npt.ArrayLike) -> Numbers:
     """Joint angle in radians of a servo position in pulses (sign flipped, zero at PULSE_CENTER)."""
     arr, scalar = _checked(pulse, "pulse")
     return _out_float((PULSE_CENTER - arr) * RAD_PER_PULSE, scalar)
 
 
-def pulses_from_rad(rad):
+def pulses_from_rad(rad: npt.ArrayLike) -> Numbers:
     """Servo position of a joint angle in radians, rounded to the nearest whole pulse (halves round up).
 
     The result is not range-checked: an angle outside the servo's travel gives a pulse outside
@@ -58,37 +64,37 @@ def pulses_from_rad(rad):
     return _out_int(_round_half_up(PULSE_CENTER - arr / RAD_PER_PULSE), scalar)
 
 
-def deg_from_pulses(pulse):
+def deg_from_pulses(pulse: npt.ArrayLike) -> Numbers:
     """Joint angle in degrees of a servo position in pulses (sign flipped, zero at PULSE_CENTER)."""
     arr, scalar = _checked(pulse, "pulse")
     return _out_float((PULSE_CENTER - arr) * DEG_PER_PULSE, scalar)
 
 
-def pulses_from_deg(deg):
+def pulses_from_deg(deg: npt.ArrayLike) -> Numbers:
     """Servo position of a joint angle in degrees, rounded to the nearest whole pulse (halves round up)."""
     arr, scalar = _checked(deg, "deg")
     return _out_int(_round_half_up(PULSE_CENTER - arr / DEG_PER_PULSE), scalar)
 
 
-def deg_from_rad(rad):
+def deg_from_rad(rad: npt.ArrayLike) -> Numbers:
     """Degrees from radians."""
     arr, scalar = _checked(rad, "rad")
     return _out_float(np.degrees(arr), scalar)
 
 
-def rad_from_deg(deg):
+def rad_from_deg(deg: npt.ArrayLike) -> Numbers:
     """Radians from degrees."""
     arr, scalar = _checked(deg, "deg")
     return _out_float(np.radians(arr), scalar)
 
 
-def span_deg_from_pulses(pulses):
+def span_deg_from_pulses(pulses: npt.ArrayLike) -> Numbers:
     """Angular size in degrees of a distance in pulses (no offset, no sign flip): 375 pulses = 90 degrees."""
     arr, scalar = _checked(pulses, "pulses")
     return _out_float(arr * DEG_PER_PULSE, scalar)
 
 
-def span_pulses_from_deg(deg):
+def span_pulses_from_deg(deg: npt.ArrayLike) -> Numbers:
     """Distance in pulses of an angular size in degrees (no offset, no sign flip, not rounded)."""
     arr, scalar = _checked(deg, "deg")
     return _out_float(arr / DEG_PER_PULSE, scalar)
