@@ -10,13 +10,12 @@ from rich.table import Table
 
 from servotool.cli.common import announce_device, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
-from servotool.devices.arm import DeviceError
 from servotool.devices.registry import DeviceURLError, open_bus
+from servotool.errors import DeviceError, Refused
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
-    Refused,
     hold,
     move_to,
     parse_goal,

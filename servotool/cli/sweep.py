@@ -19,11 +19,10 @@ from servotool.analysis.sweep import SweepResult
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.servo import DEFAULT_BUS, load_limits_option, open_arm_bus
 from servotool.clock import MonotonicClock
-from servotool.devices.arm import DeviceError
+from servotool.errors import DeviceError, Refused
 from servotool.io.csvlog import CsvLogWriter, command_line, run_file_name, unique_path
 from servotool.io.limits_yaml import LimitsFileError, merge_limits_text, write_atomic
 from servotool.io.paths import out_dir
-from servotool.runs.servo import Refused
 from servotool.runs.sweep import (
     CSV_COLUMNS,
     CSV_UNITS,

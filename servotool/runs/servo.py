@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from servotool.clock import Clock
+from servotool.devices.bus import Bus
+from servotool.errors import Refused
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
 from servotool.motion.units import PULSE_MAX, PULSE_MIN
@@ -31,10 +33,6 @@ PERIOD_S = 0.04
 Abort = Callable[[], bool] | threading.Event | None
 
 
-class Refused(Exception):
-    """The request was refused before anything was sent; the message says why."""
-
-
 def abort_check(abort: Abort) -> Callable[[], bool]:
     """A callable for either form of abort request (a callable returning True, or an Event that is set)."""
     if abort is None:
@@ -42,6 +40,23 @@ def abort_check(abort: Abort) -> Callable[[], bool]:
     if isinstance(abort, threading.Event):
         return abort.is_set
     return abort
+
+
+def pulse_limits(limits: Mapping[int, tuple[int, int]]) -> JointLimits:
+    """The limit checker of a servo limit table (pulses)."""
+    table: dict[Hashable, tuple[float, float]] = {sid: (float(lo), float(hi))
+                                                  for sid, (lo, hi) in limits.items()}
+    return JointLimits(table, unit="pulses")
+
+
+def as_pose(pose: Mapping[int, int]) -> dict[Hashable, float]:
+    """A servo pose as the motion modules take it."""
+    return {sid: float(v) for sid, v in pose.items()}
+
+
+def servo_pose(sample: Mapping[Hashable, int]) -> dict[int, int]:
+    """A trajectory sample back as {servo id: pulse}."""
+    return {k: int(v) for k, v in sample.items() if isinstance(k, int)}
 
 
 def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, int]:
@@ -68,14 +83,16 @@ def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, i
 
 
 def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
-                     configured: Mapping[int, tuple[int, int]] | None) -> dict[int, tuple[int, int]]:
-    """Per servo: the stored limit intersected with the configured one (if any), and with 0-1000. A servo
-    without a stored limit (silent) gets none. Refused when an intersection is empty."""
+                     configured: Mapping[int, tuple[int, int]] | None,
+                     span: tuple[int, int] = (PULSE_MIN, PULSE_MAX)) -> dict[int, tuple[int, int]]:
+    """Per servo: the stored limit intersected with the configured one (if any), and with `span` (the bus's
+    position range, 0-1000 pulses by default). A servo without a stored limit (silent) gets none. Refused
+    when an intersection is empty."""
     out: dict[int, tuple[int, int]] = {}
     for sid, pair in stored.items():
         if pair is None:
             continue
-        lo, hi = max(pair[0], PULSE_MIN), min(pair[1], PULSE_MAX)
+        lo, hi = max(pair[0], span[0]), min(pair[1], span[1])
         if configured and sid in configured:
             lo, hi = max(lo, configured[sid][0]), min(hi, configured[sid][1])
         if lo > hi:
@@ -85,11 +102,11 @@ def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
     return out
 
 
-def read_limits(bus: Any, configured: Mapping[int, tuple[int, int]] | None = None,
+def read_limits(bus: Bus, configured: Mapping[int, tuple[int, int]] | None = None,
                 ids: Iterable[int] | None = None) -> dict[int, tuple[int, int]]:
     """The stored limits read from each servo, intersected with `configured` (see intersect_limits)."""
     ids = tuple(bus.ids if ids is None else ids)
-    return intersect_limits({sid: bus.read_stored_limits(sid) for sid in ids}, configured)
+    return intersect_limits({sid: bus.read_stored_limits(sid) for sid in ids}, configured, bus.position_range)
 
 
 @dataclass
@@ -102,11 +119,11 @@ class ArmPose:
     carried: dict[int, int] = field(default_factory=dict)
 
 
-def read_arm(bus: Any, ids: Iterable[int] | None = None) -> ArmPose:
+def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
     """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
     read)."""
     ids = tuple(bus.ids if ids is None else ids)
-    optional = set(bus.profile.optional_ids)
+    optional = set(bus.optional_ids)
     raw = {sid: bus.read_position(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
@@ -146,11 +163,12 @@ def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping
     known = {sid: limits[sid] for sid in goal if sid in limits}
     if not known:
         raise Refused("no limits known for any servo of the goal")
-    check = JointLimits(known, unit="pulses")
-    reason = check.check(goal)
+    check = pulse_limits(known)
+    reason = check.check(as_pose(goal))
     if reason:
         raise Refused(f"goal refused: {reason.replace('joint', 'servo')}")
-    traj = Trajectory({sid: start[sid] for sid in goal}, goal, speed, 0.0, period=period_s)
+    traj = Trajectory(as_pose({sid: start[sid] for sid in goal}), as_pose(goal), speed, 0.0,
+                      period=period_s)
     reason = check.check_path(traj.samples(period_s))
     if reason:
         raise Refused(f"move refused (is the current pose outside the limits?): "
@@ -158,7 +176,7 @@ def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping
     return traj
 
 
-def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[int, tuple[int, int]],
+def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[int, tuple[int, int]],
             speed: float = DEFAULT_SPEED, period_s: float = PERIOD_S, settle_s: float = 0.2,
             abort_requested: Abort = None,
             on_progress: Callable[[float, dict[int, int]], None] | None = None) -> MoveResult:
@@ -171,7 +189,7 @@ def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[in
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
     live_goal = {sid: int(p) for sid, p in goal.items() if sid not in armpose.silent}
     traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
-    check = JointLimits({sid: limits[sid] for sid in live_goal}, unit="pulses")
+    check = pulse_limits({sid: limits[sid] for sid in live_goal})
     aborted = abort_check(abort_requested)
     period_ms = int(round(period_s * 1000))
     t0 = clock.now()
@@ -183,8 +201,9 @@ def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[in
                 bus.hold()
                 stopped = True
                 break
-            targets = traj.at(k * period_s)
-            if check.check(targets) is not None:  # cannot happen after plan_move; never send it if it does
+            targets = servo_pose(traj.at(k * period_s))
+            # cannot happen after plan_move; never send it if it does
+            if check.check(as_pose(targets)) is not None:
                 raise Refused(f"internal: sample {targets} left the limits; arm held")
             bus.move(targets, period_ms)
             frames += 1
@@ -208,7 +227,7 @@ def move_to(bus: Any, clock: Any, goal: Mapping[int, int], *, limits: Mapping[in
                       skipped=skipped, limits={sid: limits[sid] for sid in live_goal}, aborted=stopped)
 
 
-def hold(bus: Any, ids: Iterable[int] | None = None) -> list[int]:
+def hold(bus: Bus, ids: Iterable[int] | None = None) -> list[int]:
     """Hold the servos where they are (all by default). Returns the ids held."""
     ids = list(bus.ids if ids is None else ids)
     bus.hold(ids)
@@ -239,7 +258,7 @@ def rest_check(pose: Mapping[int, int | None], rest: Mapping[int, int], joints: 
     return None
 
 
-def relax(bus: Any, clock: Any, *, rest: Mapping[int, int], joints: Iterable[int], tolerance: int,
+def relax(bus: Bus, clock: Clock, *, rest: Mapping[int, int], joints: Iterable[int], tolerance: int,
           force: bool = False, attempts: int = 3, rest_name: str = "rest") -> RelaxResult:
     """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
 
@@ -253,7 +272,7 @@ def relax(bus: Any, clock: Any, *, rest: Mapping[int, int], joints: Iterable[int
         if reason:
             raise Refused(f"relax refused: {reason}; with torque off the arm would drop. Bring it to its "
                           f"{rest_name} pose first, or force it")
-    optional = set(bus.profile.optional_ids)
+    optional = set(bus.optional_ids)
     torque: dict[int, bool | None] = {}
     n = 0
     for n in range(1, attempts + 1):  # noqa: B007 - n is reported

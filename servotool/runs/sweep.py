@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from servotool.analysis.sweep import (
     LIMIT_REASONS,
@@ -38,10 +38,19 @@ from servotool.analysis.sweep import (
     limit_from_stop,
     merge_found,
 )
-from servotool.motion.limits import JointLimits
+from servotool.clock import Clock
+from servotool.devices.bus import Bus
+from servotool.errors import Refused, RunFault
 from servotool.motion.quintic import Trajectory
-from servotool.motion.units import PULSE_MAX, PULSE_MIN
-from servotool.runs.servo import Abort, Refused, abort_check, intersect_limits, read_arm
+from servotool.runs.servo import (
+    Abort,
+    abort_check,
+    as_pose,
+    intersect_limits,
+    pulse_limits,
+    read_arm,
+    servo_pose,
+)
 
 CSV_COLUMNS = ("t", "event", "joint", "direction", "cmd", "read")
 CSV_UNITS = {"t": "s", "cmd": "pulse", "read": "pulse"}
@@ -115,21 +124,28 @@ class SweepRun:
         }
 
 
-class SweepAborted(Exception):
-    pass
+class SweepAborted(RunFault):
+    """The stop key ended the run: the arm was held where it stopped and nothing followed the hold."""
 
 
-WriterFactory = Callable[[SweepResult], AbstractContextManager[Any]]
+class RowWriter(Protocol):
+    """Where a sweep's rows go (a CsvLogWriter): one call per row, columns as keywords."""
+
+    def write(self, **row: Any) -> Any: ...
+
+
+WriterFactory = Callable[[SweepResult], AbstractContextManager[RowWriter]]
 
 
 class _Sweeper:
-    def __init__(self, bus: Any, clock: Any, config: SweepConfig, abort: Callable[[], bool],
+    def __init__(self, bus: Bus, clock: Clock, config: SweepConfig, abort: Callable[[], bool],
                  on_event: Callable[[SweepEvent], None] | None) -> None:
         self.bus, self.clock, self.cfg = bus, clock, config
         self.abort = abort
         self.on_event = on_event or (lambda e: None)
         self.t0 = clock.now()
         self.stored: dict[int, tuple[int, int]] = {}
+        self.span = bus.position_range
 
     def now(self) -> float:
         return self.clock.now() - self.t0
@@ -137,17 +153,18 @@ class _Sweeper:
     # every move frame of the run goes through here
     def send(self, joint: int, pulse: int) -> None:
         lo, hi = self.stored[joint]
-        if not (max(lo, PULSE_MIN) <= pulse <= min(hi, PULSE_MAX)):
+        span_lo, span_hi = self.span
+        if not (max(lo, span_lo) <= pulse <= min(hi, span_hi)):
             self.bus.hold()
-            raise RuntimeError(f"refusing to command servo {joint} to {pulse}: outside stored limit "
-                               f"[{lo}, {hi}] or {PULSE_MIN}-{PULSE_MAX} (arm held)")
+            raise RunFault(f"refusing to command servo {joint} to {pulse}: outside stored limit "
+                           f"[{lo}, {hi}] or {span_lo}-{span_hi} (arm held)")
         self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
 
     def read_stop(self, joint: int) -> int | None:
         reads = [r for r in (self.bus.read_position(joint) for _ in range(3)) if r is not None]
         return int(statistics.median(reads)) if reads else None
 
-    def sweep(self, res: SweepResult, writer: Any) -> None:
+    def sweep(self, res: SweepResult, writer: RowWriter) -> None:
         cfg, sign, joint = self.cfg, res.sign, res.joint
         det = StallDetector(sign, cfg.speed, cfg.criterion)
         res.lead_threshold, res.progress_threshold = det.K, det.E
@@ -192,7 +209,7 @@ class _Sweeper:
             k += 1
             self.clock.sleep_until(t_start + k * cfg.period_s)
 
-    def stop(self, res: SweepResult, writer: Any, reason: str) -> None:
+    def stop(self, res: SweepResult, writer: RowWriter, reason: str) -> None:
         self.bus.hold()  # first, before anything else: the arm stops where it is
         t_hold = self.now()
         writer.write(t=t_hold, event="hold", joint=res.joint, direction=res.direction)
@@ -211,16 +228,16 @@ class _Sweeper:
         if reason == STOP_ABORT:
             raise SweepAborted
 
-    def go_back(self, res: SweepResult, writer: Any) -> None:
+    def go_back(self, res: SweepResult, writer: RowWriter) -> None:
         """Minimum-jerk move of the swept joint from its stop back to its start pose."""
         lo, hi = self.stored[res.joint]
         here = self.bus.read_position(res.joint)
         if here is None:
             raise Refused(f"servo {res.joint} went silent after its sweep; arm held")
         # a read can sit a pulse or two beyond the stored limit (noise): never command that
-        here = min(max(here, lo, PULSE_MIN), hi, PULSE_MAX)
-        traj = Trajectory({res.joint: here}, {res.joint: res.start}, self.cfg.return_speed, 0.0,
-                          period=self.cfg.period_s)
+        here = min(max(here, lo, self.span[0]), hi, self.span[1])
+        traj = Trajectory(as_pose({res.joint: here}), as_pose({res.joint: res.start}), self.cfg.return_speed,
+                          0.0, period=self.cfg.period_s)
         self.on_event(SweepEvent("return", res.joint, res.direction, self.now(), cmd=res.start,
                                  message=f"back to {res.start} in {traj.T:.1f} s"))
         t_start = self.clock.now()
@@ -230,7 +247,7 @@ class _Sweeper:
                 self.bus.hold()
                 writer.write(t=self.now(), event="hold", joint=res.joint, direction=res.direction)
                 raise SweepAborted
-            pulse = traj.at(k * self.cfg.period_s)[res.joint]
+            pulse = servo_pose(traj.at(k * self.cfg.period_s))[res.joint]
             self.send(res.joint, pulse)
             writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)
             read = self.bus.read_position(res.joint)
@@ -245,12 +262,12 @@ class _Sweeper:
 
 def check_pose(pose: Mapping[int, int], limits: Mapping[int, tuple[int, int]]) -> str | None:
     """None when every read servo with a limit is inside it, else the reason."""
-    reason = JointLimits(limits, unit="pulses").check({k: v for k, v in pose.items() if k in limits}) \
+    reason = pulse_limits(limits).check(as_pose({k: v for k, v in pose.items() if k in limits})) \
         if limits else "no limits known"
     return None if reason is None else reason.replace("joint", "servo", 1)
 
 
-def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
+def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
                configured: Mapping[int, tuple[int, int]] | None = None,
                abort_requested: Abort = None,
                writer_factory: WriterFactory | None = None,
@@ -275,7 +292,7 @@ def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
         raise Refused(f"stored limit of servo(s) {', '.join(map(str, missing))} could not be read")
     stored = {sid: pair for sid, pair in stored_raw.items() if pair is not None}
     sweeper.stored = stored
-    limits = intersect_limits(stored, configured)
+    limits = intersect_limits(stored, configured, bus.position_range)
     reason = check_pose(armpose.pose, limits)
     if reason:
         raise Refused(f"sweep refused: the arm starts outside the current limits: {reason}")
@@ -304,7 +321,7 @@ def run_sweeps(bus: Any, clock: Any, config: SweepConfig, *,
     return run
 
 
-def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
+def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
          limits: Mapping[int, tuple[int, int]], factory: WriterFactory) -> None:
     cfg = sweeper.cfg
     armpose = read_arm(bus)
@@ -314,7 +331,7 @@ def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
                       f"{reason}")
     sign = direction_sign(direction)
     lo, hi = run.stored[joint]
-    bound = min(max(hi if sign > 0 else lo, PULSE_MIN), PULSE_MAX)
+    bound = min(max(hi if sign > 0 else lo, sweeper.span[0]), sweeper.span[1])
     start = armpose.pose[joint]
     res = SweepResult(joint=joint, direction=direction, speed=cfg.speed, inside=cfg.inside, start=start,
                       bound=bound, stored=(lo, hi))
@@ -336,7 +353,7 @@ def _one(bus: Any, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
 
 
 class _NullWriter:
-    def write(self, *args: Any, **kwargs: Any) -> None:
+    def write(self, **row: Any) -> None:
         pass
 
 

@@ -4,8 +4,8 @@ import pytest
 
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
+from servotool.errors import Refused
 from servotool.runs.servo import (
-    Refused,
     intersect_limits,
     move_to,
     parse_goal,

@@ -4,8 +4,8 @@ import pytest
 
 from servotool.analysis.sweep import STOP_ABORT, STOP_AT_LIMIT, STOP_STALL, STOP_STORED
 from servotool.devices.hiwonder import protocol as p
+from servotool.errors import Refused
 from servotool.io.csvlog import CsvLogWriter, read_csv
-from servotool.runs.servo import Refused
 from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
 
 

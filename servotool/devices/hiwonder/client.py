@@ -24,32 +24,19 @@ from typing import Any
 
 import serial
 
-from servotool.devices.arm import DeviceError
+from servotool.devices.bus import ServoRecord, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
+from servotool.errors import DeviceError
+from servotool.motion.units import PULSE_MAX, PULSE_MIN
 
 DEFAULT_BAUD = 1_000_000
 DEFAULT_TIMEOUT_S = 0.1
 DEFAULT_RETRIES = 2
 CLIENT_KEYS = ("baud", "timeout_ms", "retries", "profile")
 POLL_S = 0.005
-
-
-@dataclass(frozen=True)
-class ServoRecord:
-    """One servo's state as read: None where the servo did not answer."""
-
-    servo_id: int
-    position: int | None
-    voltage_mv: int | None = None
-    temperature_c: int | None = None
-    torque: bool | None = None
-
-    @property
-    def silent(self) -> bool:
-        return self.position is None
 
 
 @dataclass
@@ -93,6 +80,14 @@ class HiwonderBus:
         return self.profile.ids
 
     @property
+    def optional_ids(self) -> tuple[int, ...]:
+        return self.profile.optional_ids
+
+    @property
+    def position_range(self) -> tuple[int, int]:
+        return (PULSE_MIN, PULSE_MAX)
+
+    @property
     def sim(self) -> BoardSim | None:
         """The simulated board behind a `sim:` URL (for inspection), else None."""
         return self.server.sim if self.server is not None else None
@@ -119,6 +114,12 @@ class HiwonderBus:
     def hold(self, ids: Iterable[int] | None = None) -> None:
         """Stop the servos where they are (all of the profile's servos by default); they keep torque on."""
         frame = p.stop_frame(self.ids if ids is None else ids)
+        with self._lock:
+            self._write(frame)
+
+    def torque_on(self, servo_id: int) -> None:
+        """Ask one servo to power its motor (0x0B). The HX-12H does not always take it; a move does."""
+        frame = p.request_frame(p.SubCommand.TORQUE_ON, servo_id)
         with self._lock:
             self._write(frame)
 
@@ -152,7 +153,7 @@ class HiwonderBus:
                     continue  # other board reports (battery, keys) are not ours
                 try:
                     reply = p.decode_reply(frame)
-                except p.FrameError:
+                except p.BoardFrameError:
                     self.stats.bad_frames += 1
                     continue
                 if reply.servo_id == sid and reply.sub == sub:
@@ -213,17 +214,8 @@ class HiwonderBus:
         return {sid: self.read_position(sid) for sid in (self.ids if ids is None else ids)}
 
     def read_all(self, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
-        """Position, voltage, temperature and torque of each servo. A servo that does not answer its
-        position read is not asked the rest (it is silent) and reads as all None."""
-        out: dict[int, ServoRecord] = {}
-        for sid in self.ids if ids is None else ids:
-            pos = self.read_position(sid)
-            if pos is None:
-                out[sid] = ServoRecord(sid, None)
-                continue
-            out[sid] = ServoRecord(sid, pos, self.read_voltage(sid), self.read_temperature(sid),
-                                   self.read_torque(sid))
-        return out
+        """Position, voltage, temperature and torque of each servo (see devices.bus.read_records)."""
+        return read_records(self, ids)
 
     def sync(self, timeout_s: float = 2.0) -> None:
         """Simulated bus: wait until the board has taken every frame written so far (real bus: nothing to do).

@@ -11,8 +11,8 @@ Guarantees:
   0x38) cannot be encoded: there is no command type for them, and `encode_frame` / `encode_command` raise
   `EepromWriteRefused` for any function-5 frame whose first byte is one of them. Any other function-5
   sub-command not listed in `SubCommand` is refused too.
-* Every decoder raises `FrameError` (and only that) on a bad frame: wrong header, truncated, length mismatch,
-  bad CRC, unknown sub-command, wrong payload size.
+* Every decoder raises `BoardFrameError` (and only that) on a bad frame: wrong header, truncated, length
+  mismatch, bad CRC, unknown sub-command, wrong payload size.
 * Move pulses are refused outside PULSE_MIN..PULSE_MAX (0-1000) at encoding time, so no out-of-range position
   can reach the wire from this module.
 """
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from servotool.errors import ProtocolError, Refused
 from servotool.motion.units import PULSE_MAX, PULSE_MIN
 
 HEADER = b"\xaa\x55"
@@ -76,12 +77,12 @@ EEPROM_WRITES: Mapping[int, str] = {
 }
 
 
-class FrameError(ValueError):
-    """A frame could not be decoded (header, length, CRC, sub-command or payload size). Callers count and
-    skip."""
+class BoardFrameError(ProtocolError):
+    """A board frame could not be decoded (header, length, CRC, sub-command or payload size). Callers count
+    and skip."""
 
 
-class EepromWriteRefused(ValueError):
+class EepromWriteRefused(Refused, ValueError):
     """Something tried to build a frame that would write servo EEPROM (or an unknown function-5
     sub-command)."""
 
@@ -135,22 +136,22 @@ def encode_frame(func: int, data: bytes) -> bytes:
 
 
 def decode_frame(raw: bytes | bytearray) -> Frame:
-    """Decode exactly one frame. Raises FrameError on any defect (header, truncation, length, CRC)."""
+    """Decode exactly one frame. Raises BoardFrameError on any defect (header, truncation, length, CRC)."""
     raw = bytes(raw)
     if len(raw) < 2 or raw[:2] != HEADER:
-        raise FrameError(f"wrong header {raw[:2].hex(' ') or '(empty)'} (want aa 55)")
+        raise BoardFrameError(f"wrong header {raw[:2].hex(' ') or '(empty)'} (want aa 55)")
     if len(raw) < FRAME_OVERHEAD:
-        raise FrameError(f"truncated frame: {len(raw)} bytes")
+        raise BoardFrameError(f"truncated frame: {len(raw)} bytes")
     n = raw[3]
     want = n + FRAME_OVERHEAD
     if len(raw) < want:
-        raise FrameError(f"truncated frame: {len(raw)} bytes, length byte says {want}")
+        raise BoardFrameError(f"truncated frame: {len(raw)} bytes, length byte says {want}")
     if len(raw) > want:
-        raise FrameError(f"length mismatch: {len(raw)} bytes, length byte says {want}")
+        raise BoardFrameError(f"length mismatch: {len(raw)} bytes, length byte says {want}")
     body = raw[2:-1]
     crc = crc8_maxim(body)
     if crc != raw[-1]:
-        raise FrameError(f"bad CRC 0x{raw[-1]:02X} (computed 0x{crc:02X})")
+        raise BoardFrameError(f"bad CRC 0x{raw[-1]:02X} (computed 0x{crc:02X})")
     return Frame(func=raw[2], data=raw[4:-1])
 
 
@@ -166,7 +167,7 @@ class FrameParser:
         self._buf = bytearray()
         self.bad_frames = 0
         self.skipped_bytes = 0
-        self.last_error: FrameError | None = None
+        self.last_error: BoardFrameError | None = None
 
     def reset(self) -> None:
         """Forget any partial frame (after a timeout the rest of it is not coming)."""
@@ -199,7 +200,7 @@ class FrameParser:
                 return out
             try:
                 out.append(decode_frame(buf[:want]))
-            except FrameError as exc:
+            except BoardFrameError as exc:
                 self.bad_frames += 1
                 self.last_error = exc
                 self.skipped_bytes += 1
@@ -295,19 +296,20 @@ def request_frame(sub: SubCommand, servo_id: int) -> bytes:
 
 
 def decode_command(frame: Frame) -> Command:
-    """Decode a host -> board function-5 frame (the simulator's side). Raises FrameError on anything else."""
+    """Decode a host -> board function-5 frame (the simulator's side). Raises BoardFrameError on anything
+    else."""
     if frame.func != Function.BUS_SERVO:
-        raise FrameError(f"function {frame.func} is not the bus servo (5)")
+        raise BoardFrameError(f"function {frame.func} is not the bus servo (5)")
     data = frame.data
     if not data:
-        raise FrameError("bus-servo frame without a sub-command")
+        raise BoardFrameError("bus-servo frame without a sub-command")
     sub = data[0]
     if sub == SubCommand.MOVE:
         if len(data) < 4:
-            raise FrameError(f"move frame too short: {len(data)} bytes")
+            raise BoardFrameError(f"move frame too short: {len(data)} bytes")
         _, duration, n = struct.unpack_from("<BHB", data)
         if len(data) != 4 + 3 * n:
-            raise FrameError(f"move frame for {n} servos has {len(data)} bytes (want {4 + 3 * n})")
+            raise BoardFrameError(f"move frame for {n} servos has {len(data)} bytes (want {4 + 3 * n})")
         targets = {}
         for k in range(n):
             sid, pulse = struct.unpack_from("<BH", data, 4 + 3 * k)
@@ -315,13 +317,14 @@ def decode_command(frame: Frame) -> Command:
         return Move(duration, targets)
     if sub == SubCommand.STOP:
         if len(data) < 2 or len(data) != 2 + data[1]:
-            raise FrameError(f"stop frame has {len(data)} bytes for {data[1] if len(data) > 1 else '?'} ids")
+            count = data[1] if len(data) > 1 else "?"
+            raise BoardFrameError(f"stop frame has {len(data)} bytes for {count} ids")
         return Stop(tuple(data[2:]))
     if sub in SubCommand._value2member_map_:
         if len(data) != 2:
-            raise FrameError(f"sub-command 0x{sub:02X} frame has {len(data)} bytes (want 2)")
+            raise BoardFrameError(f"sub-command 0x{sub:02X} frame has {len(data)} bytes (want 2)")
         return ServoRequest(SubCommand(sub), data[1])
-    raise FrameError(f"unknown bus-servo sub-command 0x{sub:02X}")
+    raise BoardFrameError(f"unknown bus-servo sub-command 0x{sub:02X}")
 
 
 # --- board -> host: replies ---------------------------------------------------------------------------------
@@ -362,17 +365,18 @@ def encode_reply(reply: ServoReply) -> bytes:
 
 
 def decode_reply(frame: Frame) -> ServoReply:
-    """Decode a board -> host function-5 reply. Raises FrameError on a wrong function, sub-command or size."""
+    """Decode a board -> host function-5 reply. Raises BoardFrameError on a wrong function, sub-command or
+    size."""
     if frame.func != Function.BUS_SERVO:
-        raise FrameError(f"function {frame.func} is not the bus servo (5)")
+        raise BoardFrameError(f"function {frame.func} is not the bus servo (5)")
     data = frame.data
     if len(data) < 2:
-        raise FrameError(f"bus-servo reply too short: {len(data)} bytes")
+        raise BoardFrameError(f"bus-servo reply too short: {len(data)} bytes")
     fmt = REPLY_FORMATS.get(data[1])
     if fmt is None:
-        raise FrameError(f"unknown bus-servo reply sub-command 0x{data[1]:02X}")
+        raise BoardFrameError(f"unknown bus-servo reply sub-command 0x{data[1]:02X}")
     if len(data) != struct.calcsize(fmt):
-        raise FrameError(f"reply to 0x{data[1]:02X} has {len(data)} bytes (want {struct.calcsize(fmt)})")
+        raise BoardFrameError(f"reply to 0x{data[1]:02X} has {len(data)} bytes (want {struct.calcsize(fmt)})")
     sid, sub, ok, *values = struct.unpack(fmt, data)
     value: int | tuple[int, int] = values[0] if len(values) == 1 else (values[0], values[1])
     return ServoReply(sid, SubCommand(sub), ok, value)

@@ -106,7 +106,7 @@ class SimServo:
             vmax = self.params.max_speed * dt
             delta = max(-vmax, min(vmax, delta))
             self.pos = self._block(self.pos + delta)
-        elif not resting and not self._sagged():
+        elif not resting and not self._sagged() and self.params.sag_stop is not None:
             stop, step = self.params.sag_stop, self.params.sag_speed * dt
             new = min(self.pos + step, stop) if step > 0 else max(self.pos + step, stop)
             self.pos = self._block(new)
@@ -199,7 +199,7 @@ class BoardSim:
         self.advance(t)
         try:
             cmd = p.decode_command(frame)
-        except p.FrameError:
+        except p.BoardFrameError:
             self.rejected.append(frame)
             return b""
         self.received.append(Received(t - self.t0, cmd))

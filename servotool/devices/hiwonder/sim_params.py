@@ -33,8 +33,9 @@ Per-servo keys (`key` or `key_ID`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError
@@ -101,7 +102,7 @@ def _opt_float(text: str) -> float | None:
 
 
 # URL key -> (ServoParams field(s), converter)
-_SERVO_KEYS = {
+_SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "limit": ("lo,hi", _limit),
     "start": ("start", float),
     "obstacle": ("obstacles", _pulses),
@@ -196,12 +197,12 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
     if board.get("shape", "linear") not in ("linear", "smooth"):
         raise DeviceURLError(f"simulator shape {board['shape']!r}: want linear or smooth")
     servos = default_servos(profile, pose)
-    for sid, base in servos.items():
-        p = replace(base, **{**all_servos, **per_servo.get(sid, {})})
-        if not 0 <= p.lo < p.hi <= 1000:
-            raise DeviceURLError(f"simulator servo {sid}: stored limit {p.lo}-{p.hi} is not "
+    for sid, defaults in servos.items():
+        sp = replace(defaults, **{**all_servos, **per_servo.get(sid, {})})
+        if not 0 <= sp.lo < sp.hi <= 1000:
+            raise DeviceURLError(f"simulator servo {sid}: stored limit {sp.lo}-{sp.hi} is not "
                                  "0 <= lo < hi <= 1000")
-        servos[sid] = p
+        servos[sid] = sp
     return SimParams(servos=servos, **board)
 
 

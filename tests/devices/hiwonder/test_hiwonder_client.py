@@ -3,11 +3,11 @@ import time
 import pytest
 
 from servotool.clock import FakeClock
-from servotool.devices.arm import DeviceError
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.client import HiwonderBus
 from servotool.devices.hiwonder.sim import start_sim
 from servotool.devices.registry import DeviceURLError, open_bus
+from servotool.errors import DeviceError
 
 
 def wait_for(cond, timeout=2.0):

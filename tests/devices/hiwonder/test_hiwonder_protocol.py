@@ -126,7 +126,7 @@ GOOD = bytes.fromhex("aa 55 05 07 01 e8 03 01 01 f4 01 f5")
     ],
 )
 def test_corrupted_frames_raise_one_error(raw, why):
-    with pytest.raises(p.FrameError, match=why):
+    with pytest.raises(p.BoardFrameError, match=why):
         p.decode_frame(raw)
 
 
@@ -147,16 +147,16 @@ def _frame(func, data):
     ],
 )
 def test_bad_commands_raise_frame_error(data):
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.BoardFrameError):
         p.decode_command(p.decode_frame(_frame(5, data)))
 
 
 def test_bad_replies_raise_frame_error():
-    with pytest.raises(p.FrameError, match="unknown"):
+    with pytest.raises(p.BoardFrameError, match="unknown"):
         p.decode_reply(p.decode_frame(_frame(5, bytes([1, 0x40, 0, 0]))))
-    with pytest.raises(p.FrameError, match="bytes"):
+    with pytest.raises(p.BoardFrameError, match="bytes"):
         p.decode_reply(p.decode_frame(_frame(5, struct.pack("<BBbh", 1, 5, 0, 500) + b"\x00")))
-    with pytest.raises(p.FrameError, match="function"):
+    with pytest.raises(p.BoardFrameError, match="function"):
         p.decode_reply(p.decode_frame(_frame(0, struct.pack("<BH", 4, 12000))))
 
 
@@ -186,7 +186,7 @@ def test_stream_parser_skips_a_corrupted_frame_and_keeps_the_next():
     frames = parser.feed(b"\x00\xaa" + bytes(bad) + good2)
     assert frames == [p.decode_frame(good2)]
     assert parser.bad_frames == 1
-    assert isinstance(parser.last_error, p.FrameError)
+    assert isinstance(parser.last_error, p.BoardFrameError)
 
 
 def test_stream_parser_holds_a_partial_frame_until_the_rest_arrives():

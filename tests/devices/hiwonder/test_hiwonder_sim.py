@@ -120,7 +120,7 @@ def test_crc_errors_every_nth_reply():
         try:
             p.decode_frame(raw)
             bad.append(False)
-        except p.FrameError:
+        except p.BoardFrameError:
             bad.append(True)
     assert bad == [False, False, True, False, False, True]
     assert sim.corrupted == 2

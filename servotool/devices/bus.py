@@ -1,0 +1,133 @@
+"""What a position servo bus offers the layers above it (runs/servo.py, runs/sweep.py and cli/).
+
+A backend (the Hiwonder-style board today, Dynamixel next) implements `Bus`. Positions are whole servo units
+("pulses" on the Hiwonder board: 0-1000 commanded, reads signed), durations milliseconds, voltages mV,
+temperatures deg C. Every read returns None when the servo does not answer (never raises for one silent
+servo);
+commands raise `servotool.errors.DeviceError` when the link itself fails.
+
+Nothing in this protocol can write servo EEPROM: limits are read only, ids and offsets are never set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ServoRecord:
+    """One servo's state as read: None where the servo did not answer."""
+
+    servo_id: int
+    position: int | None
+    voltage_mv: int | None = None
+    temperature_c: int | None = None
+    torque: bool | None = None
+
+    @property
+    def silent(self) -> bool:
+        return self.position is None
+
+
+@runtime_checkable
+class Bus(Protocol):
+    """A bus of position servos. Methods block at most for the backend's documented read timeout."""
+
+    @property
+    def url(self) -> str:
+        """The device URL it was opened with."""
+        ...
+
+    @property
+    def simulated(self) -> bool:
+        """True when a simulator answers (announced loudly by the CLI)."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """Profile or model name, e.g. "rosorin-arm"."""
+        ...
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """Every servo id of the arm, joints first."""
+        ...
+
+    @property
+    def optional_ids(self) -> tuple[int, ...]:
+        """Servos that may go silent without stopping the arm (a claw); the others are joints."""
+        ...
+
+    @property
+    def position_range(self) -> tuple[int, int]:
+        """(lo, hi) of any position command the bus accepts, in servo units."""
+        ...
+
+    @property
+    def last_position(self) -> Mapping[int, int]:
+        """The last position each servo answered with (a silent servo keeps its last known one)."""
+        ...
+
+    def read_position(self, servo_id: int) -> int | None:
+        """Position in servo units (signed), None if silent."""
+        ...
+
+    def read_voltage(self, servo_id: int) -> int | None:
+        """Supply at the servo in mV, None if silent."""
+        ...
+
+    def read_temperature(self, servo_id: int) -> int | None:
+        """Temperature in deg C, None if silent."""
+        ...
+
+    def read_torque(self, servo_id: int) -> bool | None:
+        """True when the motor is powered (holding), None if silent."""
+        ...
+
+    def read_stored_limits(self, servo_id: int) -> tuple[int, int] | None:
+        """The (lo, hi) position limit held in the servo (read only), None if silent."""
+        ...
+
+    def read_pose(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
+        """Positions of the given servos (all by default); silent ones are None."""
+        ...
+
+    def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
+        """Every servo of `targets` to its position within duration_ms. ValueError outside position_range."""
+        ...
+
+    def hold(self, ids: Iterable[int] | None = None) -> None:
+        """Stop the servos where they are (all by default); they keep torque on."""
+        ...
+
+    def torque_on(self, servo_id: int) -> None:
+        """Power one servo's motor (it holds where it is)."""
+        ...
+
+    def torque_off(self, servo_id: int) -> None:
+        """Switch one servo's motor off: a joint that carries weight drops."""
+        ...
+
+    def sync(self, timeout_s: float = 2.0) -> None:
+        """Simulated bus: wait until the device has taken every frame written so far (real bus: no-op)."""
+        ...
+
+    def close(self) -> None:
+        """Close the link (and stop a simulator behind it); idempotent."""
+        ...
+
+
+def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
+    """Position, voltage, temperature and torque of each servo (all by default). A servo that does not
+    answer its position read is not asked the rest (it is silent) and reads as all None."""
+    out: dict[int, ServoRecord] = {}
+    for sid in bus.ids if ids is None else ids:
+        pos = bus.read_position(sid)
+        if pos is None:
+            out[sid] = ServoRecord(sid, None)
+            continue
+        out[sid] = ServoRecord(sid, pos, bus.read_voltage(sid), bus.read_temperature(sid),
+                               bus.read_torque(sid))
+    return out
