@@ -8,6 +8,7 @@ the raw target as r1..rN, with pass/phase labels), `state` rows (measured joints
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,11 +21,12 @@ class RecordingError(ValueError):
     """The rows do not hold what an analysis needs (no commands, no measured samples, unknown joint)."""
 
 
-def joint_columns(prefix: str, columns) -> list[str]:
+def joint_columns(prefix: str, columns: Iterable[str]) -> list[str]:
     """q1..qN (or r1..rN) present in the frame, in joint order."""
+    present = set(columns)
     found = []
     k = 1
-    while f"{prefix}{k}" in columns:
+    while f"{prefix}{k}" in present:
         found.append(f"{prefix}{k}")
         k += 1
     return found

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pandas as pd
@@ -187,7 +188,9 @@ class CsvLogWriter:
     def __enter__(self) -> CsvLogWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is not None and self._interrupted is None:
             if issubclass(exc_type, KeyboardInterrupt):
                 self.interrupt("Ctrl-C")

@@ -1,0 +1,319 @@
+"""The ramp analysis driver: midpoints, the dynamic model, per-pass figures, then the fits and checks.
+
+Cruise statistics only use frames whose commanded history over the last L + 5*tau (plus two state periods)
+lies inside the cruise, so the transient after the ramp-up never biases L.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from servotool.analysis.lag.dynamics import fit_dynamics
+from servotool.analysis.lag.link import link_latency, timing_certain
+from servotool.analysis.lag.origin import fit_through_origin, guard_advice, midpoint_check, model_check
+from servotool.analysis.lag.passes import (
+    MIN_FRAMES,
+    PassTicks,
+    crossing,
+    cruise_delta,
+    pass_ticks,
+    rest_noise,
+    slope,
+    state_period,
+)
+from servotool.analysis.lag.results import (
+    CombinedLag,
+    Dynamics,
+    LagResult,
+    LinkLatency,
+    Noise,
+    PassLag,
+    finite,
+    ms,
+)
+from servotool.analysis.recording import Recording, RecordingError, check_joint
+
+MIN_MID_WINDOW_S = 0.025  # the midpoint crossing is refined over at least this window ...
+MID_WINDOW_PERIODS = 2.5  # ... or this many state periods
+MID_SEARCH_AFTER_S = 2.0  # how long after a pass the measured crossing is searched for
+FALLBACK_SETTLE_FACTOR = 1.25  # without the dynamic model, a transient lasts FACTOR * L + PAD
+FALLBACK_SETTLE_PAD_S = 0.03
+NO_LAG_SETTLE_S = 0.25  # transient assumed when no lag estimate exists at all
+TAU_SETTLE_MULTIPLE = 5  # a first-order lag has settled after this many time constants
+STATE_PERIODS_SKIPPED = 2  # plus this many state periods of the cruise start
+NO_STATE_PERIOD_SKIP_S = 0.02
+REST_NOISE_EXTRA_S = 0.05  # rest starts this long after the transient has settled
+NOISE_PEAK_SIGMAS = 3  # peak noise assumed from a fit residual's rms
+
+
+@dataclass
+class _Series:
+    """The recording's joint series, link-corrected (tc, ts) and raw host times (tc_raw, ts_raw)."""
+
+    tc: np.ndarray
+    tc_raw: np.ndarray
+    qc: np.ndarray
+    ts: np.ndarray
+    ts_raw: np.ndarray
+    qs: np.ndarray
+    link: LinkLatency
+    uncertain: np.ndarray | None
+    t_state: float
+    warnings: list[str] = field(default_factory=list)
+
+
+def _series(rec: Recording, joint: int, cmd_period_s: float, correct_link: bool) -> _Series:
+    tc_raw, qc = rec.commanded(joint)
+    ts_all_raw, qs_all = rec.measured(joint)
+    uncertain = None
+    if correct_link:
+        link, tc, ts_all, uncertain = link_latency(rec, cmd_period_s)
+    else:
+        link = LinkLatency(False, math.nan, math.nan, math.nan, 0, math.nan, "not corrected")
+        tc, ts_all = tc_raw, ts_all_raw
+    warnings = []
+    # after a controller fault the arm no longer executes the command: the model ends there
+    horizon = float(rec.fault_t[0]) if len(rec.fault_t) else math.inf
+    keep = (ts_all_raw < horizon) & np.isfinite(qs_all)
+    if np.isfinite(horizon):
+        warnings.append(f"controller fault at t = {horizon:.3f} s: samples after it are left out")
+    ts, ts_raw, qs = ts_all[keep], ts_all_raw[keep], qs_all[keep]
+    return _Series(tc, tc_raw, qc, ts, ts_raw, qs, link, uncertain, state_period(rec), warnings)
+
+
+def _midpoints(s: _Series, passes: Sequence[PassTicks]) -> tuple[dict[int, float], dict[int, float]]:
+    """Step 1: (midpoint lag, cruise speed) per pass. Independent of speed: the first lag estimate."""
+    mids: dict[int, float] = {}
+    speeds: dict[int, float] = {}
+    window = max(MID_WINDOW_PERIODS * s.t_state, MIN_MID_WINDOW_S) if finite(s.t_state) else MIN_MID_WINDOW_S
+    for ps in passes:
+        v = slope(s.tc[ps.cruise], s.qc[ps.cruise]) if ps.cruise.size >= 2 else math.nan
+        speeds[ps.index] = v
+        if not finite(v) or v == 0 or ps.end_idx is None:
+            continue
+        sgn = float(np.sign(v))
+        mid = 0.5 * (float(s.qc[ps.idx[0]]) + float(s.qc[ps.end_idx]))
+        t_c = crossing(s.tc[ps.idx], s.qc[ps.idx], mid, sgn, 0.0)
+        lo = np.searchsorted(s.ts, s.tc[ps.idx][0])
+        hi = np.searchsorted(s.ts, ps.next_t + MID_SEARCH_AFTER_S)
+        t_m = crossing(s.ts[lo:hi], s.qs[lo:hi], mid, sgn, window)
+        if finite(t_c) and finite(t_m):
+            mids[ps.index] = t_m - t_c
+    return mids, speeds
+
+
+def _dynamics(s: _Series, lag0: float, speeds: dict[int, float], cmd_period_s: float) -> Dynamics | None:
+    """Step 2: the dynamic model over everything (None, with a warning, when it cannot be fitted)."""
+    if not finite(lag0):
+        return None
+    cruise_speeds = [abs(v) for v in speeds.values() if finite(v) and v != 0]
+    try:
+        sel = s.ts >= s.tc[0]
+        sel &= timing_certain(s.tc, s.ts, s.uncertain, lag0, cmd_period_s, s.warnings)
+        return fit_dynamics(
+            s.tc,
+            s.qc,
+            s.ts[sel],
+            s.qs[sel],
+            lag0,
+            slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan,
+        )
+    except (RecordingError, np.linalg.LinAlgError, ValueError) as exc:
+        s.warnings.append(f"dynamic fit failed: {exc}")
+        return None
+
+
+def _settle_time(dyn: Dynamics | None, lag0: float) -> float:
+    """How long the transient after a ramp corner lasts (s)."""
+    if dyn is not None:
+        return (dyn.lag_ms + TAU_SETTLE_MULTIPLE * dyn.tau_ms) * 1e-3
+    if finite(lag0):
+        return FALLBACK_SETTLE_FACTOR * lag0 + FALLBACK_SETTLE_PAD_S
+    return NO_LAG_SETTLE_S
+
+
+@dataclass
+class _PassContext:
+    s: _Series
+    start: float
+    skip: float
+    settle_time: float
+    m_latest: np.ndarray
+    mids: dict[int, float]
+
+
+def _no_cruise(ps: PassTicks, direction: str, v: float) -> PassLag:
+    nan = math.nan
+    speed = abs(v) if finite(v) else nan
+    # every measured figure, delta_mean_deg .. overshoot_deg, is NaN
+    return PassLag(
+        ps.index, direction, speed, 0.0, 0, nan, nan, nan, nan, nan, nan, nan, nan, note="no cruise"
+    )
+
+
+def _overshoot(c: _PassContext, ps: PassTicks, q_end: float, sgn: float) -> float:
+    """How far the arm went past the commanded end of the pass before the next pass began (NaN: cut off)."""
+    if ps.end_idx is None:
+        return math.nan
+    s = c.s
+    t_end = float(s.tc[ps.end_idx])
+    w = (s.ts >= t_end) & (s.ts <= ps.next_t + c.settle_time)
+    if w.any() and (ps.next_t < math.inf or s.ts[-1] >= t_end + c.settle_time):
+        return max(0.0, float(np.max(sgn * (s.qs[w] - q_end))))
+    return math.nan
+
+
+def _pass_lag(c: _PassContext, ps: PassTicks, v: float) -> tuple[PassLag, tuple[float, float] | None]:
+    """Step 3 for one pass: cruise deltas (controller and raw host times), guard view, overshoot.
+
+    Returns the pass and its (speed, host-time delta) point, None when the pass has no cruise."""
+    s = c.s
+    q_a = float(s.qc[ps.idx[0]])
+    q_end = float(s.qc[ps.end_idx]) if ps.end_idx is not None else float(s.qc[ps.idx[-1]])
+    direction = "out" if abs(q_end - c.start) >= abs(q_a - c.start) else "back"
+    if ps.cruise.size < 2 or not finite(v) or v == 0:
+        return _no_cruise(ps, direction, v), None
+    sgn, speed = float(np.sign(v)), abs(v)
+    c0, c1 = ps.cruise[0], ps.cruise[-1]
+    cr = cruise_delta(s.tc, s.qc, s.ts, s.qs, float(s.tc[c0]) + c.skip, float(s.tc[c1]), sgn)
+    t0_raw, t1_raw = float(s.tc_raw[c0]) + c.skip, float(s.tc_raw[c1])
+    host = cruise_delta(s.tc_raw, s.qc, s.ts_raw, s.qs, t0_raw, t1_raw, sgn)
+    note = "cruise too short for the lag: lengthen --sweep or lower the speed" if cr.n < MIN_FRAMES else ""
+    # guard view at the send ticks: the setpoint just sent against the newest frame received before it
+    ci = ps.cruise
+    g = sgn * (s.qc[ci] - c.m_latest[ci])
+    g_ok = np.isfinite(g)
+    settled = g_ok & (s.tc_raw[ci] >= s.tc_raw[c0] + c.skip)
+    g_peak = float(np.max(np.abs(g[g_ok]))) if g_ok.any() else math.nan
+    g_mean = float(g[settled].mean()) if settled.sum() >= MIN_FRAMES else math.nan
+    overshoot = _overshoot(c, ps, q_end, sgn)
+    if ps.end_idx is not None and not finite(overshoot):
+        note = note or "cut off before the stop"
+    lag = PassLag(
+        index=ps.index,
+        direction=direction,
+        speed_deg_s=speed,
+        cruise_s=float(s.tc[c1] - s.tc[c0]),
+        n_frames=cr.n,
+        delta_mean_deg=cr.mean,
+        delta_peak_deg=cr.peak,
+        lag_ms=ms(cr.mean / speed),
+        guard_delta_mean_deg=g_mean,
+        guard_delta_peak_deg=g_peak,
+        guard_lag_ms=ms(g_mean / speed),
+        mid_lag_ms=ms(c.mids.get(ps.index, math.nan)),
+        overshoot_deg=overshoot,
+        note=note,
+    )
+    return lag, (speed, host.mean)
+
+
+def analyze_lag(
+    rec: Recording,
+    *,
+    joint: int,
+    cmd_period_s: float,
+    a_max: float = 500.0,
+    v_max: float = 130.0,
+    start_deg: float | None = None,
+    correct_link: bool = True,
+) -> LagResult:
+    """All lag figures of one ramp recording (see servotool.analysis.lag). Pure function of the recording.
+
+    With correct_link, L is the controller's own lag: command times are moved to when the controller took
+    them and state times to when it sampled them (see LinkLatency), where the recording allows; host_fit
+    keeps the plain send-to-receive figure and the guard view always uses the raw host times.
+    Raises RecordingError when the recording has no labelled passes or too few rows for the joint.
+    """
+    check_joint(rec, joint)
+    s = _series(rec, joint, cmd_period_s, correct_link)
+    passes = pass_ticks(rec)
+    if not passes:
+        raise RecordingError("no labelled passes in the recording")
+    # 1. midpoint crossings; 2. the dynamic model, which also tells how long the transient after a ramp lasts
+    mids, speeds = _midpoints(s, passes)
+    lag0 = float(np.median(list(mids.values()))) if mids else math.nan
+    dyn = _dynamics(s, lag0, speeds, cmd_period_s)
+    settle_time = _settle_time(dyn, lag0)
+    skip = settle_time + (STATE_PERIODS_SKIPPED * s.t_state if finite(s.t_state) else NO_STATE_PERIOD_SKIP_S)
+    skip += cmd_period_s
+    # 3. per pass: cruise deltas, guard view, overshoot
+    start = float(s.qc[0]) if start_deg is None else float(start_deg)
+    ctx = _PassContext(s, start, skip, settle_time, rec.latest_measured_at(s.tc_raw, joint), mids)
+    out: list[PassLag] = []
+    host_points: list[tuple[float, float]] = []
+    for ps in passes:
+        lag, point = _pass_lag(ctx, ps, speeds.get(ps.index, math.nan))
+        out.append(lag)
+        if point is not None:
+            host_points.append(point)
+    # 4. the fits through the origin, their checks, the noise and the guard tuning
+    return _summarise(rec, joint, cmd_period_s, s, out, host_points, dyn, settle_time, a_max, v_max)
+
+
+def _summarise(
+    rec: Recording,
+    joint: int,
+    cmd_period_s: float,
+    s: _Series,
+    out: list[PassLag],
+    host_points: list[tuple[float, float]],
+    dyn: Dynamics | None,
+    settle_time: float,
+    a_max: float,
+    v_max: float,
+) -> LagResult:
+    fit = fit_through_origin([p.speed_deg_s for p in out], [p.delta_mean_deg for p in out])
+    host_fit = fit_through_origin([v for v, _ in host_points], [d for _, d in host_points])
+    guard_fit = fit_through_origin([p.speed_deg_s for p in out], [p.guard_delta_mean_deg for p in out])
+    if fit is None:
+        s.warnings.append("no pass had a cruise long enough to measure the lag")
+    noise = rest_noise(rec, joint, settle_time + REST_NOISE_EXTRA_S)
+    if noise is None and dyn is not None:
+        noise = Noise(dyn.rms_deg, NOISE_PEAK_SIGMAS * dyn.rms_deg, dyn.n_samples, source="fit residual")
+    tuning = None
+    if fit is not None:
+        # the guard works on host times: tune it from the send-to-receive lag a host actually sees
+        basis = host_fit.lag_ms if host_fit is not None else fit.lag_ms
+        tuning = guard_advice(
+            max(basis, fit.lag_ms) * 1e-3,
+            a_max=a_max,
+            v_max=v_max,
+            noise_deg=noise.peak_deg if noise else 0.0,
+            dt=cmd_period_s,
+            frame_age_s=s.t_state,
+        )
+    return LagResult(
+        joint=joint,
+        cmd_period_s=cmd_period_s,
+        state_period_s=s.t_state,
+        passes=out,
+        fit=fit,
+        host_fit=host_fit,
+        guard_fit=guard_fit,
+        link=s.link,
+        midpoint=midpoint_check(out, fit),
+        model=model_check(out, fit),
+        dynamics=dyn,
+        noise=noise,
+        tuning=tuning,
+        warnings=s.warnings,
+    )
+
+
+def combine_lag(results: Sequence[LagResult]) -> CombinedLag:
+    """One delta = v * L fit over the passes of all results, with its midpoint and model checks."""
+    passes = [p for r in results for p in r.passes]
+    fit = fit_through_origin([p.speed_deg_s for p in passes], [p.delta_mean_deg for p in passes])
+    guard_fit = fit_through_origin([p.speed_deg_s for p in passes], [p.guard_delta_mean_deg for p in passes])
+    return CombinedLag(
+        n_files=len(results),
+        fit=fit,
+        guard_fit=guard_fit,
+        midpoint=midpoint_check(passes, fit),
+        model=model_check(passes, fit),
+    )

@@ -1,0 +1,257 @@
+"""The dynamic model: measured(t) = F_tau[c(. - L)](t) + k * sign(v) + b, fitted on the measured frames.
+
+F_tau is a first-order filter (time constant tau) and k an offset against the direction of motion (friction,
+backlash). A pure delay, a filter and friction all give the same cruise delta at one speed; the ramp corners
+separate L from tau, and several speeds separate k from L.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize, signal, stats
+
+from servotool.analysis.lag.results import Dynamics, finite
+from servotool.analysis.recording import RecordingError
+
+FIT_GRID_S = 0.001  # simulation step of the dynamic model
+FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
+TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see _filter_is_real)
+MIN_FIT_SAMPLES = 10  # measured frames the dynamic fit needs at the least
+DEFAULT_LAG_GUESS_S = 0.05  # starting lag when no first estimate exists
+TAU_STARTS = (0.0, 0.15, 0.5)  # starting tau as fractions of the lag guess (several starts, best kept)
+MAD_TO_SIGMA = 1.4826  # median absolute deviation to standard deviation of a normal distribution
+SOFT_L1_SIGMAS = 3.0  # residuals beyond this many robust sigmas lose their pull on the fit
+INLIER_SIGMAS = 4.0  # residuals within this many robust sigmas take part in the filter test
+MAX_NEIGHBOUR_CORRELATION = 0.95
+MIN_EFFECTIVE_SAMPLES = 5.0
+FILTER_TEST_LEVEL = 0.999  # F-test confidence before a first-order lag is believed
+FRICTION_SIGMAS = 3.0  # an offset counts when it exceeds this many standard errors ...
+FRICTION_MIN_EFFECT_S = 0.5e-3  # ... and is worth this much apparent lag at the slowest speed
+TINY_TAU_S = 1e-9  # below this the filter is the identity
+
+Residual = Callable[[np.ndarray], np.ndarray]
+
+
+def first_order_response(u: np.ndarray, h: float, tau: float) -> np.ndarray:
+    """Exact response of y' = (u - y) / tau to an input linear between samples h apart, from rest at u[0]."""
+    if tau <= TINY_TAU_S:
+        return u.copy()
+    a = math.exp(-h / tau)
+    g = (1.0 - a) * tau / h
+    b = [1.0 - g, g - a]
+    zi = signal.lfiltic(b, [1.0, -a], y=[u[0]], x=[u[0]])
+    y, _ = signal.lfilter(b, [1.0, -a], u, zi=zi)
+    return np.asarray(y)
+
+
+def simulate(
+    t_cmd: np.ndarray,
+    q_cmd: np.ndarray,
+    t_eval: np.ndarray,
+    lag_s: float,
+    tau_s: float,
+    h: float = FIT_GRID_S,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The commanded stream through dead time lag_s and a first-order lag tau_s, at t_eval.
+
+    Returns (position, velocity) of the model at t_eval. Before the first setpoint the command is taken as
+    held at its first value (the warm-up held that pose), after the last one as held at the last value.
+    """
+    t0 = min(t_cmd[0], t_eval[0]) - max(5 * tau_s, 2 * h)
+    t1 = max(t_cmd[-1], t_eval[-1]) + 2 * h
+    grid = np.arange(t0, t1 + h, h)
+    u = np.interp(grid - lag_s, t_cmd, q_cmd)
+    y = first_order_response(u, h, tau_s)
+    dy = np.gradient(y, h)
+    return np.interp(t_eval, grid, y), np.interp(t_eval, grid, dy)
+
+
+def _least_squares(
+    fun: Residual, x0: np.ndarray, bounds: Any, f_scale: float | None = None
+) -> optimize.OptimizeResult | None:
+    """Bounded least squares; with f_scale, a soft-L1 loss so that a few samples thrown far off by a late
+    setpoint (a stalled link) do not drag the fit. None when scipy gives up."""
+    robust: dict[str, Any] = {} if f_scale is None else {"loss": "soft_l1", "f_scale": f_scale}
+    try:
+        return optimize.least_squares(
+            fun,
+            x0,
+            bounds=bounds,
+            x_scale=0.01,
+            diff_step=1e-4,
+            method="trf",
+            xtol=1e-10,
+            ftol=1e-12,
+            gtol=1e-12,
+            max_nfev=200,
+            **robust,
+        )
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+
+
+def _param_se(res: optimize.OptimizeResult, dof: float) -> list[float]:
+    s2 = float(res.fun @ res.fun) / max(dof, 1)
+    cov = s2 * np.linalg.pinv(res.jac.T @ res.jac)
+    return [math.sqrt(max(float(cov[i, i]), 0.0)) for i in range(len(res.x))]
+
+
+@dataclass
+class _Model:
+    """The model on one set of frames: simulated response plus the linear terms (k, b) solved exactly."""
+
+    t_cmd: np.ndarray
+    q_cmd: np.ndarray
+    t_meas: np.ndarray
+    q_meas: np.ndarray
+
+    def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        y, dy = simulate(self.t_cmd, self.q_cmd, self.t_meas, lag, tau)
+        a = np.column_stack([-np.tanh(dy / FRICTION_V_EPS), np.ones(len(self.t_meas))])
+        return y, a
+
+    def residual(self, p: np.ndarray) -> np.ndarray:
+        y, a = self.design(float(p[0]), float(p[1]))
+        r0 = self.q_meas - y
+        coef, *_ = np.linalg.lstsq(a, r0, rcond=None)
+        return np.asarray(r0 - a @ coef)
+
+    def pure_residual(self, p: np.ndarray) -> np.ndarray:
+        return self.residual(np.array([p[0], 0.0]))
+
+
+@dataclass
+class _Fits:
+    pure: optimize.OptimizeResult  # dead time alone
+    best: optimize.OptimizeResult  # dead time and first-order lag
+    scale: float  # robust sigma of the residuals (deg)
+
+
+def _run_fits(model: _Model, guess: float) -> _Fits:
+    """A dead-time-only fit, then dead time + filter from several starts; robust once the scale is known."""
+    upper = (max(1.0, 3 * guess), max(0.5, 2 * guess))
+    first = _least_squares(model.pure_residual, np.array([guess]), ([0.0], [upper[0]]))
+    if first is None:
+        raise RecordingError("the dynamic fit did not converge")
+    scale = MAD_TO_SIGMA * float(np.median(np.abs(first.fun - np.median(first.fun))))
+    f_scale = SOFT_L1_SIGMAS * scale if scale > 0 else None
+    pure = _least_squares(model.pure_residual, first.x, ([0.0], [upper[0]]), f_scale)
+    best = None
+    for frac in TAU_STARTS:
+        tau0 = frac * guess
+        x0 = np.array([min(max(guess - tau0, 0.0), upper[0]), min(tau0, upper[1])])
+        res = _least_squares(model.residual, x0, ([0.0, 0.0], upper), f_scale)
+        if res is not None and (best is None or res.cost < best.cost):
+            best = res
+    if best is None or pure is None:
+        raise RecordingError("the dynamic fit did not converge")
+    return _Fits(pure, best, scale)
+
+
+def _filter_is_real(fits: _Fits, n: int) -> tuple[bool, float]:
+    """(is the fitted tau believed, effective number of independent samples).
+
+    Near tau = 0 the data hardly depend on tau (the corner rounding grows as tau^2), so a fitted tau is only
+    believed when it lowers the residual significantly (F test on the samples both fits call inliers).
+    Residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
+    count independent samples only, or the test and the standard errors would be far too confident.
+    """
+    r_best, r_pure, scale = fits.best.fun, fits.pure.fun, fits.scale
+    if scale > 0:
+        inl = (np.abs(r_best) <= INLIER_SIGMAS * scale) & (np.abs(r_pure) <= INLIER_SIGMAS * scale)
+    else:
+        inl = np.ones(n, bool)
+    rb = r_best[inl]
+    rho = float(np.corrcoef(rb[:-1], rb[1:])[0, 1]) if len(rb) > 3 and np.std(rb) > 0 else 0.0
+    rho = min(max(rho, 0.0), MAX_NEIGHBOUR_CORRELATION)
+    n_in = int(inl.sum())
+    n_eff = max(n_in * (1 - rho) / (1 + rho), MIN_EFFECTIVE_SAMPLES)
+    dof = max(n_eff - 4, 1.0)
+    ssr1, ssr0 = float(rb @ rb), float(r_pure[inl] @ r_pure[inl])
+    f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
+    # and only above TAU_FLOOR_S: shorter filters cannot be told apart from the sub-millisecond jitter of when
+    # the controller takes each setpoint (on the simulator, a pure delay fits "tau ~ 2 ms" now and then)
+    real = bool(f_stat > stats.f.ppf(FILTER_TEST_LEVEL, 1, dof) and fits.best.x[1] >= TAU_FLOOR_S)
+    return real, n_eff
+
+
+def _verdict(lag: float, tau: float, k: float, has_filter: bool, has_friction: bool) -> str:
+    if not has_filter and not has_friction:
+        return f"pure dead time: L = {lag * 1e3:.1f} ms, no measurable filtering or friction"
+    parts = [f"dead time L = {lag * 1e3:.1f} ms"]
+    if has_filter:
+        parts.append(
+            f"first-order lag tau = {tau * 1e3:.1f} ms (a cruise sees L + tau = "
+            f"{(lag + tau) * 1e3:.1f} ms; a step sees L, then an exponential)"
+        )
+    if has_friction:
+        parts.append(
+            f"a direction-dependent offset of {k:+.4f} deg (friction or backlash: its "
+            "apparent lag shrinks as 1/v)"
+        )
+    return "; ".join(parts)
+
+
+def fit_dynamics(
+    t_cmd: np.ndarray,
+    q_cmd: np.ndarray,
+    t_meas: np.ndarray,
+    q_meas: np.ndarray,
+    lag_guess_s: float,
+    *,
+    slowest_speed: float = math.nan,
+) -> Dynamics:
+    """Fit measured = F_tau[c(. - L)] + k * sign(v) + b by least squares on every measured sample.
+
+    L and tau are found by scipy.optimize.least_squares (bounded, several starts); k and b are linear and
+    solved exactly for each (L, tau) (variable projection). Standard errors from the Jacobian at the optimum.
+    Raises RecordingError with fewer than MIN_FIT_SAMPLES finite frames or when no start converges.
+    """
+    t_meas = np.asarray(t_meas, float)
+    q_meas = np.asarray(q_meas, float)
+    ok = np.isfinite(t_meas) & np.isfinite(q_meas)
+    model = _Model(np.asarray(t_cmd, float), np.asarray(q_cmd, float), t_meas[ok], q_meas[ok])
+    n = len(model.t_meas)
+    if n < MIN_FIT_SAMPLES:
+        raise RecordingError("too few measured samples for the dynamic fit")
+    guess = max(float(lag_guess_s), 0.0) if finite(lag_guess_s) else DEFAULT_LAG_GUESS_S
+    fits = _run_fits(model, guess)
+    has_filter, n_eff = _filter_is_real(fits, n)
+    se_scale = math.sqrt(n / n_eff)
+    tau_se = _param_se(fits.best, n - 4)[1] * se_scale
+    if has_filter:
+        lag, tau = (float(x) for x in fits.best.x)
+        lag_se = _param_se(fits.best, n - 4)[0] * se_scale
+        r = fits.best.fun
+    else:
+        lag, tau = float(fits.pure.x[0]), 0.0
+        lag_se = _param_se(fits.pure, n - 3)[0] * se_scale
+        r = fits.pure.fun
+    s2 = float(r @ r) / max(n - 4, 1) * (n / n_eff)
+    y, a = model.design(lag, tau)
+    coef, *_ = np.linalg.lstsq(a, model.q_meas - y, rcond=None)
+    cov_lin = s2 * np.linalg.pinv(a.T @ a)
+    k, b = float(coef[0]), float(coef[1])
+    k_se = math.sqrt(max(float(cov_lin[0, 0]), 0.0))
+    k_effect_s = abs(k) / slowest_speed if finite(slowest_speed) and slowest_speed > 0 else math.inf
+    has_friction = abs(k) > FRICTION_SIGMAS * k_se and k_effect_s > FRICTION_MIN_EFFECT_S
+    return Dynamics(
+        lag_ms=lag * 1e3,
+        lag_se_ms=lag_se * 1e3,
+        tau_ms=tau * 1e3,
+        tau_se_ms=tau_se * 1e3,
+        offset_deg=k,
+        offset_se_deg=k_se,
+        bias_deg=b,
+        rms_deg=math.sqrt(float(r @ r) / n),
+        n_samples=n,
+        effective_lag_ms=(lag + tau) * 1e3,
+        has_filter=bool(has_filter),
+        has_friction=bool(has_friction),
+        verdict=_verdict(lag, tau, k, has_filter, bool(has_friction)),
+    )

@@ -1,0 +1,148 @@
+"""Link latency: when the controller took each setpoint and sampled each frame, on the host clock.
+
+The host stamps sends and receives, so a plain measurement also contains the time a setpoint takes to reach
+the controller and a frame to come back (a few tenths of a millisecond on loopback). Where the recording
+allows it, frame times are mapped onto the host clock through the controller's timestamps, command times
+through the controller's answers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from servotool.analysis.lag.results import LinkLatency
+from servotool.analysis.recording import Recording
+
+DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
+DRIFT_BIN_S = 1.0  # controller-time bins whose fastest frame traces the lower envelope
+MIN_TIMESTAMPED_FRAMES = 20  # frames with a controller timestamp needed to map the state path
+MIN_ANSWERS = 20  # answered commands needed to place the command path
+# an answer later than the typical round trip by this much (or RTT_SIGMAS robust sigmas) leaves the moment
+# the controller took that setpoint uncertain; frames that depend on it are kept out of the dynamic fit, as
+# long as MIN_KEPT_FRACTION of them remain
+UNCERTAIN_RTT_S = 0.0003
+RTT_SIGMAS = 3.0
+MIN_KEPT_FRACTION = 0.3
+MAD_TO_SIGMA = 1.4826
+CERTAIN_LOOKBACK_S = 0.05  # setpoints this long before a frame's lagged time still shape its value
+
+
+@dataclass
+class _StatePath:
+    mapped: np.ndarray  # state times as sampled by the controller, on the host clock
+    ok: bool
+    mean_ms: float = math.nan
+    p99_ms: float = math.nan
+    drift_ppm: float = math.nan
+
+
+def _state_path(rec: Recording) -> _StatePath:
+    ts, dev = rec.state_t, rec.state_dev
+    mapped = ts.copy()
+    if not (len(dev) == len(ts) and np.isfinite(dev).sum() >= MIN_TIMESTAMPED_FRAMES):
+        return _StatePath(mapped, False)
+    ok = np.isfinite(dev)
+    d, x = dev[ok], ts[ok] - dev[ok]
+    # the lower envelope of (receive - device time): frames that crossed the link fastest; its slope is the
+    # drift between the two clocks
+    edges = np.arange(d.min(), d.max() + DRIFT_BIN_S, DRIFT_BIN_S)
+    idx = np.clip(np.searchsorted(edges, d, side="right") - 1, 0, max(len(edges) - 1, 0))
+    order = np.lexsort((x, idx))  # by bin, fastest first inside each bin
+    first = np.concatenate([[True], np.diff(idx[order]) > 0])
+    mins_d, mins_x = d[order][first], x[order][first]
+    # a drift only shows over a long run: on a short one the minima's scatter would fake one
+    if len(mins_d) >= 3 and np.ptp(mins_d) >= DRIFT_MIN_SPAN_S:
+        slope, icpt = (float(c) for c in np.polyfit(mins_d, mins_x, 1))
+    else:
+        slope, icpt = 0.0, float(mins_x.min())
+    icpt -= max(0.0, float(np.max(icpt + slope * d - x)))  # no frame arrives before it was sampled
+    h = d + icpt + slope * d
+    mapped[ok] = h
+    lat = ts[ok] - h
+    return _StatePath(mapped, True, float(lat.mean() * 1e3), float(np.percentile(lat, 99) * 1e3), slope * 1e6)
+
+
+@dataclass
+class _CommandPath:
+    taken: np.ndarray  # command times as taken by the controller, on the host clock
+    answers: int
+    half_rtt_ms: float = math.nan
+    uncertain: np.ndarray | None = None
+
+
+def _command_path(rec: Recording, cmd_period_s: float) -> _CommandPath:
+    """Each reply belongs to the last command sent before it, if it came within half a period."""
+    rt = rec.reply_t[rec.reply_cmd == ""]
+    if not (len(rt) and len(rec.cmd_t)):
+        return _CommandPath(rec.cmd_t, 0)
+    i = np.searchsorted(rec.cmd_t, rt, side="right") - 1
+    ok = i >= 0
+    rtt = rt[ok] - rec.cmd_t[i[ok]]
+    first = np.concatenate([[True], np.diff(i[ok]) > 0])
+    good = first & (rtt < cmd_period_s / 2)
+    n_ans = int(good.sum())
+    if n_ans < MIN_ANSWERS:
+        return _CommandPath(rec.cmd_t, n_ans)
+    med = float(np.median(rtt[good]))
+    half = med / 2
+    # each answered command was taken about midway between its send and its answer (that follows a late
+    # command, not just the typical one); the others at the typical half round trip
+    taken = rec.cmd_t + half
+    idx = i[ok][good]
+    taken[idx] = 0.5 * (rec.cmd_t[idx] + rt[ok][good])
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(rtt[good] - med)))
+    uncertain = np.ones(len(rec.cmd_t), dtype=bool)
+    uncertain[idx] = rtt[good] > med + max(UNCERTAIN_RTT_S, RTT_SIGMAS * spread)
+    return _CommandPath(taken, n_ans, half * 1e3, uncertain)
+
+
+def link_latency(
+    rec: Recording, cmd_period_s: float
+) -> tuple[LinkLatency, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(LinkLatency, command times as taken by the controller, state times as sampled by it, on the host
+    clock; and which commands' timing is uncertain: unanswered, or answered well after the typical round
+    trip, so the controller may have taken them anywhere in between. None when too few were answered.)"""
+    notes = []
+    state = _state_path(rec)
+    if not state.ok:
+        notes.append("state frames carry no controller timestamp: the state-path latency stays in L")
+    cmd = _command_path(rec, cmd_period_s)
+    if cmd.answers < MIN_ANSWERS:
+        notes.append("the controller answered too few commands: the command-path latency stays in L")
+    link = LinkLatency(
+        state_mapped=bool(state.ok),
+        state_path_ms=state.mean_ms,
+        state_path_p99_ms=state.p99_ms,
+        drift_ppm=state.drift_ppm,
+        command_answers=cmd.answers,
+        command_path_ms=cmd.half_rtt_ms,
+        note="; ".join(notes),
+    )
+    return link, cmd.taken, state.mapped, cmd.uncertain
+
+
+def timing_certain(
+    tc: np.ndarray,
+    ts: np.ndarray,
+    uncertain: np.ndarray | None,
+    lag: float,
+    period: float,
+    warnings: list[str],
+) -> np.ndarray:
+    """Frames whose modelled value does not depend on a setpoint of uncertain timing: the corner rounding
+    that identifies tau is a fraction of a millisecond of timing, so one late setpoint near a corner would
+    read as filtering. All frames when too few would be left (with a warning appended)."""
+    keep = np.ones(len(ts), dtype=bool)
+    if uncertain is None or not uncertain.any():
+        return keep
+    bad_t = tc[uncertain]
+    lo = np.searchsorted(bad_t, ts - lag - CERTAIN_LOOKBACK_S)
+    hi = np.searchsorted(bad_t, ts - lag + period)
+    keep = hi == lo
+    if keep.mean() < MIN_KEPT_FRACTION:
+        warnings.append("many setpoints were taken at uncertain times: the dynamic fit uses every frame")
+        return np.ones(len(ts), dtype=bool)
+    return keep

@@ -1,0 +1,134 @@
+"""Per-pass building blocks of the ramp analysis: pass ticks, slopes, crossings, cruise deltas, rest noise."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from servotool.analysis.lag.results import Noise
+from servotool.analysis.recording import Recording
+
+CRUISE = "cruise"
+SETTLE = "settle"
+MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
+MIN_REST_FRAMES = 5  # frames at rest needed to measure the noise
+STILL_DEG = 1e-9  # a commanded change smaller than this is no change
+
+
+@dataclass
+class PassTicks:
+    """The command ticks of one labelled pass."""
+
+    index: int
+    idx: np.ndarray  # cmd indices of the pass
+    cruise: np.ndarray  # cmd indices of its cruise
+    end_idx: int | None  # last cmd index before the settle (the commanded end of the pass), None if cut off
+    next_t: float  # send time of the first tick after the pass
+
+
+def pass_ticks(rec: Recording) -> list[PassTicks]:
+    """Every labelled pass of the recording, in pass order."""
+    out = []
+    labels = rec.cmd_pass
+    for p in sorted(set(labels[labels >= 0].tolist())):
+        idx = np.flatnonzero(labels == p)
+        phases = rec.cmd_phase[idx]
+        cruise = idx[phases == CRUISE]
+        settle_pos = np.flatnonzero(phases == SETTLE)
+        end_idx = int(idx[settle_pos[0] - 1]) if settle_pos.size and settle_pos[0] > 0 else None
+        after = idx[-1] + 1
+        next_t = float(rec.cmd_t[after]) if after < len(rec.cmd_t) else math.inf
+        out.append(PassTicks(p, idx, cruise, end_idx, next_t))
+    return out
+
+
+def slope(t: np.ndarray, q: np.ndarray) -> float:
+    """Least-squares slope dq/dt; NaN with fewer than two distinct times."""
+    if len(t) < 2 or np.ptp(t) <= 0:
+        return math.nan
+    tc = t - t.mean()
+    return float(np.sum(tc * (q - q.mean())) / np.sum(tc * tc))
+
+
+def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: float) -> float:
+    """Time the series first crosses `level` moving in direction `sign`, refined by a local straight-line fit
+    over the samples within window_s of the raw crossing (so one noisy sample cannot move it). NaN: never."""
+    above = sign * (q - level) >= 0
+    hits = np.flatnonzero(above[1:] & ~above[:-1]) + 1
+    if hits.size == 0:
+        return math.nan
+    i = int(hits[0])
+    dq = q[i] - q[i - 1]
+    t_raw = t[i - 1] + (t[i] - t[i - 1]) * (level - q[i - 1]) / dq if dq != 0 else t[i]
+    near = np.abs(t - t_raw) <= window_s
+    if near.sum() >= 3:
+        sl, icpt = np.polyfit(t[near] - t_raw, q[near], 1)
+        if sign * sl > 0:
+            return float(t_raw + (level - icpt) / sl)
+    return float(t_raw)
+
+
+def state_period(rec: Recording) -> float:
+    """Median interval between state frames (s); NaN with fewer than three frames."""
+    if len(rec.state_t) < 3:
+        return math.nan
+    return float(np.median(np.diff(rec.state_t)))
+
+
+@dataclass
+class CruiseDelta:
+    n: int
+    mean: float
+    peak: float
+
+
+def cruise_delta(
+    tc: np.ndarray, qc: np.ndarray, ts: np.ndarray, qs: np.ndarray, t0: float, t1: float, sgn: float
+) -> CruiseDelta:
+    """True delta (command at each frame's time minus the frame) over frames in [t0, t1], along sgn."""
+    sel = (ts >= t0) & (ts <= t1)
+    n = int(sel.sum())
+    if n < MIN_FRAMES:
+        return CruiseDelta(n, math.nan, math.nan)
+    d = sgn * (np.interp(ts[sel], tc, qc) - qs[sel])
+    return CruiseDelta(n, float(d.mean()), float(d.max()))
+
+
+def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
+    """Noise of the measured joint at rest: frames whose commanded joint has not changed for settle_s.
+
+    Deviations are taken from each rest period's own median, so slow drifts between periods do not count.
+    None with fewer than MIN_REST_FRAMES frames at rest.
+    """
+    tc, qc = rec.commanded(joint)
+    ts, qs = rec.measured(joint)
+    changed = np.flatnonzero(np.abs(np.diff(qc)) > STILL_DEG) + 1
+    change_t = tc[changed]
+    if len(ts) == 0:
+        return None
+    k = np.searchsorted(change_t, ts, side="right") - 1  # index of the last change at or before each frame
+    last_change = np.where(k >= 0, change_t[np.maximum(k, 0)], tc[0]) if len(change_t) else tc[0]
+    nxt = np.searchsorted(change_t, ts, side="right")
+    if len(change_t):
+        next_change = np.where(nxt < len(change_t), change_t[np.minimum(nxt, len(change_t) - 1)], math.inf)
+    else:
+        next_change = np.full(len(ts), math.inf)
+    # a frame is at rest when the command was still for settle_s before it and it arrived before the command
+    # moved again (the lag only makes that conservative)
+    rest = (ts - last_change >= settle_s) & (ts <= next_change) & (ts >= tc[0]) & np.isfinite(qs)
+    if rest.sum() < MIN_REST_FRAMES:
+        return None
+    groups = k[rest]
+    vals = qs[rest]
+    dev = np.empty_like(vals)
+    for g in np.unique(groups):
+        sel = groups == g
+        dev[sel] = vals[sel] - np.median(vals[sel])
+    return Noise(
+        std_deg=float(np.std(dev)),
+        peak_deg=float(np.max(np.abs(dev))),
+        n_samples=int(rest.sum()),
+        source="rest",
+    )
