@@ -18,6 +18,7 @@ package share a name.
 from __future__ import annotations
 
 import enum
+import signal
 
 
 class ExitCode(enum.IntEnum):
@@ -47,7 +48,7 @@ class Refused(ServotoolError):
 
 
 class FileFormatError(ServotoolError, ValueError):
-    """A file cannot be read as what it claims to be (the message names the file and, where known, the line)."""
+    """A file cannot be read as what it claims to be (the message names the file and, where known, a line)."""
 
 
 class ProtocolError(ServotoolError, ValueError):
@@ -68,3 +69,35 @@ class RunFault(ServotoolError):
     """A run ended on a controller fault or on the divergence guard (after its braked stop)."""
 
     exit_code = ExitCode.FAULT
+
+
+# the exit status of a run stopped by a signal, after its braked stop
+SIGNAL_EXITS: dict[int, ExitCode] = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.SIGTERM,
+    signal.SIGHUP: ExitCode.SIGHUP,
+}
+
+
+class StopSignal(KeyboardInterrupt):
+    """A run stopped by a signal (SIGINT, SIGTERM, SIGHUP). Not an error: like KeyboardInterrupt it is a
+    BaseException, so no `except Exception` swallows it and every stop path that takes Ctrl-C takes it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        self.name = signal.Signals(self.signum).name
+        super().__init__(self.name)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return SIGNAL_EXITS.get(self.signum, ExitCode.INTERRUPTED)
+
+
+def exit_code_of(exc: BaseException) -> ExitCode:
+    """The exit status a command ends with when `exc` stops it: the one mapping every command uses.
+    A ServotoolError or StopSignal carries its own; Ctrl-C is 130; anything else (a bug) is 1."""
+    if isinstance(exc, (ServotoolError, StopSignal)):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.FAULT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import platformdirs
@@ -24,3 +25,22 @@ def state_dir(explicit: str | Path | None = None) -> Path:
         return Path(explicit)
     env = os.environ.get("SERVOTOOL_STATE_DIR")
     return Path(env) if env else Path(platformdirs.user_state_dir("servotool"))
+
+
+def out_dir_problem(folder: Path) -> str | None:
+    """Why run CSVs could not be written into `folder` (created if missing), or None when they can.
+
+    Checked before a device is opened, by creating and removing a probe file: permission bits alone do not
+    tell (read-only mounts, ACLs, a file where the folder should be)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--out {folder}: cannot create the folder ({exc.strerror or exc})"
+    if not folder.is_dir():
+        return f"--out {folder}: not a folder"
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".servotool-probe-"):
+            pass
+    except OSError as exc:
+        return f"--out {folder}: cannot write there ({exc.strerror or exc})"
+    return None

@@ -1,0 +1,74 @@
+"""One owner per arm: a run starts only when no other servotool process on this host holds the device and
+the controller itself says nobody else is streaming to it or moving it.
+
+Two checks, at two moments:
+
+* `claim(url)`, before the device is opened: the host-wide advisory lock of the device address
+  (io.devlock). Embedded simulators (`sim:...`) are each their own device, so they are never locked.
+* `busy_problem(arm)`, after connecting and before enabling: what the controller's state stream says
+  (another client in servo mode, the arm moving, a program running), through the Arm's `busy_reason()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from servotool.devices.registry import DeviceURLError, parse_url
+from servotool.errors import Refused
+from servotool.io.devlock import DeviceBusy, DeviceLock
+
+DEFAULT_PORTS = {"fairino": ("rpc_port", "20003")}
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def device_key(url: str) -> str | None:
+    """The address that identifies the device a URL opens, or None for an embedded simulator (its own
+    device). Two URLs reaching the same controller (different transports, parameters) share one key."""
+    try:
+        parsed = parse_url(url)
+    except DeviceURLError:
+        return None  # the opener will refuse it with its reason
+    if parsed.simulated:
+        return None
+    target = parsed.target.lower()
+    if parsed.scheme in DEFAULT_PORTS:
+        param, default = DEFAULT_PORTS[parsed.scheme]
+        host = "127.0.0.1" if target in _LOOPBACK else target
+        return f"{parsed.scheme}-{host}-{parsed.params.get(param, default)}"
+    # a serial device: the same port reached through a symlink is the same bus
+    return f"{parsed.scheme}-{os.path.realpath(parsed.target)}"
+
+
+@contextlib.contextmanager
+def claim(url: str) -> Iterator[DeviceLock | None]:
+    """Hold the device's host-wide lock for the context; DeviceBusy (a Refused, exit 2) when another process
+    holds it. Yields None for an embedded simulator."""
+    key = device_key(url)
+    if key is None:
+        yield None
+        return
+    with DeviceLock(key) as lock:
+        yield lock
+
+
+def busy_problem(arm: Any) -> str | None:
+    """What the controller's state says about another owner, or None when the arm is free (or the backend
+    cannot tell). Call after connecting, before enabling."""
+    reason = getattr(arm, "busy_reason", None)
+    if reason is None:
+        return None
+    text = reason()
+    return f"{arm.url} is busy: {text}; one run per arm" if text else None
+
+
+def require_free(arm: Any) -> None:
+    """Refused when `busy_problem(arm)` finds another owner."""
+    problem = busy_problem(arm)
+    if problem:
+        raise Refused(problem)
+
+
+__all__ = ["DeviceBusy", "busy_problem", "claim", "device_key", "require_free"]

@@ -1,0 +1,295 @@
+"""Every setting of an arm run checked before any device is opened: finite, in range, consistent.
+
+The checks are pure and return ALL problems, one line each, worded with the command-line option that holds
+the value (a campaign file checker shows the same lines). Nothing here clamps: a value out of range is
+refused with its reason.
+
+Two kinds of check:
+
+* `validate_lag`, `validate_step`, `validate_shaper`: the settings alone (plus, where known before opening,
+  the joint speed limits and joint ranges of the URL's model).
+* `lag_goal_problems`, `step_goal_problems`: the goals a run would command, against the arm's joint ranges.
+  Without a start pose (before opening) only what no start pose can satisfy is refused (an excursion wider
+  than the joint's whole range); with the measured start pose (after connecting, before enabling) every goal
+  is checked: a ramp's out-and-back excursion, a step cycle's +X and -X levels (both directions, whatever
+  the step count).
+
+Units: settings carry seconds, deg, deg/s, deg/s^2, deg/s^3; messages quote them in the option's unit (ms).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+from servotool.errors import SettingsError
+
+# bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
+CMD_PERIOD_RANGE_S = (0.001, 0.1)
+MAX_RAMP_S = 10.0
+MAX_SETTLE_S = 60.0
+MAX_HOLD_S = 60.0
+MAX_PRE_HOLD_S = 10.0
+MAX_WARMUP_S = 60.0
+MAX_SPEEDS = 20
+MAX_STEPS = 1000
+MAX_RUN_S = 600.0  # one run streams at most 10 minutes (the plan is held in memory, one row per tick)
+MAX_SWEEP_DEG = 360.0
+MAX_STEP_DEG = 180.0
+# the braked stop falls by a_max * period per tick: past this bound it is a jump, not a braked stop
+MAX_A_DEG_S2 = 2000.0
+MAX_V_DEG_S = 360.0
+MAX_J_DEG_S3 = 1.0e6
+MAX_LAG_MS = 2000.0
+MAX_GUARD_NOISE_DEG = 1.0
+SHAPER_KINDS = ("accel", "otg")
+
+Ranges = Sequence[tuple[float, float]]
+
+
+class LagLike(Protocol):
+    """The fields of a ramp (lag) run's settings that are checked."""
+
+    joint: int
+    sweep_deg: float
+    speeds_deg_s: Sequence[float]
+    ramp_s: float
+    settle_s: float
+    cmd_period_s: float
+    a_max: float
+    v_max: float
+    warmup_timeout_s: float
+
+
+class StepLike(Protocol):
+    """The fields of a step run's settings that are checked."""
+
+    joint: int
+    size_deg: float
+    steps: int
+    hold_s: float
+    cmd_period_s: float
+    shaped: bool
+    shaper: str
+    v_max: float
+    a_max: float
+    j_max: float
+    guard: bool
+    lag_ms: float | None
+    guard_noise_deg: float
+    warmup_timeout_s: float
+    pre_hold_s: float
+
+
+def _num(x: object) -> float | None:
+    """x as a float when it is a real number (bools and strings are not); None otherwise."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x)
+
+
+def _in(value: object, option: str, lo: float, hi: float, *, scale: float = 1.0, unit: str = "",
+        lo_open: bool = False) -> list[str]:
+    """One problem line when value * scale is not a finite number within lo..hi (lo excluded if lo_open)."""
+    x = _num(value)
+    shown = f"{value!r}" if x is None else f"{x * scale:g}"
+    if x is None or not math.isfinite(x):
+        return [f"{option} {shown}: must be a finite number"]
+    x *= scale
+    below = x <= lo if lo_open else x < lo
+    if below or x > hi:
+        low = f"> {lo:g}" if lo_open else f">= {lo:g}"
+        return [f"{option} {shown}: must be {low} and <= {hi:g}{unit}"]
+    return []
+
+
+def _finite(*values: object) -> bool:
+    return all((x := _num(v)) is not None and math.isfinite(x) for v in values)
+
+
+def _joint(joint: object, n_joints: int) -> list[str]:
+    if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < n_joints:
+        return [f"--joint {joint!r}: this arm has joints 0..{n_joints - 1}"]
+    return []
+
+
+def _common(period_s: object, a_max: object, v_max: object, warmup_s: object) -> list[str]:
+    problems = _in(period_s, "--cmd-ms", *(b * 1e3 for b in CMD_PERIOD_RANGE_S), scale=1e3, unit=" ms")
+    problems += _in(a_max, "--a-max", 0.0, MAX_A_DEG_S2, unit=" deg/s^2", lo_open=True)
+    problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
+    problems += _in(warmup_s, "warm-up timeout", 0.0, MAX_WARMUP_S, unit=" s", lo_open=True)
+    return problems
+
+
+def _speed_limit(joint: object, speed_limits: Sequence[float] | None) -> float:
+    if speed_limits and isinstance(joint, int) and 0 <= joint < len(speed_limits):
+        return float(speed_limits[joint])
+    return math.inf
+
+
+def _speeds(s: LagLike, limit: float) -> list[str]:
+    speeds = list(s.speeds_deg_s)
+    if not speeds:
+        return ["--speeds lists no speed"]
+    if len(speeds) > MAX_SPEEDS:
+        return [f"--speeds lists {len(speeds)} speeds: at most {MAX_SPEEDS}"]
+    problems: list[str] = []
+    for v in speeds:
+        x = _num(v)
+        if x is None or not math.isfinite(x) or x <= 0:
+            problems.append(f"--speeds {v!r}: every speed must be a finite number > 0 deg/s")
+            continue
+        if _finite(s.v_max) and x > s.v_max:
+            problems.append(f"--speeds {x:g} deg/s exceeds --v-max {s.v_max:g} deg/s")
+        if x > limit:
+            problems.append(f"--speeds {x:g} deg/s exceeds J{s.joint + 1}'s speed limit of {limit:g} deg/s")
+        if _finite(s.ramp_s, s.a_max) and s.ramp_s > 0 and x / s.ramp_s > s.a_max:
+            problems.append(
+                f"--speeds {x:g} deg/s over a {s.ramp_s * 1e3:g} ms ramp needs {x / s.ramp_s:g} deg/s^2, "
+                f"above --a-max {s.a_max:g}: lengthen --ramp-ms"
+            )
+    return problems
+
+
+def lag_duration_s(s: LagLike) -> float:
+    """How long the ramp passes of these settings stream (s): out and back once per speed. Settings must be
+    finite and positive (validate first); an upper estimate, within a few ticks."""
+    total = 0.0
+    for v in s.speeds_deg_s:
+        total += 2 * (abs(s.sweep_deg) / v + s.ramp_s + s.settle_s + 2 * s.cmd_period_s)
+    return total
+
+
+def validate_lag(
+    s: LagLike,
+    *,
+    n_joints: int = 6,
+    speed_limits: Sequence[float] | None = None,
+    ranges: Ranges | None = None,
+) -> list[str]:
+    """Every problem of a ramp (lag) run's settings, one line each; [] when it may run. speed_limits and
+    ranges (per joint, deg/s and deg) are the model's when known before opening; goals against a start
+    pose are `lag_goal_problems`."""
+    problems = _joint(s.joint, n_joints)
+    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s)
+    if _finite(s.sweep_deg) and s.sweep_deg == 0:
+        problems.append("--sweep 0: must not be 0 (sign = direction)")
+    else:
+        problems += _in(abs(s.sweep_deg) if _finite(s.sweep_deg) else s.sweep_deg, "--sweep", 0.0,
+                        MAX_SWEEP_DEG, unit=" deg in size")
+    problems += _in(s.ramp_s, "--ramp-ms", 0.0, MAX_RAMP_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
+    problems += _in(s.settle_s, "--settle-ms", 0.0, MAX_SETTLE_S * 1e3, scale=1e3, unit=" ms")
+    problems += _speeds(s, _speed_limit(s.joint, speed_limits))
+    if not problems:
+        run_s = lag_duration_s(s)
+        if run_s > MAX_RUN_S:
+            problems.append(
+                f"the passes would stream for {run_s:.0f} s, over the {MAX_RUN_S:g} s a run may last: "
+                "shorten --sweep or raise --speeds"
+            )
+        problems += lag_goal_problems(s, ranges, start=None)
+    return problems
+
+
+def validate_shaper(kind: object, v_max: object, a_max: object, j_max: object) -> list[str]:
+    """The stream shaper's kind and bounds (deg/s, deg/s^2, deg/s^3); for `shape` and `step`."""
+    problems: list[str] = []
+    if kind not in SHAPER_KINDS:
+        problems.append(f"--shaper {kind!r}: must be {' or '.join(SHAPER_KINDS)}")
+    problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
+    problems += _in(a_max, "--a-max", 0.0, MAX_A_DEG_S2, unit=" deg/s^2", lo_open=True)
+    problems += _in(j_max, "--j-max", 0.0, MAX_J_DEG_S3, unit=" deg/s^3", lo_open=True)
+    return problems
+
+
+def validate_step(
+    s: StepLike,
+    *,
+    n_joints: int = 6,
+    simulated: bool = True,
+    test_arm: bool = False,
+    ranges: Ranges | None = None,
+) -> list[str]:
+    """Every problem of a step run's settings, one line each; [] when it may run. `simulated` is what the
+    device URL says; a raw step on a device that is not a simulator needs `test_arm` (its typed confirmation
+    is the command line's to ask)."""
+    problems = _joint(s.joint, n_joints)
+    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s)
+    # --v-max and --a-max are in the common checks already
+    problems += [p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max) if p not in problems]
+    if _finite(s.size_deg) and s.size_deg == 0:
+        problems.append("--size 0: must not be 0")
+    else:
+        problems += _in(abs(s.size_deg) if _finite(s.size_deg) else s.size_deg, "--size", 0.0,
+                        MAX_STEP_DEG, unit=" deg in size")
+    if isinstance(s.steps, bool) or not isinstance(s.steps, int) or not 1 <= s.steps <= MAX_STEPS:
+        problems.append(f"--steps {s.steps!r}: must be a whole number within 1..{MAX_STEPS}")
+    problems += _in(s.hold_s, "--hold-ms", 0.0, MAX_HOLD_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
+    if _finite(s.hold_s, s.cmd_period_s) and 0 < s.hold_s < 2 * s.cmd_period_s:
+        problems.append(f"--hold-ms {s.hold_s * 1e3:g}: must cover at least two command periods")
+    problems += _in(s.pre_hold_s, "pre-step hold", 0.0, MAX_PRE_HOLD_S, unit=" s", lo_open=True)
+    if s.lag_ms is not None:
+        problems += _in(s.lag_ms, "--lag-ms", 0.0, MAX_LAG_MS, unit=" ms")
+    problems += _in(s.guard_noise_deg, "guard noise", 0.0, MAX_GUARD_NOISE_DEG, unit=" deg")
+    if s.shaped and not s.guard:
+        problems.append("--no-guard: a shaped stream runs only with the divergence guard (fail closed)")
+    if not s.shaped and not simulated and not test_arm:
+        problems.append(
+            "--raw on a device that is not a simulator can make the controller run away; it is only done on "
+            "a test arm: add --test-arm, keep the e-stop in hand and clear the joint's arc"
+        )
+    if not problems:
+        run_s = s.pre_hold_s + s.steps * s.hold_s
+        if run_s > MAX_RUN_S:
+            problems.append(
+                f"the steps would stream for {run_s:.0f} s, over the {MAX_RUN_S:g} s a run may last"
+            )
+        problems += step_goal_problems(s, ranges, start=None)
+    return problems
+
+
+def _excursion_problems(
+    option: str, joint: int, lo_d: float, hi_d: float, ranges: Ranges | None, start: Sequence[float] | None
+) -> list[str]:
+    """The goals start + lo_d and start + hi_d of one joint against its range (deg)."""
+    if not ranges or not 0 <= joint < len(ranges):
+        return []
+    lo, hi = (float(x) for x in ranges[joint])
+    name = f"J{joint + 1}"
+    if start is None:
+        if hi_d - lo_d > hi - lo:
+            return [
+                f"{option}: the run moves {name} over {hi_d - lo_d:g} deg, more than its whole range "
+                f"{lo:g}..{hi:g} deg"
+            ]
+        return []
+    q = float(start[joint])
+    if not lo <= q <= hi:
+        return [f"{name} is at {q:.2f} deg, outside its range {lo:g}..{hi:g} deg: move it back first"]
+    problems = []
+    for goal in (q + lo_d, q + hi_d):
+        if not lo <= goal <= hi:
+            problems.append(
+                f"{option}: the goal {goal:.2f} deg of {name} (start {q:.2f} deg) is outside its range "
+                f"{lo:g}..{hi:g} deg"
+            )
+    return problems
+
+
+def lag_goal_problems(s: LagLike, ranges: Ranges | None, start: Sequence[float] | None) -> list[str]:
+    """The ramp's excursion (start .. start + sweep) against the joint's range; see the module docstring."""
+    sweep = float(s.sweep_deg)
+    return _excursion_problems(f"--sweep {sweep:g}", s.joint, min(0.0, sweep), max(0.0, sweep), ranges, start)
+
+
+def step_goal_problems(s: StepLike, ranges: Ranges | None, start: Sequence[float] | None) -> list[str]:
+    """The step levels start + X and start - X (both directions) against the joint's range."""
+    size = abs(float(s.size_deg))
+    return _excursion_problems(f"--size {s.size_deg:g}", s.joint, -size, size, ranges, start)
+
+
+def require(problems: Sequence[str]) -> None:
+    """Raise SettingsError holding every problem (one per line) when there is any."""
+    if problems:
+        raise SettingsError("\n".join(problems))

@@ -1,0 +1,61 @@
+"""The host-wide device lock: a second holder is refused at once, the kernel frees it when a process ends."""
+
+import subprocess
+import sys
+
+import pytest
+
+from servotool.errors import ExitCode, Refused
+from servotool.io.devlock import DeviceBusy, DeviceLock, lock_name
+from servotool.runs.ownership import claim, device_key
+
+
+def test_second_holder_is_refused_naming_the_first(tmp_path):
+    with DeviceLock("fairino-10.0.0.2-20003", tmp_path) as first:
+        assert first.held
+        with pytest.raises(DeviceBusy) as info:
+            DeviceLock("fairino-10.0.0.2-20003", tmp_path).acquire()
+        assert isinstance(info.value, Refused) and info.value.exit_code == ExitCode.USAGE
+        assert "pid" in str(info.value)
+        # another device is free
+        with DeviceLock("fairino-10.0.0.3-20003", tmp_path):
+            pass
+    with DeviceLock("fairino-10.0.0.2-20003", tmp_path):
+        pass
+
+
+def test_lock_held_by_another_process_and_freed_when_it_dies(tmp_path):
+    code = (
+        "import sys, time; from servotool.io.devlock import DeviceLock;"
+        f"l = DeviceLock('k', {str(tmp_path)!r}).acquire(); print('held', flush=True); sys.stdin.readline()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(DeviceBusy):
+            DeviceLock("k", tmp_path).acquire()
+    finally:
+        child.kill()
+        child.wait()
+    with DeviceLock("k", tmp_path):
+        pass
+
+
+def test_device_keys():
+    assert device_key("sim:fr3") is None
+    assert device_key("sim:fr3?lag_ms=70") is None
+    a = device_key("fairino://192.168.58.2")
+    assert a == device_key("fairino://192.168.58.2?transport=rpc") == device_key("fairino://192.168.58.2?rpc_port=20003")
+    assert device_key("fairino://localhost?rpc_port=4000") == device_key("fairino://127.0.0.1?rpc_port=4000")
+    assert device_key("fairino://127.0.0.1?rpc_port=4000") != device_key("fairino://127.0.0.1?rpc_port=4001")
+    assert "/" not in lock_name("hiwonder-/dev/ttyUSB0")
+
+
+def test_claim_skips_embedded_simulators(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path))
+    with claim("sim:fr3") as a, claim("sim:fr3") as b:
+        assert a is None and b is None
+    with claim("fairino://10.1.1.1"), pytest.raises(DeviceBusy), claim("fairino://10.1.1.1?transport=rpc"):
+        pass

@@ -1,0 +1,177 @@
+"""Settings validation before any device opens: every problem reported, one line each, nothing clamped."""
+
+import math
+from dataclasses import dataclass, replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from servotool.errors import ExitCode, SettingsError
+from servotool.runs import settings as S
+
+FR3_RANGES = (
+    (-175.0, 175.0), (-265.0, 85.0), (-160.0, 160.0), (-265.0, 85.0), (-175.0, 175.0), (-175.0, 175.0)
+)
+
+
+@dataclass
+class Lag:
+    joint: int = 0
+    sweep_deg: float = 20.0
+    speeds_deg_s: tuple = (5.0, 10.0, 20.0, 40.0)
+    ramp_s: float = 0.2
+    settle_s: float = 0.5
+    cmd_period_s: float = 0.01
+    a_max: float = 500.0
+    v_max: float = 130.0
+    warmup_timeout_s: float = 10.0
+
+
+@dataclass
+class Step:
+    joint: int = 0
+    size_deg: float = 10.0
+    steps: int = 4
+    hold_s: float = 0.6
+    cmd_period_s: float = 0.01
+    shaped: bool = True
+    shaper: str = "accel"
+    v_max: float = 130.0
+    a_max: float = 500.0
+    j_max: float = 10000.0
+    guard: bool = True
+    lag_ms: float | None = None
+    guard_noise_deg: float = 0.01
+    warmup_timeout_s: float = 10.0
+    pre_hold_s: float = 0.5
+
+
+def test_defaults_pass():
+    assert S.validate_lag(Lag(), ranges=FR3_RANGES) == []
+    assert S.validate_step(Step(), ranges=FR3_RANGES) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "option"),
+    [
+        ({"sweep_deg": math.nan}, "--sweep"),
+        ({"sweep_deg": math.inf}, "--sweep"),
+        ({"sweep_deg": 1e9}, "--sweep"),
+        ({"sweep_deg": -1e6}, "--sweep"),
+        ({"sweep_deg": 0.0}, "--sweep"),
+        ({"ramp_s": math.nan}, "--ramp-ms"),
+        ({"ramp_s": math.inf}, "--ramp-ms"),
+        ({"ramp_s": 0.0}, "--ramp-ms"),
+        ({"settle_s": -0.1}, "--settle-ms"),
+        ({"settle_s": math.nan}, "--settle-ms"),
+        ({"a_max": math.nan}, "--a-max"),
+        ({"a_max": math.inf}, "--a-max"),
+        ({"a_max": 1e9}, "--a-max"),
+        ({"v_max": math.nan}, "--v-max"),
+        ({"v_max": math.inf}, "--v-max"),
+        ({"v_max": -1.0}, "--v-max"),
+        ({"cmd_period_s": 0.5}, "--cmd-ms"),
+        ({"speeds_deg_s": ()}, "--speeds"),
+        ({"speeds_deg_s": (5.0, math.nan)}, "--speeds"),
+        ({"speeds_deg_s": (5.0, -5.0)}, "--speeds"),
+        ({"speeds_deg_s": (200.0,)}, "--speeds"),
+        ({"joint": 6}, "--joint"),
+        ({"joint": -1}, "--joint"),
+    ],
+)
+def test_lag_refusals_name_the_option(change, option):
+    problems = S.validate_lag(replace(Lag(), **change), ranges=FR3_RANGES)
+    assert problems, change
+    assert any(option in p for p in problems), problems
+    assert all("\n" not in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("change", "option"),
+    [
+        ({"size_deg": 1e6}, "--size"),
+        ({"size_deg": math.nan}, "--size"),
+        ({"size_deg": 0.0}, "--size"),
+        ({"hold_s": math.nan}, "--hold-ms"),
+        ({"hold_s": math.inf}, "--hold-ms"),
+        ({"hold_s": 0.005}, "--hold-ms"),
+        ({"v_max": math.nan}, "--v-max"),
+        ({"a_max": math.inf}, "--a-max"),
+        ({"j_max": math.nan}, "--j-max"),
+        ({"j_max": math.inf}, "--j-max"),
+        ({"shaper": "bogus"}, "--shaper"),
+        ({"guard": False}, "--no-guard"),
+        ({"steps": 0}, "--steps"),
+        ({"lag_ms": math.nan}, "--lag-ms"),
+        ({"lag_ms": -5.0}, "--lag-ms"),
+    ],
+)
+def test_step_refusals_name_the_option(change, option):
+    problems = S.validate_step(replace(Step(), **change), ranges=FR3_RANGES)
+    assert any(option in p for p in problems), problems
+
+
+def test_every_problem_is_reported_not_the_first():
+    bad = replace(Lag(), sweep_deg=math.nan, ramp_s=math.inf, settle_s=-0.1, a_max=math.nan, v_max=math.inf)
+    problems = S.validate_lag(bad)
+    for option in ("--sweep", "--ramp-ms", "--settle-ms", "--a-max", "--v-max"):
+        assert sum(option in p for p in problems) >= 1, (option, problems)
+    with pytest.raises(SettingsError) as info:
+        S.require(problems)
+    assert info.value.exit_code == ExitCode.USAGE
+    assert str(info.value).count("\n") == len(problems) - 1
+
+
+def test_a_max_v_max_each_reported_once_for_step():
+    problems = S.validate_step(replace(Step(), a_max=math.nan, v_max=math.nan))
+    assert sum("--a-max" in p for p in problems) == 1
+    assert sum("--v-max" in p for p in problems) == 1
+
+
+def test_long_runs_are_refused_before_any_allocation():
+    problems = S.validate_lag(replace(Lag(), sweep_deg=300.0, speeds_deg_s=(0.5,)))
+    assert any("stream for" in p for p in problems), problems
+
+
+def test_goal_outside_the_range_is_refused_with_start_pose():
+    start = (-44.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+    assert S.lag_goal_problems(Lag(sweep_deg=20.0), FR3_RANGES, start) == []
+    problems = S.lag_goal_problems(Lag(sweep_deg=-140.0), FR3_RANGES, start)
+    assert len(problems) == 1 and "J1" in problems[0] and "-184.00" in problems[0]
+    problems = S.step_goal_problems(Step(size_deg=150.0), FR3_RANGES, start)
+    assert len(problems) == 1 and "-194.00" in problems[0]  # the -X level, though +X (106) is fine
+
+
+def test_goal_span_refused_before_the_pose_is_known():
+    problems = S.validate_step(replace(Step(), size_deg=176.0), ranges=FR3_RANGES)
+    assert any("whole range" in p for p in problems)
+    assert any("--sweep" in p for p in S.validate_lag(replace(Lag(), sweep_deg=2000.0), ranges=FR3_RANGES))
+
+
+def test_start_outside_range_is_refused():
+    problems = S.lag_goal_problems(Lag(), FR3_RANGES, (230.0, 0, 0, 0, 0, 0))
+    assert problems and "outside its range" in problems[0]
+
+
+def test_raw_on_a_real_arm_needs_test_arm():
+    raw = replace(Step(), shaped=False, guard=True)
+    assert S.validate_step(raw, simulated=True) == []
+    assert any("--test-arm" in p for p in S.validate_step(raw, simulated=False))
+    assert S.validate_step(raw, simulated=False, test_arm=True) == []
+
+
+floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**12, 10**12))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(sweep=floats, ramp=floats, settle=floats, a=floats, v=floats, speed=floats)
+def test_whatever_passes_is_finite_bounded_and_inside(sweep, ramp, settle, a, v, speed):
+    s = Lag(sweep_deg=sweep, ramp_s=ramp, settle_s=settle, a_max=a, v_max=v, speeds_deg_s=(speed,))
+    if S.validate_lag(s, ranges=FR3_RANGES):
+        return
+    for x in (sweep, ramp, settle, a, v, speed):
+        assert math.isfinite(x)
+    assert 0 < speed <= v and speed / ramp <= a <= S.MAX_A_DEG_S2
+    assert S.lag_duration_s(s) <= S.MAX_RUN_S
+    assert abs(sweep) <= 350.0
