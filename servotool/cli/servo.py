@@ -1,88 +1,87 @@
-"""`servotool servo read|move|hold|relax`: a bus-servo arm's state, safe moves, hold and torque off."""
+"""`servotool servo read|move|hold|relax`: a bus-servo arm's state, safe moves, hold and torque off.
+
+Exit codes: 0 done, 2 a setting or goal refused (nothing moved), 3 no board answered or the link failed,
+130 Ctrl-C (after a hold, or for `read --watch` with the servos left as they were).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.live import Live
 from rich.table import Table
 
-from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.cli.bus_common import (
+    BusOption,
+    JsonOption,
+    fail_all,
+    fail_on,
+    limits_problem,
+    open_arm_bus,
+    save_sim_pose,
+    url_profile,
+)
+from servotool.cli.common import console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
-from servotool.devices.registry import DeviceURLError, open_bus
-from servotool.errors import DeviceError, Refused
-from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
+from servotool.devices.bus import Bus, ServoRecord, read_records
+from servotool.devices.hiwonder.profiles import ArmProfile
+from servotool.errors import ExitCode, ServotoolError
+from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
     hold,
+    move_problems,
     move_to,
     parse_goal,
     read_limits,
     relax,
+    watch,
 )
 
-DEFAULT_BUS = "sim:rosorin-arm"
-
 servo_app = typer.Typer(
-    help="Read, move, hold and relax the servos of a bus-servo arm (default: the simulated rosorin-arm).",
+    help="Read, move, hold and relax the servos of a bus-servo arm (default: the simulated rosorin-arm, "
+    "which keeps its pose from one command to the next).",
     no_args_is_help=True,
 )
 
-BusOption = typer.Option(DEFAULT_BUS, "--bus", help="Servo bus URL: sim:rosorin-arm[?k=v] or "
-                         "hiwonder:///dev/ttyX?baud=1000000.")
-JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 LimitsOption = typer.Option(None, "--limits", help="ROS 2 parameter YAML with arm_limit_N: [lo, hi] (and "
                             "arm_<pose>_N poses); intersected with the limits stored in the servos.")
 
 
-def open_arm_bus(url: str) -> Any:
-    """Open the bus, or exit with one line saying why; a simulator is announced as such."""
+@contextmanager
+def bus_session(url: str, dev: Bus) -> Iterator[None]:
+    """Close the bus whatever happens; errors become one line and their exit code; Ctrl-C exits 130. A
+    simulated arm's pose is saved for the next command."""
     try:
-        bus = open_bus(url)
-    except (DeviceURLError, DeviceError) as exc:
-        fail(str(exc))
-    announce_device(url, bus.simulated, bus.model)
-    return bus
+        yield
+    except ServotoolError as exc:
+        fail_on(exc)
+    except KeyboardInterrupt:
+        fail("interrupted by Ctrl-C (a move under way was stopped with a hold)", ExitCode.INTERRUPTED)
+    finally:
+        try:
+            save_sim_pose(url, dev)
+        finally:
+            dev.close()
 
 
-def load_limits_option(path: Path | None) -> LimitsFile | None:
-    if path is None:
-        return None
-    try:
-        return load_limits(path)
-    except LimitsFileError as exc:
-        fail(str(exc))
+def _profile(dev: Bus) -> ArmProfile | None:
+    prof = getattr(dev, "profile", None)
+    return prof if isinstance(prof, ArmProfile) else None
 
 
 def _fmt(value: Any, unit: str = "") -> str:
     return "[dim]-[/]" if value is None else f"{value}{unit}"
 
 
-@servo_app.command("read")
-def read_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
-    """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as
-    such."""
-    dev = open_arm_bus(bus)
-    try:
-        records = dev.read_all()
-    except DeviceError as exc:
-        fail(str(exc))
-    finally:
-        dev.close()
-    silent = sorted(sid for sid, r in records.items() if r.silent)
-    names = dev.profile.joint_names
-    if json_out:
-        print_json({
-            "device": bus, "simulated": dev.simulated, "model": dev.model, "silent": silent,
-            "servos": {sid: {"name": names.get(sid, ""), "position": r.position,
-                             "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
-                             "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent}
-                       for sid, r in records.items()},
-        })
-        return
-    table = Table(title=f"servos on {bus}")
+def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int, str]) -> Table:
+    table = Table(title=title)
     for col in ("id", "joint", "position", "voltage", "temp", "torque"):
         table.add_column(col, justify="right" if col != "joint" else "left")
     for sid, r in records.items():
@@ -93,60 +92,109 @@ def read_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
         torque = None if r.torque is None else ("on" if r.torque else "[yellow]off[/]")
         table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts, " V"),
                       _fmt(r.temperature_c, " C"), _fmt(torque))
-    console.print(table)
-    if silent:
-        optional = set(dev.profile.optional_ids)
-        for sid in silent:
-            what = ("optional: the arm carries on" if sid in optional
-                    else "a joint: moves refuse until it answers")
-            err_console.print(f"[bold red]servo {sid} is not answering[/] ({what}); check its cable.")
+    return table
+
+
+def _records_json(records: dict[int, ServoRecord], names: dict[int, str]) -> dict[int, dict[str, Any]]:
+    return {sid: {"name": names.get(sid, ""), "position": r.position,
+                  "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
+                  "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent}
+            for sid, r in records.items()}
+
+
+def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[int, str]) -> None:
+    """Live view until Ctrl-C (read only); --json prints one JSON line per round instead."""
+    clock = MonotonicClock()
+    if json_out:
+        import json
+
+        def line(records: dict[int, ServoRecord]) -> None:
+            print_line = json.dumps({"t": round(clock.now(), 3), "servos": _records_json(records, names)})
+            console.out(print_line, highlight=False)
+
+        watch(dev, clock, period, line)
+        return
+    err_console.print("[dim]live view, read only: Ctrl-C ends it and leaves the servos as they are[/]")
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        def show(records: dict[int, ServoRecord]) -> None:
+            live.update(_records_table(f"servos on {bus_url} (every {period:g} s)", records, names),
+                        refresh=True)
+
+        watch(dev, clock, period, show)
+
+
+@servo_app.command("read")
+def read_cmd(
+    bus: str = BusOption,
+    json_out: bool = JsonOption,
+    watch_: bool = typer.Option(False, "--watch", help="Keep reading every servo and show them live until "
+                                "Ctrl-C (read only: the servos are left as they were; exit 130)."),
+    period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
+) -> None:
+    """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as
+    such."""
+    if not (math.isfinite(period) and 0.05 <= period <= 10.0):
+        fail(f"--period {period:g} s outside [0.05, 10]")
+    dev = open_arm_bus(bus, keep_sim_pose=True)
+    prof = _profile(dev)
+    names = dict(prof.joint_names) if prof else {}
+    with bus_session(bus, dev):
+        if watch_:
+            try:
+                _watch(bus, dev, period, json_out, names)
+            except KeyboardInterrupt:
+                fail("watch ended by Ctrl-C; nothing was written to the servos", ExitCode.INTERRUPTED)
+            return
+        records = read_records(dev)
+    silent = sorted(sid for sid, r in records.items() if r.silent)
+    if json_out:
+        print_json({"device": bus, "simulated": dev.simulated, "model": dev.model, "silent": silent,
+                    "servos": _records_json(records, names)})
+        return
+    console.print(_records_table(f"servos on {bus}", records, names))
+    optional = set(dev.optional_ids)
+    for sid in silent:
+        what = "optional: the arm carries on" if sid in optional else "a joint: moves refuse until it answers"
+        err_console.print(f"[bold red]servo {sid} is not answering[/] ({what}); check its cable.")
 
 
 @servo_app.command("move")
 def move_cmd(
     to: str = typer.Option(..., "--to", help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from "
                            "--limits) or id=pulse,... e.g. 2=700,3=200."),
-    speed: float = typer.Option(DEFAULT_SPEED, "--speed", min=1.0, max=MAX_SPEED,
-                                help="Speed cap, pulses/s (the minimum-jerk peak speed)."),
+    speed: float = typer.Option(DEFAULT_SPEED, "--speed", help=f"Speed cap, pulses/s (the minimum-jerk peak "
+                                f"speed), above 0 and at most {MAX_SPEED:g}."),
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Move along a minimum-jerk trajectory, checked against the limits first.
 
-    The goal and every 40 ms sample are checked against the stored limits, intersected with --limits.
-    Pass your mapped limits file (e.g. campaigns/rosorin-arm-limits.yaml): without it only the servos'
-    stored limits apply, and those are wider than where the arm is safe.
-
-    A goal outside them is refused with its reason, and nothing moves.
+    The goal and every 40 ms sample are checked against the limits stored in the servos, intersected with
+    --limits when given (your mapped limits, e.g. campaigns/rosorin-arm-limits.yaml, are narrower and
+    safer). Any goal outside them is refused with its reason and nothing moves; named poses are no
+    exception: pretuck puts servo 2 at 960, past the example file's mapped 941, so with that file pretuck
+    is refused, and the approach to the tuck (for relax) is made with the stored limits only.
     """
-    lf = load_limits_option(limits)
-    dev = open_arm_bus(bus)
-    try:
-        poses = {**dev.profile.poses, **(lf.poses if lf else {})}
-        if to.strip() in dev.profile.reference_poses:
-            fail(f"pose {to.strip()!r} is a reference (where the arm rests with torque off), not a command "
-                 "target; move to pretuck, then relax")
-        try:
-            goal = parse_goal(to, poses)
-        except ValueError as exc:
-            fail(str(exc))
+    lf, problems = limits_problem(limits)
+    prof = url_profile(bus)
+    poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
+    problems += move_problems(to, speed, poses, prof.ids if prof else (),
+                              prof.reference_poses if prof else ())
+    if problems:
+        fail_all(problems)
+    dev = open_arm_bus(bus, keep_sim_pose=True)
+    with bus_session(bus, dev):
+        goal = parse_goal(to, poses)
         if lf is None:
             err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
         result = move_to(dev, MonotonicClock(), goal, limits=lim, speed=speed)
-    except Refused as exc:
-        fail(str(exc))
-    except DeviceError as exc:
-        fail(str(exc))
-    finally:
-        dev.close()
     notes = []
-    if result.skipped:
-        for sid, pulse in result.skipped.items():
-            at = result.carried.get(sid)
-            where = f"carried at its last known {at}" if at is not None else "position unknown"
-            notes.append(f"servo {sid} silent: not moved to {pulse} ({where})")
+    for sid, pulse in result.skipped.items():
+        at = result.carried.get(sid)
+        where = f"carried at its last known {at}" if at is not None else "position unknown"
+        notes.append(f"servo {sid} silent: not moved to {pulse} ({where})")
     if json_out:
         print_json({"device": bus, "simulated": dev.simulated, "start": result.start, "goal": result.goal,
                     "final": result.final, "duration_s": round(result.duration_s, 3), "frames": result.frames,
@@ -167,13 +215,9 @@ def move_cmd(
 @servo_app.command("hold")
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Stop every servo where it is and hold it there (torque on)."""
-    dev = open_arm_bus(bus)
-    try:
+    dev = open_arm_bus(bus, keep_sim_pose=True)
+    with bus_session(bus, dev):
         ids = hold(dev)
-    except DeviceError as exc:
-        fail(str(exc))
-    finally:
-        dev.close()
     if json_out:
         print_json({"device": bus, "held": ids})
     else:
@@ -184,38 +228,46 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
 def relax_cmd(
     force: bool = typer.Option(False, "--force", help="Switch torque off even if the arm is not resting on "
                                "itself: every joint that carries weight will drop."),
-    tolerance: int | None = typer.Option(None, "--tolerance", min=0, help="Pulses the rest joints may be "
-                                         "from the rest pose (default: the profile's, 25)."),
+    tolerance: int | None = typer.Option(None, "--tolerance", min=0, max=200, help="Pulses the tuck joints "
+                                         "may be from the tuck pose (default: the profile's, 25)."),
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Switch torque off on every servo, only when the arm rests on itself.
+    """Switch torque off on every servo, only when the arm rests on itself in its tuck pose.
 
-    Refused unless servos 2-4 are within --tolerance of the tuck pose, or --force.
-
-    The torque state is read back to verify it.
+    Refused unless servos 2-4 are within --tolerance of the tuck pose (pretuck is within it), or --force.
+    An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back to
+    verify it.
     """
-    lf = load_limits_option(limits)
-    dev = open_arm_bus(bus)
-    prof = dev.profile
-    rest = {**prof.poses[prof.rest_pose], **(lf.poses.get(prof.rest_pose, {}) if lf else {})}
-    tol = prof.rest_tolerance if tolerance is None else tolerance
-    try:
-        result = relax(dev, MonotonicClock(), rest=rest, joints=prof.rest_joints, tolerance=tol, force=force,
-                       rest_name=prof.rest_pose)
-    except Refused as exc:
-        fail(str(exc))
-    except DeviceError as exc:
-        fail(str(exc))
-    finally:
-        dev.close()
+    lf, problems = limits_problem(limits)
+    prof = url_profile(bus)
+    if prof is None:
+        problems.append(f"--bus {bus}: relax needs a known arm profile (its tuck pose)")
+    if problems:
+        fail_all(problems)
+    assert prof is not None
+    tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
+    tol = prof.tuck_tolerance if tolerance is None else tolerance
+    dev = open_arm_bus(bus, keep_sim_pose=True)
+    with bus_session(bus, dev):
+        result = relax(dev, MonotonicClock(), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force)
     if json_out:
         print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,
                     "forced": result.forced, "attempts": result.attempts})
         return
-    console.print(f"torque off ({prof.rest_pose} pose, +-{tol} on servos "
-                  f"{', '.join(map(str, prof.rest_joints))}{', forced' if force else ''})")
+    console.print(f"torque off (tuck pose, +-{tol} on servos "
+                  f"{', '.join(map(str, prof.tuck_joints))}{', forced' if force else ''})")
     if result.still_on:
         err_console.print(f"[yellow]still reporting torque on after {result.attempts} attempts: "
                           f"{', '.join(map(str, result.still_on))}[/]")
+
+
+@servo_app.command("forget")
+def forget_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
+    """Forget where a simulated arm was left: its next command starts it in its start pose again."""
+    had = forget_sim_state(bus)
+    if json_out:
+        print_json({"device": bus, "forgotten": had})
+    else:
+        console.print(f"{bus}: {'pose forgotten' if had else 'no saved pose'}", highlight=False)

@@ -1,38 +1,40 @@
-"""`servotool sweep`: map a bus-servo arm's joint limits by slow sweeps, with any key as the stop button."""
+"""`servotool sweep`: map a bus-servo arm's joint limits by slow sweeps, with any key as the stop button.
+
+Exit codes: 0 done, 1 stopped by the key (the arm holds where it stopped) or by the guard, 2 a setting
+refused (nothing opened) or the sweep refused before moving, 3 no board answered or the link failed, 130
+Ctrl-C (after the hold).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import sys
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from servotool.analysis.sweep import SweepResult
-from servotool.cli.common import console, err_console, fail, print_json
-from servotool.cli.servo import DEFAULT_BUS, load_limits_option, open_arm_bus
-from servotool.clock import MonotonicClock
-from servotool.errors import DeviceError, Refused
-from servotool.io.csvlog import CsvLogWriter, command_line, run_file_name, unique_path
-from servotool.io.limits_yaml import LimitsFileError, merge_limits_text, write_atomic
-from servotool.io.paths import out_dir
-from servotool.runs.sweep import (
-    CSV_COLUMNS,
-    CSV_UNITS,
-    SweepConfig,
-    SweepEvent,
-    SweepRun,
-    directions_for,
-    run_sweeps,
-    sweep_config_dict,
+from servotool.cli.bus_common import (
+    DEFAULT_BUS,
+    fail_all,
+    fail_on,
+    limits_problem,
+    open_arm_bus,
+    url_profile,
+    url_simulated,
 )
+from servotool.cli.common import console, err_console, fail, print_json
+from servotool.clock import MonotonicClock
+from servotool.errors import ExitCode, ServotoolError
+from servotool.io.csvlog import command_line
+from servotool.io.paths import out_dir
+from servotool.runs.sweep import SweepConfig, SweepEvent, SweepRun, SweepSettingsError, directions_for
+from servotool.runs.sweep_record import SweepFiles, SweepRecord, file_problems, record_sweeps
 
 
 class KeyWatcher:
@@ -85,22 +87,28 @@ class KeyWatcher:
             termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
 
 
-def _progress(event: SweepEvent) -> None:
-    if event.kind == "tick":
-        return
-    style = {"stop": "bold", "refused": "bold red", "done": "green"}.get(event.kind, "")
-    text = f"[{style}]{event.message}[/]" if style else event.message
-    err_console.print(f"{event.t:7.2f} s  {text}", highlight=False)
+class SweepProgress:
+    """Renders the run's progress callbacks: one bar for the whole run with a status line (servo,
+    direction, command and read-back), and a line per start, stop and return."""
 
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("starting", total=1.0)
 
-def _yaml_notes(run: SweepRun, found: dict, when: str) -> dict[int, str]:
-    notes = {}
-    for joint, f in found.items():
-        parts = []
-        for side, src, det in (("lo", f.lo_source, f.lo_detail), ("hi", f.hi_source, f.hi_detail)):
-            parts.append(f"{side} {det}" if src == "sweep" else f"{side} from {src} limit")
-        notes[joint] = f"servotool sweep {when}: " + "; ".join(parts)
-    return notes
+    def __call__(self, event: SweepEvent) -> None:
+        count = max(1, event.count)
+        done = (event.index + (1.0 if event.kind in ("stop", "return") else event.fraction)) / count
+        if event.kind == "done":
+            done = 1.0
+        if event.kind == "tick":
+            status = (f"servo {event.joint} {event.direction} ({event.index + 1}/{count}): "
+                      f"cmd {event.cmd} read {'-' if event.read is None else event.read}")
+            self.progress.update(self.task, completed=done, description=status)
+            return
+        style = {"stop": "bold", "done": "green"}.get(event.kind, "")
+        text = f"[{style}]{event.message}[/]" if style else event.message
+        self.progress.console.print(f"{event.t:7.2f} s  {text}", highlight=False)
+        self.progress.update(self.task, completed=done)
 
 
 def _table(run: SweepRun) -> Table:
@@ -115,6 +123,47 @@ def _table(run: SweepRun) -> Table:
     return table
 
 
+def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, inside: int,
+              files: SweepFiles) -> SweepConfig:
+    """Every setting checked before the bus is opened: one line per problem and exit 2."""
+    problems: list[str] = []
+    prof = url_profile(bus)
+    joints = tuple(joint) if joint else (prof.joint_ids if prof else ())
+    if prof is not None:
+        problems += [f"--joint {j}: servo {j} not on this arm ({prof.name}: {', '.join(map(str, prof.ids))})"
+                     for j in joints if j not in prof.ids]
+    try:
+        directions = directions_for(direction)
+    except ServotoolError as exc:
+        problems.append(str(exc))
+        directions = ("down",)
+    config: SweepConfig | None = None
+    try:
+        config = SweepConfig(joints=joints, directions=directions, speed=speed, inside=inside,
+                             return_speed=max(100.0, speed) if speed == speed else 100.0)
+    except SweepSettingsError as exc:
+        problems += exc.problems
+    problems += file_problems(files, url_simulated(bus))
+    if problems or config is None:
+        fail_all(problems or ["invalid sweep settings"])
+    return config
+
+
+def _render(record: SweepRecord, json_out: bool) -> None:
+    run = record.run
+    if json_out:
+        print_json({**record.result, "outputs": record.outputs, "notes": record.notes})
+    else:
+        console.print(_table(run))
+        for j, f in record.found.items():
+            console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")
+        for kind, path in record.outputs.items():
+            for p in path if isinstance(path, list) else [path]:
+                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False)
+    for note in record.notes:
+        err_console.print(f"[yellow]{note}[/]", highlight=False)
+
+
 def sweep(
     bus: str = typer.Option(DEFAULT_BUS, "--bus", help="Servo bus URL (sim:rosorin-arm[?k=v] or "
                             "hiwonder:///dev/ttyX?baud=1000000)."),
@@ -123,22 +172,26 @@ def sweep(
         "claw).",
     )] = None,
     direction: str = typer.Option("both", "--direction", help="up, down or both (down first)."),
-    speed: float = typer.Option(25.0, "--speed", min=1.0, max=300.0, help="Command speed, pulses/s. A stall "
-                                "is called about 0.5 s after contact: the command is then about half a "
+    speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (above 0, at most 300). A "
+                                "stall is called about 0.5 s after contact: the command is then about half a "
                                 "second's travel past the stop."),
-    inside: int = typer.Option(20, "--inside", min=0, max=200, help="Limit set this many pulses inside each "
-                               "stop."),
+    inside: int = typer.Option(20, "--inside", help="Limit set this many pulses inside each stop (0-200)."),
     limits: Annotated[Path | None, typer.Option(
         "--limits", help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
-        "into a copy of it.",
+        "into a copy of it (comments and layout kept).",
     )] = None,
     update_limits: bool = typer.Option(False, "--update-limits", help="Write the merged limits back into the "
-                                       "--limits file itself (its old text is kept as FILE.bak)."),
+                                       "--limits file itself (mode kept; the old text is kept as FILE.bak, "
+                                       "FILE.bak.1, ... never overwriting an earlier backup). Refused on a "
+                                       "simulated bus unless --force-sim."),
+    force_sim: bool = typer.Option(False, "--force-sim", help="Allow --update-limits to write limits mapped "
+                                   "on a simulated bus into the --limits file."),
     out: Annotated[Path | None, typer.Option(
         "--out", help="Output folder (default $SERVOTOOL_OUT or ./servotool-runs).",
     )] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
-    plot: bool = typer.Option(False, "--plot", help="Write a PNG per sweep: commanded against measured."),
+    plot: bool = typer.Option(False, "--plot", help="Write a PNG per sweep (commanded against measured) and "
+                              "a summary of every mapped limit."),
 ) -> None:
     """Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds the arm.
 
@@ -150,96 +203,35 @@ def sweep(
 
     Never commands past a stored limit; never writes servo EEPROM.
     """
-    try:
-        directions = directions_for(direction)
-    except ValueError as exc:
-        fail(str(exc))
-    if update_limits and limits is None:
-        fail("--update-limits needs --limits FILE")
-    lf = load_limits_option(limits)
+    files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
+                       force_sim=force_sim, plot=plot, command=command_line())
+    config = _settings(bus, joint, direction, speed, inside, files)
+    lf, problems = limits_problem(limits)
+    if problems:
+        fail_all(problems)
+    files = SweepFiles(**{**files.__dict__, "limits": lf})
     dev = open_arm_bus(bus)
-    joints = tuple(joint) if joint else dev.profile.joint_ids
+    err_console.print(f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
+                      f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
+                      highlight=False)
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     try:
-        config = SweepConfig(joints=joints, directions=directions, speed=speed, inside=inside,
-                             return_speed=max(100.0, speed))
-    except ValueError as exc:
-        dev.close()
-        fail(str(exc))
-    when = datetime.now(timezone.utc)
-    folder = out_dir(out)
-    stem = Path(run_file_name("sweep", bus, when)).stem
-    csv_paths: dict[int, Path] = {}
-    command = command_line()
-
-    def writer_factory(res: SweepResult) -> CsvLogWriter:
-        path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", bus, when))
-        csv_paths[id(res)] = path
-        cfg = {**sweep_config_dict(config), "joint": res.joint, "direction": res.direction,
-               "start": res.start, "stored_limit": list(res.stored), "bound": res.bound}
-        return CsvLogWriter(path, device=bus, simulated=dev.simulated, config=cfg, units=CSV_UNITS,
-                            columns=CSV_COLUMNS, command=command, created=when)
-
-    err_console.print(f"sweeping servo(s) {', '.join(map(str, joints))} {'/'.join(directions)} at {speed:g} "
-                      f"pulses/s, limits {inside} pulses inside each stop", highlight=False)
-    try:
-        with KeyWatcher() as keys:
+        with KeyWatcher() as keys, Progress(*columns, console=err_console, transient=True) as progress:
             if keys.active:
-                err_console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
+                progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
             else:
-                err_console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
-            run = run_sweeps(dev, MonotonicClock(), config, configured=lf.limits if lf else None,
-                             abort_requested=keys.pressed, writer_factory=writer_factory, on_event=_progress)
-    except Refused as exc:
-        fail(str(exc))
-    except DeviceError as exc:
-        fail(f"{exc} (a hold was sent if the link allowed it)")
+                progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
+            record = record_sweeps(dev, MonotonicClock(), config, files, abort_requested=keys.pressed,
+                                   on_event=SweepProgress(progress))
+    except ServotoolError as exc:
+        fail_on(exc)
+    except KeyboardInterrupt:
+        fail("interrupted by Ctrl-C: the arm was told to hold where it was", ExitCode.INTERRUPTED)
     finally:
         dev.close()
-
-    folder.mkdir(parents=True, exist_ok=True)
-    outputs: dict[str, Any] = {"csv": [str(csv_paths[id(r)]) for r in run.results if id(r) in csv_paths]}
-    raw = {"device": bus, "simulated": dev.simulated, "created": when.isoformat(), "command": command,
-           "config": sweep_config_dict(config), **run.as_dict()}
-    json_path = unique_path(folder, f"{stem}.json")
-    json_path.write_text(json.dumps(raw, indent=1) + "\n", encoding="utf-8")
-    outputs["json"] = str(json_path)
-
-    found = {j: f for j, f in run.found.items() if "sweep" in (f.lo_source, f.hi_source)}
-    if found:
-        stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-        header = (f"arm_limit for servo(s) {', '.join(map(str, sorted(found)))} mapped {stamp} by servotool "
-                  "sweep "
-                  f"on {bus}{' (SIMULATED)' if dev.simulated else ''}: {speed:g} pulses/s toward the stored "
-                  f"limits, each limit {inside} pulses inside the stop read back")
-        new = {j: (f.lo, f.hi) for j, f in found.items()}
-        try:
-            text = merge_limits_text(lf.text if lf else None, new, _yaml_notes(run, found, stamp), header,
-                                     str(limits) if limits else "<new>")
-        except LimitsFileError as exc:
-            fail(str(exc))
-        if update_limits and limits is not None:
-            write_atomic(limits.with_name(limits.name + ".bak"), lf.text if lf else "")
-            outputs["yaml"] = str(write_atomic(limits, text))
-        else:
-            outputs["yaml"] = str(write_atomic(unique_path(folder, f"{stem}_limits.yaml"), text))
-
-    if plot and run.results:
-        from servotool.plots.sweep import save_sweep_plot
-
-        outputs["png"] = [str(save_sweep_plot(r, csv_paths[id(r)].with_suffix(".png")))
-                          for r in run.results if id(r) in csv_paths and r.t]
-
-    if json_out:
-        print_json({**raw, "outputs": outputs})
-    else:
-        console.print(_table(run))
-        for j, f in found.items():
-            console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")
-        for kind, path in outputs.items():
-            for p in path if isinstance(path, list) else [path]:
-                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False)
-    if run.error:
-        fail(f"{run.error}")
-    if run.aborted:
+    _render(record, json_out)
+    if record.run.error:
+        fail(record.run.error)
+    if record.run.aborted:
         err_console.print("[bold yellow]aborted by key: the arm is holding where it stopped[/]")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAULT)

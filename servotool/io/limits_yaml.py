@@ -8,17 +8,20 @@ one):
         arm_limit_2: [95, 941]     # lo, hi
         arm_rest_2: 776            # named pose "rest", servo 2
 
-Merging edits the text in place, so every other key, every comment and the key order survive; only the
-`arm_limit_N` lines of the merged joints change (or are added), each with a comment saying how it was found
-and the line it replaces kept above it as a `# was:` comment; one comment line at the top records the run.
+Merging is a ruamel.yaml round trip, so every other key, every comment, the key order and the indentation
+survive; only the `arm_limit_N` entries of the merged joints change (or are added), each with a comment
+saying how it was found and the line it replaces kept above it as a `# was:` comment; one comment line at
+the top records the run. Updating a file in place keeps its mode and every earlier backup.
 The result is parsed back and compared with the original before it is returned: if anything but those limits
 changed, the merge is refused (LimitsFileError) rather than written.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import re
+import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,14 +29,34 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from servotool.errors import FileFormatError
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
-_LIMIT_KEY = re.compile(r"^arm_limit_(\d+)$")
-_POSE_KEY = re.compile(r"^arm_([a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*)_(\d+)$")
 
 
-class LimitsFileError(ValueError):
+def _limit_id(key: str) -> int | None:
+    """N of an `arm_limit_N` key, else None."""
+    tail = key.removeprefix("arm_limit_")
+    return int(tail) if tail != key and tail.isdigit() else None
+
+
+def _pose_key(key: str) -> tuple[str, int] | None:
+    """(pose, N) of an `arm_<pose>_N` key (pose: lower-case words joined by _), else None."""
+    if not key.startswith("arm_") or _limit_id(key) is not None:
+        return None
+    name, sep, tail = key[4:].rpartition("_")
+    words = name.split("_")
+    ok = sep and tail.isdigit() and all(w and w[0].isascii() and w[0].islower() and w.isalnum()
+                                        and w == w.lower() for w in words)
+    return (name, int(tail)) if ok else None
+
+
+class LimitsFileError(FileFormatError):
     """A limits file could not be read, or a merge would damage it; the message names the file."""
 
 
@@ -57,7 +80,7 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
     nodes = {k: v[PARAMS] for k, v in doc.items() if isinstance(v, dict) and isinstance(v.get(PARAMS), dict)}
     if not nodes:
         return None, doc  # flat file: the keys at the top level
-    with_limits = [k for k, v in nodes.items() if any(_LIMIT_KEY.match(str(key)) for key in v)]
+    with_limits = [k for k, v in nodes.items() if any(_limit_id(str(key)) is not None for key in v)]
     if len(with_limits) > 1:
         raise LimitsFileError(f"{where}: arm limits under more than one node ({', '.join(with_limits)})")
     node = with_limits[0] if with_limits else (DEFAULT_NODE if DEFAULT_NODE in nodes else next(iter(nodes)))
@@ -73,18 +96,18 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     node, params = _find_params(doc, where)
     out = LimitsFile(path=path, text=text, node=node, params=dict(params))
     for key, value in params.items():
-        m = _LIMIT_KEY.match(str(key))
-        if m:
+        sid = _limit_id(str(key))
+        if sid is not None:
             ok = (isinstance(value, list) and len(value) == 2
                   and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
             if not ok or not 0 <= value[0] < value[1] <= 1000:
                 raise LimitsFileError(f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, "
                                       f"got {value!r}")
-            out.limits[int(m.group(1))] = (value[0], value[1])
+            out.limits[sid] = (value[0], value[1])
             continue
-        m = _POSE_KEY.match(str(key))
-        if m and isinstance(value, int) and not isinstance(value, bool):
-            out.poses.setdefault(m.group(1), {})[int(m.group(2))] = value
+        pose = _pose_key(str(key))
+        if pose and isinstance(value, int) and not isinstance(value, bool):
+            out.poses.setdefault(pose[0], {})[pose[1]] = value
     return out
 
 
@@ -98,66 +121,122 @@ def load_limits(path: str | Path) -> LimitsFile:
     return parse_limits(text, str(path), path)
 
 
-def _fresh(limits: Mapping[int, tuple[int, int]], notes: Mapping[int, str], header: str) -> str:
-    lines = [f"# {header}", f"{DEFAULT_NODE}:", f"  {PARAMS}:"]
-    for sid in sorted(limits):
-        lo, hi = limits[sid]
-        note = f"  # {notes[sid]}" if notes.get(sid) else ""
-        lines.append(f"    arm_limit_{sid}: [{lo}, {hi}]{note}")
-    return "\n".join(lines) + "\n"
+def _yaml() -> YAML:
+    rt = YAML()  # round-trip: comments, key order, quoting and flow styles are kept
+    rt.width = 4096  # never re-wrap a long comment or value
+    return rt
+
+
+def _flow_pair(lo: int, hi: int) -> CommentedSeq:
+    seq = CommentedSeq([lo, hi])
+    seq.fa.set_flow_style()
+    return seq
+
+
+def _comment_text(params: CommentedMap, key: str) -> str:
+    """The whole comment token after `key`'s value (its end-of-line comment and any comment lines below)."""
+    slots: list[Any] = list(params.ca.items.get(key) or [])
+    value = params.get(key)
+    if isinstance(value, CommentedSeq) and value.ca.comment:
+        slots += list(value.ca.comment)
+    # a flow sequence's comment sits in both places as one token: take it once
+    unique = {id(tok): tok for tok in slots if tok is not None and hasattr(tok, "value")}
+    return "".join(tok.value for tok in unique.values())
+
+
+def _clear_comment(params: CommentedMap, key: str) -> None:
+    params.ca.items.pop(key, None)
+    value = params.get(key)
+    if isinstance(value, CommentedSeq):
+        value.ca.comment = None
+
+
+def _set_comment(params: CommentedMap, key: str, indent: int, note: str, below: str) -> None:
+    """`key`'s line ends in `# note` (if any); `below` (comment lines, as the file had them) follows it."""
+    _clear_comment(params, key)
+    lo, hi = params[key]
+    column = indent + len(f"{key}: [{lo}, {hi}]") + 2
+    params.yaml_add_eol_comment(note or "-", key, column=column)
+    token = params.ca.items[key][2]
+    eol = f"# {note}\n" if note else "\n"
+    token.value = eol + below
+
+
+def _split_comment(text: str) -> tuple[str, str]:
+    """A comment token's end-of-line part (without '# ') and the comment lines below it."""
+    first, _, rest = text.partition("\n")
+    return first.strip().removeprefix("#").strip(), rest
+
+
+def _limit_keys(params: CommentedMap) -> list[str]:
+    return [str(k) for k in params if _limit_id(str(k)) is not None]
+
+
+def _params_map(doc: Any, node: str | None, where: str) -> CommentedMap:
+    params = doc if node is None else doc[node][PARAMS]
+    if not isinstance(params, CommentedMap) or params.fa.flow_style():
+        raise LimitsFileError(f"{where}: the parameters are written inline ({{...}}); edit the file by hand")
+    return params
 
 
 def merge_limits_text(text: str | None, limits: Mapping[int, tuple[int, int]], notes: Mapping[int, str],
                       header: str, where: str = "<limits>") -> str:
     """`text` with arm_limit_N set to `limits` (notes[N] as the line's comment) and `header` as a first
-    comment line. A missing key is added next to the other limits. Every other key is checked to be
-    unchanged."""
+    comment line. Round-trip YAML: every other key, comment and the layout are kept; a replaced line stays
+    above its successor as a `# was:` comment; a missing key is added after the last limit (or first under
+    the parameters). The result is parsed back and every other key checked unchanged (LimitsFileError)."""
     if not text or not text.strip():
-        return _fresh(limits, notes, header)
+        text = f"{DEFAULT_NODE}:\n  {PARAMS}: {{}}\n"
+        fresh = True
+    else:
+        fresh = False
     before = parse_limits(text, where)
-    lines = text.splitlines()
+    rt = _yaml()
+    try:
+        _, indent, _ = load_yaml_guess_indent(text)
+        rt.indent(mapping=indent or 2, sequence=(indent or 2) + 2, offset=indent or 2)
+        doc = rt.load(text)
+    except YAMLError as exc:
+        raise LimitsFileError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if fresh:
+        doc[DEFAULT_NODE][PARAMS] = CommentedMap()
+    params = _params_map(doc, before.node, where)
+    depth = (indent or 2) * (0 if before.node is None else 2)
     for sid in sorted(limits):
-        lo, hi = limits[sid]
-        pattern = re.compile(rf"^(?P<indent>[ \t]*)arm_limit_{sid}[ \t]*:(?P<rest>.*)$")
-        hits = [i for i, line in enumerate(lines) if pattern.match(line)]
-        if len(hits) > 1:
-            raise LimitsFileError(f"{where}: arm_limit_{sid} appears {len(hits)} times; edit it by hand")
-        note = notes.get(sid, "")
-        comment = f"  # {note}" if note else ""
-        if hits:
-            old = lines[hits[0]]
-            indent = pattern.match(old).group("indent")
-            # the old line, comment and all, stays above the new one as a comment: the history is not lost
-            lines[hits[0]:hits[0] + 1] = [f"{indent}# was: {old.strip()}",
-                                          f"{indent}arm_limit_{sid}: [{lo}, {hi}]{comment}"]
-            continue
-        at, indent = _insert_point(lines, before.node, where)
-        lines.insert(at, f"{indent}arm_limit_{sid}: [{lo}, {hi}]{comment}")
-    merged = "\n".join([f"# {header}", *lines]) + "\n"
+        _merge_one(params, sid, limits[sid], notes.get(sid, ""), depth)
+    out = io.StringIO()
+    rt.dump(doc, out)
+    merged = f"# {header}\n" + out.getvalue()
     _verify(before, parse_limits(merged, where), limits, where)
     return merged
 
 
-def _insert_point(lines: list[str], node: str | None, where: str) -> tuple[int, str]:
-    """Where a new arm_limit line goes: after the last existing one, else first under ros__parameters."""
-    last = [i for i, line in enumerate(lines) if re.match(r"^[ \t]*arm_limit_\d+[ \t]*:", line)]
-    if last:
-        i = last[-1]
-        return i + 1, re.match(r"^[ \t]*", lines[i]).group(0)
-    if node is None:
-        return len(lines), ""
-    for i, line in enumerate(lines):
-        if re.match(rf"^[ \t]*{PARAMS}[ \t]*:[ \t]*(#.*)?$", line):
-            base = len(line) - len(line.lstrip())
-            for nxt in lines[i + 1:]:
-                if nxt.strip() and not nxt.lstrip().startswith("#"):
-                    width = len(nxt) - len(nxt.lstrip())
-                    if width > base:
-                        return i + 1, nxt[:width]
-                    break
-            return i + 1, " " * (base + 2)
-    raise LimitsFileError(f"{where}: found no '{PARAMS}:' line to add the limits under; "
-                          "edit the file by hand")
+def _merge_one(params: CommentedMap, sid: int, pair: tuple[int, int], note: str, depth: int) -> None:
+    key = f"arm_limit_{sid}"
+    if key in params:
+        old = params[key]
+        old_note, below = _split_comment(_comment_text(params, key))
+        was = f"was: {key}: [{old[0]}, {old[1]}]" + (f"  # {old_note}" if old_note else "")
+        params[key] = _flow_pair(*pair)
+        _set_comment(params, key, depth, note, below)
+        params.yaml_set_comment_before_after_key(key, before=was, indent=depth)
+        return
+    keys = _limit_keys(params)
+    if keys:
+        last = keys[-1]
+        # comment lines below the last limit belong to what follows it: they move below the new line
+        last_note, below = _split_comment(_comment_text(params, last))
+        params.insert(list(params).index(last) + 1, key, _flow_pair(*pair))
+        if below or last_note:
+            lo, hi = params[last]
+            _clear_comment(params, last)
+            if last_note:
+                params.yaml_add_eol_comment(last_note, last, column=depth + len(f"{last}: [{lo}, {hi}]") + 2)
+        _set_comment(params, key, depth, note, below)
+        return
+    params.insert(0, key, _flow_pair(*pair))
+    if note:
+        _set_comment(params, key, depth, note, "")
 
 
 def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[int, int]], where: str) -> None:
@@ -170,17 +249,57 @@ def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[in
                               "edit the file by hand")
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: str | Path, text: str) -> Path:
     """Write text to path through a temporary file and a rename: readers see the old or the new file, never
-    half."""
+    half. An existing file keeps its permission bits; a new one gets the usual 0666 & ~umask."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = _umask_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def backup_path(path: str | Path) -> Path:
+    """The first free backup name of a file: FILE.bak, then FILE.bak.1, FILE.bak.2, ... (never an old one)."""
+    path = Path(path)
+    candidate = path.with_name(path.name + ".bak")
+    n = 0
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.bak.{n}")
+    return candidate
+
+
+def update_in_place(path: str | Path, text: str, expected: str) -> tuple[Path, Path]:
+    """Replace a file's text, first copying it (mode and times kept) to a new backup (see backup_path).
+
+    Refuses (LimitsFileError) when the file no longer holds `expected`, the text it was read with: someone
+    edited it meanwhile and their change would be lost. Returns (path, backup)."""
+    path = Path(path)
+    try:
+        current = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LimitsFileError(f"{path}: cannot read it back ({exc.strerror or exc})") from None
+    if current != expected:
+        raise LimitsFileError(f"{path} changed while the sweep ran; not overwritten (the merged limits are "
+                              "in the output folder)")
+    backup = backup_path(path)
+    shutil.copy2(path, backup)
+    return write_atomic(path, text), backup

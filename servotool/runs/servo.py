@@ -8,19 +8,20 @@ Rules kept here:
   not answer is carried at its last known pulse, left out of the move and reported;
 * moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on
   absolute deadlines; a requested abort holds the arm at once;
-* torque off only when the arm rests on itself (its rest pose within a tolerance on the rest joints), or
+* torque off only when the arm rests on itself (the tuck pose, within a tolerance on the tuck joints), or
   forced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from servotool.clock import Clock
-from servotool.devices.bus import Bus
+from servotool.devices.bus import Bus, ServoRecord, read_records
 from servotool.errors import Refused
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
@@ -243,35 +244,35 @@ class RelaxResult:
     attempts: int
 
 
-def rest_check(pose: Mapping[int, int | None], rest: Mapping[int, int], joints: Iterable[int],
-               tolerance: int, name: str = "rest") -> str | None:
-    """None when every rest joint is within tolerance of the rest pose, else the reason."""
+def tuck_check(pose: Mapping[int, int | None], tuck: Mapping[int, int], joints: Iterable[int],
+               tolerance: int) -> str | None:
+    """None when every tuck joint is within tolerance of the tuck pose, else the reason."""
     off = []
     for j in joints:
         v = pose.get(j)
         if v is None:
             off.append(f"servo {j} not answering")
-        elif abs(v - rest[j]) > tolerance:
-            off.append(f"servo {j} at {v} ({name} {rest[j]})")
+        elif abs(v - tuck[j]) > tolerance:
+            off.append(f"servo {j} at {v} (tuck {tuck[j]})")
     if off:
-        return f"the arm is not resting on itself ({name} pose +-{tolerance} pulses): " + ", ".join(off)
+        return f"the arm is not resting on itself (tuck pose +-{tolerance} pulses): " + ", ".join(off)
     return None
 
 
-def relax(bus: Bus, clock: Clock, *, rest: Mapping[int, int], joints: Iterable[int], tolerance: int,
-          force: bool = False, attempts: int = 3, rest_name: str = "rest") -> RelaxResult:
+def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[int], tolerance: int,
+          force: bool = False, attempts: int = 3) -> RelaxResult:
     """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
 
-    Refused (nothing sent) unless the rest joints are within `tolerance` pulses of `rest`, or force is given:
-    with torque off every joint that carries weight drops.
+    Refused (nothing sent) unless the tuck joints are within `tolerance` pulses of the tuck pose (where the
+    arm rests on itself), or force is given: with torque off every joint that carries weight drops.
     """
     joints = tuple(joints)
     pose = bus.read_pose()
     if not force:
-        reason = rest_check(pose, rest, joints, tolerance, rest_name)
+        reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
-            raise Refused(f"relax refused: {reason}; with torque off the arm would drop. Bring it to its "
-                          f"{rest_name} pose first, or force it")
+            raise Refused(f"relax refused: {reason}; with torque off the arm would drop. Move to pretuck "
+                          "first (it lies within the tuck tolerance), or force it")
     optional = set(bus.optional_ids)
     torque: dict[int, bool | None] = {}
     n = 0
@@ -285,3 +286,44 @@ def relax(bus: Bus, clock: Clock, *, rest: Mapping[int, int], joints: Iterable[i
             break
     still_on = [sid for sid, v in torque.items() if v is True]
     return RelaxResult(pose=pose, torque=torque, still_on=still_on, forced=force, attempts=n)
+
+
+def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]], ids: Iterable[int],
+                  reference_poses: Iterable[str] = (),
+                  span: tuple[int, int] = (PULSE_MIN, PULSE_MAX)) -> list[str]:
+    """Every problem of a move request found without the bus, one sentence each: a speed not finite or
+    outside (0, MAX_SPEED], a goal that does not parse, names a reference pose (not a command target), a
+    servo the arm does not have, or a pulse outside `span`."""
+    out: list[str] = []
+    if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
+        out.append(f"--speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
+    name = to.strip()
+    if name in set(reference_poses):
+        out.append(f"pose {name!r} is a reference (where the arm rests with torque off), not a command "
+                   "target; move to pretuck, then relax")
+        return out
+    try:
+        goal = parse_goal(to, poses)
+    except ValueError as exc:
+        return [*out, str(exc)]
+    known = set(ids)
+    out += [f"servo {sid} is not on this arm ({', '.join(map(str, sorted(known)))})"
+            for sid in goal if known and sid not in known]
+    out += [f"servo {sid} goal {pulse} outside {span[0]}-{span[1]} pulses" for sid, pulse in goal.items()
+            if not span[0] <= pulse <= span[1]]
+    return out
+
+
+def watch(bus: Bus, clock: Clock, period_s: float, on_records: Callable[[dict[int, ServoRecord]], None],
+          stop: Abort = None, rounds: int | None = None) -> int:
+    """Read every servo (read_records) every period_s on absolute deadlines and hand each round to
+    `on_records`, until `stop` is requested or `rounds` rounds are done. Read only: nothing but read
+    requests is written, so the servos are left exactly as they were. Returns the rounds done."""
+    stopped = abort_check(stop)
+    t0 = clock.now()
+    n = 0
+    while not stopped() and (rounds is None or n < rounds):
+        on_records(read_records(bus))
+        n += 1
+        clock.sleep_until(t0 + n * period_s)
+    return n

@@ -17,6 +17,8 @@ is held and the run raises. Nothing here writes EEPROM (the protocol cannot enco
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import statistics
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from servotool.analysis.sweep import (
+    DIRECTIONS,
     LIMIT_REASONS,
     STOP_ABORT,
     STOP_AT_LIMIT,
@@ -40,9 +43,10 @@ from servotool.analysis.sweep import (
 )
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
-from servotool.errors import Refused, RunFault
+from servotool.errors import Refused, RunFault, SettingsError
 from servotool.motion.quintic import Trajectory
 from servotool.runs.servo import (
+    MAX_SPEED,
     Abort,
     abort_check,
     as_pose,
@@ -75,21 +79,58 @@ class SweepConfig:
     criterion: StallCriterion = field(default_factory=StallCriterion)
 
     def __post_init__(self) -> None:
-        if not self.joints:
-            raise ValueError("no joints to sweep")
-        for d in self.directions:
-            direction_sign(d)
-        if not 0 < self.speed <= 300:
-            raise ValueError(f"sweep speed {self.speed:g} pulses/s outside (0, 300]")
-        if not 0 <= self.inside <= 200:
-            raise ValueError(f"inside {self.inside} pulses outside 0-200")
-        if not 0 < self.return_speed <= 300:
-            raise ValueError(f"return speed {self.return_speed:g} pulses/s outside (0, 300]")
+        problems = sweep_problems(self)
+        if problems:
+            raise SweepSettingsError(problems)
+
+
+class SweepSettingsError(SettingsError):
+    """A sweep configuration with problems; `problems` lists them one sentence each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _finite_in(name: str, value: float, lo: float, hi: float, unit: str, open_lo: bool = False) -> str | None:
+    ok = math.isfinite(value) and (lo < value if open_lo else lo <= value) and value <= hi
+    if ok:
+        return None
+    return f"{name} {value:g} {unit} outside {'(' if open_lo else '['}{lo:g}, {hi:g}]"
+
+
+def sweep_problems(cfg: SweepConfig) -> list[str]:
+    """Every problem of a sweep configuration, one sentence each (empty when it can run): no joints, an
+    unknown direction, a speed, return speed or period not finite or out of range, an inside margin outside
+    0-200 pulses, timings not finite or negative."""
+    out: list[str] = []
+    if not cfg.joints:
+        out.append("no joints to sweep")
+    if len(set(cfg.joints)) != len(cfg.joints):
+        out.append(f"joints {list(cfg.joints)} name a servo twice")
+    out += [f"direction {d!r}: want up or down" for d in cfg.directions if d not in DIRECTIONS]
+    if not cfg.directions:
+        out.append("no direction to sweep")
+    checks = [
+        _finite_in("sweep speed", cfg.speed, 0.0, MAX_SPEED, "pulses/s", open_lo=True),
+        _finite_in("return speed", cfg.return_speed, 0.0, MAX_SPEED, "pulses/s", open_lo=True),
+        _finite_in("period", cfg.period_s, 0.01, 0.5, "s"),
+        _finite_in("settle time", cfg.settle_s, 0.0, 5.0, "s"),
+        _finite_in("limit wait", cfg.limit_wait_s, 0.0, 10.0, "s"),
+    ]
+    out += [c for c in checks if c]
+    if not 0 <= cfg.inside <= 200:
+        out.append(f"inside {cfg.inside} pulses outside [0, 200]")
+    if cfg.limit_tol < 0:
+        out.append(f"limit tolerance {cfg.limit_tol} pulses is negative")
+    return out
 
 
 @dataclass(frozen=True)
 class SweepEvent:
-    """Progress report: kind is "start", "tick", "stop", "return", "refused" or "done"."""
+    """Progress report: kind is "start", "tick", "stop", "return" or "done". `index` counts sweeps from 0 of
+    `count`; `fraction` is how far this sweep's command has gone from its start toward the stored limit
+    (0-1), so a whole run's progress is (index + fraction) / count."""
 
     kind: str
     joint: int | None = None
@@ -98,6 +139,9 @@ class SweepEvent:
     cmd: int | None = None
     read: int | None = None
     message: str = ""
+    index: int = 0
+    count: int = 0
+    fraction: float = 0.0
 
 
 @dataclass
@@ -142,13 +186,18 @@ class _Sweeper:
                  on_event: Callable[[SweepEvent], None] | None) -> None:
         self.bus, self.clock, self.cfg = bus, clock, config
         self.abort = abort
-        self.on_event = on_event or (lambda e: None)
+        self._report = on_event or (lambda e: None)
+        self.index = 0
+        self.count = len(config.joints) * len(config.directions)
         self.t0 = clock.now()
         self.stored: dict[int, tuple[int, int]] = {}
         self.span = bus.position_range
 
     def now(self) -> float:
         return self.clock.now() - self.t0
+
+    def on_event(self, event: SweepEvent) -> None:
+        self._report(dataclasses.replace(event, index=self.index, count=self.count))
 
     # every move frame of the run goes through here
     def send(self, joint: int, pulse: int) -> None:
@@ -189,7 +238,9 @@ class _Sweeper:
             res.t.append(round(t_read, 6))
             res.cmd.append(cmd)
             res.read.append(read)
-            self.on_event(SweepEvent("tick", joint, res.direction, t_read, cmd, read))
+            span = res.bound - res.start
+            frac = min(1.0, max(0.0, (cmd - res.start) / span)) if span else 1.0
+            self.on_event(SweepEvent("tick", joint, res.direction, t_read, cmd, read, fraction=frac))
             if read is None:
                 return self.stop(res, writer, STOP_SILENT)
             if self.abort():
@@ -302,6 +353,7 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
         for joint in config.joints:
             for direction in config.directions:
                 _one(bus, sweeper, run, joint, direction, limits, factory)
+                sweeper.index += 1
     except SweepAborted:
         run.aborted = True
     except BaseException as exc:
@@ -372,6 +424,7 @@ def directions_for(choice: str) -> tuple[str, ...]:
     """--direction up|down|both -> the directions in sweep order."""
     if choice == "both":
         return ("down", "up")
-    direction_sign(choice)
+    if choice not in DIRECTIONS:
+        raise SettingsError(f"--direction {choice!r}: want up, down or both")
     return (choice,)
 

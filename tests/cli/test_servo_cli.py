@@ -1,10 +1,17 @@
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path, monkeypatch):
+    """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
+    monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
 FAST = "timeout_ms=20"
 
 

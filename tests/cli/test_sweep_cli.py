@@ -13,6 +13,12 @@ from servotool.io.csvlog import read_csv
 from servotool.io.limits_yaml import load_limits
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path, monkeypatch):
+    """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
+    monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
 
 
@@ -64,13 +70,53 @@ def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
 
 
 def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_file):
+    limits_file.chmod(0o640)
     before = limits_file.read_text()
-    result = sweep("--bus", "sim:rosorin-arm?obstacle_4=200", "--joint", "4", "--direction", "up",
-                   "--speed", "300", "--limits", str(limits_file), "--update-limits", "--out", str(tmp_path))
+    args = ("--bus", "sim:rosorin-arm?obstacle_4=200", "--joint", "4", "--direction", "up", "--speed", "300",
+            "--limits", str(limits_file), "--update-limits", "--force-sim", "--out", str(tmp_path))
+    result = sweep(*args)
     assert result.exit_code == 0, result.output
     assert Path(str(limits_file) + ".bak").read_text() == before
     assert load_limits(limits_file).limits[4] == (121, 180)
     assert "arm_limit_4" in result.stdout
+    assert limits_file.stat().st_mode & 0o777 == 0o640  # the file keeps its mode
+    first_update = limits_file.read_text()
+    result = sweep(*args)  # a second update keeps the first backup and adds the next
+    assert result.exit_code == 0, result.output
+    assert Path(str(limits_file) + ".bak").read_text() == before
+    assert Path(str(limits_file) + ".bak.1").read_text() == first_update
+    assert limits_file.stat().st_mode & 0o777 == 0o640
+
+
+def test_update_limits_refuses_a_simulated_bus_before_it_starts(tmp_path, limits_file, monkeypatch):
+    import servotool.devices.registry as registry
+
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr(registry, "open_bus", no_open)
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    before = limits_file.read_text()
+    result = sweep("--joint", "4", "--limits", str(limits_file), "--update-limits", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "--force-sim" in result.stderr and "simulated" in result.stderr
+    assert limits_file.read_text() == before and not list(tmp_path.glob("*.bak*"))
+
+
+def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatch):
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    result = sweep("--joint", "7", "--direction", "sideways", "--speed", "nan", "--inside", "500",
+                   "--update-limits", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 6, result.stderr  # the sixth: --update-limits on a simulated bus
+    for text in ("--joint 7", "sideways", "sweep speed nan", "inside 500", "--update-limits needs --limits"):
+        assert any(text in ln for ln in lines), (text, lines)
+    result = sweep("--speed", "inf", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "sweep speed inf" in result.stderr
 
 
 def test_sweep_refuses_a_silent_joint_servo(tmp_path):

@@ -120,14 +120,14 @@ def test_abort_mid_move_holds_at_once(arm):
 def test_relax_is_refused_away_from_the_tuck(arm):
     bus, clock = arm()
     with pytest.raises(Refused, match="not resting on itself.*servo 2 at 776"):
-        relax(bus, clock, rest=TUCK, joints=(2, 3, 4), tolerance=25, rest_name="tuck")
+        relax(bus, clock, tuck=TUCK, joints=(2, 3, 4), tolerance=25)
     sent = [r.command for r in bus.sim.received if isinstance(r.command, p.ServoRequest)]
     assert all(c.sub != p.SubCommand.TORQUE_OFF for c in sent)
 
 
 def test_relax_in_pretuck_switches_torque_off_and_the_arm_stays(arm):
     bus, clock = arm("pose=pretuck")
-    result = relax(bus, clock, rest=TUCK, joints=(2, 3, 4), tolerance=25)
+    result = relax(bus, clock, tuck=TUCK, joints=(2, 3, 4), tolerance=25)
     assert result.still_on == [] and all(v is False for v in result.torque.values())
     clock.sleep(10.0)
     assert bus.read_pose([2, 3, 4]) == {2: 960, 3: 48, 4: 133}
@@ -135,7 +135,7 @@ def test_relax_in_pretuck_switches_torque_off_and_the_arm_stays(arm):
 
 def test_relax_forced_drops_the_arm_and_a_stubborn_servo_is_reported(arm):
     bus, clock = arm("ignore_torque_off_10=1")
-    result = relax(bus, clock, rest=TUCK, joints=(2, 3, 4), tolerance=25, force=True)
+    result = relax(bus, clock, tuck=TUCK, joints=(2, 3, 4), tolerance=25, force=True)
     assert result.forced and result.still_on == [10] and result.attempts == 3
     clock.sleep(30.0)
     assert bus.read_position(3) == -35

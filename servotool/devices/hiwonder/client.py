@@ -47,6 +47,7 @@ class BusStats:
     timeouts: int = 0
     bad_frames: int = 0
     failed_reads: int = 0  # a reply with a non-zero ok byte
+    skipped_bytes: int = 0  # bytes of line noise and broken frames the parser dropped while resyncing
 
 
 @dataclass
@@ -148,7 +149,9 @@ class HiwonderBus:
                 chunk = self.port.read(max(1, self.port.in_waiting))
             except (serial.SerialException, OSError) as exc:
                 raise DeviceError(f"{self.url}: read failed ({exc})") from exc
-            for frame in self._parser.feed(chunk):
+            frames = self._parser.feed(chunk)
+            self.stats.skipped_bytes = self._parser.skipped_bytes
+            for frame in frames:
                 if frame.func != p.Function.BUS_SERVO:
                     continue  # other board reports (battery, keys) are not ours
                 try:
@@ -183,6 +186,28 @@ class HiwonderBus:
                 return reply.value
             self.silent.add(sid)
             return None
+
+    def answers(self) -> bool:
+        """True as soon as any servo of the profile answers one position read (one attempt each): the board
+        is there and relays. A harmless read; nothing is written but read requests."""
+        saved, self.retries = self.retries, 0
+        try:
+            return any(self.read_position(sid) is not None for sid in self.ids)
+        finally:
+            self.retries = saved
+
+    def sim_snapshot(self) -> dict[str, str]:
+        """Simulated bus: sim URL parameters that start a new simulator where this one is now (every
+        servo's position, and torque off where it is off); a real bus: empty."""
+        sim = self.sim
+        if sim is None:
+            return {}
+        out: dict[str, str] = {}
+        for sid, pos in sim.positions().items():
+            out[f"start_{sid}"] = f"{pos:.3f}"
+            if not sim.servos[sid].torque and not sim.servos[sid].dead:
+                out[f"torque_{sid}"] = "0"
+        return out
 
     def read_position(self, servo_id: int) -> int | None:
         """Position in pulses (signed: a sagged joint can read below 0), None if the servo is silent."""
@@ -250,6 +275,16 @@ class HiwonderBus:
         self.close()
 
 
+class NoBoardAnswer(DeviceError):
+    """The port opened but no board answered a read: nothing is connected, it is off, or the baud is wrong."""
+
+
+def profile_for(parsed: DeviceURL) -> ArmProfile:
+    """The arm profile a URL opens with, known without opening it (KeyError names the known ones)."""
+    name = parsed.params.get("profile") or (parsed.target if parsed.simulated else "rosorin-arm")
+    return get_profile(name)
+
+
 def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
     try:
         return {
@@ -271,7 +306,8 @@ def _open_port(path: str, baud: int, url: str) -> Any:
 
 def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     """Open a bus from a parsed URL. kwargs: clock (the simulator's time base: any object with now()),
-    timeout_s, retries (override the URL)."""
+    timeout_s, retries (override the URL), probe (default True: a real port where no servo answers one
+    position read raises NoBoardAnswer, exit 3, instead of returning a bus that reads all silent)."""
     params = dict(parsed.params)
     opts = _client_options(params, parsed.raw)
     opts["timeout_s"] = kwargs.get("timeout_s", opts["timeout_s"])
@@ -301,5 +337,10 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     except KeyError as exc:
         raise DeviceURLError(str(exc.args[0])) from None
     port = _open_port(parsed.target, opts["baud"], parsed.raw)
-    return HiwonderBus(port, parsed.raw, profile, simulated=False, timeout_s=opts["timeout_s"],
-                       retries=opts["retries"])
+    bus = HiwonderBus(port, parsed.raw, profile, simulated=False, timeout_s=opts["timeout_s"],
+                      retries=opts["retries"])
+    if kwargs.get("probe", True) and not bus.answers():
+        bus.close()
+        raise NoBoardAnswer(f"no board answered on {parsed.target} (no servo of {profile.name} answered a "
+                            f"position read at {opts['baud']} baud: check power, cable and baud)")
+    return bus

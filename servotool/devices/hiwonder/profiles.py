@@ -18,7 +18,8 @@ class ArmProfile:
     optional_ids: servos that may go silent without stopping the arm (carried at their last known pulse).
     stored_limits: (lo, hi) pulses per servo as held in the servo's EEPROM; the simulator caps motion there.
     poses: named poses, {name: {id: pulse}}. `reference_poses` name poses that are not command targets.
-    rest_pose: the pose torque may be switched off in (the arm rests on itself), checked on `rest_joints`.
+    tuck_pose: the one pose torque may be switched off in (the arm rests on itself), checked on `tuck_joints`
+    within `tuck_tolerance` pulses. (The pose named "rest" is the default holding pose, with torque on.)
     """
 
     name: str
@@ -27,9 +28,9 @@ class ArmProfile:
     stored_limits: Mapping[int, tuple[int, int]]
     poses: Mapping[str, Mapping[int, int]]
     start_pose: str
-    rest_pose: str
-    rest_joints: tuple[int, ...]
-    rest_tolerance: int
+    tuck_pose: str
+    tuck_joints: tuple[int, ...]
+    tuck_tolerance: int
     reference_poses: tuple[str, ...] = ()
     joint_names: Mapping[int, str] = field(default_factory=dict)
     voltage_mv: Mapping[int, int] = field(default_factory=dict)
@@ -58,9 +59,9 @@ ROSORIN_ARM = ArmProfile(
         "drive": {1: 500, 2: 793, 3: 51, 4: 160, 5: 499, 10: 499},
     },
     start_pose="rest",
-    rest_pose="tuck",
-    rest_joints=(2, 3, 4),
-    rest_tolerance=25,
+    tuck_pose="tuck",
+    tuck_joints=(2, 3, 4),
+    tuck_tolerance=25,
     reference_poses=("tuck",),
     joint_names={1: "base", 2: "shoulder", 3: "elbow", 4: "wrist", 5: "claw rotate", 10: "claw"},
     voltage_mv={1: 12600, 2: 12500, 3: 12550, 4: 12700, 5: 12650, 10: 12600},

@@ -9,7 +9,7 @@ Physics (figures from the arm on the bench, all configurable, see sim_params):
 * an obstacle is a pulse the joint cannot pass: it stalls there while the command moves on;
 * stop/hold (0x03) freezes the target where the servo is;
 * torque off: the joint goes limp and sags with gravity (joints 2-4 by default) toward a resting pulse, unless
-  the arm rests on itself (within the profile's rest tolerance of its rest pose on the rest joints); a move
+  the arm rests on itself (within the profile's tuck tolerance of its tuck pose on the tuck joints); a move
   command switches torque back on;
 * a silent servo neither answers nor moves (it lost power); replies can be corrupted (CRC) on purpose.
 
@@ -61,7 +61,7 @@ class SimServo:
         self.params = params
         self.shape = shape
         self.pos = float(params.start)
-        self.torque = True
+        self.torque = params.torque
         self.seg_from = self.pos
         self.seg_to = self.pos
         self.seg_t0 = t
@@ -149,14 +149,15 @@ class BoardSim:
         self.rejected: list[p.Frame] = []
         self.replies = 0
         self.corrupted = 0
+        self.garbage = 0
         self.frames_seen = 0
 
     # --- physics -------------------------------------------------------------------------------------------
 
     def _resting(self) -> bool:
-        rest = self.profile.poses.get(self.profile.rest_pose, {})
-        tol = self.profile.rest_tolerance
-        joints = [j for j in self.profile.rest_joints if j in self.servos and j in rest]
+        rest = self.profile.poses.get(self.profile.tuck_pose, {})
+        tol = self.profile.tuck_tolerance
+        joints = [j for j in self.profile.tuck_joints if j in self.servos and j in rest]
         return bool(joints) and all(abs(self.servos[j].pos - rest[j]) <= tol for j in joints)
 
     def advance(self, t: float | None = None) -> None:
@@ -254,10 +255,14 @@ class BoardSim:
         bad = bool(every) and self.replies % every == 0
         if self.params.crc_error_rate > 0 and self._rng.random() < self.params.crc_error_rate:
             bad = True
-        if not bad:
-            return raw
-        self.corrupted += 1
-        return raw[:-1] + bytes([raw[-1] ^ 0x5A])
+        if bad:
+            self.corrupted += 1
+            raw = raw[:-1] + bytes([raw[-1] ^ 0x5A])
+        if self.params.garbage_rate > 0 and self._rng.random() < self.params.garbage_rate:
+            # line noise ahead of the reply: the host must skip it and still find the frame
+            self.garbage += 1
+            raw = bytes(self._rng.randrange(256) for _ in range(self._rng.randint(1, 16))) + raw
+        return raw
 
     # --- inspection for tests ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ underscore); a per-servo value wins over an all-servo one whatever their order. 
 | shape | how a servo interpolates a move: linear or smooth | linear |
 | crc_error_rate | probability that a reply's CRC is corrupted | 0 |
 | crc_error_every | corrupt every Nth reply (0 = never) | 0 |
+| garbage_rate | probability that 1-16 random bytes (line noise) go out before a reply | 0 |
 | reply_ms | delay before each reply, wall-clock ms | 0 |
 
 Per-servo keys (`key` or `key_ID`):
@@ -29,6 +30,7 @@ Per-servo keys (`key` or `key_ID`):
 | voltage | supply reading, mV | profile (12.5-12.7 V) |
 | temperature | temperature reading, deg C | profile (30-42 C) |
 | ignore_torque_off | 1: the servo keeps torque on when told to switch it off | 0 |
+| torque | 0: the servo starts with torque off (limp) | 1 |
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class ServoParams:
     sag_speed: float = 0.0
     sag_stop: float | None = None
     ignore_torque_off: bool = False
+    torque: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class SimParams:
     shape: str = "linear"
     crc_error_rate: float = 0.0
     crc_error_every: int = 0
+    garbage_rate: float = 0.0
     reply_delay_ms: float = 0.0
     pose: str = ""
 
@@ -116,6 +120,7 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "voltage": ("voltage_mv", int),
     "temperature": ("temperature_c", int),
     "ignore_torque_off": ("ignore_torque_off", _bool),
+    "torque": ("torque", _bool),
 }
 
 _BOARD_KEYS = {
@@ -124,6 +129,7 @@ _BOARD_KEYS = {
     "shape": ("shape", str),
     "crc_error_rate": ("crc_error_rate", float),
     "crc_error_every": ("crc_error_every", int),
+    "garbage_rate": ("garbage_rate", float),
     "reply_ms": ("reply_delay_ms", float),
 }
 
@@ -194,6 +200,9 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
     if pose not in profile.poses:
         raise DeviceURLError(f"simulator pose {pose!r} unknown (poses: {', '.join(profile.poses)})")
     board["pose"] = pose
+    for rate in ("crc_error_rate", "garbage_rate"):
+        if not 0.0 <= board.get(rate, 0.0) <= 1.0:
+            raise DeviceURLError(f"simulator parameter {rate}={board[rate]}: want a probability 0-1")
     if board.get("shape", "linear") not in ("linear", "smooth"):
         raise DeviceURLError(f"simulator shape {board['shape']!r}: want linear or smooth")
     servos = default_servos(profile, pose)

@@ -1,0 +1,116 @@
+"""What the servo-bus commands (servo, sweep, ports) share: the --bus option, opening a bus with the right
+exit code, settings problems as one line each, and the simulated arm's pose kept between commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlencode
+
+import typer
+from rich.markup import escape
+
+from servotool.cli.common import announce_device, err_console, fail
+from servotool.devices.bus import Bus
+from servotool.devices.hiwonder.client import profile_for
+from servotool.devices.hiwonder.profiles import ArmProfile
+from servotool.devices.registry import DeviceURLError, open_bus, parse_url
+from servotool.errors import DeviceError, ExitCode, ServotoolError
+from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
+from servotool.io.sim_state import load_sim_state, save_sim_state
+
+DEFAULT_BUS = "sim:rosorin-arm"
+BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands) "
+            "or hiwonder:///dev/ttyX?baud=1000000.")
+BusOption = typer.Option(DEFAULT_BUS, "--bus", help=BUS_HELP)
+JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+def fail_all(problems: list[str], code: int = ExitCode.USAGE) -> NoReturn:
+    """Print one error line per problem and exit (2 by default: nothing was opened, nothing moved)."""
+    for problem in problems[:-1]:
+        err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    fail(problems[-1], code)
+
+
+def fail_on(exc: ServotoolError) -> NoReturn:
+    """One error line and the exit code the error carries (2 refused, 3 device unreachable, ...)."""
+    fail(str(exc), int(exc.exit_code))
+
+
+def url_profile(url: str) -> ArmProfile | None:
+    """The arm profile a bus URL will open with, found without opening it (None: not a known arm URL)."""
+    try:
+        parsed = parse_url(url)
+    except DeviceURLError:
+        return None
+    if parsed.scheme != "hiwonder" and not parsed.simulated:
+        return None
+    try:
+        return profile_for(parsed)
+    except KeyError:
+        return None
+
+
+def url_simulated(url: str) -> bool:
+    """True when the URL names a simulator (known without opening it)."""
+    try:
+        return parse_url(url).simulated
+    except DeviceURLError:
+        return False
+
+
+def _with_state(url: str) -> str:
+    """A sim URL with the saved pose added (parameters typed in the URL win)."""
+    saved = load_sim_state(url)
+    if not saved:
+        return url
+    given = parse_url(url).params
+    extra = {k: v for k, v in saved.items() if k not in given}
+    if not extra:
+        return url
+    return url + ("&" if "?" in url else "?") + urlencode(extra)
+
+
+def open_arm_bus(url: str, *, keep_sim_pose: bool = False, announce: bool = True) -> Bus:
+    """Open the bus, or exit with one line saying why: a bad URL exits 2, a port that cannot be opened or
+    where no board answers exits 3. With keep_sim_pose a simulator starts where the last command left it."""
+    target = _with_state(url) if keep_sim_pose and url_simulated(url) else url
+    try:
+        bus: Bus = open_bus(target)
+    except DeviceURLError as exc:
+        fail(str(exc))
+    except DeviceError as exc:
+        fail_on(exc)
+    if announce:
+        announce_device(url, bus.simulated, bus.model)
+    return bus
+
+
+def save_sim_pose(url: str, bus: Bus) -> None:
+    """Remember where a simulated arm is, for the next servo command on the same URL (a real bus: nothing)."""
+    snapshot = getattr(bus, "sim_snapshot", None)
+    if bus.simulated and snapshot is not None:
+        params = snapshot()
+        if params:
+            save_sim_state(url, params)
+
+
+def load_limits_option(path: Path | None) -> LimitsFile | None:
+    """The --limits file, or exit 2 with the reason (None when not given)."""
+    if path is None:
+        return None
+    try:
+        return load_limits(path)
+    except LimitsFileError as exc:
+        fail(str(exc))
+
+
+def limits_problem(path: Path | None) -> tuple[LimitsFile | None, list[str]]:
+    """The --limits file and its problems (for collecting every settings problem before failing)."""
+    if path is None:
+        return None, []
+    try:
+        return load_limits(path), []
+    except LimitsFileError as exc:
+        return None, [str(exc)]

@@ -1,0 +1,46 @@
+"""Where a simulated servo arm is between commands: a small JSON file per simulator URL in the state dir.
+
+Each `servotool servo` command against a `sim:` URL starts a fresh simulator; without this file every
+command would find the arm back in its start pose, so `move` then `relax` could not be rehearsed. The file
+holds the simulator parameters that restart it where the last command left it ({"start_2": "960.000", ...}),
+keyed by the URL exactly as typed. A file that cannot be read is ignored (the simulator starts fresh).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+
+from servotool.io.limits_yaml import write_atomic
+from servotool.io.paths import state_dir
+
+
+def state_file(url: str, folder: Path | None = None) -> Path:
+    """The state file of one simulator URL (under state_dir()/sim-arms by default)."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    return (folder or state_dir() / "sim-arms") / f"{digest}.json"
+
+
+def load_sim_state(url: str, folder: Path | None = None) -> dict[str, str]:
+    """The saved simulator parameters of `url` ({} when none were saved or the file is unreadable)."""
+    path = state_file(url, folder)
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("url") == url and isinstance(data.get("params"), dict):
+            return {str(k): str(v) for k, v in data["params"].items()}
+    return {}
+
+
+def save_sim_state(url: str, params: dict[str, str], folder: Path | None = None) -> Path:
+    """Remember where the simulator of `url` is now."""
+    return write_atomic(state_file(url, folder), json.dumps({"url": url, "params": params}, indent=1) + "\n")
+
+
+def forget_sim_state(url: str, folder: Path | None = None) -> bool:
+    """Drop the saved state of `url` (the next command starts the simulator fresh); True if there was one."""
+    path = state_file(url, folder)
+    existed = path.exists()
+    path.unlink(missing_ok=True)
+    return existed
