@@ -46,12 +46,12 @@ def sim_hiwonder(
 
     Open it with --bus hiwonder://PATH, or with any program that talks to the real board over a serial port.
     """
-    params = _params([*(params or []), *(param or [])])
+    resolved = _params([*(params or []), *(param or [])])
     if seed is not None:
-        params["seed"] = str(seed)
+        resolved["seed"] = str(seed)
     try:
         prof = get_profile(profile)
-        server = start_sim(prof, params)
+        server = start_sim(prof, resolved)
     except KeyError as exc:
         fail(str(exc.args[0]))
     except DeviceURLError as exc:

@@ -109,8 +109,8 @@ def _write_limits(bus: Bus, config: SweepConfig, files: SweepFiles, found: dict[
     """Merge the found limits into a copy of the limits file (or into it, with update_limits)."""
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     header = (f"arm_limit for servo(s) {', '.join(map(str, sorted(found)))} mapped {stamp} by servotool "
-              f"sweep on {bus.url}{' (SIMULATED)' if bus.simulated else ''}: {config.speed:g} pulses/s toward "
-              f"the stored limits, each limit {config.inside} pulses inside the stop read back")
+              f"sweep on {bus.url}{' (SIMULATED)' if bus.simulated else ''}: {config.speed:g} pulses/s "
+              f"toward the stored limits, each limit {config.inside} pulses inside the stop read back")
     lf, path = files.limits, files.limits_path
     new = {j: (f.lo, f.hi) for j, f in found.items()}
     text = merge_limits_text(lf.text if lf else None, new, _yaml_notes(found, stamp), header,

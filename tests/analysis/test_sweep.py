@@ -121,3 +121,23 @@ def test_result_dict_and_push_measure():
     assert r.max_command_past_stop == 12
     d = r.as_dict()
     assert d["limit"] == 582 and d["ticks"]["cmd"] == [776, 700, 560, 550]
+
+
+def test_summary_figure_names_every_mapped_limit_and_labels_its_axes():
+    from servotool.analysis.sweep import FoundLimit, SweepResult
+    from servotool.plots.sweep import limits_summary_figure, sweep_figure
+
+    res = SweepResult(joint=2, direction="down", speed=25.0, inside=20, start=776, bound=80, stored=(80, 960),
+                      t=[0.0, 0.04, 0.08], cmd=[776, 775, 774], read=[776, 776, 775], reason="stalled",
+                      stop=740, stop_t=0.08, limit=760)
+    found = {2: FoundLimit(2, 760, 941, "sweep", "file")}
+    fig = limits_summary_figure([res], found, {2: (80, 960)}, {2: (95, 941)})
+    ax = fig.axes[0]
+    assert "2: 760-941" in ax.get_title() and "pulses" in ax.get_xlabel()
+    labels = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert {"stored limit (in the servo)", "limit before the run", "mapped limit", "stop read back"} <= labels
+    one = sweep_figure(res).axes[0]
+    assert "stalled at 740 pulses, limit 760" in one.get_title()
+    assert "(s)" in one.get_xlabel() and "(pulses)" in one.get_ylabel()
+    legend = " ".join(t.get_text() for t in one.get_legend().get_texts())
+    assert "stall called at 0.08 s" in legend and "20 pulses inside the stop" in legend

@@ -101,3 +101,131 @@ def test_bad_bus_url_is_one_line():
     result = invoke("read", "--bus", "sim:rosorin-arm?warp=9")
     assert result.exit_code == 2 and "unknown simulator parameter" in result.stderr
     assert "Traceback" not in result.output
+
+
+# --- a port where no board answers -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dead_port():
+    """A pty nobody answers on: what a serial port with no board looks like."""
+    import os
+    import tty
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    yield os.ttyname(slave)
+    os.close(slave)
+    os.close(master)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("read",), ("read", "--json"), ("move", "--to", "drive"), ("hold",), ("relax", "--force")],
+)
+def test_no_board_on_the_port_exits_3(dead_port, args):
+    result = invoke(*args, "--bus", f"hiwonder://{dead_port}?timeout_ms=20")
+    assert result.exit_code == 3, result.output
+    assert f"no board answered on {dead_port}" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
+    result = runner.invoke(app, ["sweep", "--bus", f"hiwonder://{dead_port}?timeout_ms=20", "--joint", "2",
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == 3, result.output
+    assert f"no board answered on {dead_port}" in result.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
+# --- settings checked before the port opens -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "messages"),
+    [
+        (("move", "--to", "2=700", "--speed", "nan"), ["--speed nan"]),
+        (("move", "--to", "2=700", "--speed", "0"), ["--speed 0"]),
+        (("move", "--to", "2=1200,7=5", "--speed", "inf"), ["--speed inf", "servo 7 is not on this arm",
+                                                           "servo 2 goal 1200 outside 0-1000"]),
+        (("move", "--to", "2=x"), ["want id=pulse"]),
+        (("move", "--to", "tuck"), ["reference"]),
+        (("read", "--watch", "--period", "0"), ["--period 0"]),
+        (("relax", "--limits", "/nonexistent/limits.yaml"), ["cannot read"]),
+    ],
+)
+def test_bad_settings_are_one_line_each_and_nothing_opens(monkeypatch, args, messages):
+    def no_open(*a, **k):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == len(messages), result.stderr
+    for text in messages:
+        assert any(text in ln for ln in lines), (text, lines)
+
+
+# --- the simulated arm keeps its pose between commands ----------------------------------------------------
+
+
+def test_move_then_relax_can_be_rehearsed_on_the_simulator():
+    assert invoke("relax").exit_code == 2  # in the rest pose the arm would drop
+    result = invoke("move", "--to", "pretuck", "--json")
+    assert result.exit_code == 0, result.output
+    result = invoke("relax", "--json")  # the next command finds the arm where the move left it
+    assert result.exit_code == 0, result.output
+    data = json.loads(invoke("read", "--json").stdout)
+    assert data["servos"]["2"]["position"] == 960
+    assert all(s["torque"] is False for s in data["servos"].values())
+    other = json.loads(invoke("read", "--json", "--bus", "sim:rosorin-arm?noise=0").stdout)
+    assert other["servos"]["2"]["position"] == 776  # another URL is another simulator
+    assert invoke("forget").exit_code == 0
+    assert json.loads(invoke("read", "--json").stdout)["servos"]["2"]["position"] == 776
+
+
+# --- help and behaviour agree -------------------------------------------------------------------------------
+
+
+def test_move_help_says_what_the_limits_file_refuses():
+    from pathlib import Path
+
+    text = " ".join(invoke("move", "--help").stdout.split())
+    assert "pretuck" in text and "refused" in text
+    example = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
+    result = invoke("move", "--to", "pretuck", "--limits", str(example))
+    assert result.exit_code == 2 and "servo 2 goal 960" in result.stderr
+
+
+def test_relax_speaks_of_one_pose():
+    text = " ".join(invoke("relax", "--help").stdout.split())
+    assert "tuck pose" in text and "rest pose" not in text
+    result = invoke("relax")
+    assert "tuck pose" in result.stderr and "rest pose" not in result.stderr
+
+
+# --- live view ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json",
+                             "--period", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+    try:
+        first = json.loads(proc.stdout.readline())  # one round arrived: the view is live
+        assert first["servos"]["2"]["position"] == 776
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "nothing was written" in err

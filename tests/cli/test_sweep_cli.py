@@ -242,3 +242,41 @@ def test_merge_refuses_what_it_cannot_edit_safely():
     flow = "n:\n  ros__parameters: {arm_limit_2: [1, 2], arm_max_speed: 250.0}\n"
     with pytest.raises(LimitsFileError, match="by hand"):
         merge_limits_text(flow, {2: (5, 6)}, {}, "run")
+
+
+def test_merge_changes_only_the_merged_lines():
+    from servotool.io.limits_yaml import merge_limits_text
+
+    original = EXAMPLE.read_text()
+    merged = merge_limits_text(original, {2: (760, 941), 11: (3, 4)}, {2: "found", 11: "new"}, "run")
+    old, new = original.splitlines(), merged.splitlines()
+    assert new[0] == "# run"
+    added = [ln for ln in new[1:] if ln not in old]
+    removed = [ln for ln in old if ln not in new]
+    assert removed == [ln for ln in old if ln.strip().startswith("arm_limit_2:")]
+    assert added == ["    # was: " + removed[0].strip(), "    arm_limit_2: [760, 941]  # found",
+                     "    arm_limit_11: [3, 4]  # new"]
+    # the comment line that followed the last limit still introduces the rest pose
+    assert new[new.index("    arm_limit_11: [3, 4]  # new") + 1] == "    # rest: the default holding pose"
+
+
+def test_progress_renders_the_run_fraction_and_a_status_line():
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from servotool.cli.sweep import SweepProgress
+    from servotool.runs.sweep import SweepEvent
+
+    console = Console(record=True, width=120, force_terminal=False)
+    with Progress(console=console) as progress:
+        show = SweepProgress(progress)
+        show(SweepEvent("start", 2, "down", 0.0, message="servo 2 down from 776", index=0, count=2))
+        show(SweepEvent("tick", 2, "down", 0.5, cmd=700, read=702, index=0, count=2, fraction=0.5))
+        task = progress.tasks[0]
+        assert task.completed == pytest.approx(0.25)
+        assert "servo 2 down (1/2): cmd 700 read 702" in task.description
+        show(SweepEvent("stop", 2, "down", 1.0, message="stalled", index=0, count=2))
+        assert progress.tasks[0].completed == pytest.approx(0.5)
+        show(SweepEvent("done", t=2.0, message="all sweeps done", index=2, count=2))
+        assert progress.tasks[0].completed == pytest.approx(1.0)
+    assert "servo 2 down from 776" in console.export_text()

@@ -139,3 +139,42 @@ def test_relax_forced_drops_the_arm_and_a_stubborn_servo_is_reported(arm):
     assert result.forced and result.still_on == [10] and result.attempts == 3
     clock.sleep(30.0)
     assert bus.read_position(3) == -35
+
+
+def test_watch_reads_every_round_and_writes_nothing_but_reads(arm):
+    from servotool.runs.servo import watch
+
+    bus, clock = arm()
+    rounds = []
+    n = watch(bus, clock, 0.5, rounds.append, rounds=3)
+    assert n == 3 and len(rounds) == 3 and clock.now() == pytest.approx(1.5)
+    assert rounds[0][2].position == 776 and rounds[0][10].torque is True
+    sent = [r.command for r in bus.sim.received]
+    assert not any(isinstance(c, (p.Move, p.Stop)) for c in sent)
+    assert all(c.sub in p.READ_SUBS for c in sent if isinstance(c, p.ServoRequest))
+
+
+def test_watch_stops_when_asked(arm):
+    from servotool.runs.servo import watch
+
+    bus, clock = arm()
+    stop = threading.Event()
+    seen = []
+
+    def on_round(records):
+        seen.append(records)
+        if len(seen) == 2:
+            stop.set()
+
+    assert watch(bus, clock, 0.2, on_round, stop=stop) == 2
+
+
+def test_move_problems_lists_every_problem():
+    from servotool.runs.servo import move_problems
+
+    poses = ROSORIN_ARM.poses
+    assert move_problems("drive", 250.0, poses, ROSORIN_ARM.ids) == []
+    probs = move_problems("2=1001,9=3", float("nan"), poses, ROSORIN_ARM.ids)
+    assert len(probs) == 3
+    assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses)[0].startswith(
+        "pose 'tuck' is a reference")

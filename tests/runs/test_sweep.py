@@ -194,3 +194,84 @@ def test_same_seed_same_sweep_even_with_crc_errors(arm):
     a, b = once(), once()
     assert (a.t, a.cmd, a.read, a.stop) == (b.t, b.cmd, b.read, b.stop)
     assert abs(a.stop - 600) <= 3
+
+
+def test_a_sweep_rides_through_corrupted_replies_and_line_noise(arm):
+    bus, clock = arm("obstacle_2=700&noise=1&seed=11&crc_error_rate=0.05&garbage_rate=0.05")
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=25.0))
+    (res,) = run.results
+    assert run.error is None and not run.aborted
+    assert res.reason == STOP_STALL and abs(res.stop - 700) <= 3
+    # the damage was there, was counted, and cost only retries
+    assert bus.sim.corrupted > 0 and bus.sim.garbage > 0
+    assert bus.stats.bad_frames > 0 and bus.stats.skipped_bytes > 0 and bus.stats.retries > 0
+    assert_every_command_safe(bus)
+
+
+def test_progress_events_carry_the_run_fraction(arm):
+    bus, clock = arm("obstacle_2=700")
+    events = []
+    config = SweepConfig(joints=(2, 3), directions=("down",), speed=100.0)
+    run_sweeps(bus, clock, config, on_event=events.append)
+    ticks = [e for e in events if e.kind == "tick"]
+    assert {e.count for e in events} == {2} and {e.index for e in ticks} == {0, 1}
+    assert all(0.0 <= e.fraction <= 1.0 for e in ticks)
+    first = [e.fraction for e in ticks if e.index == 0]
+    assert first == sorted(first) and first[-1] > 0
+    assert events[-1].kind == "done"
+
+
+def test_sweep_settings_list_every_problem():
+    from servotool.errors import SettingsError
+    from servotool.runs.sweep import SweepSettingsError
+
+    with pytest.raises(SweepSettingsError) as info:
+        SweepConfig(joints=(), directions=("sideways",), speed=float("nan"), inside=-1, period_s=0.0)
+    assert isinstance(info.value, SettingsError) and len(info.value.problems) == 5
+
+
+def test_record_sweeps_writes_every_file_in_runs(arm, tmp_path):
+    import json
+    from pathlib import Path
+
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    bus, clock = arm("obstacle_2=700")
+    files = SweepFiles(out_dir=tmp_path, plot=True, command="servotool sweep --joint 2")
+    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
+    out = rec.outputs
+    assert set(out) == {"csv", "json", "yaml", "png", "summary_png"}
+    assert json.loads(Path(out["json"]).read_text())["found"]["2"]["lo"] == rec.found[2].lo
+    assert Path(out["summary_png"]).read_bytes()[:4] == b"\x89PNG"
+    assert rec.result["simulated"] is True and rec.notes == []
+
+
+def test_record_sweeps_refuses_to_update_limits_from_a_simulator(arm, tmp_path):
+    from servotool.io.limits_yaml import load_limits
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    path = tmp_path / "limits.yaml"
+    path.write_text("n:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n")
+    bus, clock = arm()
+    files = SweepFiles(out_dir=tmp_path, limits_path=path, limits=load_limits(path), update_limits=True)
+    with pytest.raises(Refused, match="--force-sim"):
+        record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), files)
+    assert bus.sim.commands(p.Move) == []
+
+
+def test_a_limits_file_edited_during_the_run_is_not_overwritten(arm, tmp_path):
+    from servotool.io.limits_yaml import load_limits
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    path = tmp_path / "limits.yaml"
+    path.write_text("n:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n")
+    bus, clock = arm("obstacle_2=700")
+    lf = load_limits(path)
+    path.write_text(lf.text + "    arm_max_speed: 100.0\n")  # someone edits it meanwhile
+    edited = path.read_text()
+    files = SweepFiles(out_dir=tmp_path / "out", limits_path=path, limits=lf, update_limits=True,
+                       force_sim=True)
+    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
+    assert path.read_text() == edited and not list(tmp_path.glob("*.bak*"))
+    assert "changed while the sweep ran" in rec.notes[0]
+    assert load_limits(rec.outputs["yaml"]).limits[2][0] == rec.found[2].lo

@@ -87,14 +87,25 @@ class EepromWriteRefused(Refused, ValueError):
     sub-command)."""
 
 
+def _crc_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x8C if crc & 1 else crc >> 1
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC_TABLE = _crc_table()
+
+
 def crc8_maxim(data: bytes | bytearray | memoryview) -> int:
     """CRC-8/MAXIM (Dallas 1-Wire): reflected poly 0x8C, init 0, no final xor. crc8_maxim(b"123456789") ==
     0xA1."""
     crc = 0
     for byte in bytes(data):
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x8C if crc & 1 else crc >> 1
+        crc = _CRC_TABLE[crc ^ byte]
     return crc
 
 

@@ -1,0 +1,104 @@
+"""`servotool ports`: the serial ports of this computer, and which answer as a servo board.
+
+Each port is probed with harmless reads only: a Hiwonder-style board is asked for servo positions; a
+Dynamixel bus is pinged through `servotool.devices.dynamixel.probe(port, baud) -> list[int]` when that module
+is installed. Nothing is ever written to a servo but read and ping requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from serial.tools import list_ports
+
+from servotool.cli.common import console, err_console, print_json
+from servotool.devices.registry import open_bus
+from servotool.errors import ServotoolError
+
+DYNAMIXEL_BAUDS = (57600, 1_000_000)
+
+
+def hiwonder_probe(device: str, baud: int = 1_000_000, timeout_ms: int = 50) -> list[int]:
+    """Ids of the servos that answer a position read through a Hiwonder-style board on `device` ([] when
+    nothing answers or the port cannot be opened)."""
+    try:
+        bus = open_bus(f"hiwonder://{device}?baud={baud}&timeout_ms={timeout_ms}&retries=0", probe=False)
+    except (ServotoolError, OSError):
+        return []
+    try:
+        return [sid for sid in bus.ids if bus.read_position(sid) is not None]
+    except (ServotoolError, OSError):
+        return []
+    finally:
+        bus.close()
+
+
+def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
+    """The Dynamixel probe, `probe(port, baud) -> answering ids`, when the dynamixel backend provides it."""
+    with contextlib.suppress(ImportError):
+        module = importlib.import_module("servotool.devices.dynamixel")
+        probe = getattr(module, "probe", None)
+        if callable(probe):
+            return probe
+    return None
+
+
+def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
+    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe}."""
+    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device), "dynamixel": None}
+    if dxl is not None:
+        found["dynamixel"] = {}
+        for baud in DYNAMIXEL_BAUDS:
+            try:
+                ids = list(dxl(device, baud))
+            except (ServotoolError, OSError, ValueError):
+                ids = []
+            if ids:
+                found["dynamixel"][baud] = ids
+    return found
+
+
+def _answers(found: dict[str, Any]) -> str:
+    parts = []
+    if found["hiwonder"]:
+        parts.append(f"hiwonder board (servos {', '.join(map(str, found['hiwonder']))})")
+    for baud, ids in (found["dynamixel"] or {}).items():
+        parts.append(f"dynamixel at {baud} baud (ids {', '.join(map(str, ids))})")
+    return "; ".join(parts) or "[dim]nothing answered[/]"
+
+
+def ports(
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="Ask each port whether a servo board answers "
+                               "(harmless reads only)."),
+    extra: Annotated[list[str] | None, typer.Option(
+        "--port", help="Also probe this device path (e.g. a simulator's pty); repeatable.")] = None,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."""
+    listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
+              for p in sorted(list_ports.comports(), key=lambda p: p.device)]
+    listed += [{"device": d, "description": "(given)", "hwid": ""} for d in extra or []
+               if d not in {x["device"] for x in listed}]
+    dxl = dynamixel_probe() if probe else None
+    for entry in listed:
+        entry["answers"] = probe_port(entry["device"], dxl) if probe else None
+    if json_out:
+        print_json({"ports": listed, "dynamixel_probe": dxl is not None})
+        return
+    if not listed:
+        err_console.print("no serial ports found")
+        return
+    table = Table(title="serial ports")
+    for col in ("port", "description", "answers"):
+        table.add_column(col)
+    for entry in listed:
+        answers = _answers(entry["answers"]) if entry["answers"] is not None else "[dim]not probed[/]"
+        table.add_row(entry["device"], entry["description"], answers)
+    console.print(table)
+    if probe and dxl is None:
+        err_console.print("[dim]Dynamixel probe not available (servotool.devices.dynamixel.probe)[/]")

@@ -1,0 +1,59 @@
+"""`servotool ports`: serial ports, and which answer as a servo board (harmless reads only)."""
+
+import json
+import sys
+import types
+
+import pytest
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+from servotool.devices.hiwonder import protocol as p
+from servotool.devices.hiwonder.sim import start_sim
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def board():
+    server = start_sim("rosorin-arm", {"silent_10": "1"})
+    yield server
+    server.close()
+
+
+def test_a_simulated_board_answers_with_its_servos(board):
+    result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    entry = next(e for e in data["ports"] if e["device"] == board.path)
+    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    # only reads went out
+    sent = [r.command for r in board.sim.received]
+    assert sent and all(isinstance(c, p.ServoRequest) and c.sub in p.READ_SUBS for c in sent)
+
+
+def test_table_and_no_probe(board):
+    result = runner.invoke(app, ["ports", "--port", board.path])
+    assert result.exit_code == 0
+    assert "hiwonder board (servos 1, 2, 3, 4, 5)" in " ".join(result.stdout.split())
+    before = len(board.sim.received)
+    result = runner.invoke(app, ["ports", "--port", board.path, "--no-probe", "--json"])
+    entry = next(e for e in json.loads(result.stdout)["ports"] if e["device"] == board.path)
+    assert entry["answers"] is None and len(board.sim.received) == before
+
+
+def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
+    calls = []
+
+    def probe(port, baud):
+        calls.append((port, baud))
+        return [1, 2] if baud == 1_000_000 else []
+
+    fake = types.ModuleType("servotool.devices.dynamixel")
+    fake.probe = probe
+    monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
+    result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+    data = json.loads(result.stdout)
+    entry = next(e for e in data["ports"] if e["device"] == board.path)
+    assert data["dynamixel_probe"] is True and entry["answers"]["dynamixel"] == {"1000000": [1, 2]}
+    assert (board.path, 57600) in calls
