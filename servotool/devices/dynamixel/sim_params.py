@@ -1,0 +1,174 @@
+"""Parameters of the DYNAMIXEL bus simulator, read from a `sim:` URL's query (or `servotool sim dynamixel`).
+
+Times are seconds of simulated time after the simulator started. A fault spec is `ID[@T][:BITS]`, several
+separated by commas: at time T (0 when omitted) the servo latches BITS of Hardware Error Status (default
+0x20, Overload), which clears its torque until a reboot.
+
+| key | meaning | default |
+|---|---|---|
+| seed | random seed: noise and dropped/corrupted replies; same seed, same behaviour | 0 |
+| overload | `ID@T,...`: load rises over `overload_ramp_s` and the Overload bit latches at T | none |
+| overload_ramp_s | length of an overload's lead-up of rising current, s | 2.5 |
+| overload_ma | extra current an overload reaches just before it latches, mA | 1200 |
+| latched | fault specs `ID[@T][:BITS]`: latched without lead-up (at start when no @T) | none |
+| silent | `ID[@T],...`: the servo never answers (from T on) | none |
+| load_ID | extra load on one servo, mA (`load=` for all) | 0 |
+| torque | 1/0: torque on at start | profile (on) |
+| voltage | supply voltage, V | 5.0 |
+| supply_ohm | supply resistance: the bus voltage sags by this times the total current | 0.25 |
+| ambient_c | ambient (and start) temperature, deg C | 30 |
+| noise | position read noise, pulses (uniform, seeded) | 1 |
+| current_noise_ma | current read noise, mA | 2 |
+| drop_rate | probability that a status packet is lost | 0 |
+| crc_error_rate | probability that a status packet arrives with a bad CRC | 0 |
+| reboot_ms | how long a rebooting servo stays silent, simulated ms (unconfirmed for the XL330) | 0 |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from servotool.devices.dynamixel.control_table import HardwareError
+from servotool.devices.dynamixel.profiles import DxlProfile
+from servotool.devices.registry import DeviceURLError
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A scheduled hardware-error latch: servo `sid` latches `bits` at `at_s` (sim seconds)."""
+
+    sid: int
+    at_s: float = 0.0
+    bits: int = int(HardwareError.OVERLOAD)
+
+
+@dataclass(frozen=True)
+class SimParams:
+    seed: int = 0
+    overloads: tuple[FaultSpec, ...] = ()
+    overload_ramp_s: float = 2.5
+    overload_ma: float = 1200.0
+    latched: tuple[FaultSpec, ...] = ()
+    silent: tuple[FaultSpec, ...] = ()
+    load_ma: Mapping[int, float] = field(default_factory=dict)
+    torque: bool | None = None
+    voltage: float = 5.0
+    supply_ohm: float = 0.25
+    ambient_c: float = 30.0
+    noise: int = 1
+    current_noise_ma: float = 2.0
+    drop_rate: float = 0.0
+    crc_error_rate: float = 0.0
+    reboot_ms: float = 0.0
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _fault(item: str, default_bits: int) -> FaultSpec:
+    head, _, bits = item.partition(":")
+    sid, _, at = head.partition("@")
+    spec = FaultSpec(int(sid), float(at) if at else 0.0, int(bits, 0) if bits else default_bits)
+    if spec.at_s < 0 or not 0 < spec.bits <= 0xFF:
+        raise ValueError(f"{item!r}: want ID[@T][:BITS] with T >= 0 and BITS 1-255")
+    return spec
+
+
+def _faults(text: str, default_bits: int = int(HardwareError.OVERLOAD)) -> tuple[FaultSpec, ...]:
+    return tuple(_fault(item.strip(), default_bits) for item in text.split(",") if item.strip())
+
+
+def _nonneg(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(f"want a number >= 0, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError(f"want a probability 0-1, got {text!r}")
+    return value
+
+
+_KEYS: dict[str, tuple[str, Any]] = {
+    "seed": ("seed", int),
+    "overload": ("overloads", _faults),
+    "overload_ramp_s": ("overload_ramp_s", _nonneg),
+    "overload_ma": ("overload_ma", _nonneg),
+    "latched": ("latched", _faults),
+    "silent": ("silent", _faults),
+    "torque": ("torque", _bool),
+    "voltage": ("voltage", _nonneg),
+    "supply_ohm": ("supply_ohm", _nonneg),
+    "ambient_c": ("ambient_c", float),
+    "noise": ("noise", int),
+    "current_noise_ma": ("current_noise_ma", _nonneg),
+    "drop_rate": ("drop_rate", _rate),
+    "crc_error_rate": ("crc_error_rate", _rate),
+    "reboot_ms": ("reboot_ms", _nonneg),
+}
+
+KNOWN_KEYS = (*sorted(_KEYS), "load", "load_ID")
+
+
+def _load(key: str, text: str, profile: DxlProfile, out: dict[int, float]) -> None:
+    value = _nonneg(text)
+    _, _, tail = key.partition("_")
+    if not tail:
+        out.update(dict.fromkeys(profile.ids, value))
+    elif tail.isdigit() and int(tail) in profile.ids:
+        out[int(tail)] = value
+    else:
+        raise ValueError(f"no servo {tail!r} in {profile.name}")
+
+
+def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
+    for key in ("overloads", "latched", "silent"):
+        for spec in parsed.get(key, ()):
+            if spec.sid not in profile.ids:
+                raise DeviceURLError(f"simulator parameter {key}: no servo {spec.sid} in {profile.name} "
+                                     f"(servos {', '.join(map(str, profile.ids))})")
+
+
+def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> SimParams:
+    """Resolve query parameters against a profile. DeviceURLError names a bad key or value."""
+    parsed: dict[str, Any] = {}
+    loads: dict[int, float] = {}
+    for key, text in params.items():
+        try:
+            if key == "load" or key.startswith("load_"):
+                _load(key, text, profile, loads)
+            elif key in _KEYS:
+                name, conv = _KEYS[key]
+                parsed[name] = conv(text)
+            else:
+                raise DeviceURLError(f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)})")
+        except (ValueError, TypeError) as exc:
+            if isinstance(exc, DeviceURLError):
+                raise
+            raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
+    _check_ids(parsed, profile)
+    return SimParams(load_ma=loads, **parsed)
+
+
+def describe(params: SimParams) -> dict[str, Any]:
+    """A JSON-friendly view of resolved parameters (for `servotool sim dynamixel --json`)."""
+    out: dict[str, Any] = {}
+    for f in fields(params):
+        value = getattr(params, f.name)
+        if isinstance(value, tuple):
+            value = [{"id": s.sid, "at_s": s.at_s, "bits": s.bits} for s in value]
+        elif isinstance(value, Mapping):
+            value = {str(k): v for k, v in value.items()}
+        out[f.name] = value
+    return out
