@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from servotool.cli.common import console, err_console, fail, print_json, user_errors
+from servotool.cli.sim_dynamixel import sim_dynamixel
 from servotool.cli.sim_hiwonder import sim_hiwonder
 from servotool.devices.fairino.physics import FaultEvent
 from servotool.devices.fairino.profiles import PARAM_HELP, PROFILES, ProfileError
@@ -125,3 +126,4 @@ def fairino(
         signal.signal(signal.SIGTERM, previous)
     err_console.print("simulator stopped", style="dim")
 sim_app.command("hiwonder")(sim_hiwonder)
+sim_app.command("dynamixel")(sim_dynamixel)

@@ -6,6 +6,8 @@
 | fairino://HOST[?transport=udp|rpc]       | a real FAIRINO controller                       |
 | sim:rosorin-arm[?k=v]                    | embedded bus-servo board simulator on a pty     |
 | hiwonder:///dev/ttyX[?baud=1000000]      | a real Hiwonder-style STM32 board               |
+| sim:microduck[?k=v]                      | embedded Dynamixel bus simulator on a pty       |
+| dxl:///dev/ttyX[?baud=1000000&ids=10-14] | a real Dynamixel Protocol 2.0 bus               |
 
 A real address that fails raises; nothing ever falls back to a simulator.
 """
@@ -77,6 +79,8 @@ _OPENERS: dict[str, dict[str, str]] = {
     "bus": {
         "hiwonder": "servotool.devices.hiwonder.client:open_url",
         "sim:rosorin-arm": "servotool.devices.hiwonder.client:open_url",
+        "dxl": "servotool.devices.dynamixel:open_url",
+        "sim:microduck": "servotool.devices.dynamixel:open_url",
     },
 }
 

@@ -340,6 +340,12 @@ class DxlSim:
             self.advance()
             return self.axes[sid].hardware_error
 
+    def latched(self) -> dict[int, int]:
+        """Servos with a latched hardware error now, and their bits."""
+        with self._lock:
+            self.advance()
+            return {sid: a.hardware_error for sid, a in self.axes.items() if a.hardware_error}
+
     def state(self, sid: int) -> dict[str, float]:
         """A servo's true state now (noise-free): position, trajectory, current mA, temperature C, torque."""
         with self._lock:

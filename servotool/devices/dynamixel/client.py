@@ -1,0 +1,608 @@
+"""The DYNAMIXEL bus client: dynamixel-sdk (PortHandler, PacketHandler 2.0, GroupSyncRead/Write) on a serial
+port, a real one or the simulator's pty.
+
+URLs (query keys the client takes: baud, ids, profile; a `sim:` URL passes every other key to the simulator):
+
+* ``dxl:///dev/ttyUSB0?baud=1000000&ids=10-14,20-24,30-33`` a real bus (ids as lists and ranges; without
+  ids, the profile's, else whoever answers a broadcast ping at open);
+* ``sim:microduck[?overload=12@5.0&silent=22&seed=3]`` the simulator, started on a pty in a background
+  thread and opened with this same client; closing the client stops it.
+
+Guarantees:
+* one silent or garbled servo never raises: sweeps return a per-axis "no answer" marker (`answered=False`,
+  values None) and carry on with the others; a missed status packet costs at most one packet timeout
+  (dynamixel-sdk's: 34 ms plus the bytes' time) per sweep;
+* `ConnectionLost` (a `DeviceError`, exit 3) only when the port itself fails (unplugged, closed);
+* nothing writes the EEPROM area (addresses below 64): every write goes through one check that refuses it
+  before a byte is sent, whatever the caller asks;
+* REBOOT is sent only by `reboot()`, which nothing in servotool's recording path calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import select
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import serial
+from dynamixel_sdk import (
+    COMM_RX_TIMEOUT,
+    COMM_SUCCESS,
+    GroupSyncRead,
+    GroupSyncWrite,
+    PacketHandler,
+    PortHandler,
+)
+
+from servotool.clock import Clock, MonotonicClock
+from servotool.devices.dynamixel import control_table as ct
+from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
+from servotool.devices.dynamixel.protocol import MAX_ID
+from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
+from servotool.devices.registry import DeviceURL, DeviceURLError
+from servotool.errors import ConnectionLost, DeviceError, Refused
+
+DEFAULT_BAUD = 1_000_000
+CLIENT_KEYS = ("baud", "ids", "profile")
+POLL_S = 0.0005  # how long an empty read waits for bytes instead of spinning
+PKT_ID, PKT_ERROR, PKT_DATA = 4, 8, 9  # offsets in a status packet as dynamixel-sdk returns it
+
+
+class DxlWriteRefused(Refused):
+    """A write servotool never sends: an EEPROM address, a read-only field, or a value out of range."""
+
+
+class DxlSdkError(DeviceError):
+    """dynamixel-sdk could not send an instruction (port busy or packet refused) although the port is up."""
+
+
+# --- what a sweep returns -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AxisTelemetry:
+    """One servo's telemetry span (126-146) from one sweep. All values None when it did not answer.
+
+    current_ma: Present Current (mA, signed); velocity_rpm / velocity_trajectory_rpm: rev/min (signed);
+    position / position_trajectory: pulses (4096 a turn); gap = position_trajectory - position (pulses, the
+    lag behind the servo's own profile, rising under load); voltage_v: Present Input Voltage (V);
+    temperature_c: deg C; alert: the status packet's Alert bit (a hardware error is latched).
+    """
+
+    axis: int
+    answered: bool
+    current_ma: float | None = None
+    velocity_rpm: float | None = None
+    position: int | None = None
+    velocity_trajectory_rpm: float | None = None
+    position_trajectory: int | None = None
+    gap: int | None = None
+    voltage_v: float | None = None
+    temperature_c: int | None = None
+    alert: bool | None = None
+
+
+@dataclass(frozen=True)
+class TelemetryFrame:
+    """One sweep of the telemetry span across axes. t_sent / t: host clock when the sync read was sent and
+    when its last answer arrived (or the wait ended), seconds on the Clock given to the bus."""
+
+    t_sent: float
+    t: float
+    axes: Mapping[int, AxisTelemetry]
+
+    @property
+    def silent(self) -> tuple[int, ...]:
+        """Axes that did not answer this sweep."""
+        return tuple(sid for sid, a in self.axes.items() if not a.answered)
+
+    def __getitem__(self, axis: int) -> AxisTelemetry:
+        return self.axes[axis]
+
+
+@dataclass(frozen=True)
+class ErrorSweep:
+    """One read of Hardware Error Status (70) across axes: bits per axis, None where the axis did not
+    answer (silence is no evidence of recovery)."""
+
+    t_sent: float
+    t: float
+    status: Mapping[int, int | None]
+
+    @property
+    def latched(self) -> dict[int, int]:
+        """Axes that answered with a non-zero status, and their bits."""
+        return {sid: bits for sid, bits in self.status.items() if bits}
+
+    @property
+    def silent(self) -> tuple[int, ...]:
+        return tuple(sid for sid, bits in self.status.items() if bits is None)
+
+
+@dataclass
+class BusStats:
+    packets_sent: int = 0
+    answers: int = 0
+    no_answer: int = 0  # an expected status packet that never came (or came garbled)
+    corrupt: int = 0  # status packets dynamixel-sdk rejected (CRC, truncated)
+    refused: int = 0  # answers with a non-zero error number
+
+
+class _Port(PortHandler):
+    """dynamixel-sdk's PortHandler, counting packets written and waiting briefly for bytes instead of
+    spinning (dynamixel-sdk polls a non-blocking port in a tight loop)."""
+
+    def __init__(self, port_name: str) -> None:
+        super().__init__(port_name)
+        self.packets_written = 0
+
+    def writePort(self, packet: Any) -> int:  # noqa: N802 (dynamixel-sdk's name)
+        written = int(super().writePort(packet))
+        self.packets_written += 1
+        return written
+
+    def readPort(self, length: int) -> bytes:  # noqa: N802
+        data = bytes(self.ser.read(length))
+        if not data:
+            fileno = getattr(self.ser, "fileno", None)
+            if fileno is not None:
+                select.select([fileno()], [], [], POLL_S)
+        return data
+
+
+def _data(packet: list[int], length: int) -> bytes | None:
+    data = bytes(packet[PKT_DATA:PKT_DATA + length])
+    return data if len(data) == length else None
+
+
+class DxlBus:
+    """A DYNAMIXEL Protocol 2.0 bus. Positions are pulses (0-4095 a turn), currents mA, voltages V."""
+
+    def __init__(self, port: _Port, url: str, ids: Iterable[int], *, profile: DxlProfile | None = None,
+                 simulated: bool = False, server: PtyDxlServer | None = None,
+                 clock: Clock | None = None) -> None:
+        self._port = port
+        self._ph = PacketHandler(2.0)
+        self._url = url
+        self._ids = tuple(ids)
+        self.profile = profile
+        self._simulated = simulated
+        self.server = server
+        self.clock: Clock = clock or MonotonicClock()
+        self.stats = BusStats()
+        self.silent: set[int] = set()
+        self._last_position: dict[int, int] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # --- identity -------------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def simulated(self) -> bool:
+        return self._simulated
+
+    @property
+    def model(self) -> str:
+        return self.profile.name if self.profile is not None else "dynamixel"
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self._ids
+
+    @property
+    def optional_ids(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def groups(self) -> Mapping[str, tuple[int, ...]]:
+        """Limb name -> ids from the profile (one group "all" without a profile)."""
+        return self.profile.groups if self.profile is not None else {"all": self._ids}
+
+    @property
+    def position_range(self) -> tuple[int, int]:
+        return (0, ct.PULSES_PER_REV - 1)
+
+    @property
+    def last_position(self) -> Mapping[int, int]:
+        return self._last_position
+
+    @property
+    def sim(self) -> DxlSim | None:
+        """The simulated bus behind a `sim:` URL (for fault injection and inspection), else None."""
+        return self.server.sim if self.server is not None else None
+
+    # --- transport ------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _link(self) -> Iterator[None]:
+        """Hold the bus; a port that fails underneath becomes ConnectionLost."""
+        if self._closed:
+            raise ConnectionLost(f"{self._url}: bus is closed")
+        with self._lock:
+            try:
+                yield
+            except (serial.SerialException, OSError, TypeError, AttributeError) as exc:
+                # dynamixel-sdk reaches into a closed pyserial port with attribute errors
+                self._port.is_using = False
+                raise ConnectionLost(f"{self._url}: port lost ({exc})") from exc
+            finally:
+                self.stats.packets_sent = self._port.packets_written
+
+    def _answer(self, sid: int, result: int, error: int) -> bool:
+        """Book one unicast exchange; True when the servo answered without an error number."""
+        if result != COMM_SUCCESS:
+            self.stats.no_answer += 1
+            self.silent.add(sid)
+            return False
+        self.stats.answers += 1
+        self.silent.discard(sid)
+        if error & 0x7F:
+            self.stats.refused += 1
+            return False
+        return True
+
+    def _collect(self, ids: tuple[int, ...], length: int) -> dict[int, tuple[int, bytes]]:
+        """Status packets after a sync read, by id, until every id answered or the line stays quiet for one
+        packet timeout. A garbled packet is skipped and the wait goes on for the rest."""
+        pending = set(ids)
+        out: dict[int, tuple[int, bytes]] = {}
+        for _ in range(2 * len(ids) + 2):
+            if not pending:
+                break
+            self._port.setPacketTimeout(length + 11)
+            packet, result = self._ph.rxPacket(self._port, False)
+            if result == COMM_RX_TIMEOUT:
+                break
+            if result != COMM_SUCCESS:
+                self.stats.corrupt += 1
+                continue
+            sid = packet[PKT_ID]
+            data = _data(packet, length)
+            if sid in pending and data is not None:
+                pending.discard(sid)
+                out[sid] = (packet[PKT_ERROR], data)
+        self._port.is_using = False
+        self.stats.answers += len(out)
+        self.stats.no_answer += len(pending)
+        self.silent.difference_update(out)
+        self.silent.update(pending)
+        return out
+
+    def _sync_read(self, ids: Iterable[int] | None, address: int, length: int
+                   ) -> tuple[float, float, tuple[int, ...], dict[int, tuple[int, bytes]]]:
+        axes = tuple(self._ids if ids is None else ids)
+        group = GroupSyncRead(self._port, self._ph, address, length)
+        for sid in axes:
+            group.addParam(sid)
+        with self._link():
+            t_sent = self.clock.now()
+            result = group.txPacket()
+            if result != COMM_SUCCESS:
+                raise DxlSdkError(f"{self._url}: sync read not sent ({self._ph.getTxRxResult(result)})")
+            answers = self._collect(axes, length)
+            return t_sent, self.clock.now(), axes, answers
+
+    # --- sweeps ---------------------------------------------------------------------------------------------
+
+    def read_telemetry(self, ids: Iterable[int] | None = None) -> TelemetryFrame:
+        """One sync read of the telemetry span (126-146, 21 bytes) across axes (all by default)."""
+        t_sent, t, axes, answers = self._sync_read(ids, ct.TELEMETRY_START, ct.TELEMETRY_LENGTH)
+        out: dict[int, AxisTelemetry] = {}
+        for sid in axes:
+            got = answers.get(sid)
+            out[sid] = AxisTelemetry(sid, False) if got is None else _telemetry(sid, *got)
+            if got is not None and out[sid].position is not None:
+                self._last_position[sid] = int(out[sid].position or 0)
+        return TelemetryFrame(t_sent, t, out)
+
+    def read_hardware_errors(self, ids: Iterable[int] | None = None) -> ErrorSweep:
+        """One sync read of Hardware Error Status (70, one byte) across axes (all by default)."""
+        t_sent, t, axes, answers = self._sync_read(ids, ct.HARDWARE_ERROR_STATUS.address, 1)
+        return ErrorSweep(t_sent, t, {sid: answers[sid][1][0] if sid in answers else None for sid in axes})
+
+    # --- single registers -----------------------------------------------------------------------------------
+
+    def read(self, axis: int, field_: str | int | ct.Register) -> int | None:
+        """One field of one servo (any area: reads are harmless), None when it does not answer."""
+        reg = field_ if isinstance(field_, ct.Register) else ct.register(field_)
+        with self._link():
+            data, result, error = self._ph.readTxRx(self._port, axis, reg.address, reg.size)
+        if not self._answer(axis, result, error) or len(data) != reg.size:
+            return None
+        return ct.decode_value(reg, bytes(data))
+
+    def _checked(self, field_: str | int | ct.Register, value: int) -> tuple[ct.Register, bytes]:
+        reg = field_ if isinstance(field_, ct.Register) else ct.register(field_)
+        if reg.address < ct.RAM_START:
+            raise DxlWriteRefused(f"{reg.name} ({reg.address}) is in the EEPROM area: servotool never "
+                                  "writes servo EEPROM")
+        if not reg.writable:
+            raise DxlWriteRefused(f"{reg.name} ({reg.address}) is read-only")
+        try:
+            return reg, ct.encode_value(reg, value)
+        except ValueError as exc:
+            raise DxlWriteRefused(str(exc)) from None
+
+    def write(self, axis: int, field_: str | int | ct.Register, value: int) -> bool:
+        """Write one RAM field of one servo and wait for its answer. True when accepted; False when it did
+        not answer or answered with an error. DxlWriteRefused (nothing sent) for an EEPROM address, a
+        read-only field or a value that does not fit."""
+        reg, raw = self._checked(field_, value)
+        with self._link():
+            result, error = self._ph.writeTxRx(self._port, axis, reg.address, reg.size, list(raw))
+        return self._answer(axis, result, error)
+
+    def write_many(self, field_: str | int | ct.Register, values: Mapping[int, int]) -> None:
+        """One SYNC WRITE of a RAM field to several servos (no answers come back). DxlWriteRefused as
+        write()."""
+        checked = {sid: self._checked(field_, v) for sid, v in values.items()}
+        if not checked:
+            return
+        reg = next(iter(checked.values()))[0]
+        group = GroupSyncWrite(self._port, self._ph, reg.address, reg.size)
+        for sid, (_, raw) in checked.items():
+            group.addParam(sid, list(raw))
+        with self._link():
+            result = group.txPacket()
+        if result != COMM_SUCCESS:
+            raise DxlSdkError(f"{self._url}: sync write not sent ({self._ph.getTxRxResult(result)})")
+
+    def set_torque(self, ids: Iterable[int] | None, on: bool) -> dict[int, bool]:
+        """Torque Enable on or off, servo by servo with their answers: True where accepted (a servo with a
+        latched hardware error refuses torque on until rebooted)."""
+        axes = self._ids if ids is None else ids
+        return {sid: self.write(sid, ct.TORQUE_ENABLE, int(on)) for sid in axes}
+
+    def write_goals(self, goals: Mapping[int, int]) -> None:
+        """Goal Position (pulses) for several servos in one SYNC WRITE. DxlWriteRefused, with nothing sent,
+        when a goal is outside position_range."""
+        lo, hi = self.position_range
+        bad = {sid: g for sid, g in goals.items() if not lo <= g <= hi}
+        if bad:
+            raise DxlWriteRefused(f"goal position outside {lo}-{hi} pulses: {bad}")
+        self.write_many(ct.GOAL_POSITION, goals)
+
+    # --- discovery and recovery -----------------------------------------------------------------------------
+
+    def ping(self, axis: int) -> int | None:
+        """The servo's model number, None when it does not answer."""
+        with self._link():
+            model, result, error = self._ph.ping(self._port, axis)
+        return int(model) if self._answer(axis, result, 0) else None
+
+    def scan(self, ids: Iterable[int] | None = None) -> dict[int, int]:
+        """Ping each id (the bus's by default); id -> model number of those that answer."""
+        found = {sid: self.ping(sid) for sid in (self._ids if ids is None else ids)}
+        return {sid: m for sid, m in found.items() if m is not None}
+
+    def broadcast_ping(self) -> dict[int, int]:
+        """Every servo on the line, by one broadcast PING: id -> model number (takes ~0.8 s at 1 Mbaud)."""
+        with self._link():
+            found, _result = self._ph.broadcastPing(self._port)
+        return {int(sid): int(info[0]) for sid, info in found.items()}
+
+    def reboot(self, axis: int) -> bool:
+        """Send REBOOT to one servo: clears its hardware-error latch, torque comes back off. Only an explicit
+        recovery decision calls this; True when the servo acknowledged."""
+        with self._link():
+            result, error = self._ph.reboot(self._port, axis)
+        return self._answer(axis, result, error)
+
+    # --- the Bus protocol -----------------------------------------------------------------------------------
+
+    def read_position(self, servo_id: int) -> int | None:
+        value = self.read(servo_id, ct.PRESENT_POSITION)
+        if value is not None:
+            self._last_position[servo_id] = value
+        return value
+
+    def read_voltage(self, servo_id: int) -> int | None:
+        value = self.read(servo_id, ct.PRESENT_INPUT_VOLTAGE)
+        return None if value is None else value * 100
+
+    def read_temperature(self, servo_id: int) -> int | None:
+        return self.read(servo_id, ct.PRESENT_TEMPERATURE)
+
+    def read_torque(self, servo_id: int) -> bool | None:
+        value = self.read(servo_id, ct.TORQUE_ENABLE)
+        return None if value is None else bool(value)
+
+    def read_stored_limits(self, servo_id: int) -> tuple[int, int] | None:
+        """(Min, Max) Position Limit held in EEPROM (read only), None if silent."""
+        lo = self.read(servo_id, ct.MIN_POSITION_LIMIT)
+        hi = self.read(servo_id, ct.MAX_POSITION_LIMIT) if lo is not None else None
+        return None if lo is None or hi is None else (lo, hi)
+
+    def read_pose(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
+        return {sid: self.read_position(sid) for sid in (self._ids if ids is None else ids)}
+
+    def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
+        """Every servo of targets to its goal, arriving after about duration_ms: Profile Velocity is set per
+        servo from its last known position, then the goals go out in one SYNC WRITE. DxlWriteRefused (a
+        ValueError's kin: nothing sent) for a goal outside position_range or a negative duration."""
+        lo, hi = self.position_range
+        if duration_ms < 0 or any(not lo <= g <= hi for g in targets.values()):
+            raise DxlWriteRefused(f"move refused: goals must be {lo}-{hi} pulses and duration >= 0 "
+                                  f"(got {dict(targets)}, {duration_ms} ms)")
+        unknown = [sid for sid in targets if sid not in self._last_position]
+        if unknown:
+            self.read_pose(unknown)
+        speeds = {}
+        for sid, goal in targets.items():
+            start = self._last_position.get(sid, goal)
+            speed = abs(goal - start) / (duration_ms / 1000.0) if duration_ms else 0.0
+            speeds[sid] = 0 if speed == 0 else max(1, math.ceil(speed / ct.PULSES_PER_S_PER_UNIT))
+        self.write_many(ct.PROFILE_VELOCITY, speeds)
+        self.write_goals(targets)
+
+    def hold(self, ids: Iterable[int] | None = None) -> None:
+        """Goal = present position for each servo that answers (torque stays as it is)."""
+        pose = self.read_pose(ids)
+        self.write_goals({sid: pos for sid, pos in pose.items() if pos is not None})
+
+    def torque_on(self, servo_id: int) -> None:
+        self.write(servo_id, ct.TORQUE_ENABLE, 1)
+
+    def torque_off(self, servo_id: int) -> None:
+        self.write(servo_id, ct.TORQUE_ENABLE, 0)
+
+    def sync(self, timeout_s: float = 2.0) -> None:
+        """Simulated bus: wait until the simulator has taken every packet written so far (real bus: no-op).
+        DeviceError if it falls behind by more than timeout_s."""
+        sim = self.sim
+        if sim is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while sim.packets_seen < self._port.packets_written:
+            if time.monotonic() > deadline:
+                raise DeviceError(f"{self._url}: simulator took {sim.packets_seen} of "
+                                  f"{self._port.packets_written} packets within {timeout_s} s")
+            time.sleep(0.0001)
+
+    # --- lifetime -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the port, and stop the simulator behind a sim: URL (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with contextlib.suppress(serial.SerialException, OSError, AttributeError):
+                self._port.closePort()
+        finally:
+            if self.server is not None:
+                self.server.close()
+
+    def __enter__(self) -> DxlBus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _telemetry(sid: int, error: int, data: bytes) -> AxisTelemetry:
+    def field_(reg: ct.Register) -> int:
+        off = reg.address - ct.TELEMETRY_START
+        return ct.decode_value(reg, data[off:off + reg.size])
+
+    position, trajectory = field_(ct.PRESENT_POSITION), field_(ct.POSITION_TRAJECTORY)
+    return AxisTelemetry(
+        axis=sid, answered=True,
+        current_ma=float(field_(ct.PRESENT_CURRENT)),
+        velocity_rpm=field_(ct.PRESENT_VELOCITY) * ct.RPM_PER_UNIT,
+        position=position,
+        velocity_trajectory_rpm=field_(ct.VELOCITY_TRAJECTORY) * ct.RPM_PER_UNIT,
+        position_trajectory=trajectory,
+        gap=trajectory - position,
+        voltage_v=field_(ct.PRESENT_INPUT_VOLTAGE) * 0.1,
+        temperature_c=field_(ct.PRESENT_TEMPERATURE),
+        alert=bool(error & 0x80),
+    )
+
+
+# --- opening ------------------------------------------------------------------------------------------------
+
+
+def parse_ids(text: str) -> tuple[int, ...]:
+    """"10-14,20,30-33" -> (10, 11, 12, 13, 14, 20, 30, 31, 32, 33). ValueError for anything else, ids
+    outside 0-252 or repeats."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if not 0 <= first <= last <= MAX_ID:
+            raise ValueError(f"id range {part!r} is not within 0-{MAX_ID} (low-high)")
+        out.extend(range(first, last + 1))
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"ids {text!r}: want a list like 10-14,20-24 without repeats")
+    return tuple(out)
+
+
+def _open_port(path: str, baud: int, url: str) -> _Port:
+    port = _Port(path)
+    try:
+        ok = port.openPort() and port.setBaudRate(baud)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise ConnectionLost(f"cannot open {url} ({exc})") from exc
+    if not ok:
+        with contextlib.suppress(Exception):
+            port.closePort()
+        raise DeviceURLError(f"device URL {url!r}: baud {baud} is not one dynamixel-sdk can set")
+    return port
+
+
+def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
+    try:
+        ids = params.pop("ids", None)
+        return {"baud": int(params.pop("baud", DEFAULT_BAUD)), "ids": parse_ids(ids) if ids else None,
+                "profile": params.pop("profile", None)}
+    except ValueError as exc:
+        raise DeviceURLError(f"device URL {url!r}: {exc}") from None
+
+
+def _profile(name: str | None) -> DxlProfile | None:
+    try:
+        return get_profile(name) if name else None
+    except KeyError as exc:
+        raise DeviceURLError(str(exc.args[0])) from None
+
+
+def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
+    """Open a bus from a parsed URL. kwargs: clock (a Clock: frame stamps, and the simulator's time base;
+    a FakeClock is attached to the bus for lock-step)."""
+    params = dict(parsed.params)
+    opts = _client_options(params, parsed.raw)
+    clock = kwargs.get("clock")
+    if parsed.simulated:
+        profile = _profile(opts["profile"] or parsed.target)
+        assert profile is not None
+        server = start_sim(profile, params, clock=clock)
+        try:
+            port = _open_port(server.path, opts["baud"], parsed.raw)
+        except BaseException:
+            server.close()
+            raise
+        bus = DxlBus(port, parsed.raw, opts["ids"] or profile.ids, profile=profile, simulated=True,
+                     server=server, clock=clock)
+        attach = getattr(clock, "attach", None)
+        if attach is not None:
+            attach(bus.sync)  # a lock-step FakeClock waits for the bus before time moves on
+        return bus
+    if params:
+        raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
+                             f"(known: {', '.join(CLIENT_KEYS)})")
+    profile = _profile(opts["profile"])
+    port = _open_port(parsed.target, opts["baud"], parsed.raw)
+    bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
+                 clock=clock)
+    if not bus.ids:
+        found = bus.broadcast_ping()
+        if not found:
+            bus.close()
+            raise DeviceError(f"{parsed.raw}: no servo answered a broadcast ping at {opts['baud']} baud")
+        bus._ids = tuple(sorted(found))
+    return bus
+
+
+def probe(port: str, baud: int = DEFAULT_BAUD) -> list[int]:
+    """Ids answering a broadcast PING on a serial port (sorted; empty when none). ConnectionLost when the
+    port cannot be opened. Sends nothing but the ping."""
+    handle = _open_port(port, baud, f"dxl://{port}")
+    bus = DxlBus(handle, f"dxl://{port}?baud={baud}", ())
+    try:
+        return sorted(bus.broadcast_ping())
+    finally:
+        bus.close()
+
