@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import select
+import termios
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -230,8 +231,9 @@ class DxlBus:
         with self._lock:
             try:
                 yield
-            except (serial.SerialException, OSError, TypeError, AttributeError) as exc:
-                # dynamixel-sdk reaches into a closed pyserial port with attribute errors
+            except (serial.SerialException, OSError, termios.error, TypeError, AttributeError) as exc:
+                # a vanished tty fails in termios calls too; dynamixel-sdk reaching into a closed pyserial
+                # port fails with attribute errors
                 self._port.is_using = False
                 raise ConnectionLost(f"{self._url}: port lost ({exc})") from exc
             finally:

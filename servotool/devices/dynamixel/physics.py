@@ -136,6 +136,13 @@ class SimAxis:
         if self.temp >= self.get(ct.TEMPERATURE_LIMIT):
             self.latch(int(HardwareError.OVERHEATING))
 
+    def settle(self) -> None:
+        """Put the servo at rest where its load holds it (the state of a robot already standing)."""
+        if self.torque:
+            self.pos = self.traj - self.load_ma / self.physics.stiffness_ma_per_pulse
+            self.current = self.physics.standby_ma + self.load_ma
+        self.vel = 0.0
+
     def still(self) -> bool:
         """Nothing but slow temperature drift will change until the next command."""
         if not self.torque:

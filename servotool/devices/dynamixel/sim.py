@@ -70,7 +70,8 @@ class DxlSim:
         }
         for sid, axis in self.axes.items():
             axis.load_ma = profile.load_ma.get(sid, 0.0) + params.load_ma.get(sid, 0.0)
-        self.voltage = params.voltage
+            axis.settle()
+        self.voltage = params.voltage - params.supply_ohm * sum(a.current for a in self.axes.values()) / 1000
         self._overloads = [_Overload(s.sid, max(0.0, s.at_s - params.overload_ramp_s), s.at_s,
                                      params.overload_ma) for s in params.overloads]
         self._latches = sorted(((s.at_s, s.sid, s.bits) for s in params.latched), reverse=True)
