@@ -26,7 +26,7 @@ import select
 import termios
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from dynamixel_sdk import (
 )
 
 from servotool.clock import Clock, MonotonicClock
+from servotool.devices.bus import Bus
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
 from servotool.devices.dynamixel.protocol import MAX_ID
@@ -51,10 +52,11 @@ from servotool.errors import ConnectionLost, DeviceError, Refused
 DEFAULT_BAUD = 1_000_000
 CLIENT_KEYS = ("baud", "ids", "profile")
 POLL_S = 0.0005  # how long an empty read waits for bytes instead of spinning
+SIM_ANSWER_S = 2.0  # the longest a simulated bus is waited for before dynamixel-sdk's own timeout starts
 PKT_ID, PKT_ERROR, PKT_DATA = 4, 8, 9  # offsets in a status packet as dynamixel-sdk returns it
 
 
-class DxlWriteRefused(Refused):
+class DxlWriteRefused(Refused, ValueError):
     """A write servotool never sends: an EEPROM address, a read-only field, or a value out of range."""
 
 
@@ -141,10 +143,13 @@ class _Port(PortHandler):
     def __init__(self, port_name: str) -> None:
         super().__init__(port_name)
         self.packets_written = 0
+        self.after_write: Callable[[], None] | None = None
 
     def writePort(self, packet: Any) -> int:  # noqa: N802 (dynamixel-sdk's name)
         written = int(super().writePort(packet))
         self.packets_written += 1
+        if self.after_write is not None:
+            self.after_write()
         return written
 
     def readPort(self, length: int) -> bytes:  # noqa: N802
@@ -180,6 +185,11 @@ class DxlBus:
         self._last_position: dict[int, int] = {}
         self._lock = threading.RLock()
         self._closed = False
+        if server is not None:
+            # the simulator shares the host's cores with the caller: its answers are waited for as a
+            # condition (it has written them) before dynamixel-sdk's packet timeout starts, so a loaded
+            # machine cannot turn a slow simulator thread into a silent servo
+            port.after_write = self._await_sim
 
     # --- identity -------------------------------------------------------------------------------------------
 
@@ -457,18 +467,27 @@ class DxlBus:
     def torque_off(self, servo_id: int) -> None:
         self.write(servo_id, ct.TORQUE_ENABLE, 0)
 
-    def sync(self, timeout_s: float = 2.0) -> None:
-        """Simulated bus: wait until the simulator has taken every packet written so far (real bus: no-op).
-        DeviceError if it falls behind by more than timeout_s."""
-        sim = self.sim
-        if sim is None:
-            return
+    def _sim_caught_up(self, timeout_s: float) -> bool:
+        server = self.server
+        if server is None:
+            return True
         deadline = time.monotonic() + timeout_s
-        while sim.packets_seen < self._port.packets_written:
-            if time.monotonic() > deadline:
-                raise DeviceError(f"{self._url}: simulator took {sim.packets_seen} of "
-                                  f"{self._port.packets_written} packets within {timeout_s} s")
+        while server.packets_done < self._port.packets_written:
+            if time.monotonic() > deadline or not server.running:
+                return False
             time.sleep(0.0001)
+        return True
+
+    def _await_sim(self) -> None:
+        # past the deadline the packet timeout of dynamixel-sdk decides, as on a real line
+        self._sim_caught_up(SIM_ANSWER_S)
+
+    def sync(self, timeout_s: float = 2.0) -> None:
+        """Simulated bus: wait until the simulator has taken and answered every packet written so far (real
+        bus: no-op). DeviceError if it falls behind by more than timeout_s."""
+        if not self._sim_caught_up(timeout_s):
+            raise DeviceError(f"{self._url}: simulator answered {getattr(self.server, 'packets_done', 0)} of "
+                              f"{self._port.packets_written} packets within {timeout_s} s")
 
     # --- lifetime -------------------------------------------------------------------------------------------
 
@@ -489,6 +508,10 @@ class DxlBus:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _as_bus(bus: DxlBus) -> Bus:
+    return bus  # mypy checks here that DxlBus satisfies the Bus protocol
 
 
 def _telemetry(sid: int, error: int, data: bytes) -> AxisTelemetry:

@@ -370,6 +370,7 @@ class PtyDxlServer:
         self._stop = threading.Event()
         self.parser = p.PacketParser()
         self.dropped_writes = 0
+        self.packets_done = 0  # packets taken and answered (the answer is in the pty when this counts it)
         self._thread = threading.Thread(target=self._serve, name=f"dynamixel-sim {self.path}", daemon=True)
         self._thread.start()
 
@@ -397,6 +398,7 @@ class PtyDxlServer:
                 out = self.sim.handle(packet)
                 if out and not self._send(out):
                     return
+                self.packets_done += 1
 
     def _send(self, out: bytes) -> bool:
         try:

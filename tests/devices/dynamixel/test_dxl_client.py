@@ -1,6 +1,7 @@
 import pytest
 
 from servotool.clock import FakeClock
+from servotool.devices.bus import Bus
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.client import DxlBus, DxlWriteRefused, parse_ids, probe
 from servotool.devices.dynamixel.control_table import HardwareError
@@ -28,7 +29,8 @@ def bus_factory():
 def test_telemetry_sweep_is_a_typed_frame_per_axis(bus_factory):
     clock = FakeClock(100.0)
     bus = bus_factory("sim:microduck?noise=0&current_noise_ma=0", clock=clock)
-    assert isinstance(bus, DxlBus) and bus.simulated and bus.ids == tuple(sorted(bus.ids))
+    assert isinstance(bus, DxlBus) and isinstance(bus, Bus) and bus.simulated
+    assert bus.ids == tuple(sorted(bus.ids))
     assert bus.groups["neck"] == (30, 31, 32, 33)
     frame = bus.read_telemetry()
     assert frame.t_sent == frame.t == 100.0 and frame.silent == ()
