@@ -1,0 +1,214 @@
+"""Flight-recorder captures on disk: atomic JSONL publishing, the destination folder, and reading back.
+
+A capture is one JSONL file: a header line (a JSON object with "format": "servotool-capture"), then one line
+per sample. Publishing writes a hidden temporary file in the destination, flushes and fsyncs it, renames it
+atomically to its published name and fsyncs the folder, so a reader of a published name sees either nothing
+or the whole file. An interrupted publication can leave a `.*.tmp` file behind: it is reported when the
+recorder connects (with the folder's size), never deleted. Nothing here deletes a capture.
+
+The default destination is `<XDG state dir>/captures` (platformdirs user_state_dir("servotool"), or
+$SERVOTOOL_STATE_DIR); inspecting it never creates it: only a publication does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servotool.errors import FileFormatError, Refused
+from servotool.io.paths import state_dir
+
+CAPTURE_FORMAT = "servotool-capture"
+SUFFIX = ".jsonl"
+TMP_SUFFIX = ".tmp"
+SIZE_WARN_BYTES = 200 * 1024 * 1024
+
+
+class CaptureFormatError(FileFormatError):
+    """A file is not a complete servotool capture (the message names it and the reason)."""
+
+
+class CaptureNotFound(Refused):
+    """No capture in the destination matches what was asked for."""
+
+
+def default_dest(explicit: str | Path | None = None) -> Path:
+    """Where captures go: `explicit` (--dest), else the XDG state dir's `captures` folder."""
+    return Path(explicit) if explicit else state_dir() / "captures"
+
+
+def _safe(obj: Any) -> Any:
+    # NaN and inf are not JSON: they are written as null
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_safe(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        return _safe(obj.item())
+    return obj
+
+
+def _line(obj: Mapping[str, Any]) -> bytes:
+    return (json.dumps(_safe(dict(obj)), separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _free_name(dest: Path, name: str) -> Path:
+    target = dest / name
+    stem = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
+    k = 1
+    while target.exists():
+        k += 1
+        target = dest / f"{stem}-{k}{SUFFIX}"
+    return target
+
+
+def publish_capture(dest: Path, name: str, header: Mapping[str, Any],
+                    samples: Iterable[Mapping[str, Any]]) -> Path:
+    """Write header + samples as `dest/name` (a free variant if taken) atomically; return the path.
+
+    Order: temporary file in dest, write, flush, fsync, os.replace to the published name, fsync of dest.
+    The folder (and parents) is created here, at the first publication. OSError propagates; a temporary
+    file may then remain (it is reported at the next connection, not removed).
+    """
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"capture name {name!r} must be a plain file name")
+    dest.mkdir(parents=True, exist_ok=True)
+    target = _free_name(dest, name if name.endswith(SUFFIX) else name + SUFFIX)
+    tmp = dest / f".{target.name}.{os.getpid()}{TMP_SUFFIX}"
+    with open(tmp, "wb") as fh:
+        fh.write(_line(header))
+        for sample in samples:
+            fh.write(_line(sample))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    _fsync_dir(dest)
+    return target
+
+
+@dataclass
+class DestinationReport:
+    """What a destination holds: published captures, their total size, leftover temporary files."""
+
+    path: Path
+    exists: bool
+    captures: int = 0
+    size_bytes: int = 0
+    leftovers: list[Path] = field(default_factory=list)
+
+    def warnings(self, size_warn_bytes: int = SIZE_WARN_BYTES) -> list[str]:
+        """One line per thing worth telling at connection; the folder is never changed."""
+        out = []
+        if self.size_bytes > size_warn_bytes:
+            out.append(f"{self.path} holds {self.size_bytes / 1e6:.1f} MB of captures "
+                       f"({self.captures} files); nothing is deleted automatically")
+        if self.leftovers:
+            names = ", ".join(p.name for p in self.leftovers[:3])
+            more = f" and {len(self.leftovers) - 3} more" if len(self.leftovers) > 3 else ""
+            out.append(f"{self.path} holds {len(self.leftovers)} incomplete temporary file(s) from an "
+                       f"interrupted publication: {names}{more}")
+        return out
+
+
+def inspect_destination(dest: Path) -> DestinationReport:
+    """Size and leftovers of a destination, read only: a missing folder is reported, never created."""
+    if not dest.is_dir():
+        return DestinationReport(dest, exists=False)
+    report = DestinationReport(dest, exists=True)
+    for entry in os.scandir(dest):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        with contextlib.suppress(OSError):
+            size = entry.stat(follow_symlinks=False).st_size
+            report.size_bytes += size
+        if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+            report.leftovers.append(Path(entry.path))
+        elif entry.name.endswith(SUFFIX):
+            report.captures += 1
+    report.leftovers.sort()
+    return report
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of a capture file (first line only). CaptureFormatError if it is not one."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+    except OSError as exc:
+        raise CaptureFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        header = json.loads(first)
+    except ValueError:
+        raise CaptureFormatError(f"{path}: line 1 is not JSON: not a servotool capture") from None
+    if not isinstance(header, dict) or header.get("format") != CAPTURE_FORMAT:
+        raise CaptureFormatError(f"{path}: not a servotool capture (no '{CAPTURE_FORMAT}' header)")
+    return header
+
+
+def read_capture(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Header and samples of a capture; CaptureFormatError names the file and line when it is not a
+    complete capture (a bad line, or fewer samples than its header counts)."""
+    header = read_header(path)
+    samples: list[dict[str, Any]] = []
+    with open(path, "rb") as fh:
+        fh.readline()
+        for n, raw in enumerate(fh, start=2):
+            try:
+                samples.append(json.loads(raw))
+            except ValueError:
+                raise CaptureFormatError(f"{path}: line {n} is not JSON") from None
+    counts = header.get("counts") or {}
+    expected = sum(int(v) for v in counts.values()) if isinstance(counts, dict) else -1
+    if expected != len(samples):
+        raise CaptureFormatError(f"{path}: header counts {expected} samples, the file holds {len(samples)}")
+    return header, samples
+
+
+def list_captures(dest: Path) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Published captures of a destination, oldest name first, each with its header (None if unreadable)."""
+    if not dest.is_dir():
+        return []
+    out: list[tuple[Path, dict[str, Any] | None]] = []
+    for path in sorted(p for p in dest.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith(".")):
+        try:
+            out.append((path, read_header(path)))
+        except CaptureFormatError:
+            out.append((path, None))
+    return out
+
+
+def find_capture(dest: Path, ref: str) -> Path:
+    """A capture by path, file name, id, unique id prefix or list index (1 = oldest, -1 = newest)."""
+    direct = Path(ref)
+    if direct.is_file():
+        return direct
+    paths = [p for p, _ in list_captures(dest)]
+    with contextlib.suppress(ValueError):
+        k = int(ref)
+        if paths and 1 <= abs(k) <= len(paths):
+            return paths[k - 1] if k > 0 else paths[k]
+    exact = [p for p in paths if p.name in (ref, ref + SUFFIX)]
+    if exact:
+        return exact[0]
+    matches = [p for p in paths if p.name.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise CaptureNotFound(f"{ref!r} matches {len(matches)} captures in {dest}; give more of the id")
+    raise CaptureNotFound(f"no capture {ref!r} in {dest} (see `servotool incidents list`)")

@@ -1,0 +1,95 @@
+"""What the recorder is fed: sweeps of telemetry (one group of axes read together) and status answers.
+
+Units are the device's own (the capture header names them): on a Dynamixel bus positions are pulses,
+currents mA, voltages V, temperatures deg C; on a FAIRINO arm positions are degrees and the error codes ride
+in `Sweep.codes`. Times are seconds on the host monotonic clock of the loop that feeds the recorder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+AxisKey = int | str  # a servo id on a bus; a name ("controller") for a whole-arm fault word
+
+
+@dataclass(frozen=True, slots=True)
+class AxisSample:
+    """One axis as read in one sweep; None where the device does not report that field."""
+
+    position: float | None = None
+    target: float | None = None  # where the axis is told to be (profile or setpoint), same unit as position
+    current: float | None = None
+    velocity: float | None = None
+    voltage: float | None = None
+    temperature: float | None = None
+
+    @property
+    def gap(self) -> float | None:
+        """target - position: how far the axis trails what it is told (None when either is unknown)."""
+        if self.position is None or self.target is None:
+            return None
+        return self.target - self.position
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "target": self.target,
+            "gap": self.gap,
+            "current": self.current,
+            "velocity": self.velocity,
+            "voltage": self.voltage,
+            "temperature": self.temperature,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """One read of a group of axes, stamped when it was received. An axis that did not answer maps to None.
+
+    codes: device-wide values read with the sweep (a FAIRINO arm's main_code / sub_code), else None.
+    """
+
+    t: float
+    group: str
+    axes: Mapping[AxisKey, AxisSample | None]
+    codes: Mapping[str, int] | None = None
+
+    def as_json(self, t_ref: float) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "t": round(self.t - t_ref, 6),
+            "group": self.group,
+            "axes": {str(k): (None if s is None else s.as_json()) for k, s in self.axes.items()},
+        }
+        if self.codes is not None:
+            out["codes"] = dict(self.codes)
+        return out
+
+
+@dataclass(frozen=True)
+class FramePlan:
+    """What the host should read this frame, besides its own leg sweep.
+
+    status: read the hardware-error status of every axis (then call `on_status`).
+    context: read the slow groups (the neck) for the context ring (then `on_sweep`); optional.
+    """
+
+    status: bool = False
+    context: bool = False
+
+
+@dataclass(frozen=True)
+class RecorderEvent:
+    """Something the recorder noticed, for the log and the live view (t: monotonic s)."""
+
+    t: float
+    kind: str  # baseline-latch, still-latched, latch, join, more-bits, recovered, capture-open,
+    # capture-ready, capture-limit, disabled
+    axis: AxisKey | None
+    bits: int
+    text: str
+
+    def as_json(self, t_ref: float) -> dict[str, Any]:
+        return {"t": round(self.t - t_ref, 6), "kind": self.kind, "axis": self.axis, "bits": self.bits,
+                "text": self.text}
