@@ -46,3 +46,67 @@ def run_frames(rec: FlightRecorder, clock: FakeClock, seconds: float, status: Sc
         out.extend(rec.after_goal_write(now))
         clock.advance(PERIOD)
     return out
+
+
+class ScriptedSource:
+    """A 14-axis bus whose telemetry and hardware-error answers follow a script of time (a FakeClock).
+
+    overload: axis -> time its current starts rising (2.5 s ramp), latching Overload at the end;
+    latched_at_start: axes latched before the connection; silent: axes that never answer.
+    """
+
+    status_every_frame = False
+    url = "scripted:microduck"
+    simulated = True
+    model = "scripted"
+
+    def __init__(self, clock: FakeClock, overload: dict[int, float] | None = None,
+                 latched_at_start: tuple[int, ...] = (), silent: tuple[int, ...] = (),
+                 lose_at: float | None = None) -> None:
+        self.clock = clock
+        self.overload = overload or {}
+        self.latched_at_start = latched_at_start
+        self.silent = silent
+        self.lose_at = lose_at
+        self.closed = False
+        self.status_reads = 0
+
+    def describe(self) -> dict:
+        return {"url": self.url, "model": self.model, "simulated": True, "units": {"current": "mA"}}
+
+    def _current(self, axis: int, t: float) -> float:
+        start = self.overload.get(axis)
+        if start is None or t < start:
+            return 100.0
+        return 100.0 + 1200.0 * min(1.0, (t - start) / 2.5)
+
+    def _check(self) -> float:
+        t = self.clock.now()
+        if self.lose_at is not None and t >= self.lose_at:
+            from servotool.errors import ConnectionLost
+            raise ConnectionLost("scripted bus went away")
+        return t
+
+    def read_fast(self) -> Sweep:
+        t = self._check()
+        return Sweep(t, "legs", {a: None if a in self.silent else
+                                 AxisSample(2048.0, 2050.0, self._current(a, t), 0.0, 5.0, 31.0) for a in LEGS})
+
+    def read_context(self) -> Sweep:
+        return neck_sweep(self._check())
+
+    def bits(self, axis: int, t: float) -> int | None:
+        if axis in self.silent:
+            return None
+        if axis in self.latched_at_start:
+            return 0x20
+        start = self.overload.get(axis)
+        return 0x20 if start is not None and t >= start + 2.5 else 0
+
+    def read_status(self) -> dict[int, int | None]:
+        t = self._check()
+        self.status_reads += 1
+        return {a: self.bits(a, t) for a in AXES}
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,258 @@
+"""The record loop: monitor a device at ~30 Hz on absolute deadlines, feed the flight recorder, publish
+each capture as it is ready. Read only: it never commands motion, torque, EEPROM or a REBOOT.
+
+Frame k starts at start + k * period (clock.sleep_until; a late frame skips the deadlines it missed and
+counts them as overruns). Each frame: the recorder's plan, the fast sweep, the context sweep when the
+recorder wants one, the status read when due, then -- where a control loop would write its goals -- the
+captures whose tail is complete are published. Connecting only inspects the destination (its size and any
+leftover temporary files, as warnings); the folder is created by the first publication.
+
+Every ending (duration reached, a stop request from Ctrl-C or SIGTERM, a lost device, an error of our own)
+goes through one path: the recorder is told the connection is closing, the device is closed (the driver's
+disconnect attempt), then any capture still open is published with the tail it really observed.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servotool.clock import Clock
+from servotool.devices.arm import DeviceError as ArmDeviceError
+from servotool.errors import DeviceError, ExitCode, SettingsError
+from servotool.io.captures import inspect_destination, publish_capture
+from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
+from servotool.runs.record_sources import StatusUnsupported, TelemetrySource
+
+COMPLETE = "complete"
+INTERRUPTED = "interrupted"
+CONNECTION_LOST = "connection-lost"
+DEVICE_ERROR = "device-error"
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    """duration_s: how long to record (None: until stopped); rate_hz: the loop rate; dest: capture folder."""
+
+    dest: Path
+    duration_s: float | None = None
+    rate_hz: float = 30.0
+    recorder: RecorderSettings = field(default_factory=RecorderSettings)
+
+    def __post_init__(self) -> None:
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise SettingsError(f"--duration must be a number of seconds > 0, not {self.duration_s}")
+        if not (math.isfinite(self.rate_hz) and 1.0 <= self.rate_hz <= 1000.0):
+            raise SettingsError(f"rate must be 1-1000 Hz, not {self.rate_hz}")
+
+
+@dataclass
+class PublishedCapture:
+    """A capture on disk: its path and header."""
+
+    path: Path
+    header: dict[str, Any]
+
+
+@dataclass
+class RecordProgress:
+    """What the loop saw this frame, for a live view (t: s since the start)."""
+
+    t: float
+    frames: int
+    fast: Sweep | None
+    context: Sweep | None
+    latched: dict[Any, int]
+    window_open: bool
+    fast_count: int
+    context_count: int
+    captures: list[PublishedCapture]
+    events: list[RecorderEvent]
+    overruns: int
+
+
+@dataclass
+class RecordOutcome:
+    """How the loop ended: status (complete, interrupted, connection-lost, device-error), reason, counts."""
+
+    status: str
+    reason: str | None
+    frames: int
+    duration_s: float
+    overruns: int
+    captures: list[PublishedCapture]
+    events: list[RecorderEvent]
+    warnings: list[str]
+    publish_errors: list[str]
+    latched: dict[Any, int]
+    signal: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == INTERRUPTED:
+            return ExitCode.SIGTERM if self.signal == signal.SIGTERM else ExitCode.INTERRUPTED
+        if self.status in (CONNECTION_LOST, DEVICE_ERROR):
+            return ExitCode.DEVICE
+        return ExitCode.DONE
+
+
+class StopRequest:
+    """A stop flag set by a signal handler or another thread; the loop checks it every frame."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signal: int | None = None
+
+    def set(self, signum: int | None = None) -> None:
+        if self.signal is None:
+            self.signal = signum
+        self._event.set()
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+
+@contextmanager
+def stop_on_signals(stop: StopRequest) -> Iterator[StopRequest]:
+    """SIGINT and SIGTERM set `stop` instead of raising while the loop runs (main thread only); a second
+    SIGINT raises KeyboardInterrupt. The previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handle(signum: int, _frame: Any) -> None:
+        if stop and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set(signum)
+
+    old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+class _Loop:
+    """One recording session's state; run_record drives it."""
+
+    def __init__(self, source: TelemetrySource, clock: Clock, settings: RecordSettings,
+                 on_progress: Callable[[RecordProgress], None] | None,
+                 publish: Callable[[Path, Capture], Path]) -> None:
+        self.source, self.clock, self.settings = source, clock, settings
+        self.rec = FlightRecorder(settings.recorder)
+        self.on_progress = on_progress
+        self.publish = publish
+        self.captures: list[PublishedCapture] = []
+        self.events: list[RecorderEvent] = []
+        self.publish_errors: list[str] = []
+        self.frames = 0
+        self.overruns = 0
+        self.last_fast: Sweep | None = None
+        self.last_context: Sweep | None = None
+
+    def publish_all(self, caps: list[Capture]) -> None:
+        for cap in caps:
+            try:
+                path = self.publish(self.settings.dest, cap)
+            except OSError as exc:
+                self.publish_errors.append(f"capture {cap.name} could not be published: {exc}")
+                continue
+            self.captures.append(PublishedCapture(path, cap.header))
+
+    def frame(self) -> None:
+        src, rec = self.source, self.rec
+        now = self.clock.now()
+        plan = rec.plan(now, leg_sweep=True)
+        fast = src.read_fast()
+        if fast is not None:
+            rec.on_sweep(fast)
+            self.last_fast = fast
+        if plan.context:
+            ctx = src.read_context()
+            if ctx is not None:
+                rec.on_sweep(ctx)
+                self.last_context = ctx
+        if plan.status or src.status_every_frame:
+            try:
+                answers = src.read_status()
+            except StatusUnsupported as exc:
+                rec.status_unsupported(self.clock.now(), str(exc))
+            else:
+                rec.on_status(self.clock.now(), answers)
+        # read only: no goals are written here; this is where a control loop writes its goals
+        self.publish_all(rec.after_goal_write(self.clock.now()))
+        self.frames += 1
+
+    def progress(self, t0: float, new_events: list[RecorderEvent]) -> RecordProgress:
+        rec = self.rec
+        return RecordProgress(self.clock.now() - t0, self.frames, self.last_fast, self.last_context,
+                              rec.latched, rec.window_open, rec.fast_count, rec.context_count,
+                              list(self.captures), new_events, self.overruns)
+
+    def loop(self, stop: StopRequest) -> None:
+        period = 1.0 / self.settings.rate_hz
+        t0 = self.clock.now()
+        end = math.inf if self.settings.duration_s is None else t0 + self.settings.duration_s
+        k = 0
+        while not stop and self.clock.now() < end:
+            self.frame()
+            new = self.rec.drain_events()
+            self.events.extend(new)
+            if self.on_progress is not None:
+                self.on_progress(self.progress(t0, new))
+            k += 1
+            deadline = t0 + k * period
+            now = self.clock.now()
+            if now > deadline + period:
+                missed = math.floor((now - deadline) / period)
+                self.overruns += missed
+                k += missed
+                deadline = t0 + k * period
+            self.clock.sleep_until(min(deadline, end))
+
+
+def _publish(dest: Path, cap: Capture) -> Path:
+    return publish_capture(dest, cap.name, cap.header, cap.samples)
+
+
+def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, *,
+               stop: StopRequest | None = None,
+               on_progress: Callable[[RecordProgress], None] | None = None,
+               on_warning: Callable[[str], None] | None = None,
+               publish: Callable[[Path, Capture], Path] = _publish) -> RecordOutcome:
+    """Record until the duration passes, `stop` is set or the device is lost; close the source whatever
+    happens and publish what is still open after closing it. Returns how it ended (never raises for a
+    device failure: the outcome says so, with exit code 3)."""
+    stop = stop if stop is not None else StopRequest()
+    loop = _Loop(source, clock, settings, on_progress, publish)
+    warnings = inspect_destination(settings.dest).warnings()
+    for w in warnings:
+        if on_warning is not None:
+            on_warning(w)
+    t0 = clock.now()
+    status, reason = COMPLETE, None
+    loop.rec.connect(t0, source.describe())
+    try:
+        loop.loop(stop)
+        if stop:
+            status, reason = INTERRUPTED, f"stopped by signal {stop.signal}" if stop.signal else "stopped"
+    except KeyboardInterrupt:
+        status, reason = INTERRUPTED, "interrupted"
+        stop.set(signal.SIGINT)
+    except (DeviceError, ArmDeviceError) as exc:
+        status, reason = CONNECTION_LOST, str(exc)
+    finally:
+        loop.rec.begin_disconnect(clock.now())
+        source.close()  # the driver's disconnect attempt; the record loop never switches torque
+        loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
+        loop.events.extend(loop.rec.drain_events())
+    return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
+                         loop.events, warnings, loop.publish_errors, loop.rec.latched,
+                         stop.signal if status == INTERRUPTED else None)
