@@ -8,6 +8,7 @@ from servotool.cli import version as version_cmd
 from servotool.cli.analyze import analyze
 from servotool.cli.lag import lag
 from servotool.cli.ports import ports
+from servotool.cli.record import record
 from servotool.cli.servo import servo_app
 from servotool.cli.shape import shape
 from servotool.cli.sim import sim_app
@@ -41,6 +42,7 @@ app.command("step")(step)
 app.command("analyze")(analyze)
 app.command("shape")(shape)
 app.command("sweep")(sweep)
+app.command("record")(record)
 app.add_typer(servo_app, name="servo")
 app.command("ports")(ports)
 app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")

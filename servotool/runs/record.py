@@ -17,18 +17,18 @@ from __future__ import annotations
 import math
 import signal
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from servotool.clock import Clock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.errors import DeviceError, ExitCode, SettingsError
+from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError
 from servotool.io.captures import inspect_destination, publish_capture
 from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
 from servotool.runs.record_sources import StatusUnsupported, TelemetrySource
+from servotool.runs.signals import StopSignals
 
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
@@ -96,14 +96,14 @@ class RecordOutcome:
     @property
     def exit_code(self) -> int:
         if self.status == INTERRUPTED:
-            return ExitCode.SIGTERM if self.signal == signal.SIGTERM else ExitCode.INTERRUPTED
+            return SIGNAL_EXITS.get(self.signal or signal.SIGINT, ExitCode.INTERRUPTED)
         if self.status in (CONNECTION_LOST, DEVICE_ERROR):
             return ExitCode.DEVICE
         return ExitCode.DONE
 
 
 class StopRequest:
-    """A stop flag set by a signal handler or another thread; the loop checks it every frame."""
+    """A stop flag another thread (or a test) can set; the loop checks it every frame."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -116,27 +116,6 @@ class StopRequest:
 
     def __bool__(self) -> bool:
         return self._event.is_set()
-
-
-@contextmanager
-def stop_on_signals(stop: StopRequest) -> Iterator[StopRequest]:
-    """SIGINT and SIGTERM set `stop` instead of raising while the loop runs (main thread only); a second
-    SIGINT raises KeyboardInterrupt. The previous handlers come back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def handle(signum: int, _frame: Any) -> None:
-        if stop and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set(signum)
-
-    old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 class _Loop:
@@ -196,12 +175,12 @@ class _Loop:
                               rec.latched, rec.window_open, rec.fast_count, rec.context_count,
                               list(self.captures), new_events, self.overruns)
 
-    def loop(self, stop: StopRequest) -> None:
+    def loop(self, stopped: Callable[[], bool]) -> None:
         period = 1.0 / self.settings.rate_hz
         t0 = self.clock.now()
         end = math.inf if self.settings.duration_s is None else t0 + self.settings.duration_s
         k = 0
-        while not stop and self.clock.now() < end:
+        while not stopped() and self.clock.now() < end:
             self.frame()
             new = self.rec.drain_events()
             self.events.extend(new)
@@ -222,14 +201,22 @@ def _publish(dest: Path, cap: Capture) -> Path:
     return publish_capture(dest, cap.name, cap.header, cap.samples)
 
 
+def _stopped(stop: StopRequest, signals: StopSignals) -> bool:
+    if signals.requested is not None:
+        stop.set(signals.requested)
+    return bool(stop)
+
+
 def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, *,
                stop: StopRequest | None = None,
                on_progress: Callable[[RecordProgress], None] | None = None,
                on_warning: Callable[[str], None] | None = None,
-               publish: Callable[[Path, Capture], Path] = _publish) -> RecordOutcome:
-    """Record until the duration passes, `stop` is set or the device is lost; close the source whatever
-    happens and publish what is still open after closing it. Returns how it ended (never raises for a
-    device failure: the outcome says so, with exit code 3)."""
+               publish: Callable[[Path, Capture], Path] = _publish,
+               handle_signals: bool = True) -> RecordOutcome:
+    """Record until the duration passes, `stop` is set, a signal comes (SIGINT, SIGTERM, SIGHUP: handled
+    while the loop runs, in the main thread) or the device is lost; close the source whatever happens and
+    publish what is still open after closing it. Never raises for a device failure or a signal: the
+    outcome says how it ended and carries the exit code (3 lost device, 130/143/129 signals)."""
     stop = stop if stop is not None else StopRequest()
     loop = _Loop(source, clock, settings, on_progress, publish)
     warnings = inspect_destination(settings.dest).warnings()
@@ -239,20 +226,29 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
     t0 = clock.now()
     status, reason = COMPLETE, None
     loop.rec.connect(t0, source.describe())
-    try:
-        loop.loop(stop)
-        if stop:
-            status, reason = INTERRUPTED, f"stopped by signal {stop.signal}" if stop.signal else "stopped"
-    except KeyboardInterrupt:
-        status, reason = INTERRUPTED, "interrupted"
-        stop.set(signal.SIGINT)
-    except (DeviceError, ArmDeviceError) as exc:
-        status, reason = CONNECTION_LOST, str(exc)
-    finally:
-        loop.rec.begin_disconnect(clock.now())
-        source.close()  # the driver's disconnect attempt; the record loop never switches torque
-        loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
-        loop.events.extend(loop.rec.drain_events())
+    with StopSignals(enabled=handle_signals) as signals:
+        try:
+            with signals.latching():
+                loop.loop(lambda: _stopped(stop, signals))
+            if _stopped(stop, signals):
+                status, reason = INTERRUPTED, _signal_reason(stop.signal)
+        except KeyboardInterrupt as exc:  # a third signal, or Ctrl-C outside the handlers
+            stop.set(getattr(exc, "signum", signal.SIGINT))
+            status, reason = INTERRUPTED, _signal_reason(stop.signal)
+        except (DeviceError, ArmDeviceError) as exc:
+            status, reason = CONNECTION_LOST, str(exc)
+        finally:
+            with signals.deferring(raise_after=False):
+                loop.rec.begin_disconnect(clock.now())
+                source.close()  # the driver's disconnect attempt; the record loop never switches torque
+                loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
+                loop.events.extend(loop.rec.drain_events())
     return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
                          loop.events, warnings, loop.publish_errors, loop.rec.latched,
                          stop.signal if status == INTERRUPTED else None)
+
+
+def _signal_reason(signum: int | None) -> str:
+    if signum is None:
+        return "stopped"
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name

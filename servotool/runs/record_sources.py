@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from servotool.devices.arm import StateFrame
-from servotool.errors import DeviceError
+from servotool.errors import DeviceError, Refused
 from servotool.recorder import AxisKey, AxisSample, Sweep
 
 CONTROLLER = "controller"
@@ -120,3 +120,86 @@ class FairinoSource:
 
     def close(self) -> None:
         self.arm.close()
+
+
+def _sample(telemetry: Any) -> AxisSample | None:
+    if not telemetry.answered:
+        return None
+    return AxisSample(
+        position=telemetry.position, target=telemetry.position_trajectory, current=telemetry.current_ma,
+        velocity=telemetry.velocity_rpm, voltage=telemetry.voltage_v, temperature=telemetry.temperature_c,
+    )
+
+
+class DynamixelSource:
+    """A Dynamixel bus (devices.dynamixel DxlBus: read_telemetry, read_hardware_errors, groups) as a source.
+
+    Fast sweep: one sync read of the telemetry span (126-146) over every group but the context groups (the
+    legs); context sweep: the same over the context groups (the neck); status: one sync read of Hardware
+    Error Status (70) over every axis. A bus without groups sweeps all its axes fast and has no context.
+    """
+
+    status_every_frame = False
+
+    def __init__(self, bus: Any, context_groups: tuple[str, ...] = ("neck",)) -> None:
+        self.bus = bus
+        self.url: str = bus.url
+        self.simulated: bool = bool(bus.simulated)
+        self.model: str = bus.model
+        groups: Mapping[str, tuple[int, ...]] = getattr(bus, "groups", {"all": tuple(bus.ids)})
+        self.fast_ids = tuple(i for g, ids in groups.items() if g not in context_groups for i in ids)
+        self.context_ids = tuple(i for g, ids in groups.items() if g in context_groups for i in ids)
+        self.context_group = context_groups[0] if context_groups else "context"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "url": self.url, "model": self.model, "simulated": self.simulated, "family": "dynamixel",
+            "axes": list(self.fast_ids + self.context_ids), "fast_axes": list(self.fast_ids),
+            "context_axes": list(self.context_ids),
+            "units": {"position": "pulse (4096 a turn)", "target": "pulse (Position Trajectory)",
+                      "gap": "pulse", "current": "mA", "velocity": "rpm", "voltage": "V",
+                      "temperature": "deg C"},
+            "status_word": "Hardware Error Status (70): bit 0 voltage, 2 overheating, 3 encoder, "
+                           "4 electrical shock, 5 overload",
+        }
+
+    def _sweep(self, ids: tuple[int, ...], group: str) -> Sweep | None:
+        if not ids:
+            return None
+        frame = self.bus.read_telemetry(ids)
+        axes: dict[AxisKey, AxisSample | None] = {sid: _sample(a) for sid, a in frame.axes.items()}
+        return Sweep(frame.t, group, axes)
+
+    def read_fast(self) -> Sweep | None:
+        return self._sweep(self.fast_ids, "legs")
+
+    def read_context(self) -> Sweep | None:
+        return self._sweep(self.context_ids, self.context_group)
+
+    def read_status(self) -> Mapping[AxisKey, int | None]:
+        reader = getattr(self.bus, "read_hardware_errors", None)
+        if reader is None:
+            raise StatusUnsupported(f"{self.url}: this bus cannot read Hardware Error Status")
+        return dict(reader().status)
+
+    def close(self) -> None:
+        self.bus.close()
+
+
+def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
+    """Open `url` as a bus ("bus": a Dynamixel bus) or an arm ("arm": a FAIRINO controller) for recording.
+
+    A bus that cannot sweep telemetry (not a Dynamixel bus) is closed again and refused (Refused, exit 2):
+    the recorder needs the telemetry span and Hardware Error Status. DeviceURLError for a bad URL;
+    DeviceError when the device cannot be reached.
+    """
+    from servotool.devices.registry import open_arm, open_bus
+
+    if kind == "arm":
+        return FairinoSource(open_arm(url, now=clock.now))
+    bus = open_bus(url, clock=clock)
+    if not hasattr(bus, "read_telemetry"):
+        bus.close()
+        raise Refused(f"{url}: the recorder needs a Dynamixel bus (dxl://PORT or sim:microduck) "
+                      "or a FAIRINO arm (--robot)")
+    return DynamixelSource(bus)

@@ -1,0 +1,177 @@
+"""`servotool record`: the servo flight recorder as a monitoring loop, with a live view of the axes.
+
+Exit codes: 0 the duration passed; 1 a capture could not be published; 2 bad usage or a device the recorder
+cannot use; 3 the device could not be reached or was lost; 130 / 143 / 129 Ctrl-C / SIGTERM / SIGHUP (any
+open capture is published first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.clock import MonotonicClock
+from servotool.devices.arm import DeviceError as ArmDeviceError
+from servotool.devices.registry import DeviceURLError
+from servotool.errors import ExitCode, ServotoolError
+from servotool.io.captures import default_dest
+from servotool.recorder import RecorderEvent, Sweep
+from servotool.runs.ownership import claim
+from servotool.runs.record import RecordOutcome, RecordProgress, RecordSettings, run_record
+from servotool.runs.record_sources import open_source
+
+DEFAULT_BUS = "sim:microduck"
+DEFAULT_ROBOT = "sim:fr3"
+VIEW_PERIOD_S = 0.2
+SHOWN_EVENTS = ("baseline-latch", "still-latched", "latch", "join", "more-bits", "changed", "recovered",
+                "capture-limit", "disabled")
+
+
+def _f(x: Any, fmt: str = ".0f") -> str:
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
+    if sweep is None:
+        return []
+    rows = []
+    for axis, s in sweep.axes.items():
+        bits = latched.get(axis)
+        latch = f"[bold red]0x{bits:02x}[/]" if bits else "[green]ok[/]"
+        if s is None:
+            rows.append([str(axis), sweep.group, "[yellow]silent[/]", "", "", "", "", latch])
+            continue
+        rows.append([str(axis), sweep.group, _f(s.position, ".1f"), _f(s.gap, ".1f"), _f(s.current),
+                     _f(s.temperature), _f(s.voltage, ".2f"), latch])
+    return rows
+
+
+def render_view(p: RecordProgress, dest: Path) -> Group:
+    """The live view: one row per axis (fast and context groups), then the recorder's state."""
+    table = Table(show_header=True, header_style="bold", box=None)
+    for col in ("axis", "group", "position", "gap", "current", "temp", "volts", "latch"):
+        table.add_column(col, justify="left" if col in ("group", "latch") else "right")
+    for row in _rows(p.fast, p.latched) + _rows(p.context, p.latched):
+        table.add_row(*row)
+    others = {k: v for k, v in p.latched.items()
+              if not any(s is not None and k in s.axes for s in (p.fast, p.context))}
+    for axis, bits in others.items():
+        table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]")
+    window = "[bold yellow]capture window open[/]" if p.window_open else "idle"
+    status = Text.from_markup(
+        f"t {p.t:7.1f} s  frames {p.frames}  fast ring {p.fast_count}  context {p.context_count}  "
+        f"{window}  captures {len(p.captures)}  overruns {p.overruns}  -> {dest}")
+    return Group(table, status)
+
+
+def _event_line(e: RecorderEvent) -> str:
+    colour = "red" if e.kind in ("latch", "join", "capture-limit") else "yellow"
+    return f"[{colour}]{e.kind}[/] {e.text}"
+
+
+def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
+    return {
+        "status": out.status, "reason": out.reason, "exit_code": int(out.exit_code), "dest": str(dest),
+        "frames": out.frames, "duration_s": out.duration_s, "overruns": out.overruns,
+        "captures": [{"path": str(c.path), "trigger_axes": c.header["trigger_axes"],
+                      "tail_observed_s": c.header["tail_observed_s"], "end": c.header["end"]}
+                     for c in out.captures],
+        "latched": {str(k): v for k, v in out.latched.items()},
+        "events": [{"t": e.t, "kind": e.kind, "axis": e.axis, "bits": e.bits, "text": e.text}
+                   for e in out.events],
+        "warnings": out.warnings, "publish_errors": out.publish_errors,
+    }
+
+
+def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> RecordOutcome:
+    shown = {"captures": 0, "view_t": -math.inf}
+    with Live(console=console, refresh_per_second=5, transient=False) as live:
+        def progress(p: RecordProgress) -> None:
+            for e in p.events:
+                if e.kind in SHOWN_EVENTS:
+                    live.console.print(_event_line(e), highlight=False)
+            for c in p.captures[shown["captures"]:]:
+                live.console.print(f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']})",
+                                   highlight=False)
+            shown["captures"] = len(p.captures)
+            if p.t - shown["view_t"] >= VIEW_PERIOD_S:
+                live.update(render_view(p, settings.dest))
+                shown["view_t"] = p.t
+
+        return run_record(source, clock, settings, on_progress=progress,
+                          on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}", highlight=False))
+
+
+def record(
+    bus: Annotated[str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; "
+                                            "dxl:///dev/ttyUSB0?ids=10-14,20-24,30-33).")] = None,
+    robot: Annotated[str | None, typer.Option(
+        "--robot", help=f"FAIRINO arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; fairino://HOST).")
+    ] = None,
+    duration: Annotated[float | None, typer.Option("--duration", help="Seconds to record (default: until "
+                                                   "Ctrl-C).")] = None,
+    dest: Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: the XDG state dir's "
+                                              "servotool/captures).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
+) -> None:
+    """Watch a servo bus (or a FAIRINO arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
+
+    Memory rings only while all is well: 240 fast sweeps (~8 s at 30 Hz) and 36 context entries (~36 s).
+    When an axis latches a hardware error (a FAIRINO arm: a new fault code), one capture (JSONL) is
+    published with the lead-up and a 2 s tail. Read only: nothing is commanded, no REBOOT is ever sent.
+    """
+    if bus is not None and robot is not None:
+        fail("give --bus or --robot, not both")
+    kind, url = ("arm", robot) if robot is not None else ("bus", bus or DEFAULT_BUS)
+    try:
+        settings = RecordSettings(dest=default_dest(dest), duration_s=duration)
+    except ServotoolError as exc:
+        fail(str(exc))
+    clock = MonotonicClock()
+    try:
+        with claim(url) if kind == "bus" else _no_claim():
+            source = open_source(url, kind, clock)
+            announce_device(url, source.simulated, source.model)
+            out = (run_record(source, clock, settings,
+                              on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
+                   if json_out else _run_live(source, clock, settings))
+    except DeviceURLError as exc:
+        fail(str(exc))
+    except (ServotoolError, ArmDeviceError, OSError) as exc:
+        code = getattr(exc, "exit_code", ExitCode.DEVICE)
+        fail(f"cannot record from {url}: {exc}", int(code))
+    except KeyboardInterrupt:
+        fail("interrupted before recording started; nothing was recorded", ExitCode.INTERRUPTED)
+    _report(out, settings.dest, json_out)
+
+
+def _no_claim() -> contextlib.nullcontext[None]:
+    # an arm is only read (its state stream): a run that streams to it may own it meanwhile
+    return contextlib.nullcontext()
+
+
+def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
+    code = int(out.exit_code)
+    if out.publish_errors and code == 0:
+        code = int(ExitCode.FAULT)
+    if json_out:
+        print_json(_outcome_dict(out, dest))
+    else:
+        console.print(f"recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns): "
+                      f"{len(out.captures)} capture(s) in {dest}; {out.status}"
+                      + (f" ({out.reason})" if out.reason else ""), highlight=False)
+        for c in out.captures:
+            console.print(f"  {c.path}", highlight=False)
+    for e in out.publish_errors:
+        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+    if code:
+        raise typer.Exit(code)
