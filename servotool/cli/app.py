@@ -6,6 +6,7 @@ import typer
 
 from servotool.cli import version as version_cmd
 from servotool.cli.analyze import analyze
+from servotool.cli.incidents import incidents_app
 from servotool.cli.lag import lag
 from servotool.cli.ports import ports
 from servotool.cli.record import record
@@ -43,6 +44,7 @@ app.command("analyze")(analyze)
 app.command("shape")(shape)
 app.command("sweep")(sweep)
 app.command("record")(record)
+app.add_typer(incidents_app, name="incidents")
 app.add_typer(servo_app, name="servo")
 app.command("ports")(ports)
 app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")

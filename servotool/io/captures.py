@@ -194,11 +194,13 @@ def list_captures(dest: Path) -> list[tuple[Path, dict[str, Any] | None]]:
 
 
 def find_capture(dest: Path, ref: str) -> Path:
-    """A capture by path, file name, id, unique id prefix or list index (1 = oldest, -1 = newest)."""
+    """A capture by path, file name, id, unique id prefix, list number (1 = oldest; -1 or "last" = newest)."""
     direct = Path(ref)
     if direct.is_file():
         return direct
     paths = [p for p, _ in list_captures(dest)]
+    if ref in ("last", "latest") and paths:
+        return paths[-1]
     with contextlib.suppress(ValueError):
         k = int(ref)
         if paths and 1 <= abs(k) <= len(paths):

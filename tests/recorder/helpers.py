@@ -89,8 +89,9 @@ class ScriptedSource:
 
     def read_fast(self) -> Sweep:
         t = self._check()
-        return Sweep(t, "legs", {a: None if a in self.silent else
-                                 AxisSample(2048.0, 2050.0, self._current(a, t), 0.0, 5.0, 31.0) for a in LEGS})
+        axes = {a: None if a in self.silent else
+                AxisSample(2048.0, 2050.0, self._current(a, t), 0.0, 5.0, 31.0) for a in LEGS}
+        return Sweep(t, "legs", axes)
 
     def read_context(self) -> Sweep:
         return neck_sweep(self._check())

@@ -7,7 +7,7 @@ import pytest
 from servotool.clock import FakeClock
 from servotool.errors import SettingsError
 from servotool.recorder import FlightRecorder, RecorderSettings
-from tests.recorder.helpers import AXES, PERIOD, healthy, leg_sweep, run_frames
+from tests.recorder.helpers import PERIOD, healthy, leg_sweep, run_frames
 
 OVERLOAD = 0x20
 OVERHEAT = 0x04
@@ -63,7 +63,7 @@ def test_status_poll_once_a_second_prefers_a_frame_without_sweep():
         rec.after_goal_write(now)
         clock.advance(PERIOD)
     assert all(not legs for k, legs in polls[1:])
-    gaps = [b - a for (a, _), (b, _) in zip(polls, polls[1:])]
+    gaps = [b - a for (a, _), (b, _) in zip(polls, polls[1:], strict=False)]
     assert all(30 <= g <= 33 for g in gaps), gaps
 
 
@@ -77,7 +77,7 @@ def test_status_poll_deferred_at_most_two_frames():
             rec.on_status(now, healthy(now))
         clock.advance(PERIOD)
     assert due_frames[0] == 2  # due at connection, deferred twice
-    gaps = [b - a for a, b in zip(due_frames, due_frames[1:])]
+    gaps = [b - a for a, b in zip(due_frames, due_frames[1:], strict=False)]
     assert all(g <= 30 + 3 for g in gaps), gaps
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from servotool.clock import FakeClock
 from servotool.errors import SettingsError
 from servotool.io.captures import read_capture
 from servotool.runs.record import RecordSettings, StopRequest, run_record
 from tests.recorder.helpers import ScriptedSource
-
-import pytest
 
 
 def test_overload_on_one_axis_with_another_latched_at_connect(tmp_path):

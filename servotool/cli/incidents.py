@@ -1,0 +1,149 @@
+"""`servotool incidents list|show|plot`: the flight recorder's captures, one capture's header and per-axis
+summary around its trigger, and its figure.
+
+Exit codes: 0 done; 2 no such capture, or a file that is not a complete capture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from servotool.cli.common import console, fail, print_json
+from servotool.errors import ServotoolError
+from servotool.io.captures import default_dest, find_capture, list_captures, read_capture
+from servotool.recorder.summary import AxisSummary, summarize
+
+incidents_app = typer.Typer(
+    help="List, show and plot the flight recorder's captures (default folder: the XDG state dir's "
+    "servotool/captures).",
+    no_args_is_help=True,
+)
+
+DestOption = Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: the XDG state "
+                                                 "dir's servotool/captures).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")]
+RefArg = Annotated[str, typer.Argument(help="A capture: its path, id, unique id prefix, its number in "
+                                       "`incidents list`, or last (the newest).")]
+
+
+def _num(x: Any, fmt: str = ".1f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _bits(b: Any) -> str:
+    return "-" if b is None else f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
+
+
+@incidents_app.command("list")
+def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
+    """Every capture in the folder, oldest first: trigger axes, bits, lead-up, tail, how it ended."""
+    folder = default_dest(dest)
+    entries = list_captures(folder)
+    if json_out:
+        print_json([{"n": i, "path": str(p), "header": h} for i, (p, h) in enumerate(entries, start=1)])
+        return
+    if not entries:
+        console.print(f"no captures in {folder}", highlight=False)
+        return
+    table = Table(header_style="bold", box=None)
+    for col in ("#", "id", "device", "axes", "bits", "lead-up s", "tail s", "end"):
+        table.add_column(col, justify="right" if col in ("#", "lead-up s", "tail s") else "left")
+    for i, (path, h) in enumerate(entries, start=1):
+        if h is None:
+            table.add_row(str(i), path.name, "[yellow]unreadable[/]", "", "", "", "", "")
+            continue
+        table.add_row(str(i), str(h.get("id")), str((h.get("device") or {}).get("url", "")),
+                      ", ".join(str(a) for a in h.get("trigger_axes") or []),
+                      ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
+                      _num(h.get("lead_up_s")), _num(h.get("tail_observed_s")), str(h.get("end")))
+    console.print(table)
+    console.print(f"{len(entries)} capture(s) in {folder}", highlight=False)
+
+
+def _load(ref: str, dest: Path | None) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
+    try:
+        path = find_capture(default_dest(dest), ref)
+        header, samples = read_capture(path)
+    except ServotoolError as exc:
+        fail(str(exc), int(exc.exit_code))
+    return path, header, samples
+
+
+def _summary_json(s: AxisSummary) -> dict[str, Any]:
+    return {"axis": s.axis, "trigger": s.trigger, "bits": s.bits, "silent_samples": s.silent_samples,
+            **{name: {"before": f.before, "extreme": f.extreme, "change": f.change}
+               for name, f in s.fields.items()}}
+
+
+def _render_header(path: Path, h: dict[str, Any]) -> None:
+    dev = h.get("device") or {}
+    counts = h.get("counts") or {}
+    sim = ", SIMULATED" if dev.get("simulated") else ""
+    console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
+    console.print(f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}",
+                  highlight=False)
+    for t in h.get("trigger") or []:
+        clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
+        console.print(f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "
+                      f"detected at {seen} s", highlight=False)
+    console.print(
+        f"the latch happened between {_num(h.get('last_clean_t'), '+.3f')} s and 0 (detection); "
+        f"lead-up {_num(h.get('lead_up_s'), '.2f')} s, "
+        f"tail observed {_num(h.get('tail_observed_s'), '.2f')} s "
+        f"of {_num(h.get('tail_planned_s'), '.2f')} s planned ({h.get('end')}); "
+        f"{counts.get('fast')} fast, {counts.get('context')} context samples", highlight=False)
+    for e in h.get("events") or []:
+        console.print(f"  {e['t']:+8.3f} s  {e['kind']}: {e['text']}", highlight=False)
+
+
+@incidents_app.command("show")
+def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False) -> None:
+    """One capture's header, and per axis the lead-up median and the extreme around the trigger of
+    current, position gap and temperature (trigger axes first, then the largest current change)."""
+    path, header, samples = _load(ref, dest)
+    summaries = summarize(header, samples)
+    if json_out:
+        print_json({"path": str(path), "header": header, "axes": [_summary_json(s) for s in summaries]})
+        return
+    _render_header(path, header)
+    names = [n for n in ("current", "gap", "temperature")
+             if any(s.fields[n].before is not None or s.fields[n].extreme is not None for s in summaries)]
+    table = Table(header_style="bold", box=None)
+    table.add_column("axis")
+    for name in names:
+        for part in ("before", "peak", "change"):
+            table.add_column(f"{name} {part}", justify="right")
+    table.add_column("silent", justify="right")
+    for s in summaries:
+        cells = []
+        for name in names:
+            f = s.fields[name]
+            cells += [_num(f.before), _num(f.extreme), _num(f.change, "+.1f")]
+        name = f"[bold red]{s.axis}[/]" if s.trigger else s.axis
+        table.add_row(name, *cells, str(s.silent_samples))
+    console.print(table)
+
+
+@incidents_app.command("plot")
+def plot(ref: RefArg, dest: DestOption = None,
+         out: Annotated[Path | None, typer.Option("--out", help="PNG path (default: next to the capture).")]
+         = None,
+         json_out: JsonOption = False) -> None:
+    """A PNG of one capture: current, gap and temperature around the detection, the bracket between the last
+    clean answer and the detection shaded."""
+    from servotool.plots.incidents import incident_figure
+
+    path, header, samples = _load(ref, dest)
+    target = out or path.with_suffix(".png")
+    try:
+        incident_figure(header, samples).savefig(target, dpi=110)
+    except OSError as exc:
+        fail(f"cannot write {target}: {exc.strerror or exc}")
+    if json_out:
+        print_json({"capture": str(path), "plot": str(target)})
+    else:
+        console.print(f"wrote {target}", highlight=False)

@@ -1,0 +1,87 @@
+"""`servotool record` and `servotool incidents` from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+from servotool.clock import FakeClock
+from servotool.runs.record import RecordSettings, run_record
+from tests.recorder.helpers import ScriptedSource
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def captures(tmp_path):
+    clock = FakeClock()
+    out = run_record(ScriptedSource(clock, overload={12: 4.0}, latched_at_start=(31,)), clock,
+                     RecordSettings(dest=tmp_path, duration_s=12.0), handle_signals=False)
+    assert len(out.captures) == 1
+    return tmp_path
+
+
+def test_help_lists_both_commands():
+    res = runner.invoke(app, ["--help"])
+    assert "record" in res.output and "incidents" in res.output
+    for args in (["record", "--help"], ["incidents", "list", "--help"], ["incidents", "plot", "--help"]):
+        assert runner.invoke(app, args).exit_code == 0
+
+
+def test_record_refuses_bad_usage(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    res = runner.invoke(app, ["record", "--bus", "sim:microduck", "--robot", "sim:fr3",
+                              "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "not both" in res.output
+    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "-1", "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "duration" in res.output
+    res = runner.invoke(app, ["record", "--bus", "bogus:x", "--duration", "1", "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_record_refuses_a_bus_without_telemetry(tmp_path):
+    res = runner.invoke(app, ["record", "--bus", "sim:rosorin-arm", "--duration", "1",
+                              "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "Dynamixel" in res.output
+
+
+@pytest.mark.slow
+def test_record_on_the_fairino_simulator_json(tmp_path):
+    dest = tmp_path / "caps"
+    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "1", "--dest", str(dest),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout[res.stdout.index("{"):])
+    assert data["status"] == "complete" and data["captures"] == [] and data["frames"] > 10
+    assert not dest.exists()  # connecting creates no directory
+
+
+def test_incidents_list_show_plot(captures, tmp_path):
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures), "--json"])
+    assert res.exit_code == 0
+    listed = json.loads(res.stdout)
+    assert len(listed) == 1 and listed[0]["header"]["trigger_axes"] == [12]
+    res = runner.invoke(app, ["incidents", "show", "last", "--dest", str(captures), "--json"])
+    assert res.exit_code == 0
+    shown = json.loads(res.stdout)
+    first = shown["axes"][0]
+    assert first["axis"] == "12" and first["trigger"] and first["current"]["change"] > 500
+    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    assert res.exit_code == 0 and "last clean answer" in res.output
+    png = tmp_path / "x.png"
+    res = runner.invoke(app, ["incidents", "plot", "1", "--dest", str(captures), "--out", str(png)])
+    assert res.exit_code == 0 and png.stat().st_size > 1000
+
+
+def test_incidents_errors(captures, tmp_path):
+    res = runner.invoke(app, ["incidents", "show", "nope", "--dest", str(captures)])
+    assert res.exit_code == 2 and "no capture" in res.output
+    bad = captures / "capture_bad.jsonl"
+    bad.write_text('{"format": "servotool-capture", "counts": {"fast": 3}}\n{}\n')
+    res = runner.invoke(app, ["incidents", "show", str(bad)])
+    assert res.exit_code == 2 and "header counts 3" in res.output
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(tmp_path / "none")])
+    assert res.exit_code == 0 and "no captures" in res.output
