@@ -3,6 +3,9 @@ exit code, settings problems as one line each, and the simulated arm's pose kept
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlencode
@@ -15,9 +18,11 @@ from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError, open_bus, parse_url
-from servotool.errors import DeviceError, ExitCode, ServotoolError
+from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.io.sim_state import load_sim_state, save_sim_state
+from servotool.runs.ownership import claim
+from servotool.runs.signals import StopSignals
 
 DEFAULT_BUS = "sim:rosorin-arm"
 BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands) "
@@ -94,6 +99,38 @@ def save_sim_pose(url: str, bus: Bus) -> None:
         params = snapshot()
         if params:
             save_sim_state(url, params)
+
+
+@contextmanager
+def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
+    """One command's bus: the device's host-wide lock first (another servotool process holds it: exit 2),
+    then the bus opened (see open_arm_bus). Inside, a refusal or device error is one line with its exit
+    code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129. However it ends, a simulated arm's pose is
+    saved (keep_sim_pose) and the bus closed, then the lock released."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(claim(url))
+        except ServotoolError as exc:
+            fail_on(exc)
+        dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
+        try:
+            yield dev
+        except ServotoolError as exc:
+            fail_on(exc)
+        except KeyboardInterrupt as exc:
+            what = "Ctrl-C" if type(exc) is KeyboardInterrupt else str(exc)
+            fail(f"interrupted by {what} (a move under way was stopped with a hold)", exit_code_of(exc))
+        finally:
+            try:
+                if keep_sim_pose:
+                    save_sim_pose(url, dev)
+            finally:
+                dev.close()
+
+
+def stopped_by(signals: StopSignals, what: str) -> NoReturn:
+    """Exit with the code of the signal that stopped a run, saying the arm holds."""
+    fail(f"stopped by {signals.reason()}: {what}", signals.exit_code() or ExitCode.INTERRUPTED)
 
 
 def load_limits_option(path: Path | None) -> LimitsFile | None:

@@ -19,6 +19,8 @@ from serial.tools import list_ports
 from servotool.cli.common import console, err_console, print_json
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError
+from servotool.io.devlock import DeviceBusy, DeviceLock
+from servotool.runs.ownership import device_key
 
 DYNAMIXEL_BAUDS = (57600, 1_000_000)
 
@@ -49,8 +51,19 @@ def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
 
 
 def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
-    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe}."""
-    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device), "dynamixel": None}
+    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe,
+    "busy": None or who holds it}. A port another servotool process holds is not probed (a probe would
+    interleave with its traffic)."""
+    key = device_key(f"hiwonder://{device}")
+    try:
+        with DeviceLock(key) if key else contextlib.nullcontext():
+            return _probe_free_port(device, dxl)
+    except DeviceBusy as exc:
+        return {"hiwonder": [], "dynamixel": None, "busy": str(exc)}
+
+
+def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device), "dynamixel": None, "busy": None}
     if dxl is not None:
         found["dynamixel"] = {}
         for baud in DYNAMIXEL_BAUDS:
@@ -64,6 +77,8 @@ def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict
 
 
 def _answers(found: dict[str, Any]) -> str:
+    if found.get("busy"):
+        return f"[yellow]not probed: {found['busy']}[/]"
     parts = []
     if found["hiwonder"]:
         parts.append(f"hiwonder board (servos {', '.join(map(str, found['hiwonder']))})")

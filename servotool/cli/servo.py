@@ -7,8 +7,6 @@ Exit codes: 0 done, 2 a setting or goal refused (nothing moved), 3 no board answ
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +17,17 @@ from rich.table import Table
 from servotool.cli.bus_common import (
     BusOption,
     JsonOption,
+    bus_command,
     fail_all,
-    fail_on,
     limits_problem,
-    open_arm_bus,
-    save_sim_pose,
+    stopped_by,
     url_profile,
 )
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
-from servotool.errors import ExitCode, ServotoolError
+from servotool.errors import ExitCode
 from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,
@@ -43,6 +40,7 @@ from servotool.runs.servo import (
     relax,
     watch,
 )
+from servotool.runs.signals import StopSignals
 
 servo_app = typer.Typer(
     help="Read, move, hold and relax the servos of a bus-servo arm (default: the simulated rosorin-arm, "
@@ -52,23 +50,6 @@ servo_app = typer.Typer(
 
 LimitsOption = typer.Option(None, "--limits", help="ROS 2 parameter YAML with arm_limit_N: [lo, hi] (and "
                             "arm_<pose>_N poses); intersected with the limits stored in the servos.")
-
-
-@contextmanager
-def bus_session(url: str, dev: Bus) -> Iterator[None]:
-    """Close the bus whatever happens; errors become one line and their exit code; Ctrl-C exits 130. A
-    simulated arm's pose is saved for the next command."""
-    try:
-        yield
-    except ServotoolError as exc:
-        fail_on(exc)
-    except KeyboardInterrupt:
-        fail("interrupted by Ctrl-C (a move under way was stopped with a hold)", ExitCode.INTERRUPTED)
-    finally:
-        try:
-            save_sim_pose(url, dev)
-        finally:
-            dev.close()
 
 
 def _profile(dev: Bus) -> ArmProfile | None:
@@ -135,10 +116,9 @@ def read_cmd(
     such."""
     if not (math.isfinite(period) and 0.05 <= period <= 10.0):
         fail(f"--period {period:g} s outside [0.05, 10]")
-    dev = open_arm_bus(bus, keep_sim_pose=True)
-    prof = _profile(dev)
-    names = dict(prof.joint_names) if prof else {}
-    with bus_session(bus, dev):
+    with bus_command(bus, keep_sim_pose=True) as dev:
+        prof = _profile(dev)
+        names = dict(prof.joint_names) if prof else {}
         if watch_:
             try:
                 _watch(bus, dev, period, json_out, names)
@@ -183,13 +163,16 @@ def move_cmd(
                               prof.reference_poses if prof else ())
     if problems:
         fail_all(problems)
-    dev = open_arm_bus(bus, keep_sim_pose=True)
-    with bus_session(bus, dev):
+    with bus_command(bus, keep_sim_pose=True) as dev, StopSignals() as signals:
         goal = parse_goal(to, poses)
         if lf is None:
             err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
-        result = move_to(dev, MonotonicClock(), goal, limits=lim, speed=speed)
+        with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
+            result = move_to(dev, MonotonicClock(), goal, limits=lim, speed=speed,
+                             abort_requested=lambda: signals.requested is not None)
+    if result.aborted:
+        stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
     notes = []
     for sid, pulse in result.skipped.items():
         at = result.carried.get(sid)
@@ -215,8 +198,7 @@ def move_cmd(
 @servo_app.command("hold")
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Stop every servo where it is and hold it there (torque on)."""
-    dev = open_arm_bus(bus, keep_sim_pose=True)
-    with bus_session(bus, dev):
+    with bus_command(bus, keep_sim_pose=True) as dev:
         ids = hold(dev)
     if json_out:
         print_json({"device": bus, "held": ids})
@@ -249,8 +231,7 @@ def relax_cmd(
     assert prof is not None
     tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
     tol = prof.tuck_tolerance if tolerance is None else tolerance
-    dev = open_arm_bus(bus, keep_sim_pose=True)
-    with bus_session(bus, dev):
+    with bus_command(bus, keep_sim_pose=True) as dev:
         result = relax(dev, MonotonicClock(), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force)
     if json_out:
         print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,

@@ -21,18 +21,20 @@ from rich.table import Table
 
 from servotool.cli.bus_common import (
     DEFAULT_BUS,
+    bus_command,
     fail_all,
-    fail_on,
     limits_problem,
-    open_arm_bus,
+    stopped_by,
     url_profile,
     url_simulated,
 )
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
+from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
+from servotool.runs.signals import StopSignals
 from servotool.runs.sweep import SweepConfig, SweepEvent, SweepRun, SweepSettingsError, directions_for
 from servotool.runs.sweep_record import SweepFiles, SweepRecord, file_problems, record_sweeps
 
@@ -210,28 +212,31 @@ def sweep(
     if problems:
         fail_all(problems)
     files = SweepFiles(**{**files.__dict__, "limits": lf})
-    dev = open_arm_bus(bus)
+    with bus_command(bus, keep_sim_pose=True) as dev:
+        record, signals = _run(dev, config, files)
+    _render(record, json_out)
+    if record.run.error:
+        fail(record.run.error)
+    if record.run.aborted and signals.requested is not None:
+        stopped_by(signals, "the arm holds where it stopped")
+    if record.run.aborted:
+        err_console.print("[bold yellow]aborted by key: the arm is holding where it stopped[/]")
+        raise typer.Exit(ExitCode.FAULT)
+
+
+def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord, StopSignals]:
+    """The sweeps with a progress bar; any key, Ctrl-C, SIGTERM or SIGHUP stops them with a hold."""
     err_console.print(f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
                       f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
                       highlight=False)
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    try:
-        with KeyWatcher() as keys, Progress(*columns, console=err_console, transient=True) as progress:
-            if keys.active:
-                progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
-            else:
-                progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
-            record = record_sweeps(dev, MonotonicClock(), config, files, abort_requested=keys.pressed,
-                                   on_event=SweepProgress(progress))
-    except ServotoolError as exc:
-        fail_on(exc)
-    except KeyboardInterrupt:
-        fail("interrupted by Ctrl-C: the arm was told to hold where it was", ExitCode.INTERRUPTED)
-    finally:
-        dev.close()
-    _render(record, json_out)
-    if record.run.error:
-        fail(record.run.error)
-    if record.run.aborted:
-        err_console.print("[bold yellow]aborted by key: the arm is holding where it stopped[/]")
-        raise typer.Exit(ExitCode.FAULT)
+    with KeyWatcher() as keys, StopSignals() as signals, signals.latching(), \
+            Progress(*columns, console=err_console, transient=True) as progress:
+        if keys.active:
+            progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
+        else:
+            progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
+        record = record_sweeps(dev, MonotonicClock(), config, files,
+                               abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
+                               on_event=SweepProgress(progress))
+    return record, signals

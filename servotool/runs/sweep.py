@@ -277,7 +277,7 @@ class _Sweeper:
         self.on_event(SweepEvent("stop", res.joint, res.direction, t_hold, read=res.stop,
                                  message=reason + (f": limit {res.limit}" if res.limit is not None else "")))
         if reason == STOP_ABORT:
-            raise SweepAborted
+            raise SweepAborted("stop requested: the arm was held where it stopped")
 
     def go_back(self, res: SweepResult, writer: RowWriter) -> None:
         """Minimum-jerk move of the swept joint from its stop back to its start pose."""
@@ -297,7 +297,7 @@ class _Sweeper:
             if self.abort():
                 self.bus.hold()
                 writer.write(t=self.now(), event="hold", joint=res.joint, direction=res.direction)
-                raise SweepAborted
+                raise SweepAborted("stop requested on the way back: the arm was held")
             pulse = servo_pose(traj.at(k * self.cfg.period_s))[res.joint]
             self.send(res.joint, pulse)
             writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)

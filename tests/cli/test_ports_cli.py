@@ -14,6 +14,11 @@ from servotool.devices.hiwonder.sim import start_sim
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def own_lock_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+
+
 @pytest.fixture
 def board():
     server = start_sim("rosorin-arm", {"silent_10": "1"})
@@ -57,3 +62,14 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
     entry = next(e for e in data["ports"] if e["device"] == board.path)
     assert data["dynamixel_probe"] is True and entry["answers"]["dynamixel"] == {"1000000": [1, 2]}
     assert (board.path, 57600) in calls
+
+
+def test_a_port_held_by_another_servotool_process_is_not_probed(board):
+    from servotool.io.devlock import DeviceLock
+    from servotool.runs.ownership import device_key
+
+    with DeviceLock(device_key(f"hiwonder://{board.path}")):
+        before = len(board.sim.received)
+        result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+    entry = next(e for e in json.loads(result.stdout)["ports"] if e["device"] == board.path)
+    assert "in use" in entry["answers"]["busy"] and len(board.sim.received) == before

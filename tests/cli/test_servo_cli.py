@@ -12,6 +12,7 @@ runner = CliRunner()
 def own_state_dir(tmp_path, monkeypatch):
     """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
 FAST = "timeout_ms=20"
 
 
@@ -229,3 +230,12 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
             proc.kill()
     assert proc.returncode == 130
     assert "Traceback" not in err and "nothing was written" in err
+
+
+def test_a_bus_held_by_another_servotool_process_is_refused(dead_port):
+    from servotool.io.devlock import DeviceLock
+    from servotool.runs.ownership import device_key
+
+    with DeviceLock(device_key(f"hiwonder://{dead_port}")):
+        result = invoke("move", "--to", "drive", "--bus", f"hiwonder://{dead_port}?timeout_ms=20")
+    assert result.exit_code == 2 and "in use by another servotool process" in result.stderr

@@ -19,6 +19,7 @@ runner = CliRunner()
 def own_state_dir(tmp_path, monkeypatch):
     """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
 
 
@@ -280,3 +281,34 @@ def test_progress_renders_the_run_fraction_and_a_status_line():
         show(SweepEvent("done", t=2.0, message="all sweeps done", index=2, count=2))
         assert progress.tasks[0].completed == pytest.approx(1.0)
     assert "servo 2 down from 776" in console.export_text()
+
+
+@pytest.mark.slow
+def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
+           "SERVOTOOL_LOCK_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = tmp_path / "out"
+    args = ["sweep", "--joint", "2", "--direction", "down", "--speed", "10", "--out", str(out), "--json"]
+    proc = subprocess.Popen([sys.executable, "-m", "servotool", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        for line in proc.stderr:  # the run has started once its first sweep is announced
+            if "servo 2 down from" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        stdout, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "stopped by SIGTERM" in err and "Traceback" not in err
+    (csv,) = out.glob("sweep-j2-down*.csv")
+    meta, df = read_csv(csv)
+    # closed with its end line, which says why it ended; the arm was held
+    assert not meta.complete and "stop requested" in meta.end_reason and "hold" in set(df.event)
+    assert json.loads(stdout)["aborted"] is True
