@@ -48,7 +48,7 @@ servo_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LimitsOption = typer.Option(None, "--limits", help="ROS 2 parameter YAML with arm_limit_N: [lo, hi] (and "
+LimitsOption = typer.Option(None, "--limits", help="ROS 2 parameter YAML with arm_limit_N: \\[lo, hi] (and "
                             "arm_<pose>_N poses); intersected with the limits stored in the servos.")
 
 
@@ -150,11 +150,15 @@ def move_cmd(
 ) -> None:
     """Move along a minimum-jerk trajectory, checked against the limits first.
 
-    The goal and every 40 ms sample are checked against the limits stored in the servos, intersected with
-    --limits when given (your mapped limits, e.g. campaigns/rosorin-arm-limits.yaml, are narrower and
-    safer). Any goal outside them is refused with its reason and nothing moves; named poses are no
-    exception: pretuck puts servo 2 at 960, past the example file's mapped 941, so with that file pretuck
-    is refused, and the approach to the tuck (for relax) is made with the stored limits only.
+    The goal and every 40 ms sample are checked against the servos' stored limits, and against --limits.
+
+    Your mapped limits (e.g. campaigns/rosorin-arm-limits.yaml) are narrower and safer than the stored ones.
+
+    A goal outside the limits is refused with its reason and nothing moves; named poses are no exception.
+
+    Pretuck puts servo 2 at 960, past the example file's mapped 941: with that file pretuck is refused.
+
+    So the approach to the tuck (before relax) is made without --limits, against the stored limits only.
     """
     lf, problems = limits_problem(limits)
     prof = url_profile(bus)
@@ -219,8 +223,8 @@ def relax_cmd(
     """Switch torque off on every servo, only when the arm rests on itself in its tuck pose.
 
     Refused unless servos 2-4 are within --tolerance of the tuck pose (pretuck is within it), or --force.
-    An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back to
-    verify it.
+
+    An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back.
     """
     lf, problems = limits_problem(limits)
     prof = url_profile(bus)

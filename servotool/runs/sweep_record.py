@@ -15,6 +15,7 @@ What gets written (all under the output folder unless said otherwise):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -74,6 +75,15 @@ class SweepRecord:
     outputs: dict[str, Any]
     found: dict[int, FoundLimit] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def link_stats(bus: Bus) -> dict[str, int]:
+    """What the serial link went through (frames sent, replies, retries, timeouts, corrupted frames, bytes of
+    noise skipped), where the backend counts it; {} otherwise."""
+    stats = getattr(bus, "stats", None)
+    if stats is None or not dataclasses.is_dataclass(stats) or isinstance(stats, type):
+        return {}
+    return {k: int(v) for k, v in dataclasses.asdict(stats).items()}
 
 
 def file_problems(files: SweepFiles, simulated: bool) -> list[str]:
@@ -164,7 +174,8 @@ def record_sweeps(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles
     folder.mkdir(parents=True, exist_ok=True)
     outputs: dict[str, Any] = {"csv": [str(csv_paths[id(r)]) for r in run.results if id(r) in csv_paths]}
     result = {"device": bus.url, "simulated": bus.simulated, "created": when.isoformat(),
-              "command": files.command, "config": sweep_config_dict(config), **run.as_dict()}
+              "command": files.command, "config": sweep_config_dict(config), **run.as_dict(),
+              "link": link_stats(bus)}
     json_path = unique_path(folder, f"{stem}.json")
     json_path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     outputs["json"] = str(json_path)

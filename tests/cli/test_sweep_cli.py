@@ -312,3 +312,13 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
     # closed with its end line, which says why it ended; the arm was held
     assert not meta.complete and "stop requested" in meta.end_reason and "hold" in set(df.event)
     assert json.loads(stdout)["aborted"] is True
+
+
+def test_a_sweep_on_a_noisy_link_finishes_and_reports_the_damage(tmp_path):
+    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740&crc_error_rate=0.05&garbage_rate=0.05&seed=3",
+                   "--joint", "2", "--direction", "down", "--speed", "300", "--out", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["sweeps"][0]["reason"] == "stalled"
+    assert data["link"]["bad_frames"] > 0 and data["link"]["skipped_bytes"] > 0
+    assert "serial link:" in result.stderr
