@@ -165,8 +165,8 @@ def _render(record: SweepRecord, json_out: bool) -> None:
     link = record.result.get("link") or {}
     if link.get("bad_frames") or link.get("skipped_bytes"):
         err_console.print(f"[yellow]serial link: {link.get('bad_frames', 0)} corrupted frame(s), "
-                          f"{link.get('skipped_bytes', 0)} byte(s) of noise skipped, {link.get('retries', 0)} "
-                          "read(s) repeated[/]", highlight=False)
+                          f"{link.get('skipped_bytes', 0)} byte(s) of noise skipped, "
+                          f"{link.get('retries', 0)} read(s) repeated[/]", highlight=False)
     for note in record.notes:
         err_console.print(f"[yellow]{note}[/]", highlight=False)
 
