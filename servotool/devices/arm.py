@@ -1,7 +1,12 @@
 """What every streaming arm backend offers the layers above it (runs/ and cli/).
 
-A backend (FAIRINO today) implements `Arm`. Joint values are degrees, times are seconds on the host monotonic
-clock that was handed to the backend as `now` (so the run and the transport stamp on one clock).
+A backend (FAIRINO today: devices.fairino.client.FairinoArm, for a real controller and for the simulator
+alike) implements `Arm`. Joint values are degrees, speeds deg/s, times seconds on the host monotonic clock
+that was handed to the backend as `now` (so the run and the transport stamp on one clock).
+
+Errors: `DeviceError` (the device refused or failed, exit 3) and `ConnectionLost` (the link went away) are
+the package-wide classes of servotool.errors, re-exported here for the callers that import them from this
+module.
 """
 
 from __future__ import annotations
@@ -10,13 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from servotool.errors import ConnectionLost, DeviceError
 
-class DeviceError(RuntimeError):
-    """A device failed in a way the run must stop for (lost link, refused command, timeout)."""
-
-
-class ConnectionLost(DeviceError):
-    """The link to the device went away; raised within 100 ms of the loss, never a hang."""
+JointRanges = tuple[tuple[float, float], ...]  # (lo, hi) in degrees, one pair per joint
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,12 @@ class StateFrame:
 
     t: host receive time (s, the clock given to the backend); q: measured joints (deg);
     main_code / sub_code: the controller's fault latch (0, 0 when healthy); enabled: the drive is enabled;
-    setpoint: the last setpoint the controller reports having taken (deg), when the stream carries it.
+    setpoint: the last setpoint the controller reports having taken (deg), when the stream carries it;
+    device_time_s: the controller's own clock, when streamed.
+    The fields below are None when the controller does not stream them:
+    qd: measured joint speeds (deg/s); robot_state: the controller's motion state (FAIRINO: 1 stopped,
+    2 moving, 3 paused, 4 hand-guided); cmd_num: the count of ServoJ commands the controller has taken;
+    servo_active: the controller is in servo (streaming) mode, whoever put it there.
     """
 
     t: float
@@ -35,6 +41,10 @@ class StateFrame:
     enabled: bool = True
     setpoint: tuple[float, ...] | None = None
     device_time_s: float | None = None
+    qd: tuple[float, ...] | None = None
+    robot_state: int | None = None
+    cmd_num: int | None = None
+    servo_active: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -48,21 +58,73 @@ class Reply:
 
 @runtime_checkable
 class Arm(Protocol):
-    """A position-streamed arm (ServoJ style). Methods block at most for their documented timeouts."""
+    """A position-streamed arm (ServoJ style). Methods block at most for their documented timeouts; a lost
+    link raises ConnectionLost from the next call, a refused command DeviceError."""
 
-    url: str
+    url: str  # the device URL it was opened with
     model: str  # profile or model name, e.g. "fr3"
-    simulated: bool
+    simulated: bool  # a simulator answers (announced loudly by the CLI)
     n_joints: int
     joint_speed_limits: tuple[float, ...]  # deg/s per joint
 
-    def enable(self, timeout_s: float = 5.0) -> None: ...
-    def disable(self) -> None: ...
-    def servo_start(self) -> int: ...
-    def servo_end(self) -> int: ...
-    def servo_j(self, q: Sequence[float], cmd_period_s: float) -> Reply | None: ...
-    def poll_states(self) -> list[StateFrame]: ...
-    def latest_state(self) -> StateFrame | None: ...
-    def replies(self) -> list[Reply]: ...
-    def reset_faults(self) -> int: ...
-    def close(self) -> None: ...
+    @property
+    def joint_ranges(self) -> JointRanges:
+        """(lo, hi) per joint in degrees: what the controller reports where it does, else the model
+        profile's datasheet ranges. A goal outside them is refused, never clamped."""
+        ...
+
+    def busy_reason(self) -> str | None:
+        """Why another owner holds the arm, read from the state stream before enabling (another client
+        streams ServoJ, the arm moves, the controller is in servo mode), or None when it is free. Blocks
+        for at most a few state periods."""
+        ...
+
+    def enable(self, timeout_s: float = 5.0) -> None:
+        """Enable the drives and wait out the enable window; DeviceError when refused or not in time."""
+        ...
+
+    def disable(self) -> int:
+        """Disable the drives; returns the controller's code (not raised: part of every cleanup)."""
+        ...
+
+    def servo_start(self) -> int:
+        """Enter servo (streaming) mode; returns the controller's code."""
+        ...
+
+    def servo_end(self) -> int:
+        """Leave servo mode; returns the controller's code."""
+        ...
+
+    def servo_j(self, q: Sequence[float], cmd_period_s: float) -> Reply | None:
+        """Send one setpoint (deg) with its command period (s); the Reply when the transport answers at once,
+        else None (answers then come by replies()). ValueError for a wrong joint count or non-finite value."""
+        ...
+
+    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01,
+                timeout_s: float = 5.0) -> float:
+        """Stream the held pose until the controller executes the stream; returns the seconds it took.
+        DeviceError when it does not within timeout_s, on a fault, or if the arm moves away."""
+        ...
+
+    def poll_states(self) -> list[StateFrame]:
+        """The state frames received since the last call, oldest first."""
+        ...
+
+    def latest_state(self) -> StateFrame | None:
+        """The newest state frame, or None before the first one."""
+        ...
+
+    def replies(self) -> list[Reply]:
+        """Command answers received since the last call (asynchronous transports)."""
+        ...
+
+    def reset_faults(self) -> int:
+        """Clear latched faults; returns the controller's code."""
+        ...
+
+    def close(self) -> None:
+        """Close every link (and stop a simulator behind it); idempotent, never raises."""
+        ...
+
+
+__all__ = ["Arm", "ConnectionLost", "DeviceError", "JointRanges", "Reply", "StateFrame"]

@@ -1,112 +1,140 @@
 """Open a device from its URL, the way pyserial's serial_for_url does.
 
-| URL                                      | backend                                         |
-|------------------------------------------|-------------------------------------------------|
-| sim:fr3, sim:fr20, sim:simmachine[?k=v]  | embedded FAIRINO simulator + the real client    |
-| fairino://HOST[?transport=udp|rpc]       | a real FAIRINO controller                       |
-| sim:rosorin-arm[?k=v]                    | embedded bus-servo board simulator on a pty     |
-| hiwonder:///dev/ttyX[?baud=1000000]      | a real Hiwonder-style STM32 board               |
-| sim:microduck[?k=v]                      | embedded Dynamixel bus simulator on a pty       |
-| dxl:///dev/ttyX[?baud=1000000&ids=10-14] | a real Dynamixel Protocol 2.0 bus               |
+| URL                                      | family    | what it opens                                   |
+|------------------------------------------|-----------|-------------------------------------------------|
+| sim:fr3, sim:fr20, sim:simmachine[?k=v]  | fairino   | embedded FAIRINO simulator + the real client    |
+| fairino://HOST[?transport=udp|rpc]       | fairino   | a real FAIRINO controller                       |
+| sim:rosorin-arm[?k=v]                    | hiwonder  | embedded bus-servo board simulator on a pty     |
+| hiwonder:///dev/ttyX[?baud=1000000]      | hiwonder  | a real Hiwonder-style STM32 board               |
+| sim:microduck[?k=v]                      | dynamixel | embedded Dynamixel bus simulator on a pty       |
+| dxl:///dev/ttyX[?baud=1000000&ids=10-14] | dynamixel | a real Dynamixel Protocol 2.0 bus (dynamixel-sdk)|
+
+Each family is one `Family` entry in FAMILIES: its kind (arm or bus), its real-device schemes, its opener
+and where its simulator profile names live. The `sim:` names are the family's own profile table (one
+list, not two). Modules are imported only when a URL needs them, so a missing optional dependency
+(dynamixel-sdk) only matters for that family's URLs; a profile table must therefore live in a module that
+imports nothing optional.
 
 A real address that fails raises; nothing ever falls back to a simulator.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
+from servotool.devices.url import SIM_SCHEME, DeviceURL, DeviceURLError, parse_url
 
-class DeviceURLError(ValueError):
-    """The URL names no known device, or its parameters are malformed."""
+if TYPE_CHECKING:
+    from servotool.devices.arm import Arm
+    from servotool.devices.bus import Bus
+
+ARM = "arm"
+BUS = "bus"
 
 
 @dataclass(frozen=True)
-class DeviceURL:
-    """A parsed device URL: scheme ("sim", "fairino", "hiwonder"), target (host, path or profile), params."""
+class Family:
+    """One device family as the registry sees it.
 
-    raw: str
-    scheme: str
-    target: str
-    params: dict[str, str] = field(default_factory=dict)
+    kind: ARM or BUS; schemes: the URL schemes of its real devices; opener: "module:function" called as
+    `function(parsed_url, **kwargs)`; profiles: "module:attribute" naming its simulator profiles (a mapping
+    or an iterable of names, or a function returning one), in a module free of optional dependencies.
+    """
 
-    @property
-    def simulated(self) -> bool:
-        return self.scheme == "sim"
+    name: str
+    kind: str
+    schemes: tuple[str, ...]
+    opener: str
+    profiles: str
 
 
-def parse_url(url: str) -> DeviceURL:
-    """Split a device URL; raises DeviceURLError with the reason when it cannot be read."""
-    if not url or ":" not in url:
-        raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "sim":
-        target = (parts.path or parts.netloc).strip("/")
-    elif parts.netloc and not parts.path:
-        target = parts.netloc
-    elif parts.netloc:
-        target = parts.netloc + parts.path
-    else:
-        target = parts.path
+FAMILIES: tuple[Family, ...] = (
+    Family("fairino", ARM, ("fairino",), "servotool.devices.fairino.client:open_url",
+           "servotool.devices.fairino.profiles:PROFILES"),
+    Family("hiwonder", BUS, ("hiwonder",), "servotool.devices.hiwonder.client:open_url",
+           "servotool.devices.hiwonder.profiles:PROFILES"),
+    Family("dynamixel", BUS, ("dxl",), "servotool.devices.dynamixel:open_url",
+           "servotool.devices.dynamixel.profiles:PROFILES"),
+)
+
+
+def _load(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@functools.cache
+def sim_names(family: Family) -> tuple[str, ...]:
+    """The family's simulator profile names (`sim:<name>`); empty when its profile table cannot be
+    imported (then none of its sim: URLs open, and the others are unaffected)."""
     try:
-        params = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)))
-    except ValueError as exc:
-        raise DeviceURLError(f"device URL {url!r}: malformed parameters ({exc})") from None
-    if not target:
-        raise DeviceURLError(f"device URL {url!r} names no host, port or profile")
-    if scheme != "sim" and parts.netloc and ":" in parts.netloc.rsplit("]", 1)[-1]:
-        raise DeviceURLError(
-            f"device URL {url!r}: put ports in the query "
-            "(e.g. ?rpc_port=20003&cnde_port=20005&udp_port=20007), not after the host"
-        )
-    return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
+        table = _load(family.profiles)
+    except ImportError:
+        return ()
+    if callable(table):
+        table = table()
+    return tuple(str(name) for name in cast(Iterable[Any], table))
 
 
-# kind -> {scheme or "sim:<profile>" -> "module:function"}; modules load lazily so that a missing optional
-# dependency (dynamixel-sdk) only matters for the URLs that need it.
-_OPENERS: dict[str, dict[str, str]] = {
-    "arm": {
-        "fairino": "servotool.devices.fairino.client:open_url",
-        "sim:fr3": "servotool.devices.fairino.client:open_url",
-        "sim:fr20": "servotool.devices.fairino.client:open_url",
-        "sim:simmachine": "servotool.devices.fairino.client:open_url",
-    },
-    "bus": {
-        "hiwonder": "servotool.devices.hiwonder.client:open_url",
-        "sim:rosorin-arm": "servotool.devices.hiwonder.client:open_url",
-        "dxl": "servotool.devices.dynamixel:open_url",
-        "sim:microduck": "servotool.devices.dynamixel:open_url",
-    },
-}
+def _families(kind: str | None) -> list[Family]:
+    return [f for f in FAMILIES if kind is None or f.kind == kind]
 
 
 def known_urls(kind: str) -> list[str]:
-    return sorted(_OPENERS.get(kind, {}))
+    """Every URL form a kind accepts: `scheme://...` for real devices and `sim:<profile>` for simulators."""
+    out: list[str] = []
+    for fam in _families(kind):
+        out += [f"{scheme}://" for scheme in fam.schemes]
+        out += [f"{SIM_SCHEME}:{name}" for name in sim_names(fam)]
+    return sorted(out)
+
+
+def family_of(parsed: DeviceURL, kind: str | None = None) -> Family:
+    """The family that opens a URL (of the given kind, or any). Raises DeviceURLError naming the known
+    URLs, or saying which kind the URL opens when it belongs to another one."""
+    for fam in _families(None):
+        if (parsed.simulated and parsed.target in sim_names(fam)) or parsed.scheme in fam.schemes:
+            if kind is not None and fam.kind != kind:
+                raise DeviceURLError(f"{parsed.raw!r} opens a {fam.kind} ({fam.name}), not a {kind}")
+            return fam
+    what = kind or "device"
+    choices = ", ".join(known_urls(kind) if kind else known_urls(ARM) + known_urls(BUS))
+    raise DeviceURLError(f"{parsed.raw!r} is not a known {what} URL (known: {choices})")
 
 
 def _opener(kind: str, parsed: DeviceURL) -> Callable[..., Any]:
-    table = _OPENERS.get(kind, {})
-    key = f"sim:{parsed.target}" if parsed.simulated else parsed.scheme
-    spec = table.get(key)
-    if spec is None:
-        choices = ", ".join(known_urls(kind))
-        raise DeviceURLError(f"{parsed.raw!r} is not a known {kind} URL (known: {choices})")
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
+    return cast(Callable[..., Any], _load(family_of(parsed, kind).opener))
 
 
-def open_arm(url: str, **kwargs: Any) -> Any:
-    """Open a streaming arm (devices.arm.Arm) from its URL."""
+def open_arm(url: str, **kwargs: Any) -> Arm:
+    """Open a streaming arm from its URL. Raises DeviceURLError (before anything is opened) for a URL it
+    cannot read, DeviceError when the device does not answer."""
     parsed = parse_url(url)
-    return _opener("arm", parsed)(parsed, **kwargs)
+    return cast("Arm", _opener(ARM, parsed)(parsed, **kwargs))
 
 
-def open_bus(url: str, **kwargs: Any) -> Any:
-    """Open a servo bus from its URL."""
+def open_bus(url: str, **kwargs: Any) -> Bus:
+    """Open a servo bus from its URL. Raises DeviceURLError (before anything is opened) for a URL it cannot
+    read, DeviceError when the device does not answer."""
     parsed = parse_url(url)
-    return _opener("bus", parsed)(parsed, **kwargs)
+    return cast("Bus", _opener(BUS, parsed)(parsed, **kwargs))
+
+
+__all__ = [
+    "ARM",
+    "BUS",
+    "FAMILIES",
+    "DeviceURL",
+    "DeviceURLError",
+    "Family",
+    "family_of",
+    "known_urls",
+    "open_arm",
+    "open_bus",
+    "parse_url",
+    "sim_names",
+]

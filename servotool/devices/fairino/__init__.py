@@ -3,7 +3,8 @@
 Modules:
 
 * fields.py, codes.py: the CNDE field table (names, wire types) and the error-code and fault tables.
-* protocol.py: pure encode/decode of CNDE frames, state layouts and UDP commands (FrameError if bad).
+* protocol.py: pure encode/decode of CNDE frames, state layouts and UDP commands (CndeFrameError /
+  UdpFrameError if bad).
 * client.py: FairinoArm (devices.arm.Arm) and open_url for `fairino://HOST` and `sim:PROFILE` URLs;
   stream.py (state-stream reader) and rpc.py (XML-RPC with timeouts) serve it.
 * sim.py, cnde_server.py: FairinoSim, a controller that speaks the same protocols on real sockets.

@@ -21,19 +21,29 @@ import threading
 import time
 import xmlrpc.client
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from servotool.devices.arm import ConnectionLost, DeviceError, Reply, StateFrame
+from servotool.devices.arm import JointRanges, Reply, StateFrame
 from servotool.devices.fairino import protocol as p
+from servotool.devices.fairino.busy import busy_evidence
 from servotool.devices.fairino.codes import ErrCode, describe_errcode, describe_fault
-from servotool.devices.fairino.profiles import PROFILES, ProfileError, valid_params, with_overrides
+from servotool.devices.fairino.profiles import (
+    CONSERVATIVE_LIMITS,
+    CONSERVATIVE_RANGES,
+    PROFILES,
+    ProfileError,
+    valid_params,
+    with_overrides,
+)
 from servotool.devices.fairino.rpc import server_proxy
-from servotool.devices.fairino.sim import FairinoSim
 from servotool.devices.fairino.stream import StateStream
-from servotool.devices.registry import DeviceURL, DeviceURLError
+from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.errors import ConnectionLost, DeviceError
 
-# a model not named in the URL gets the lowest known limits, so speed bounds derived from them stay safe
-CONSERVATIVE_LIMITS = (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
+if TYPE_CHECKING:
+    # the simulator is imported by open_url for sim: URLs only, never by a client of a real controller
+    from servotool.devices.fairino.sim import FairinoSim
+
 _CMD_NAMES = {
     int(p.CmdId.SERVO_J): "ServoJ",
     int(p.CmdId.SERVO_MOVE_START): "ServoMoveStart",
@@ -71,6 +81,7 @@ class FairinoArm:
         simulated: bool = False,
         url: str | None = None,
         joint_speed_limits: Sequence[float] = CONSERVATIVE_LIMITS,
+        joint_ranges: JointRanges = CONSERVATIVE_RANGES,
         sim: FairinoSim | None = None,
     ) -> None:
         if transport not in ("udp", "rpc"):
@@ -82,10 +93,15 @@ class FairinoArm:
         self.simulated = simulated
         self.n_joints = 6
         self.joint_speed_limits = tuple(float(v) for v in joint_speed_limits)
+        self._profile_ranges = tuple((float(lo), float(hi)) for lo, hi in joint_ranges)
+        self._controller_ranges: JointRanges | None = None
+        self._servo_on = False  # this client started servo mode
+        self._sent = 0  # ServoJ commands this client sent
         self.transport = transport
         self.host = host
         self.sim = sim
         self.enable_wait_s = float(enable_wait_s)
+        self._state_period_s = int(state_ms) / 1000.0
         self._timeouts = (float(rpc_timeout_s), float(command_timeout_s))
         self._now = now
         self._lock = threading.Lock()
@@ -113,6 +129,7 @@ class FairinoArm:
                     self._proxy.GetControllerIP()
             except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
                 raise DeviceError(f"{self.url}: XML-RPC (port {rpc_port}) does not answer: {exc}") from None
+            self._controller_ranges = self._read_soft_limits()
             if transport == "udp":
                 self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 self._udp.connect((host, udp_port))
@@ -127,6 +144,27 @@ class FairinoArm:
     def fields(self) -> tuple[str, ...]:
         """The state fields the controller streams to this client."""
         return self._stream.fields if self._stream else ()
+
+    @property
+    def joint_ranges(self) -> JointRanges:
+        """(lo, hi) per joint, deg: the controller's soft limits (GetJointSoftLimitDeg) when it reported
+        usable ones at connect, else the model profile's datasheet ranges (profiles.py)."""
+        return self._controller_ranges or self._profile_ranges
+
+    @property
+    def joint_ranges_source(self) -> str:
+        """"controller" or "profile": where joint_ranges come from."""
+        return "controller" if self._controller_ranges else "profile"
+
+    def _read_soft_limits(self) -> JointRanges | None:
+        # optional: an older controller without the call, or an answer that is not 6 finite lo < hi pairs,
+        # leaves the profile's ranges in force
+        try:
+            with self._rpc_lock:
+                answer = self._proxy.GetJointSoftLimitDeg(1)
+        except (OSError, http.client.HTTPException, xmlrpc.client.Error):
+            return None
+        return soft_limits_from_answer(answer, self.n_joints)
 
     # --- link ---------------------------------------------------------------------------------------------
 
@@ -149,7 +187,7 @@ class FairinoArm:
             try:
                 frame = p.decode_udp(data)
                 code = int(frame.content.strip())
-            except (p.FrameError, ValueError):
+            except (p.UdpFrameError, ValueError):
                 self.bad_replies += 1
                 continue
             with self._lock:
@@ -224,10 +262,32 @@ class FairinoArm:
 
     def servo_start(self) -> int:
         """ServoMoveStart over XML-RPC (whatever the transport, to get its answer); returns the errcode."""
-        return self._code("ServoMoveStart")
+        code = self._code("ServoMoveStart")
+        self._servo_on = self._servo_on or code == ErrCode.OK
+        return code
 
     def servo_end(self) -> int:
-        return self._code("ServoMoveEnd")
+        """ServoMoveEnd over XML-RPC; returns the errcode."""
+        code = self._code("ServoMoveEnd")
+        self._servo_on = False
+        return code
+
+    def busy_reason(self, window_s: float = 0.1) -> str | None:
+        """Why another owner holds the arm, or None when it is free: the state frames of `window_s` (at least
+        three state periods) are read without being consumed (poll_states still returns them) and judged
+        by busy.busy_evidence: another client's ServoJ stream, servo mode this client did not start, the
+        arm in motion. Call it after connecting and before enabling. Raises DeviceError when no state
+        frame comes within a second, ConnectionLost when the link is lost."""
+        first = self.wait_state(1.0)
+        sent0 = self._sent
+        frames = [first]
+        end = time.monotonic() + max(float(window_s), 3 * self._state_period_s)
+        while time.monotonic() < end:
+            time.sleep(0.002)
+            latest = self.latest_state()
+            if latest is not None and latest.t != frames[-1].t:
+                frames.append(latest)
+        return busy_evidence(frames, own_commands=self._sent - sent0, own_servo=self._servo_on)
 
     def reset_faults(self) -> int:
         """ResetAllError; returns the errcode (14 while the controller is still rejecting commands)."""
@@ -246,12 +306,14 @@ class FairinoArm:
         if not all(math.isfinite(x) for x in joints):
             raise ValueError("ServoJ joint values must be finite")
         if self.transport == "rpc":
+            self._sent += 1
             err = self._code("ServoJ", joints, [0.0] * 4, 0.0, 0.0, float(cmd_period_s), 0.0, 0.0, 0)
             reply = Reply(self._now(), err, "ServoJ")
             with self._lock:
                 self._code_seq += 1
                 self._codes.append((self._code_seq, err))
             return reply
+        self._sent += 1
         content = p.encode_servoj(p.ServoJCommand(tuple(joints), cmd_t=float(cmd_period_s)))
         frame = p.encode_udp(self._udp_count, p.CmdId.SERVO_J, content)
         self._udp_count = (self._udp_count + 1) & 0xFFFF
@@ -458,39 +520,11 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
     """Open `fairino://HOST[?transport=udp|rpc&rpc_port=&cnde_port=&udp_port=&state_ms=&silence_ms=&timeout_ms=
     &model=fr3|fr20]` or `sim:fr3|fr20|simmachine[?param=value...]` (simulator parameters from
     profiles.PARAM_HELP plus transport, silence_ms, timeout_ms). A sim URL starts a FairinoSim on free
-    loopback ports and connects this same client to it. Unknown parameters raise DeviceURLError listing the
-    valid ones; extra keyword arguments go to FairinoArm."""
-    params = dict(parsed.params)
+    loopback ports and connects this same client to it. Unknown parameters or models raise DeviceURLError
+    listing the valid ones, before anything is opened; extra keyword arguments go to FairinoArm."""
     if parsed.simulated:
-        client = _client_kwargs(parsed, _CLIENT_PARAMS, params)
-        unknown = sorted(set(params) - set(valid_params()))
-        if unknown:
-            valid = ", ".join(sorted(set(valid_params()) | set(_CLIENT_PARAMS)))
-            raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
-        try:
-            profile = with_overrides(parsed.target, params)
-        except ProfileError as exc:
-            raise DeviceURLError(f"{parsed.raw}: {exc}") from None
-        sim = FairinoSim(profile, host="127.0.0.1", rpc_port=0, cnde_port=0, udp_port=0).start()
-        try:
-            return FairinoArm(
-                "127.0.0.1",
-                rpc_port=sim.ports.rpc,
-                cnde_port=sim.ports.cnde,
-                udp_port=sim.ports.udp,
-                state_ms=profile.state_ms,
-                now=now,
-                enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
-                model=profile.name,
-                simulated=True,
-                url=parsed.raw,
-                joint_speed_limits=profile.joint_speed_limits,
-                sim=sim,
-                **{**client, **kwargs},
-            )
-        except BaseException:
-            sim.stop()
-            raise
+        return _open_sim(parsed, now, kwargs)
+    params = dict(parsed.params)
     host = parsed.target
     if not host or "/" in host:
         raise DeviceURLError(f"{parsed.raw}: expected fairino://HOST")
@@ -499,11 +533,71 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         unknown, valid = ", ".join(sorted(params)), ", ".join(sorted(_REAL_PARAMS))
         raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {unknown}; valid: {valid}")
     model = client.pop("model", "fairino")
-    limits = PROFILES[model].joint_speed_limits if model in PROFILES else CONSERVATIVE_LIMITS
+    if model != "fairino" and model not in PROFILES:
+        raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
+    limits: tuple[float, ...] = CONSERVATIVE_LIMITS
+    ranges: JointRanges = CONSERVATIVE_RANGES
+    if model in PROFILES:
+        limits, ranges = PROFILES[model].joint_speed_limits, PROFILES[model].joint_ranges
     return FairinoArm(
-        host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, **{**client, **kwargs}
+        host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, joint_ranges=ranges,
+        **{**client, **kwargs},
     )
+
+
+def _open_sim(parsed: DeviceURL, now: Callable[[], float], kwargs: dict[str, Any]) -> FairinoArm:
+    # the simulator module is loaded here, for sim: URLs only
+    from servotool.devices.fairino.sim import FairinoSim
+
+    params = dict(parsed.params)
+    client = _client_kwargs(parsed, _CLIENT_PARAMS, params)
+    unknown = sorted(set(params) - set(valid_params()))
+    if unknown:
+        valid = ", ".join(sorted(set(valid_params()) | set(_CLIENT_PARAMS)))
+        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
+    try:
+        profile = with_overrides(parsed.target, params)
+    except ProfileError as exc:
+        raise DeviceURLError(f"{parsed.raw}: {exc}") from None
+    sim = FairinoSim(profile, host="127.0.0.1", rpc_port=0, cnde_port=0, udp_port=0).start()
+    try:
+        return FairinoArm(
+            "127.0.0.1",
+            rpc_port=sim.ports.rpc,
+            cnde_port=sim.ports.cnde,
+            udp_port=sim.ports.udp,
+            state_ms=profile.state_ms,
+            now=now,
+            enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
+            model=profile.name,
+            simulated=True,
+            url=parsed.raw,
+            joint_speed_limits=profile.joint_speed_limits,
+            joint_ranges=profile.joint_ranges,
+            sim=sim,
+            **{**client, **kwargs},
+        )
+    except BaseException:
+        sim.stop()
+        raise
 
 
 def _max_diff(a: Sequence[float], b: Sequence[float]) -> float:
     return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+
+def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | None:
+    """The ranges in a GetJointSoftLimitDeg answer, `[err, j1min, j1max, ..., j6min, j6max]` (the values
+    may also come as one nested list), or None when err is not 0 or the values are not n_joints finite
+    (lo, hi) pairs with lo < hi."""
+    if not isinstance(answer, (list, tuple)) or not answer or answer[0] != 0:
+        return None
+    flat = list(answer[1]) if len(answer) == 2 and isinstance(answer[1], (list, tuple)) else list(answer[1:])
+    try:
+        values = [float(x) for x in flat]
+    except (TypeError, ValueError):
+        return None
+    if len(values) != 2 * n_joints or not all(math.isfinite(v) for v in values):
+        return None
+    pairs = tuple((values[2 * j], values[2 * j + 1]) for j in range(n_joints))
+    return pairs if all(lo < hi for lo, hi in pairs) else None

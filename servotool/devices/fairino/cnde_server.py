@@ -129,7 +129,7 @@ class CndeSession:
     def _configure(self, data: bytes) -> None:
         try:
             period_ms, names = p.decode_output_config(data)
-        except p.FrameError as exc:
+        except p.CndeFrameError as exc:
             self._reply(p.MessageStatus.ERROR, str(exc))
             return
         if not names:

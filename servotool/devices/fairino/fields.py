@@ -26,7 +26,8 @@ BASE_TYPES: dict[str, tuple[int, str]] = {
     "DOUBLE": (8, "d"),
 }
 
-_TYPE_RE = re.compile(r"^([A-Z0-9]+?)(?:_(\d+))?$")
+# at most 4 digits of count: a frame holds at most 4096 bytes
+_TYPE_RE = re.compile(r"^([A-Z0-9]+?)(?:_(\d{1,4}))?$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ FIELDS: dict[str, str] = {
     "target_joint_vel": "DOUBLE_6",
     "udp_cmd_state": "INT32",
     "timestamp_us": "UINT64",
+    # simulator only (a real controller answers NOT_FOUND and clients do without): 1 while in servo mode
+    "servo_state": "UINT8",
 }
 
 # The vendor Python SDK's default subscription, in its order (73 entries in its table; three of them are pairs

@@ -1,8 +1,24 @@
-"""Simulator profiles: the measured behaviour of each controller, with every parameter overridable.
+"""FAIRINO model profiles: the measured behaviour of each controller, with every parameter overridable.
 
 Measured figures (sustained-motion lag L at cmdT = 10 ms, joint speed limits) come from the lag and runaway
 campaign: the v3.9.6 SimMachine 39 ms, a real FR3 78 ms, a real FR20 111 ms. Parameters marked "assumption"
 in `PARAM_HELP` were not measured; they are chosen to reproduce what was observed and can be changed per run.
+
+Joint ranges (deg, (lo, hi) per joint), used when a controller does not report its soft limits:
+
+| joint | FR3        | FR20       | sources                                                            |
+|-------|------------|------------|--------------------------------------------------------------------|
+| J1    | -175..175  | -175..175  | vendor spec; vendor URDF (fairino3_v6, fairino20_v6) +-3.0543 rad  |
+| J2    | -265..85   | -265..85   | vendor spec; URDF -4.6251..1.4835 rad                              |
+| J3    | -150..150  | -160..160  | vendor spec (FR3 +-150, FR20 +-160); URDF hard +-2.8274 rad (162), |
+|       |            |            | FR20 URDF soft +-2.7925 rad (160)                                  |
+| J4    | -265..85   | -265..85   | vendor spec; URDF -4.6251..1.4835 rad                              |
+| J5    | -175..175  | -175..175  | vendor spec; URDF +-3.0543 rad                                     |
+| J6    | -175..175  | -175..175  | vendor spec; URDF +-3.0543 rad                                     |
+
+Where the sources differ (FR3 J3: +-150 in the vendor's soft-limit figures, +-160 quoted elsewhere, +-162 in
+the URDF's hard limit) the narrowest is kept: a range that is too narrow refuses a goal the arm could reach,
+one that is too wide lets a goal reach the controller's own stop. The SimMachine models an FR3.
 """
 
 from __future__ import annotations
@@ -12,12 +28,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from servotool.errors import SettingsError
+
 N_JOINTS = 6
 DEFAULT_POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
+Ranges = tuple[tuple[float, float], ...]
 
-class ProfileError(ValueError):
-    """An unknown profile or parameter, or an unreadable value; the message lists the valid ones."""
+FR3_RANGES: Ranges = ((-175.0, 175.0), (-265.0, 85.0), (-150.0, 150.0), (-265.0, 85.0), (-175.0, 175.0),
+                      (-175.0, 175.0))
+FR20_RANGES: Ranges = ((-175.0, 175.0), (-265.0, 85.0), (-160.0, 160.0), (-265.0, 85.0), (-175.0, 175.0),
+                       (-175.0, 175.0))
+# a controller of unknown model: the intersection of the known ones
+CONSERVATIVE_RANGES: Ranges = tuple(
+    (max(a[0], b[0]), min(a[1], b[1])) for a, b in zip(FR3_RANGES, FR20_RANGES, strict=True)
+)
+# a controller of unknown model gets the lowest known speed limits, so bounds derived from them stay safe
+CONSERVATIVE_LIMITS = (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
+
+
+class ProfileError(SettingsError):
+    """An unknown FAIRINO profile or simulator parameter, or an unreadable value; the message lists the
+    valid ones (exit 2, before anything is started)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +76,7 @@ class SimProfile:
     initial_pose: tuple[float, ...] = DEFAULT_POSE
     udp_reply: bool = True
     physics_ms: float = 1.0
+    joint_ranges: Ranges = FR3_RANGES
 
     def __post_init__(self) -> None:
         problems = []
@@ -51,6 +84,9 @@ class SimProfile:
             problems.append(f"joint_speed_limits needs {N_JOINTS} positive values")
         if len(self.initial_pose) != N_JOINTS:
             problems.append(f"initial_pose needs {N_JOINTS} values")
+        pairs_ok = all(len(r) == 2 and math.isfinite(r[0]) and r[0] < r[1] < math.inf for r in self.joint_ranges)
+        if len(self.joint_ranges) != N_JOINTS or not pairs_ok:
+            problems.append(f"joint_ranges needs {N_JOINTS} finite (lo, hi) pairs with lo < hi")
         if min(self.lag_ms, self.tau_ms, self.noise_deg, self.enable_ms, self.reject_ms) < 0:
             problems.append("lag_ms, tau_ms, noise_deg, enable_ms and reject_ms must not be negative")
         if not 1 <= self.state_ms <= 1000:
@@ -74,7 +110,7 @@ PROFILES: dict[str, SimProfile] = {
     # the vendor's own SimMachine: executes any jump after a fixed delay, never runs away, no speed check seen
     "simmachine": SimProfile("simmachine", 39.0, (180.0,) * 6, runaway=False, speed_check=False),
     "fr3": SimProfile("fr3", 78.0, (180.0,) * 6),
-    "fr20": SimProfile("fr20", 111.0, (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)),
+    "fr20": SimProfile("fr20", 111.0, (120.0, 120.0, 120.0, 180.0, 180.0, 180.0), joint_ranges=FR20_RANGES),
 }
 
 PARAM_HELP: dict[str, str] = {
@@ -97,6 +133,7 @@ PARAM_HELP: dict[str, str] = {
     "initial_pose": "six joint values (deg), comma-separated",
     "udp_reply": "answer each UDP command with a UDP frame holding its errcode (true/false; unconfirmed)",
     "physics_ms": "physics tick (ms)",
+    "joint_ranges": "joint soft limits the controller reports, deg: twelve comma-separated values lo1,hi1,..",
 }
 
 
@@ -125,7 +162,18 @@ def _parse_floats(text: str) -> tuple[float, ...]:
     return tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
 
 
+def _pairs(raw: Any) -> Ranges:
+    flat: list[float] = []
+    for x in _parse_floats(raw) if isinstance(raw, str) else raw:
+        flat.extend((float(x[0]), float(x[1])) if isinstance(x, (tuple, list)) else (float(x),))
+    if len(flat) != 2 * N_JOINTS:
+        raise ValueError(f"needs {2 * N_JOINTS} values (lo, hi per joint), got {len(flat)}")
+    return tuple((flat[i], flat[i + 1]) for i in range(0, len(flat), 2))
+
+
 def _convert(name: str, raw: Any, current: Any) -> Any:
+    if name == "joint_ranges":
+        return _pairs(raw)
     if isinstance(current, bool):
         return raw if isinstance(raw, bool) else _parse_bool(str(raw))
     if isinstance(current, tuple):

@@ -8,7 +8,9 @@ UDP command frames (port 20007), ASCII::
 
     /f/bIII{count}III{cmdID}III{len(content)}III{content}III/b/f
 
-Every decoder raises FrameError (a ValueError) for input it cannot read; callers count and skip such frames.
+Every decoder raises only the family's ProtocolError subclass for input it cannot read: CndeFrameError for
+the state stream, UdpFrameError for command frames (both FairinoFrameError); callers count and skip such
+frames. No other exception escapes a decoder, whatever the bytes (tests/devices/fairino fuzz them).
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from functools import cached_property
 from typing import Any
 
 from servotool.devices.fairino.fields import FIELDS, SDK_DEFAULT_FIELDS, FieldType
+from servotool.errors import ProtocolError
 
 __all__ = [
     "FIELDS",
     "SDK_DEFAULT_FIELDS",
     "CmdId",
     "CndeFrame",
-    "FrameError",
+    "CndeFrameError",
+    "FairinoFrameError",
+    "UdpFrameError",
     "FrameSplitter",
     "FrameType",
     "ServoJCommand",
@@ -55,8 +60,16 @@ OVERHEAD = 8  # head 2 + count 1 + type 1 + len 2 + tail 2
 NOT_FOUND = "NOT_FOUND"
 
 
-class FrameError(ValueError):
-    """A frame (CNDE or UDP) that cannot be decoded: truncated, bad head/tail, wrong length, garbage."""
+class FairinoFrameError(ProtocolError):
+    """A FAIRINO frame that cannot be decoded: truncated, bad head/tail, wrong length, garbage."""
+
+
+class CndeFrameError(FairinoFrameError):
+    """A CNDE (state stream) frame or payload that cannot be decoded."""
+
+
+class UdpFrameError(FairinoFrameError):
+    """A UDP command frame, or the ServoJ text inside one, that cannot be decoded."""
 
 
 class FrameType(IntEnum):
@@ -90,28 +103,28 @@ _HDR = struct.Struct("<2sBBH")
 
 
 def encode_frame(ftype: int, data: bytes = b"", count: int = 0) -> bytes:
-    """One CNDE frame. Raises FrameError for data over 4096 bytes or count/type outside 0..255."""
+    """One CNDE frame. Raises CndeFrameError for data over 4096 bytes or count/type outside 0..255."""
     if len(data) > MAX_DATA:
-        raise FrameError(f"CNDE data of {len(data)} bytes exceeds {MAX_DATA}")
+        raise CndeFrameError(f"CNDE data of {len(data)} bytes exceeds {MAX_DATA}")
     if not (0 <= count <= 255 and 0 <= int(ftype) <= 255):
-        raise FrameError(f"CNDE count {count} or type {ftype} outside 0..255")
+        raise CndeFrameError(f"CNDE count {count} or type {ftype} outside 0..255")
     return _HDR.pack(HEAD, count, int(ftype), len(data)) + bytes(data) + TAIL
 
 
 def decode_frame(buf: bytes) -> CndeFrame:
-    """Decode exactly one CNDE frame occupying all of `buf`; raises FrameError otherwise."""
+    """Decode exactly one CNDE frame occupying all of `buf`; raises CndeFrameError otherwise."""
     buf = bytes(buf)
     if len(buf) < OVERHEAD:
-        raise FrameError(f"CNDE frame truncated: {len(buf)} bytes, at least {OVERHEAD} needed")
+        raise CndeFrameError(f"CNDE frame truncated: {len(buf)} bytes, at least {OVERHEAD} needed")
     head, count, ftype, length = _HDR.unpack_from(buf)
     if head != HEAD:
-        raise FrameError(f"CNDE frame head {head.hex()} is not 5a5a")
+        raise CndeFrameError(f"CNDE frame head {head.hex()} is not 5a5a")
     if length > MAX_DATA:
-        raise FrameError(f"CNDE length {length} exceeds {MAX_DATA}")
+        raise CndeFrameError(f"CNDE length {length} exceeds {MAX_DATA}")
     if len(buf) != length + OVERHEAD:
-        raise FrameError(f"CNDE length field says {length} data bytes, frame holds {len(buf) - OVERHEAD}")
+        raise CndeFrameError(f"CNDE length field says {length} data bytes, frame holds {len(buf) - OVERHEAD}")
     if buf[-2:] != TAIL:
-        raise FrameError(f"CNDE frame tail {buf[-2:].hex()} is not a5a5")
+        raise CndeFrameError(f"CNDE frame tail {buf[-2:].hex()} is not a5a5")
     return CndeFrame(ftype, buf[6 : 6 + length], count)
 
 
@@ -175,19 +188,19 @@ class FrameSplitter:
 def encode_output_config(period_ms: int, names: Sequence[str]) -> bytes:
     """Data of an OUTPUT_CONFIG frame: period u16 LE (ms) then comma-separated field names."""
     if not 0 <= period_ms <= 0xFFFF:
-        raise FrameError(f"period {period_ms} ms does not fit u16")
+        raise CndeFrameError(f"period {period_ms} ms does not fit u16")
     return struct.pack("<H", period_ms) + ",".join(names).encode("ascii")
 
 
 def decode_output_config(data: bytes) -> tuple[int, list[str]]:
-    """(period_ms, names) of an OUTPUT_CONFIG frame's data; raises FrameError on short or non-ASCII data."""
+    """(period_ms, names) of an OUTPUT_CONFIG frame's data; CndeFrameError on short or non-ASCII data."""
     if len(data) < 2:
-        raise FrameError("output config shorter than its period field")
+        raise CndeFrameError("output config shorter than its period field")
     (period,) = struct.unpack_from("<H", data)
     try:
         text = bytes(data[2:]).decode("ascii")
     except UnicodeDecodeError as exc:
-        raise FrameError(f"output config names are not ASCII ({exc})") from None
+        raise CndeFrameError(f"output config names are not ASCII ({exc})") from None
     names = [n.strip() for n in text.split(",") if n.strip()]
     return period, names
 
@@ -199,7 +212,7 @@ def encode_message(status: int, text: str = "") -> bytes:
 
 def decode_message(data: bytes) -> tuple[int, str]:
     if not data:
-        raise FrameError("message frame without a status byte")
+        raise CndeFrameError("message frame without a status byte")
     return data[0], bytes(data[1:]).decode("ascii", "replace")
 
 
@@ -235,13 +248,16 @@ class StateLayout:
 
     @classmethod
     def from_types(cls, names: Sequence[str], types: Sequence[str]) -> StateLayout:
-        """Layout from a configuration reply's type list; raises FrameError on a bad count or type."""
+        """Layout from a configuration reply's type list; raises CndeFrameError on a bad count or type."""
         if len(names) != len(types):
-            raise FrameError(f"{len(names)} field names but {len(types)} types in the reply")
+            raise CndeFrameError(f"{len(names)} field names but {len(types)} types in the reply")
         try:
             parsed = tuple(FieldType.parse(t) for t in types)
         except ValueError as exc:
-            raise FrameError(str(exc)) from None
+            raise CndeFrameError(str(exc)) from None
+        size = sum(t.size for t in parsed)
+        if size > MAX_DATA:
+            raise CndeFrameError(f"the reply's types need {size} bytes a frame, over the {MAX_DATA} limit")
         return cls(tuple(names), parsed)
 
     @cached_property
@@ -266,9 +282,9 @@ class StateLayout:
         return self._struct.pack(*flat)
 
     def unpack(self, data: bytes) -> dict[str, Any]:
-        """Values by name (scalars as numbers, arrays as tuples); raises FrameError on a size mismatch."""
+        """Values by name (scalars as numbers, arrays as tuples); raises CndeFrameError on a size mismatch."""
         if len(data) != self.size:
-            raise FrameError(f"state data of {len(data)} bytes, layout needs {self.size}")
+            raise CndeFrameError(f"state data of {len(data)} bytes, layout needs {self.size}")
         flat = self._struct.unpack(data)
         out: dict[str, Any] = {}
         i = 0
@@ -315,35 +331,40 @@ _SEP = "III"
 
 
 def encode_udp(count: int, cmd_id: int, content: str) -> bytes:
-    """One UDP command frame; raises FrameError for a count outside 0..65535 or content holding 'III'."""
+    """One UDP command frame; raises UdpFrameError for a count outside 0..65535 or content holding 'III'."""
     if not 0 <= count <= 0xFFFF:
-        raise FrameError(f"UDP count {count} outside 0..65535")
+        raise UdpFrameError(f"UDP count {count} outside 0..65535")
     if _SEP in content:
-        raise FrameError("UDP content must not contain 'III'")
+        raise UdpFrameError("UDP content must not contain 'III'")
     text = f"{_UDP_HEAD}{_SEP}{count}{_SEP}{cmd_id}{_SEP}{len(content)}{_SEP}{content}{_SEP}{_UDP_TAIL}"
     return text.encode("ascii")
 
 
+def _is_number(text: str) -> bool:
+    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
+
+
 def decode_udp(data: bytes) -> UdpFrame:
-    """Decode one UDP frame; raises FrameError on bad head/tail, field count, numbers or content length."""
+    """Decode one UDP frame; raises UdpFrameError on bad head/tail, field count, numbers or content length."""
     try:
         text = bytes(data).decode("ascii")
     except UnicodeDecodeError:
-        raise FrameError("UDP frame is not ASCII") from None
+        raise UdpFrameError("UDP frame is not ASCII") from None
     if not (text.startswith(_UDP_HEAD + _SEP) and text.endswith(_SEP + _UDP_TAIL)):
-        raise FrameError("UDP frame lacks /f/bIII head or III/b/f tail")
+        raise UdpFrameError("UDP frame lacks /f/bIII head or III/b/f tail")
     body = text[len(_UDP_HEAD) + len(_SEP) : -(len(_SEP) + len(_UDP_TAIL))]
     parts = body.split(_SEP)
     if len(parts) != 4:
-        raise FrameError(f"UDP frame has {len(parts)} fields, 4 expected (count, cmd, len, content)")
+        raise UdpFrameError(f"UDP frame has {len(parts)} fields, 4 expected (count, cmd, len, content)")
     count_s, cmd_s, len_s, content = parts
-    if not (count_s.isdigit() and cmd_s.isdigit() and len_s.isdigit()):
-        raise FrameError("UDP count, command id and length must be decimal numbers")
+    # a bounded digit count: int() of thousands of digits is slow, and refused past 4300 digits
+    if not all(_is_number(x) for x in (count_s, cmd_s, len_s)):
+        raise UdpFrameError("UDP count, command id and length must be decimal numbers of at most 9 digits")
     count, cmd_id, length = int(count_s), int(cmd_s), int(len_s)
     if count > 0xFFFF:
-        raise FrameError(f"UDP count {count} outside 0..65535")
+        raise UdpFrameError(f"UDP count {count} outside 0..65535")
     if length != len(content):
-        raise FrameError(f"UDP length field says {length}, content has {len(content)}")
+        raise UdpFrameError(f"UDP length field says {length}, content has {len(content)}")
     return UdpFrame(count, cmd_id, content)
 
 
@@ -378,16 +399,16 @@ def decode_servoj(content: str) -> ServoJCommand:
     """Read ServoJ content in either form: 6 joints, 4 axes, acc, vel, cmdT, filterT, gain, id (16 values)."""
     m = _SERVOJ_RE.match(content)
     if not m:
-        raise FrameError(f"not a ServoJ command: {content[:40]!r}")
+        raise UdpFrameError(f"not a ServoJ command: {content[:40]!r}")
     flat = m.group(1).replace("{", "").replace("}", "")
     try:
         nums = [float(x) for x in flat.split(",")]
     except ValueError:
-        raise FrameError(f"ServoJ arguments are not all numbers: {content[:60]!r}") from None
+        raise UdpFrameError(f"ServoJ arguments are not all numbers: {content[:60]!r}") from None
     if len(nums) != 16:
-        raise FrameError(f"ServoJ has {len(nums)} numbers, 16 expected")
+        raise UdpFrameError(f"ServoJ has {len(nums)} numbers, 16 expected")
     if not all(x == x and abs(x) != float("inf") for x in nums):
-        raise FrameError("ServoJ holds a non-finite number")
+        raise UdpFrameError("ServoJ holds a non-finite number")
     return ServoJCommand(
         joints=tuple(nums[0:6]),
         axes=tuple(nums[6:10]),

@@ -35,12 +35,13 @@ from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
 from servotool.devices.fairino.profiles import SimProfile, with_overrides
+from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
 
 
-class SimError(RuntimeError):
-    """The simulator could not start (port in use, bad host) or was used in the wrong state."""
+class SimError(DeviceError):
+    """The FAIRINO simulator could not start (port in use, bad host) or was used in the wrong state."""
 
 
 @dataclass(frozen=True)
@@ -145,11 +146,12 @@ class FairinoSim:
         except BaseException:
             self._close_sockets()
             raise
-        assert self._rpc and self._cnde_sock and self._udp_sock
+        rpc = self._rpc
+        assert rpc and self._cnde_sock and self._udp_sock
         self._ports = SimPorts(
-            self._rpc.server_address[1], self._cnde_sock.getsockname()[1], self._udp_sock.getsockname()[1]
+            rpc.server_address[1], self._cnde_sock.getsockname()[1], self._udp_sock.getsockname()[1]
         )
-        self._spawn(lambda: self._rpc.serve_forever(poll_interval=0.05), "rpc")
+        self._spawn(lambda: rpc.serve_forever(poll_interval=0.05), "rpc")
         self._spawn(self._accept_loop, "cnde-accept")
         self._spawn(self._udp_loop, "udp")
         self._spawn(self._physics_loop, "physics")
@@ -295,6 +297,7 @@ class FairinoSim:
             "target_joint_pos": s.target,
             "target_joint_vel": s.qd,
             "udp_cmd_state": 1 if self.stats["udp_frames"] else 0,
+            "servo_state": 1 if s.servo_active else 0,
             "timestamp_us": int(max(0.0, s.t - t0) * 1e6),
         }
 
@@ -344,6 +347,7 @@ class FairinoSim:
             "GetActualJointPosRadian": joint_pos_rad,
             "GetRobotErrorCode": error_code,
             "GetControllerIP": lambda: [0, self.host],
+            "GetJointSoftLimitDeg": lambda flag=1: [0, *(v for lh in self.profile.joint_ranges for v in lh)],
             "GetSoftwareVersion": lambda: [0, f"SIM-{self.profile.name}", FIRMWARE, FIRMWARE],
         }
         for name, fn in table.items():
@@ -399,7 +403,7 @@ class FairinoSim:
                 break
             try:
                 frame = p.decode_udp(data)
-            except p.FrameError:
+            except p.UdpFrameError:
                 self.stats["udp_bad"] += 1
                 continue
             self.stats["udp_frames"] += 1
@@ -414,7 +418,7 @@ class FairinoSim:
         if frame.cmd_id == p.CmdId.SERVO_J:
             try:
                 cmd = p.decode_servoj(frame.content)
-            except p.FrameError:
+            except p.UdpFrameError:
                 self.stats["udp_bad"] += 1
                 return int(ErrCode.PARAM_COUNT)
             return self._command(m.servo_j, cmd.joints, cmd.cmd_t)

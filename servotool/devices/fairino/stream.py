@@ -14,9 +14,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from servotool.devices.arm import DeviceError, StateFrame
+from servotool.devices.arm import StateFrame
 from servotool.devices.fairino import protocol as p
+from servotool.errors import DeviceError
 
 REQUIRED_FIELDS = ("actual_joint_pos", "main_code", "sub_code")
 # used when the controller has them; a controller answering NOT_FOUND for one is configured without it
@@ -27,6 +29,7 @@ OPTIONAL_FIELDS = (
     "actual_joint_vel",
     "robot_state",
     "timestamp_us",
+    "servo_state",
 )
 MAX_FRAMES = 65536  # frames kept between two polls (about 9 minutes at 8 ms); the oldest are dropped
 
@@ -97,7 +100,7 @@ class StateStream:
                 raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
         try:
             return tuple(names), p.StateLayout.from_types(names, text.split(","))
-        except p.FrameError as exc:
+        except p.CndeFrameError as exc:
             raise DeviceError(f"{self._label}: unreadable configuration reply: {exc}") from None
 
     def _configure(self, names: list[str], period_ms: int) -> tuple[int, str]:
@@ -175,19 +178,10 @@ class StateStream:
     def _on_data(self, data: bytes, t: float) -> None:
         try:
             v = self._layout.unpack(data)
-        except p.FrameError:
+        except p.CndeFrameError:
             self.bad_frames += 1
             return
-        stamp = v.get("timestamp_us")
-        frame = StateFrame(
-            t=t,
-            q=tuple(v["actual_joint_pos"]),
-            main_code=int(v["main_code"]),
-            sub_code=int(v["sub_code"]),
-            enabled=bool(v.get("rbt_enable_state", 1)),
-            setpoint=tuple(v["last_servoJ_target"]) if "last_servoJ_target" in v else None,
-            device_time_s=stamp * 1e-6 if stamp is not None else None,
-        )
+        frame = _frame(v, t)
         with self._lock:
             self._frames.append(frame)
             self.latest = frame
@@ -211,3 +205,24 @@ class StateStream:
             self._reader.join(timeout=1.0)
         with contextlib.suppress(OSError):
             self._sock.close()
+
+
+def _frame(v: dict[str, Any], t: float) -> StateFrame:
+    """A StateFrame from one decoded data frame (optional fields None when not subscribed)."""
+    stamp = v.get("timestamp_us")
+    cmd_num = v.get("servoJ_cmd_num")
+    robot_state = v.get("robot_state")
+    servo = v.get("servo_state")
+    return StateFrame(
+        t=t,
+        q=tuple(v["actual_joint_pos"]),
+        main_code=int(v["main_code"]),
+        sub_code=int(v["sub_code"]),
+        enabled=bool(v.get("rbt_enable_state", 1)),
+        setpoint=tuple(v["last_servoJ_target"]) if "last_servoJ_target" in v else None,
+        device_time_s=stamp * 1e-6 if stamp is not None else None,
+        qd=tuple(v["actual_joint_vel"]) if "actual_joint_vel" in v else None,
+        robot_state=int(robot_state) if robot_state is not None else None,
+        cmd_num=int(cmd_num) if cmd_num is not None else None,
+        servo_active=bool(servo) if servo is not None else None,
+    )

@@ -1,0 +1,76 @@
+"""Device URLs, read the one way every family and every command reads them.
+
+A device URL is `scheme://target?key=value&...` for a real device (`fairino://192.168.58.2`,
+`hiwonder:///dev/ttyAMA0?baud=1000000`) or `sim:profile?key=value` for an embedded simulator. Parsing only
+splits: which schemes and profiles exist, and what each parameter means, is the family's business
+(devices.registry maps a URL to its family).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+from servotool.errors import SettingsError
+
+SIM_SCHEME = "sim"
+
+
+class DeviceURLError(SettingsError):
+    """The URL cannot be read, names no known device, or its parameters are malformed (exit 2, before any
+    device is opened)."""
+
+
+@dataclass(frozen=True)
+class DeviceURL:
+    """A parsed device URL: scheme ("sim", "fairino", "hiwonder", ...), target (host, path or profile),
+    and the query parameters as strings (each family converts and checks its own)."""
+
+    raw: str
+    scheme: str
+    target: str
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def simulated(self) -> bool:
+        return self.scheme == SIM_SCHEME
+
+
+def _target(scheme: str, netloc: str, path: str) -> str:
+    if scheme == SIM_SCHEME:
+        return (path or netloc).strip("/")
+    if netloc and not path:
+        return netloc
+    if netloc:
+        return netloc + path
+    return path
+
+
+def parse_url(url: str) -> DeviceURL:
+    """Split a device URL. Raises DeviceURLError with the reason when it has no scheme, no target, malformed
+    parameters, or a port written after a host (ports go in the query, one parameter per port)."""
+    if not url or ":" not in url:
+        raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise DeviceURLError(f"device URL {url!r} cannot be read ({exc})") from None
+    scheme = parts.scheme.lower()
+    if not scheme:
+        raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
+    target = _target(scheme, parts.netloc, parts.path)
+    try:
+        params = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)))
+    except ValueError as exc:
+        raise DeviceURLError(f"device URL {url!r}: malformed parameters ({exc})") from None
+    if not target:
+        raise DeviceURLError(f"device URL {url!r} names no host, port or profile")
+    if scheme != SIM_SCHEME and parts.netloc and ":" in parts.netloc.rsplit("]", 1)[-1]:
+        raise DeviceURLError(
+            f"device URL {url!r}: put ports in the query "
+            "(e.g. ?rpc_port=20003&cnde_port=20005&udp_port=20007), not after the host"
+        )
+    return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
+
+
+__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "parse_url"]
