@@ -93,13 +93,17 @@ def known_urls(kind: str) -> list[str]:
     return sorted(out)
 
 
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
 def family_of(parsed: DeviceURL, kind: str | None = None) -> Family:
     """The family that opens a URL (of the given kind, or any). Raises DeviceURLError naming the known
     URLs, or saying which kind the URL opens when it belongs to another one."""
     for fam in _families(None):
         if (parsed.simulated and parsed.target in sim_names(fam)) or parsed.scheme in fam.schemes:
             if kind is not None and fam.kind != kind:
-                raise DeviceURLError(f"{parsed.raw!r} opens a {fam.kind} ({fam.name}), not a {kind}")
+                raise DeviceURLError(f"{parsed.raw!r} opens {_a(fam.kind)} ({fam.name}), not {_a(kind)}")
             return fam
     what = kind or "device"
     choices = ", ".join(known_urls(kind) if kind else known_urls(ARM) + known_urls(BUS))

@@ -31,3 +31,49 @@ def test_unknown_device_named_in_error():
 def test_a_port_after_the_host_is_refused_with_the_query_form():
     with pytest.raises(DeviceURLError, match="rpc_port"):
         parse_url("fairino://127.0.0.1:1")
+
+
+def test_sim_names_come_from_each_familys_profiles():
+    from servotool.devices.fairino.profiles import PROFILES as FAIRINO
+    from servotool.devices.hiwonder.profiles import PROFILES as HIWONDER
+    from servotool.devices.registry import ARM, BUS, known_urls
+
+    assert {f"sim:{n}" for n in FAIRINO} <= set(known_urls(ARM))
+    assert {f"sim:{n}" for n in HIWONDER} <= set(known_urls(BUS))
+    assert "fairino://" in known_urls(ARM) and "hiwonder://" in known_urls(BUS)
+
+
+def test_every_sim_name_belongs_to_one_family():
+    from servotool.devices.registry import FAMILIES, sim_names
+
+    names = [n for fam in FAMILIES for n in sim_names(fam)]
+    assert len(names) == len(set(names))
+
+
+def test_a_url_of_the_other_kind_is_named_as_such():
+    from servotool.devices.registry import open_bus
+
+    with pytest.raises(DeviceURLError, match="opens a arm|opens an arm|not a bus"):
+        open_bus("sim:fr3")
+    with pytest.raises(DeviceURLError, match="not a arm|not an arm"):
+        open_arm("hiwonder:///dev/null")
+
+
+def test_url_errors_are_settings_errors_with_exit_2():
+    from servotool.errors import ExitCode, SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        parse_url("nonsense")
+    assert err.value.exit_code == ExitCode.USAGE
+
+
+def test_a_real_fairino_client_does_not_import_its_simulator():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import servotool.devices.fairino.client; "
+        "print('servotool.devices.fairino.sim' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

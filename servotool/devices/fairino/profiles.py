@@ -84,7 +84,7 @@ class SimProfile:
             problems.append(f"joint_speed_limits needs {N_JOINTS} positive values")
         if len(self.initial_pose) != N_JOINTS:
             problems.append(f"initial_pose needs {N_JOINTS} values")
-        pairs_ok = all(len(r) == 2 and math.isfinite(r[0]) and r[0] < r[1] < math.inf for r in self.joint_ranges)
+        pairs_ok = all(len(r) == 2 and -math.inf < r[0] < r[1] < math.inf for r in self.joint_ranges)
         if len(self.joint_ranges) != N_JOINTS or not pairs_ok:
             problems.append(f"joint_ranges needs {N_JOINTS} finite (lo, hi) pairs with lo < hi")
         if min(self.lag_ms, self.tau_ms, self.noise_deg, self.enable_ms, self.reject_ms) < 0:

@@ -33,9 +33,9 @@ def test_cnde_frame_round_trip(ftype, count, data):
 
 def test_cnde_frame_limits():
     assert p.decode_frame(p.encode_frame(4, bytes(4096))).data == bytes(4096)
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.encode_frame(4, bytes(4097))
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.encode_frame(4, b"", count=256)
 
 
@@ -43,7 +43,7 @@ def test_cnde_frame_limits():
 def test_cnde_truncated_frames_raise(ftype, count, data, draw):
     raw = p.encode_frame(ftype, data, count)
     cut = draw.draw(st.integers(min_value=0, max_value=len(raw) - 1))
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_frame(raw[:cut])
 
 
@@ -60,7 +60,7 @@ def test_cnde_corrupted_frames_raise(ftype, count, data, draw):
         raw[4:6] = struct.pack("<H", new_len)
     else:
         raw += draw.draw(st.binary(min_size=1, max_size=8))
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_frame(bytes(raw))
 
 
@@ -68,7 +68,7 @@ def test_cnde_corrupted_frames_raise(ftype, count, data, draw):
 def test_cnde_decoding_garbage_raises_only_frame_error(raw):
     try:
         frame = p.decode_frame(raw)
-    except p.FrameError:
+    except p.FairinoFrameError:
         return
     assert p.encode_frame(frame.type, frame.data, frame.count) == raw
 
@@ -134,11 +134,11 @@ def test_config_reply_lists_types_and_not_found():
 
 
 def test_bad_config_and_message_raise():
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_output_config(b"\x08")
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_output_config(b"\x08\x00\xff\xfe")
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_message(b"")
 
 
@@ -187,9 +187,9 @@ def test_state_layout_round_trip(names, draw):
     data = layout.pack(values)
     assert len(data) == layout.size == sum(field_type(n).size for n in names)
     assert layout.unpack(data) == values
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         layout.unpack(data + b"\x00")
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         layout.unpack(data[:-1])
 
 
@@ -199,9 +199,9 @@ def test_state_layout_defaults_wraps_and_errors():
     assert out == {"servoJ_cmd_num": -(2**31), "actual_joint_pos": (0.0,) * 6}
     with pytest.raises(KeyError, match="bogus"):
         p.StateLayout.from_names(["main_code", "bogus"])
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.StateLayout.from_types(["a", "b"], ["INT32"])
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.StateLayout.from_types(["a"], ["NOT_FOUND"])
 
 
@@ -236,20 +236,20 @@ def test_udp_exact_bytes():
     ],
 )
 def test_udp_corrupted_frames_raise(raw):
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_udp(raw)
 
 
 @given(st.binary(max_size=200))
 def test_udp_garbage_raises_only_frame_error(raw):
-    with contextlib.suppress(p.FrameError):
+    with contextlib.suppress(p.FairinoFrameError):
         p.decode_udp(raw)
 
 
 def test_udp_encode_refuses_bad_input():
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.encode_udp(65536, 376, "x")
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.encode_udp(1, 376, "aIIIb")
 
 
@@ -292,7 +292,7 @@ def test_servoj_sdk_text_forms():
     ],
 )
 def test_servoj_bad_content_raises(text):
-    with pytest.raises(p.FrameError):
+    with pytest.raises(p.FairinoFrameError):
         p.decode_servoj(text)
 
 
