@@ -7,6 +7,7 @@ import typer
 from servotool.cli import version as version_cmd
 from servotool.cli.analyze import analyze
 from servotool.cli.incidents import incidents_app
+from servotool.cli.campaign import campaign_app
 from servotool.cli.lag import lag
 from servotool.cli.ports import ports
 from servotool.cli.record import record
@@ -47,6 +48,7 @@ app.command("record")(record)
 app.add_typer(incidents_app, name="incidents")
 app.add_typer(servo_app, name="servo")
 app.command("ports")(ports)
+app.add_typer(campaign_app, name="campaign")
 app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")
 app.command("version")(version_cmd.version)
 

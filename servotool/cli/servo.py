@@ -152,7 +152,7 @@ def move_cmd(
 
     The goal and every 40 ms sample are checked against the servos' stored limits, and against --limits.
 
-    Your mapped limits (e.g. campaigns/rosorin-arm-limits.yaml) are narrower and safer than the stored ones.
+    Your mapped limits (e.g. params/rosorin-arm-limits.yaml) are narrower and safer than the stored ones.
 
     A goal outside the limits is refused with its reason and nothing moves; named poses are no exception.
 

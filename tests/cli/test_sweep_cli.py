@@ -20,7 +20,7 @@ def own_state_dir(tmp_path, monkeypatch):
     """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "params" / "rosorin-arm-limits.yaml"
 
 
 def sweep(*args):

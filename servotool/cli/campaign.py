@@ -1,0 +1,216 @@
+"""`servotool campaign check|run|list`: measurement campaigns written as files, validated, run, reported."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.lag import RunProgress
+from servotool.errors import ExitCode, FileFormatError, Refused
+from servotool.io.campaign_file import shipped_campaign_files
+from servotool.io.paths import out_dir
+from servotool.runs.campaign import Campaign, CampaignInvalid, RunSpec, load_campaign, parse_campaign
+from servotool.runs.campaign_run import (
+    DONE,
+    FAULTED,
+    REFUSED,
+    STOPPED,
+    UNREACHABLE,
+    CampaignHooks,
+    CampaignRun,
+    CampaignState,
+    RunRecord,
+    find_resumable,
+    resume_campaign,
+    run_campaign,
+    start_campaign,
+)
+from servotool.runs.report import write_report
+
+campaign_app = typer.Typer(
+    help="Measurement campaigns as files: a device, safety rules and a series of runs, checked before "
+    "anything moves, run in one go, reported in one folder.",
+    no_args_is_help=True,
+)
+
+FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. campaigns/fairino-7-shaped-steps.yaml.")
+RobotOption = typer.Option(
+    None, "--robot", help="Replace the campaign's device for every run (rehearse on sim:fr3, then the arm)."
+)
+
+
+def _load(path: Path, robot: str | None) -> Campaign:
+    """The validated campaign, or every problem on stderr (one line each) and exit 2."""
+    try:
+        return load_campaign(path, robot)
+    except CampaignInvalid as exc:
+        for problem in exc.problems:
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        fail(f"{path}: {len(exc.problems)} problem(s); nothing was run")
+    except FileFormatError as exc:
+        fail(str(exc))
+
+
+def _plan_table(campaign: Campaign) -> Table:
+    table = Table(title=f"{campaign.name}: {campaign.purpose}", show_header=True, header_style="bold")
+    for col in ("#", "command", "options", "why"):
+        table.add_column(col, justify="right" if col == "#" else "left")
+    for run in campaign.runs:
+        opts = ", ".join(f"{k}={v}" for k, v in run.options.items())
+        table.add_row(str(run.index + 1), run.command, escape(opts), escape(run.why))
+    return table
+
+
+@campaign_app.command("check")
+def check(
+    file: Path = FileArg,
+    robot: str | None = RobotOption,
+    json_out: bool = typer.Option(False, "--json", help="Print the checked campaign as JSON."),
+) -> None:
+    """Validate a campaign file completely: every run against its command's own checks and the campaign's
+    safety rules. One error line per problem, with file:line. Exit 0 valid, 2 not. Opens no device."""
+    campaign = _load(file, robot)
+    if json_out:
+        print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
+        return
+    console.print(_plan_table(campaign))
+    device = robot or campaign.device
+    console.print(f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False)
+
+
+@campaign_app.command("list")
+def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
+    """The campaigns shipped with servotool, with their one-line purpose."""
+    rows: list[dict[str, Any]] = []
+    for path in shipped_campaign_files():
+        try:
+            from servotool.io.campaign_file import read_campaign_file
+
+            campaign, problems = parse_campaign(read_campaign_file(path))
+            rows.append({"name": campaign.name, "purpose": campaign.purpose, "device": campaign.device,
+                         "runs": len(campaign.runs), "file": str(path), "problems": problems})
+        except FileFormatError as exc:
+            rows.append({"name": path.stem, "purpose": "", "device": "", "runs": 0, "file": str(path),
+                         "problems": [str(exc)]})
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        fail("no shipped campaign found (campaigns/ next to the package, or <prefix>/share/servotool)", 1)
+    table = Table(show_header=True, header_style="bold")
+    for col in ("campaign", "device", "runs", "purpose"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["device"], str(r["runs"]), escape(r["purpose"]))
+    console.print(table)
+    console.print(f"[dim]files in {Path(rows[0]['file']).parent}[/]", highlight=False)
+
+
+class _Hooks:
+    """Console progress for a campaign: one line per run (overall), a bar per run."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.bar: RunProgress | None = None
+
+    def start(self, run: RunSpec, total: int) -> None:
+        err_console.print(f"[bold]{run.label} of {total}[/]: {escape(run.why)}", highlight=False)
+
+    def end(self, run: RunSpec, record: RunRecord) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+        style = {DONE: "green", FAULTED: "yellow"}.get(record.status, "bold red")
+        text = f"  [{style}]{record.status}[/]" + (f": {escape(record.reason)}" if record.reason else "")
+        err_console.print(text + "".join(f"  {f}" for f in record.files), highlight=False)
+
+    def progress(self, run: RunSpec) -> dict[str, Any]:
+        self.bar = RunProgress(self.show, run.command).__enter__()
+        return {"on_tick": self.bar.tick, "on_pass": self.bar.on_pass("pass"), "on_status": self.bar.status}
+
+    def confirm(self, run: RunSpec, url: str) -> bool:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+        from servotool.cli.step import ask_raw_confirmation
+
+        o = run.options
+        return ask_raw_confirmation(url, float(o.get("size", 10.0)), int(o.get("joint", 0)))
+
+
+def _exit_status(state: CampaignState) -> int:
+    return {
+        None: ExitCode.DONE,
+        FAULTED: ExitCode.FAULT,
+        STOPPED: ExitCode.INTERRUPTED,
+        REFUSED: ExitCode.USAGE,
+        UNREACHABLE: ExitCode.DEVICE,
+    }.get(state.stop_status, ExitCode.FAULT)
+
+
+def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume: bool) -> CampaignRun:
+    base = out_dir(out)
+    try:
+        if resume:
+            return resume_campaign(campaign, find_resumable(base, campaign.name), robot)
+        return start_campaign(campaign, base, robot)
+    except CampaignInvalid as exc:
+        for problem in exc.problems:
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        fail(f"{len(exc.problems)} problem(s); nothing was run")
+    except (Refused, OSError) as exc:
+        fail(str(exc))
+
+
+@campaign_app.command("run")
+def run(
+    file: Path = FileArg,
+    robot: str | None = RobotOption,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Parent folder; the campaign gets its own folder <name>_<stamp> in it "
+        "(default ./servotool-runs or $SERVOTOOL_OUT).")] = None,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and show the plan; open no device."),
+    resume: bool = typer.Option(False, "--resume", help="Go on in the newest unfinished folder of this "
+                                "campaign under --out, from the run where it stopped."),
+    json_out: bool = typer.Option(False, "--json", help="Print the final state as JSON."),
+) -> None:
+    """Run every run of a campaign in order, each CSV into one folder, then write report.md and report.html.
+
+    The whole file is checked first (as `campaign check`), nothing moves before. Stops at the first fault
+    unless the campaign allows faults. Raw steps on a real arm ask their typed confirmation. Ctrl-C keeps
+    every finished run and says where it stopped; --resume goes on from there.
+    Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable, 130 Ctrl-C.
+    """
+    campaign = _load(file, robot)
+    if dry_run:
+        console.print(_plan_table(campaign))
+        console.print(f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
+                      f"new folder under {out_dir(out)}; nothing was opened", highlight=False)
+        return
+    cr = _open_folder(campaign, out, robot, resume)
+    err_console.print(f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
+                      f"{cr.state.next_index + 1}, into {cr.folder}", highlight=False)
+    ui = _Hooks(not json_out)
+    hooks = CampaignHooks(on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
+                          run_progress=ui.progress)
+    state = run_campaign(campaign, cr, hooks)
+    report = write_report(cr.folder)
+    if json_out:
+        print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
+    if state.stopped:
+        err_console.print(f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished "
+                          f"run(s) kept in {cr.folder}", highlight=False)
+        if state.stop_status != FAULTED or campaign.safety.faults_allowed:
+            err_console.print(f"go on with: servotool campaign run {file} --resume"
+                              + (f" --out {out}" if out else ""), highlight=False)
+    else:
+        err_console.print(f"[green]done[/]: {len(state.runs)} run(s) in {cr.folder}", highlight=False)
+    for path in report:
+        console.print(f"report: {path}", highlight=False)
+    raise typer.Exit(int(_exit_status(state)))

@@ -1,0 +1,140 @@
+"""Read a campaign file: YAML into plain Python data, with the line of every key and list item.
+
+The structure is checked elsewhere (runs/campaign.py); this module only reads the text, so that every later
+problem can name the line it comes from. Lines are 1-based, as editors show them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+import servotool
+from servotool.errors import FileFormatError
+
+Key = tuple[Any, ...]
+
+
+class CampaignFileError(FileFormatError):
+    """A campaign file that is not readable YAML, or not a mapping at the top; the message names file:line."""
+
+
+@dataclass
+class YamlText:
+    """A YAML document as plain data (dicts, lists, scalars) and the line of each node, keyed by its path
+    from the top (e.g. ("runs", 2, "options", "size")); the top is ()."""
+
+    path: Path
+    data: Any
+    lines: dict[Key, int] = field(default_factory=dict)
+    header: str = ""  # the comment block the file opens with, without the '#' marks
+    text: str = ""
+
+    def line(self, key: Key) -> int:
+        """The line of the node at `key`, else of its nearest ancestor that has one (1 for the top)."""
+        k = tuple(key)
+        while k:
+            if k in self.lines:
+                return self.lines[k]
+            k = k[:-1]
+        return self.lines.get((), 1)
+
+    def where(self, key: Key) -> str:
+        """`file:line` of the node at `key`, for error messages."""
+        return f"{self.path}:{self.line(key)}"
+
+
+def _plain(node: Any, key: Key, lines: dict[Key, int]) -> Any:
+    """Copy a ruamel node into plain data, recording the line of each key and item (0-based -> 1-based)."""
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for k, v in node.items():
+            with contextlib.suppress(KeyError, TypeError, AttributeError):
+                lines[key + (k,)] = int(node.lc.key(k)[0]) + 1
+            out[k] = _plain(v, key + (k,), lines)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, v in enumerate(node):
+            with contextlib.suppress(KeyError, TypeError, AttributeError, IndexError):
+                lines[key + (i,)] = int(node.lc.item(i)[0]) + 1
+            items.append(_plain(v, key + (i,), lines))
+        return items
+    return node
+
+
+def header_comment(text: str) -> str:
+    """The comment block at the top of a YAML text, '#' marks stripped, lines joined by newlines."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith("#"):
+            break
+        out.append(line[1:].strip())
+    return "\n".join(out).strip()
+
+
+def read_campaign_text(text: str, path: Path) -> YamlText:
+    """Parse YAML text; raises CampaignFileError naming path:line on a syntax error or a non-mapping top."""
+    yaml = YAML(typ="rt")
+    try:
+        doc = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise CampaignFileError(f"{path}:{line}: not valid YAML: {exc.problem or exc.context}") from None
+    except YAMLError as exc:
+        raise CampaignFileError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(doc, CommentedMap):
+        raise CampaignFileError(f"{path}:1: a campaign file is a YAML mapping (name:, device:, runs: ...)")
+    lines: dict[Key, int] = {(): 1}
+    data = _plain(doc, (), lines)
+    return YamlText(path=path, data=data, lines=lines, header=header_comment(text), text=text)
+
+
+def read_campaign_file(path: str | Path) -> YamlText:
+    """Read and parse a campaign file; raises CampaignFileError when it cannot be read or parsed."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CampaignFileError(f"{p}: cannot be read: {exc}") from None
+    return read_campaign_text(text, p)
+
+
+def shipped_campaign_dirs() -> list[Path]:
+    """Where the shipped campaigns are: `campaigns/` next to the package in a source checkout (editable
+    installs included), else the data folder a wheel installs them into
+    (`<prefix>/share/servotool/campaigns`)."""
+    import sys
+    import sysconfig
+
+    here = Path(servotool.__file__).resolve().parent
+    candidates = [here.parent / "campaigns", Path(sys.prefix) / "share" / "servotool" / "campaigns"]
+    for scheme in (None, f"{os.name}_user"):
+        try:
+            data = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
+        except KeyError:
+            continue
+        candidates.append(Path(data) / "share" / "servotool" / "campaigns")
+    seen: list[Path] = []
+    for c in candidates:
+        if c.is_dir() and c not in seen:
+            seen.append(c)
+    return seen
+
+
+def shipped_campaign_files() -> list[Path]:
+    """Every shipped campaign file (*.yaml), from the first folder that holds any, sorted by name."""
+    for folder in shipped_campaign_dirs():
+        files = sorted(folder.glob("*.yaml"))
+        if files:
+            return files
+    return []

@@ -1,0 +1,443 @@
+"""Campaign files: a device, the arm's safety rules and a series of runs, validated completely before anything
+moves.
+
+A campaign is structured data, never shell strings:
+
+    name: fr3-gap-udp
+    purpose: one line shown by `servotool campaign list`
+    device: sim:fr3
+    safety: {joints: [0], max_step_deg: 2.5, raw_steps: true, faults_allowed: true, simulators_only: true}
+    runs:
+      - why: the coin-flip band
+        command: step
+        options: {joint: 0, size: 1.5, steps: 1, raw: true}
+
+Validation collects every problem, each naming the file and line: an unknown key, a value of the wrong type,
+a run whose settings its own command refuses (the same check the command runs before it opens a device),
+and a run that breaks the campaign's safety rules. Nothing here opens a device or moves anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from servotool.devices.arm import Arm
+from servotool.devices.fairino.profiles import N_JOINTS, PROFILES, ProfileError, with_overrides
+from servotool.devices.hiwonder.profiles import ROSORIN_ARM
+from servotool.devices.registry import DeviceURLError, known_urls, parse_url
+from servotool.errors import Refused
+from servotool.io.campaign_file import Key, YamlText, read_campaign_file
+from servotool.runs.ramp import RampSettings
+from servotool.runs.ramp import check_settings as check_ramp
+from servotool.runs.step import StepSettings
+from servotool.runs.step import check_settings as check_step
+from servotool.runs.stream import RunRefused
+from servotool.runs.sweep import SweepConfig, directions_for
+
+COMMANDS = ("lag", "step", "sweep")
+ARM_COMMANDS = ("lag", "step")
+
+
+class CampaignInvalid(Refused):
+    """A campaign file with problems; `problems` holds one line per problem (file:line: what)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"{len(problems)} problem(s):\n" + "\n".join(problems))
+        self.problems = problems
+
+
+# option name -> its type: "int", "float", "bool", "str", "floats" (list or comma string) or "ints"
+LAG_OPTIONS = {
+    "joint": "int", "sweep": "float", "speeds": "floats", "ramp_ms": "float", "settle_ms": "float",
+    "cmd_ms": "float", "a_max": "float", "v_max": "float", "rpc": "bool", "keep": "bool",
+    "realtime": "bool", "cold_start": "bool",
+}
+STEP_OPTIONS = {
+    "joint": "int", "size": "float", "steps": "int", "hold_ms": "float", "cmd_ms": "float", "raw": "bool",
+    "shaper": "str", "v_max": "float", "a_max": "float", "j_max": "float", "lag_ms": "float", "rpc": "bool",
+    "keep": "bool", "test_arm": "bool", "guard": "bool", "realtime": "bool",
+}
+SWEEP_OPTIONS = {"joints": "ints", "direction": "str", "speed": "float", "inside": "int"}
+OPTIONS = {"lag": LAG_OPTIONS, "step": STEP_OPTIONS, "sweep": SWEEP_OPTIONS}
+
+SAFETY_KEYS = {
+    "joints": "ints", "max_speed_deg_s": "float", "max_sweep_deg": "float", "max_step_deg": "float",
+    "max_a_max": "float", "max_speed_pulses_s": "float", "ramp_only": "bool", "raw_steps": "bool",
+    "faults_allowed": "bool", "simulators_only": "bool",
+}
+TOP_KEYS = ("name", "purpose", "device", "safety", "runs")
+RUN_KEYS = ("why", "command", "options")
+
+
+@dataclass(frozen=True)
+class SafetyRules:
+    """What the campaign allows. None means no rule of that kind; booleans default to the safe side.
+
+    joints: joint indices allowed (arm: 0-based; bus: servo ids); max_speed_deg_s: cruise speeds and the
+    shaper's v_max; max_sweep_deg: ramp sweeps; max_step_deg: step sizes; max_a_max: the shaper's a_max;
+    max_speed_pulses_s: bus sweeps; ramp_only: no step runs; raw_steps: raw (unshaped) steps allowed;
+    faults_allowed: the campaign goes on after a fault (else it stops at the first); simulators_only: the
+    device must be a simulator (also when --robot swaps it).
+    """
+
+    joints: tuple[int, ...] | None = None
+    max_speed_deg_s: float | None = None
+    max_sweep_deg: float | None = None
+    max_step_deg: float | None = None
+    max_a_max: float | None = None
+    max_speed_pulses_s: float | None = None
+    ramp_only: bool = False
+    raw_steps: bool = False
+    faults_allowed: bool = False
+    simulators_only: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a campaign: index (0-based), the command, its options as written, why, the file line."""
+
+    index: int
+    command: str
+    options: dict[str, Any]
+    why: str
+    line: int
+    option_lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"run {self.index + 1} ({self.command})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "command": self.command, "options": dict(self.options), "why": self.why,
+                "line": self.line}
+
+
+@dataclass
+class Campaign:
+    name: str
+    purpose: str
+    device: str
+    safety: SafetyRules
+    runs: list[RunSpec]
+    path: Path
+    header: str = ""
+    text: str = ""
+    device_line: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "purpose": self.purpose, "device": self.device, "file": str(self.path),
+                "safety": self.safety.to_dict(), "runs": [r.to_dict() for r in self.runs]}
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What validation needs to know of a device, read from its URL alone (nothing is opened)."""
+
+    url: str
+    kind: str  # "arm" or "bus"
+    model: str
+    simulated: bool
+    n_joints: int
+    joint_speed_limits: tuple[float, ...] = ()
+    joint_ids: tuple[int, ...] = ()
+
+
+def device_facts(url: str) -> DeviceFacts:
+    """The facts of a device URL; raises DeviceURLError when the URL names no known device."""
+    parsed = parse_url(url)
+    key = f"sim:{parsed.target}" if parsed.simulated else parsed.scheme
+    if key in known_urls("bus"):
+        ids = ROSORIN_ARM.joint_ids
+        return DeviceFacts(url, "bus", ROSORIN_ARM.name, parsed.simulated, len(ids), joint_ids=ids)
+    if key not in known_urls("arm"):
+        raise DeviceURLError(f"{url!r} is not a known device URL (known: "
+                             f"{', '.join(known_urls('arm') + known_urls('bus'))})")
+    if parsed.simulated:
+        client_keys = ("transport", "silence_ms", "timeout_ms")
+        params = {k: v for k, v in parsed.params.items() if k not in client_keys}
+        try:
+            profile = with_overrides(parsed.target, params)
+        except ProfileError as exc:
+            raise DeviceURLError(f"{url}: {exc}") from None
+        return DeviceFacts(url, "arm", profile.name, True, N_JOINTS, profile.joint_speed_limits)
+    model = parsed.params.get("model", "")
+    limits = PROFILES[model].joint_speed_limits if model in PROFILES else ()
+    return DeviceFacts(url, "arm", model, False, N_JOINTS, limits)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# typed values
+
+
+def _as(kind: str, value: Any) -> Any:
+    """Convert one YAML value to `kind`; raises ValueError saying what was expected."""
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"expected true or false, got {value!r}")
+    if kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number, got {value!r}")
+        if kind == "int":
+            if float(value) != int(value):
+                raise ValueError(f"expected a whole number, got {value!r}")
+            return int(value)
+        if not math.isfinite(float(value)):
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return float(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"expected text, got {value!r}")
+        return value
+    items = value.replace(";", ",").split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"expected a non-empty list of numbers, got {value!r}")
+    try:
+        return tuple(_as(kind[:-1], x if not isinstance(x, str) else float(x)) for x in items)
+    except ValueError:
+        raise ValueError(f"expected a list of numbers, got {value!r}") from None
+
+
+def _typed(doc: YamlText, key: Key, raw: Any, spec: Mapping[str, str], what: str,
+           problems: list[str]) -> dict[str, Any]:
+    """The mapping at `key` with each value converted per spec; unknown keys and bad values are problems."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.append(f"{doc.where(key)}: {what} must be a mapping of name: value")
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in spec:
+            problems.append(f"{doc.where((*key, name))}: unknown {what} {name!r} (known: {', '.join(spec)})")
+            continue
+        try:
+            out[name] = _as(spec[name], value)
+        except ValueError as exc:
+            problems.append(f"{doc.where((*key, name))}: {what} {name}: {exc}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# options -> the commands' own settings
+
+
+def ramp_settings(o: Mapping[str, Any]) -> RampSettings:
+    d = RampSettings()
+    return RampSettings(
+        joint=o.get("joint", d.joint), sweep_deg=o.get("sweep", d.sweep_deg),
+        speeds_deg_s=tuple(o.get("speeds", d.speeds_deg_s)), ramp_s=o.get("ramp_ms", d.ramp_s * 1e3) / 1e3,
+        settle_s=o.get("settle_ms", d.settle_s * 1e3) / 1e3,
+        cmd_period_s=o.get("cmd_ms", d.cmd_period_s * 1e3) / 1e3, a_max=o.get("a_max", d.a_max),
+        v_max=o.get("v_max", d.v_max), keep=o.get("keep", d.keep), realtime=o.get("realtime", d.realtime),
+        transport="rpc" if o.get("rpc", False) else "udp",
+    )
+
+
+def step_settings(o: Mapping[str, Any]) -> StepSettings:
+    d = StepSettings()
+    return StepSettings(
+        joint=o.get("joint", d.joint), size_deg=o.get("size", d.size_deg), steps=o.get("steps", d.steps),
+        hold_s=o.get("hold_ms", d.hold_s * 1e3) / 1e3,
+        cmd_period_s=o.get("cmd_ms", d.cmd_period_s * 1e3) / 1e3, shaped=not o.get("raw", False),
+        shaper=o.get("shaper", d.shaper), v_max=o.get("v_max", d.v_max), a_max=o.get("a_max", d.a_max),
+        j_max=o.get("j_max", d.j_max), guard=o.get("guard", d.guard), lag_ms=o.get("lag_ms", d.lag_ms),
+        keep=o.get("keep", d.keep), test_arm=o.get("test_arm", d.test_arm),
+        realtime=o.get("realtime", d.realtime), transport="rpc" if o.get("rpc", False) else "udp",
+    )
+
+
+def sweep_config(o: Mapping[str, Any], facts: DeviceFacts) -> SweepConfig:
+    """The sweep settings; raises ValueError when its own checks refuse them."""
+    d = SweepConfig(joints=(1,))
+    speed = o.get("speed", d.speed)
+    return SweepConfig(joints=tuple(o.get("joints", facts.joint_ids)),
+                       directions=directions_for(o.get("direction", "both")), speed=speed,
+                       inside=o.get("inside", d.inside), return_speed=max(100.0, speed))
+
+
+def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
+    """What the run's own command refuses for these options on this device (its pre-device checks)."""
+    o = run.options
+    if run.command in ARM_COMMANDS and facts.kind != "arm":
+        return [f"`{run.command}` needs an arm, but {facts.url} is a servo bus"]
+    if run.command == "sweep" and facts.kind != "bus":
+        return [f"`sweep` needs a servo bus, but {facts.url} is an arm"]
+    try:
+        if run.command == "lag":
+            check_ramp(ramp_settings(o), cast(Arm, facts))
+        elif run.command == "step":
+            s = step_settings(o)
+            s.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
+            check_step(s, cast(Arm, facts))
+        else:
+            cfg = sweep_config(o, facts)
+            unknown = [j for j in cfg.joints if j not in facts.joint_ids and j not in ROSORIN_ARM.ids]
+            if unknown:
+                return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
+    except (RunRefused, ValueError) as exc:
+        return [str(exc)]
+    return []
+
+
+Found = list[tuple[str, str]]  # (option the problem is about, or "" for the run; the problem)
+
+
+def _lag_rule_problems(s: RampSettings, o: Mapping[str, Any], rules: SafetyRules) -> Found:
+    out: Found = []
+    if rules.max_sweep_deg is not None and abs(s.sweep_deg) > rules.max_sweep_deg:
+        out.append(("sweep", f"sweep {s.sweep_deg:g} deg is above max_sweep_deg {rules.max_sweep_deg:g}"))
+    top = max(s.speeds_deg_s, default=0.0)
+    if rules.max_speed_deg_s is not None and top > rules.max_speed_deg_s:
+        out.append(("speeds", f"speed {top:g} deg/s is above max_speed_deg_s {rules.max_speed_deg_s:g}"))
+    if o.get("cold_start") and not rules.simulators_only:
+        out.append(("cold_start", "cold_start (streaming inside the enable window) needs "
+                    "`simulators_only: true`"))
+    if o.get("cold_start") and not rules.faults_allowed:
+        out.append(("cold_start", "cold_start makes the controller run away: it needs "
+                    "`faults_allowed: true`"))
+    return out
+
+
+def _step_rule_problems(s: StepSettings, rules: SafetyRules) -> Found:
+    out: Found = []
+    if rules.ramp_only:
+        out.append(("", "this campaign is ramp only: step runs are not allowed"))
+    if not s.shaped and not rules.raw_steps:
+        out.append(("raw", "raw steps are not allowed by this campaign (safety: raw_steps: false)"))
+    if rules.max_step_deg is not None and abs(s.size_deg) > rules.max_step_deg:
+        out.append(("size", f"step size {s.size_deg:g} deg is above max_step_deg {rules.max_step_deg:g}"))
+    if s.shaped and rules.max_speed_deg_s is not None and s.v_max > rules.max_speed_deg_s:
+        out.append(("v_max", f"v_max {s.v_max:g} deg/s is above max_speed_deg_s {rules.max_speed_deg_s:g}"))
+    if s.shaped and rules.max_a_max is not None and s.a_max > rules.max_a_max:
+        out.append(("a_max", f"a_max {s.a_max:g} deg/s^2 is above max_a_max {rules.max_a_max:g}"))
+    return out
+
+
+def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Found:
+    """Every way the run breaks the campaign's safety rules."""
+    o, out = run.options, []
+    sweep = run.command == "sweep"
+    joints = o.get("joints", facts.joint_ids) if sweep else (o.get("joint", 0),)
+    if rules.joints is not None:
+        out += [("joints" if sweep else "joint",
+                 f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})")
+                for j in joints if j not in rules.joints]
+    if run.command == "lag":
+        out += _lag_rule_problems(ramp_settings(o), o, rules)
+    elif run.command == "step":
+        out += _step_rule_problems(step_settings(o), rules)
+    elif rules.max_speed_pulses_s is not None and o.get("speed", 25.0) > rules.max_speed_pulses_s:
+        out.append(("speed", f"speed {o.get('speed', 25.0):g} pulses/s is above max_speed_pulses_s "
+                    f"{rules.max_speed_pulses_s:g}"))
+    return out
+
+
+def run_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts, path: Path) -> list[str]:
+    """Every problem of one run on one device, as `file:line: run N (command): what`: its command's own
+    checks, then the safety rules. The line is the option's when the problem is about one option."""
+    found: Found = [("", p) for p in _command_problems(run, facts)]
+    if not found or run.command != "sweep":
+        found += _rule_problems(run, rules, facts)
+    return [f"{path}:{run.option_lines.get(opt, run.line)}: {run.label}: {msg}" for opt, msg in found]
+
+
+def device_problems(url: str, rules: SafetyRules, where: str) -> tuple[DeviceFacts | None, list[str]]:
+    try:
+        facts = device_facts(url)
+    except DeviceURLError as exc:
+        return None, [f"{where}: device: {exc}"]
+    if rules.simulators_only and not facts.simulated:
+        return facts, [f"{where}: device {url} is not a simulator, and this campaign runs on simulators only"]
+    return facts, []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the file
+
+
+def _parse_runs(doc: YamlText, problems: list[str]) -> list[RunSpec]:
+    raw = doc.data.get("runs")
+    if not isinstance(raw, list) or not raw:
+        problems.append(f"{doc.where(('runs',))}: `runs:` must be a non-empty list of runs")
+        return []
+    runs = []
+    for i, item in enumerate(raw):
+        key: Key = ("runs", i)
+        if not isinstance(item, dict):
+            problems.append(f"{doc.where(key)}: run {i + 1} must be a mapping with why, command, options")
+            continue
+        for extra in sorted(set(item) - set(RUN_KEYS), key=str):
+            problems.append(f"{doc.where((*key, extra))}: run {i + 1}: unknown key {extra!r} "
+                            f"(known: {', '.join(RUN_KEYS)})")
+        command, why = item.get("command"), item.get("why")
+        if command not in COMMANDS:
+            problems.append(f"{doc.where((*key, 'command'))}: run {i + 1}: command must be one of "
+                            f"{', '.join(COMMANDS)}, not {command!r}")
+            continue
+        if not isinstance(why, str) or not why.strip():
+            problems.append(f"{doc.where(key)}: run {i + 1}: give a short `why:` (what this run shows)")
+        options = _typed(doc, (*key, "options"), item.get("options"), OPTIONS[command], "option", problems)
+        opt_lines = {name: doc.line((*key, "options", name)) for name in options}
+        runs.append(RunSpec(i, command, options, str(why or "").strip(), doc.line(key), opt_lines))
+    return runs
+
+
+def _text_field(doc: YamlText, name: str, problems: list[str], required: bool = True) -> str:
+    value = doc.data.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{doc.where((name,))}: `{name}:` must be given as text")
+        return ""
+    return value.strip()
+
+
+def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
+    """The campaign in a parsed file and every structural problem found (no device check yet)."""
+    problems: list[str] = []
+    for extra in sorted(set(doc.data) - set(TOP_KEYS), key=str):
+        problems.append(f"{doc.where((extra,))}: unknown key {extra!r} (known: {', '.join(TOP_KEYS)})")
+    name = _text_field(doc, "name", problems) or doc.path.stem
+    purpose = _text_field(doc, "purpose", problems)
+    device = _text_field(doc, "device", problems)
+    rules = _typed(doc, ("safety",), doc.data.get("safety"), SAFETY_KEYS, "safety rule", problems)
+    safety = SafetyRules(**rules)
+    runs = _parse_runs(doc, problems)
+    campaign = Campaign(name, purpose, device, safety, runs, doc.path, doc.header, doc.text,
+                        device_line=doc.line(("device",)))
+    return campaign, problems
+
+
+def validate(campaign: Campaign, robot: str | None = None) -> list[str]:
+    """Every problem of every run on the campaign's device, or on `robot` when given (it replaces the
+    device for every run). Empty when the campaign may start."""
+    url = robot or campaign.device
+    if not url:
+        return []
+    where = "--robot" if robot else f"{campaign.path}:{campaign.device_line}"
+    facts, problems = device_problems(url, campaign.safety, where)
+    if facts is None:
+        return problems
+    for run in campaign.runs:
+        problems += run_problems(run, campaign.safety, facts, campaign.path)
+    return problems
+
+
+def load_campaign(path: str | Path, robot: str | None = None) -> Campaign:
+    """Read and validate a campaign file completely; raises CampaignFileError (unreadable YAML) or
+    CampaignInvalid listing every problem, each with its file:line. Opens no device."""
+    doc = read_campaign_file(path)
+    campaign, problems = parse_campaign(doc)
+    if campaign.device or robot:
+        problems += validate(campaign, robot)
+    if problems:
+        raise CampaignInvalid(problems)
+    return campaign

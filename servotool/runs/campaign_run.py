@@ -1,0 +1,323 @@
+"""Run a validated campaign: every run in order, every CSV into one folder, a state file to resume from.
+
+The folder (`<out>/<name>_<UTC stamp>/`) holds a copy of the campaign file (`campaign.yaml`), the state file
+(`campaign-state.json`), every run's CSV and, at the end, the report. A run that finished (complete, or ended
+by a controller fault) is kept and recorded in the state file before the next one starts. A run stopped by
+Ctrl-C is not finished: its partial CSV is renamed `*.csv.interrupted` (kept, but not part of the results) and
+`resume` starts again from that run. The campaign stops at the first fault unless its safety rules allow
+faults, and at the first run that is refused or cannot reach its device. Never prints: progress goes to the
+hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from servotool.clock import Clock, MonotonicClock
+from servotool.devices.arm import Arm
+from servotool.devices.registry import DeviceURLError, open_arm, open_bus
+from servotool.errors import DeviceError, Refused
+from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.runs.campaign import (
+    Campaign,
+    CampaignInvalid,
+    RunSpec,
+    device_facts,
+    ramp_settings,
+    step_settings,
+    sweep_config,
+    validate,
+)
+from servotool.runs.cold_start import run_cold_ramp
+from servotool.runs.ramp import run_ramp
+from servotool.runs.step import raw_needs_confirmation, run_step
+from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
+from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
+
+STATE_FILE = "campaign-state.json"
+CAMPAIGN_COPY = "campaign.yaml"
+PARTIAL_SUFFIX = ".interrupted"
+
+# run statuses in the state file
+DONE = "complete"
+FAULTED = "fault"
+STOPPED = "interrupted"
+REFUSED = "refused"
+UNREACHABLE = "device-error"
+
+
+@dataclass
+class RunRecord:
+    """How one run ended. files: its CSVs (relative to the folder); faults: controller fault latches and
+    guard trips seen; reason: one line when it did not complete."""
+
+    index: int
+    command: str
+    why: str
+    status: str
+    files: list[str] = field(default_factory=list)
+    reason: str | None = None
+    faults: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CampaignState:
+    """The state file: what ran, where it stopped, what `resume` starts from (next_index)."""
+
+    name: str
+    file: str
+    device: str
+    created: str
+    runs: list[RunRecord] = field(default_factory=list)
+    next_index: int = 0
+    total: int = 0
+    stopped: str | None = None  # why the campaign stopped before its end; None while going or when done
+    stop_status: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.next_index >= self.total and self.stopped is None
+
+    def save(self, folder: Path) -> Path:
+        path = folder / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, folder: Path) -> CampaignState:
+        """Read the state file of a campaign folder; raises Refused when it is missing or unreadable."""
+        try:
+            raw = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+            runs = [RunRecord(**r) for r in raw.pop("runs", [])]
+            return cls(**raw, runs=runs)
+        except (OSError, ValueError, TypeError) as exc:
+            raise Refused(f"{folder}: no readable campaign state ({STATE_FILE}): {exc}") from None
+
+
+@dataclass
+class CampaignHooks:
+    """Callbacks of a campaign run; all optional. confirm(run, url) asks the typed confirmation of a raw
+    step on a real arm and returns whether it was given; run_progress(run) gives the per-run callbacks
+    (on_tick, on_pass, on_status) for that run."""
+
+    on_run_start: Callable[[RunSpec, int], None] | None = None
+    on_run_end: Callable[[RunSpec, RunRecord], None] | None = None
+    confirm: Callable[[RunSpec, str], bool] | None = None
+    run_progress: Callable[[RunSpec], dict[str, Any]] | None = None
+
+
+@dataclass
+class CampaignRun:
+    folder: Path
+    state: CampaignState
+
+
+def campaign_folder(out: Path, name: str, when: datetime | None = None) -> Path:
+    stamp = (when or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return unique_path(out, f"{name}_{stamp}")
+
+
+def find_resumable(out: Path, name: str) -> Path:
+    """The newest folder of this campaign under `out` that did not reach its end; Refused when none."""
+    folders = sorted((p for p in out.glob(f"{name}_*") if (p / STATE_FILE).is_file()), reverse=True)
+    for folder in folders:
+        state = CampaignState.load(folder)
+        if not state.done:
+            return folder
+    raise Refused(f"no unfinished run of campaign {name} under {out} to resume")
+
+
+def start_campaign(campaign: Campaign, out: Path, robot: str | None = None) -> CampaignRun:
+    """A new campaign folder with its state file and a copy of the campaign file. The campaign must have been
+    validated for `robot` (or its own device); re-checked here, raising CampaignInvalid."""
+    problems = validate(campaign, robot)
+    if problems:
+        raise CampaignInvalid(problems)
+    folder = campaign_folder(out, campaign.name)
+    folder.mkdir(parents=True, exist_ok=False)
+    (folder / CAMPAIGN_COPY).write_text(campaign.text, encoding="utf-8")
+    state = CampaignState(name=campaign.name, file=str(campaign.path), device=robot or campaign.device,
+                          created=datetime.now(timezone.utc).isoformat(), total=len(campaign.runs))
+    state.save(folder)
+    return CampaignRun(folder, state)
+
+
+def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) -> CampaignRun:
+    """Go on in an unfinished campaign folder. Refused when it is done, belongs to another campaign, stopped
+    on a fault its rules do not allow to pass, or `robot` differs from the device it ran on."""
+    state = CampaignState.load(folder)
+    if state.name != campaign.name or state.total != len(campaign.runs):
+        raise Refused(f"{folder} holds campaign {state.name} ({state.total} runs), not {campaign.name} "
+                      f"({len(campaign.runs)} runs)")
+    if state.done:
+        raise Refused(f"{folder}: campaign {state.name} already ran to its end")
+    if state.stop_status == FAULTED and not campaign.safety.faults_allowed:
+        raise Refused(f"{folder}: the campaign stopped on a fault ({state.stopped}); it does not go past a "
+                      "fault (safety: faults_allowed: false)")
+    if robot and robot != state.device:
+        raise Refused(f"{folder} ran on {state.device}; resume it on the same device, not {robot}")
+    problems = validate(campaign, state.device)
+    if problems:
+        raise CampaignInvalid(problems)
+    state.stopped, state.stop_status = None, None
+    return CampaignRun(folder, state)
+
+
+def _command_line(campaign: Campaign, run: RunSpec) -> str:
+    return f"servotool campaign run {campaign.path} # {run.label} of {len(campaign.runs)}: {run.why}"
+
+
+def _progress(hooks: CampaignHooks, run: RunSpec) -> dict[str, Any]:
+    cbs = hooks.run_progress(run) if hooks.run_progress else {}
+    return {k: cbs.get(k) for k in ("on_tick", "on_pass", "on_status")}
+
+
+def _open_arm(url: str, clock: MonotonicClock, rpc: bool) -> Arm:
+    kwargs: dict[str, Any] = {"now": clock.now}
+    if rpc:
+        kwargs["transport"] = "rpc"
+    try:
+        arm: Arm = open_arm(url, **kwargs)
+    except (DeviceURLError, OSError) as exc:
+        raise DeviceError(f"cannot open {url}: {exc}") from None
+    return arm
+
+
+def _stream_record(run: RunSpec, result: Any, folder: Path) -> RunRecord:
+    """The record of a ramp or step run from what it returned."""
+    out = result.outcome
+    faults = 1 if out.fault is not None else 0
+    faults += 1 if out.guard_reason else 0
+    if result.analysis is not None and hasattr(result.analysis.result, "total_faults"):
+        faults = max(faults, int(result.analysis.result.total_faults))
+    status = DONE if out.status == COMPLETE else STOPPED if out.status == INTERRUPTED else FAULTED
+    if status == DONE and faults:
+        status = FAULTED
+    rel = str(Path(result.path).relative_to(folder))
+    reason = out.reason if status != DONE else None
+    if status == FAULTED and reason is None:
+        reason = f"{faults} fault latch(es) during the run"
+    return RunRecord(run.index, run.command, run.why, status, [rel], reason, faults, list(result.notes))
+
+
+def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: CampaignHooks,
+             clock_factory: Callable[[], MonotonicClock]) -> RunRecord:
+    clock = clock_factory()
+    o = run.options
+    arm = _open_arm(url, clock, bool(o.get("rpc", False)))
+    kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run), **_progress(hooks, run))
+    with contextlib.closing(arm):
+        if run.command == "lag":
+            settings = ramp_settings(o)
+            runner = run_cold_ramp if o.get("cold_start") else run_ramp
+            result: Any = runner(arm, settings, **kwargs)
+        else:
+            step = step_settings(o)
+            if raw_needs_confirmation(step, arm) and step.test_arm:
+                step.confirmed = bool(hooks.confirm and hooks.confirm(run, url))
+                if not step.confirmed:
+                    raise RunRefused("the typed confirmation of a raw step on a real arm was not given")
+            result = run_step(arm, step, **kwargs)
+    return _stream_record(run, result, folder)
+
+
+def _run_sweep(campaign: Campaign, run: RunSpec, url: str, folder: Path) -> RunRecord:
+    facts = device_facts(url)
+    config = sweep_config(run.options, facts)
+    try:
+        bus = open_bus(url)
+    except (DeviceURLError, OSError) as exc:
+        raise DeviceError(f"cannot open {url}: {exc}") from None
+    when = datetime.now(timezone.utc)
+    files: list[str] = []
+
+    def writer(res: Any) -> CsvLogWriter:
+        path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", url, when))
+        files.append(str(path.relative_to(folder)))
+        cfg = {**sweep_config_dict(config), "mode": "sweep", "joint": res.joint, "direction": res.direction,
+               "start": res.start, "stored_limit": list(res.stored), "bound": res.bound}
+        return CsvLogWriter(path, device=url, simulated=bus.simulated, config=cfg, units=CSV_UNITS,
+                            columns=CSV_COLUMNS, command=_command_line(campaign, run), created=when)
+
+    with contextlib.closing(bus):
+        result = run_sweeps(bus, MonotonicClock(), config, writer_factory=writer)
+    status = FAULTED if result.error else STOPPED if result.aborted else DONE
+    reason = result.error or ("aborted" if result.aborted else None)
+    return RunRecord(run.index, run.command, run.why, status, files, reason, 1 if result.error else 0)
+
+
+@contextlib.contextmanager
+def _partial_files(folder: Path) -> Iterator[set[Path]]:
+    """The CSVs written inside the block (to set aside when the run is not finished)."""
+    before = set(folder.glob("*.csv"))
+    new: set[Path] = set()
+    try:
+        yield new
+    finally:
+        new.update(set(folder.glob("*.csv")) - before)
+
+
+def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignHooks,
+             clock_factory: Callable[[], MonotonicClock]) -> RunRecord:
+    """Run one campaign run and return its record; a run that did not finish has its CSVs set aside."""
+    url = cr.state.device
+    with _partial_files(cr.folder) as written:
+        try:
+            if run.command == "sweep":
+                record = _run_sweep(campaign, run, url, cr.folder)
+            else:
+                record = _run_arm(campaign, run, url, cr.folder, hooks, clock_factory)
+        except KeyboardInterrupt:
+            record = RunRecord(run.index, run.command, run.why, STOPPED, reason="Ctrl-C")
+        except (RunRefused, Refused, ValueError) as exc:
+            record = RunRecord(run.index, run.command, run.why, REFUSED, reason=str(exc))
+        except DeviceError as exc:
+            record = RunRecord(run.index, run.command, run.why, UNREACHABLE, reason=str(exc))
+    if record.status == STOPPED:
+        for path in written:
+            if path.exists():
+                shutil.move(str(path), str(path) + PARTIAL_SUFFIX)
+        record.files = []
+    return record
+
+
+def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | None = None,
+                 clock_factory: Callable[[], Clock] | None = None) -> CampaignState:
+    """Run the campaign's runs from cr.state.next_index on; returns the final state (also saved).
+
+    Stops after a run that was interrupted, refused or lost its device, and after a faulted run unless the
+    campaign's safety rules allow faults. state.stopped says why, state.stop_status with which status.
+    """
+    hooks = hooks or CampaignHooks()
+    make_clock: Callable[[], Any] = clock_factory or MonotonicClock
+    state = cr.state
+    try:
+        for run in campaign.runs[state.next_index:]:
+            if hooks.on_run_start:
+                hooks.on_run_start(run, len(campaign.runs))
+            record = _one_run(campaign, run, cr, hooks, make_clock)
+            if hooks.on_run_end:
+                hooks.on_run_end(run, record)
+            if record.status in (DONE, FAULTED):  # finished: kept, and resume starts after it
+                state.runs.append(record)
+                state.next_index = run.index + 1
+            stop = record.status in (STOPPED, REFUSED, UNREACHABLE)
+            if stop or (record.status == FAULTED and not campaign.safety.faults_allowed):
+                state.stopped = f"{run.label}: {record.reason or record.status}"
+                state.stop_status = record.status
+                break
+            state.save(cr.folder)
+    except KeyboardInterrupt:
+        state.stopped, state.stop_status = "Ctrl-C between runs", STOPPED
+    state.save(cr.folder)
+    return state

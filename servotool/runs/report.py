@@ -1,0 +1,388 @@
+"""The report of a campaign folder, recomputed from its CSV files: `report.md` and a self-contained
+`report.html` (plots embedded as base64 PNG, also saved as PNG files under `plots/`).
+
+Every figure comes from the recordings: each CSV's header says what run it was (mode, settings, device, and
+the campaign run it belongs to in its command line); the campaign copy (`campaign.yaml`), when present, adds
+the campaign's purpose and safety rules. The tuning block is motion.guard's tuning from the measured lag,
+with the highest clean a_max of the shaped steps (else the shaper's default) and the shaper's v_max.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from servotool.analysis.lag import LagResult, combine_lag
+from servotool.analysis.step import StepResult
+from servotool.io.campaign_file import read_campaign_file
+from servotool.io.csvlog import CsvFormatError, read_csv
+from servotool.motion.guard import GuardTuning, tuning_from_measurement
+from servotool.plots.campaign import (
+    LagSeries,
+    SizePoint,
+    StepTrace,
+    lag_fit_figure,
+    png_bytes,
+    runaway_travel_figure,
+    shaped_arrival_figure,
+    step_response_figure,
+)
+from servotool.runs.analyze import FileAnalysis, analyze_paths
+from servotool.runs.campaign import Campaign, parse_campaign
+from servotool.runs.step import StepSettings
+
+_RUN_RE = re.compile(r"# run (\d+) \((\w+)\) of (\d+): (.*)$")
+DEFAULT_SHAPER = StepSettings()  # the shaper's bounds when a campaign names none
+
+
+def _f(x: Any, fmt: str = ".1f") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:{fmt}}"
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass
+class Figure:
+    name: str
+    title: str
+    png: bytes
+
+
+@dataclass
+class Report:
+    """Everything the report says, before it is written as markdown or HTML."""
+
+    title: str
+    intro: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tuning: str = ""
+    tuning_note: str = ""
+    problems: list[str] = field(default_factory=list)
+
+
+def run_label(command: str) -> tuple[str, str]:
+    """(`run N`, why) from a campaign run's command line header, else ("", "")."""
+    m = _RUN_RE.search(command or "")
+    return (f"run {m.group(1)}", m.group(4)) if m else ("", "")
+
+
+def _load_campaign(folder: Path) -> Campaign | None:
+    path = folder / "campaign.yaml"
+    if not path.is_file():
+        return None
+    try:
+        campaign, _problems = parse_campaign(read_campaign_file(path))
+    except ValueError:
+        return None
+    return campaign
+
+
+def _label(fa: FileAnalysis) -> str:
+    run, _why = run_label(fa.meta.command)
+    return run or fa.path.name
+
+
+def _transport(cfg: dict[str, Any]) -> str:
+    return "rpc" if cfg.get("transport") == "rpc" else "udp"
+
+
+def lag_table(files: Sequence[FileAnalysis]) -> Table:
+    rows = []
+    for fa in files:
+        r = fa.result
+        assert isinstance(r, LagResult)
+        cfg = fa.meta.config
+        fit, mid = r.fit, r.midpoint
+        speeds = ",".join(f"{v:g}" for v in cfg.get("speeds_deg_s", []))
+        rows.append([_label(fa), str(r.joint), _transport(cfg), speeds, f"{cfg.get('sweep_deg', 0):g}",
+                     _f(fit.lag_ms, ".1f") if fit else "-", _f(fit.se_ms, ".2f") if fit else "-",
+                     _f(mid.mean_ms, ".1f") if mid else "-",
+                     ("constant" if r.model.constant else "varies") if r.model else "-",
+                     str(len(r.passes)), "yes" if fa.meta.complete else f"no: {fa.meta.end_reason}"])
+    headers = ["run", "joint", "transport", "speeds deg/s", "sweep deg", "L ms", "± ms", "midpoint L ms",
+               "L vs speed", "passes", "complete"]
+    return Table("lag runs (ramps)", headers, rows, "L: delta = v * L fitted through the origin over the "
+                 "passes; midpoint: the crossing cross-check")
+
+
+def step_table(files: Sequence[FileAnalysis]) -> Table:
+    rows = []
+    for fa in files:
+        r = fa.result
+        assert isinstance(r, StepResult)
+        cfg = fa.meta.config
+        kind = f"shaped a_max {cfg.get('a_max', 0):g}" if r.shaped else "raw"
+        for m in r.steps:
+            rows.append([_label(fa), kind, _transport(cfg), f"{m.size_deg:+g}", _f(m.first_move_ms, ".0f"),
+                         _f(m.arrive_ms, ".0f"), _f(m.peak_delta_deg, ".2f"), _f(m.travel_deg, ".1f"),
+                         _f(m.travel_ratio, ".1f"), _f(m.peak_speed_deg_s, ".0f"), str(m.rejects),
+                         str(m.faults) + (f" ({m.fault_codes})" if m.fault_codes else ""), m.verdict])
+        if not r.steps:
+            rows.append([_label(fa), kind, _transport(cfg), f"{cfg.get('size_deg', 0):+g}"] + ["-"] * 6
+                        + [str(r.total_rejects), str(r.total_faults), "no step measured"])
+    headers = ["run", "kind", "transport", "size deg", "first move ms", "arrive ms", "peak Δ deg",
+               "travel deg", "x step", "peak deg/s", "rejects", "faults", "verdict"]
+    return Table("step runs", headers, rows, "arrive: first frame within 10 % of the target; travel: how far "
+                 "the joint went; x step: travel / step size")
+
+
+def cold_table(files: Sequence[FileAnalysis]) -> Table:
+    """Ramps started inside the enable window: the gap when execution started, the travel that followed."""
+    rows = []
+    for fa in files:
+        rec, j = fa.recording, int(fa.meta.config.get("joint", 0))
+        start = float(fa.meta.config.get("start_pose", [0.0] * (j + 1))[j])
+        fault_t = float(rec.fault_t[0]) if len(rec.fault_t) else math.nan
+        sent = rec.cmd_t <= fault_t if math.isfinite(fault_t) else np.ones(len(rec.cmd_t), bool)
+        gap = float(np.max(np.abs(rec.cmd_q[sent, j] - start))) if sent.any() else math.nan
+        ts, qs = rec.measured(j)
+        travel = float(np.nanmax(np.abs(qs - start))) if len(qs) else math.nan
+        speed = float(np.nanmax(np.abs(np.diff(qs) / np.diff(ts)))) if len(qs) > 2 else math.nan
+        rows.append([_label(fa), str(j), _f(gap, ".1f"), "yes" if math.isfinite(fault_t) else "no",
+                     _f(travel, ".1f"), _f(travel / gap if gap else math.nan, ".1f"), _f(speed, ".0f")])
+    return Table("ramps from a disabled robot (cold start)",
+                 ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"], rows)
+
+
+def sweep_table(folder: Path) -> Table | None:
+    rows = []
+    for path in sorted(folder.glob("sweep-*.csv")):
+        try:
+            meta, df = read_csv(path)
+        except CsvFormatError:
+            continue
+        stops = df[df["event"] == "stop"]
+        last = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
+        stop = f"{last:.0f}" if math.isfinite(last) else "-"
+        cfg = meta.config
+        rows.append([run_label(meta.command)[0] or path.name, str(cfg.get("joint")),
+                     str(cfg.get("direction")), str(cfg.get("start")), str(cfg.get("stored_limit")), stop])
+    if not rows:
+        return None
+    headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)"]
+    return Table("limit sweeps", headers, rows)
+
+
+def _lag_source(lags: Sequence[FileAnalysis]) -> tuple[float, str, float]:
+    """(L in s, where it comes from, noise in deg) for the tuning; NaN when no ramp was measured."""
+    results = [fa.result for fa in lags if isinstance(fa.result, LagResult)]
+    combined = combine_lag(results) if len(results) >= 2 else None
+    fit = combined.fit if combined is not None else None
+    noise = max((r.noise.std_deg for r in results if r.noise is not None), default=0.0)
+    if fit is not None and math.isfinite(fit.lag_ms):
+        return fit.lag_ms / 1e3, f"one fit over the passes of {len(results)} ramp runs", noise
+    for fa in lags:
+        r = fa.result
+        if isinstance(r, LagResult) and r.fit is not None and math.isfinite(r.fit.lag_ms):
+            return r.fit.lag_ms / 1e3, f"{_label(fa)}", noise
+    return math.nan, "", noise
+
+
+def clean_a_max(steps: Sequence[FileAnalysis]) -> tuple[float, float, float]:
+    """(highest a_max of a shaped run with no fault and no reject, its v_max, lowest a_max that faulted)."""
+    clean, v_max, faulted = math.nan, DEFAULT_SHAPER.v_max, math.nan
+    for fa in steps:
+        r = fa.result
+        if not isinstance(r, StepResult) or not r.shaped:
+            continue
+        a = float(fa.meta.config.get("a_max", DEFAULT_SHAPER.a_max))
+        if r.total_faults or r.total_rejects or not fa.meta.complete:
+            faulted = a if not math.isfinite(faulted) else min(faulted, a)
+        elif not math.isfinite(clean) or a > clean:
+            clean, v_max = a, float(fa.meta.config.get("v_max", v_max))
+    return clean, v_max, faulted
+
+
+def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], device: str) -> tuple[str, str]:
+    """(YAML block to paste into a controller's guard config, a note on where each number comes from)."""
+    lag_s, source, noise = _lag_source(lags)
+    if not math.isfinite(lag_s):
+        return "", "no ramp run measured a lag here, so no guard tuning follows from this folder"
+    clean, v_max, faulted = clean_a_max(steps)
+    a_max = clean if math.isfinite(clean) else DEFAULT_SHAPER.a_max
+    period = float(lags[0].meta.config.get("cmd_period_s", 0.01)) if lags else 0.01
+    t: GuardTuning = tuning_from_measurement(lag_s, a_max, v_max, noise, period)
+    block = "\n".join([
+        f"# guard tuning for {device}: L = {lag_s * 1e3:.1f} ms ({source})",
+        "stream_shaper:",
+        f"  v_max_deg_s: {t.v_max:g}",
+        f"  a_max_deg_s2: {t.a_max:g}",
+        "divergence_guard:",
+        f"  lag_s: {t.lag_s:.2f}",
+        f"  margin_deg: {t.margin_deg:.1f}",
+    ])
+    a_src = (f"the highest a_max of a clean shaped run ({clean:g} deg/s^2)" if math.isfinite(clean)
+             else f"the shaper's default a_max ({a_max:g} deg/s^2): no shaped run here")
+    if math.isfinite(faulted):
+        a_src += f"; the lowest a_max that faulted was {faulted:g} deg/s^2"
+    note = (f"lag_s is L rounded up to 10 ms; margin_deg = a_max * L^2 / 2 + noise ({t.braking_deg:.3f} + "
+            f"{t.noise_deg:.4f} deg) rounded up to 0.1 deg; a_max is {a_src}. The shaper trails a target "
+            f"moving at v_max by {t.trail_deg:.1f} deg ({t.trail_s * 1e3:.0f} ms).")
+    return block, note
+
+
+def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
+    traces = []
+    for fa in steps:
+        r = fa.result
+        assert isinstance(r, StepResult)
+        ts, qs = fa.recording.measured(r.joint)
+        for m in r.steps[:2]:
+            sel = (ts >= m.t_step_s - 0.05) & (ts <= m.t_step_s + m.window_s)
+            if sel.sum() < 3 or m.size_deg == 0:
+                continue
+            kind = "shaped" if r.shaped else "raw"
+            traces.append(StepTrace(f"{_label(fa)} {kind} {m.size_deg:+g}", (ts[sel] - m.t_step_s) * 1e3,
+                                    (qs[sel] - m.pre_deg) / (m.target_deg - m.pre_deg)))
+    return traces[:limit]
+
+
+def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -> list[Figure]:
+    """The report's PNG figures, each only when its runs are in the folder."""
+    series = []
+    for fa in lags:
+        r = fa.result
+        assert isinstance(r, LagResult)
+        series.append(LagSeries(f"{_label(fa)} J{r.joint + 1}", [p.speed_deg_s for p in r.passes],
+                                [p.delta_mean_deg for p in r.passes], r.fit.lag_ms if r.fit else math.nan))
+    travel, arrival = [], []
+    for fa in steps:
+        r = fa.result
+        assert isinstance(r, StepResult)
+        cfg = fa.meta.config
+        for m in r.steps:
+            if r.shaped and math.isfinite(m.arrive_ms):
+                arrival.append(SizePoint(abs(m.size_deg), m.arrive_ms, f"a_max {cfg.get('a_max', 0):g}"))
+            elif not r.shaped and math.isfinite(m.travel_deg):
+                travel.append(SizePoint(abs(m.size_deg), m.travel_deg, _transport(cfg)))
+    built = [("lag-fit", "lag fit", lag_fit_figure(series)),
+             ("step-responses", "step responses", step_response_figure(_traces(steps))),
+             ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel)),
+             ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival))]
+    return [Figure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
+
+
+def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis]) -> list[str]:
+    lines = []
+    if campaign is not None:
+        lines.append(f"**{campaign.name}**: {campaign.purpose}")
+        if campaign.header:
+            lines.append(campaign.header.replace("\n", " "))
+    devices = sorted({f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files})
+    lines.append(f"Device: {', '.join(devices) if devices else '-'}. Folder: `{folder}`.")
+    if campaign is not None:
+        rules = ", ".join(f"{k}: {v}" for k, v in campaign.safety.to_dict().items() if v not in (None, False))
+        lines.append(f"Safety rules: {rules or 'none given'}.")
+    return lines
+
+
+def build_report(folder: str | Path) -> Report:
+    """Recompute the report of a campaign folder from its CSVs (and campaign.yaml when present)."""
+    folder = Path(folder)
+    campaign = _load_campaign(folder)
+    analysed = analyze_paths([folder])
+    files = sorted(analysed.files, key=lambda fa: fa.meta.created)
+    lags = [fa for fa in files if isinstance(fa.result, LagResult) and not fa.meta.config.get("cold_start")]
+    cold = [fa for fa in files if isinstance(fa.result, LagResult) and fa.meta.config.get("cold_start")]
+    steps = [fa for fa in files if isinstance(fa.result, StepResult)]
+    title = f"Campaign report: {campaign.name if campaign else folder.name}"
+    report = Report(title, _intro(folder, campaign, files))
+    report.tables += [lag_table(lags)] if lags else []
+    report.tables += [cold_table(cold)] if cold else []
+    report.tables += [step_table(steps)] if steps else []
+    sweeps = sweep_table(folder)
+    report.tables += [sweeps] if sweeps else []
+    device = files[0].meta.device if files else (campaign.device if campaign else "")
+    report.tuning, report.tuning_note = tuning_block(lags, steps, device)
+    report.figures = build_figures(lags, steps)
+    report.problems = [f"{p.path}: {p.reason}" for p in analysed.problems
+                       if not Path(p.path).name.startswith("sweep-")]
+    return report
+
+
+def render_markdown(report: Report, figure_dir: str = "plots") -> str:
+    """The report as markdown; figures are referenced as `<figure_dir>/<name>.png`."""
+    out = [f"# {report.title}", ""]
+    for line in report.intro:
+        out += [line, ""]
+    for t in report.tables:
+        out += [f"## {t.title}", "", "| " + " | ".join(t.headers) + " |",
+                "|" + "---|" * len(t.headers)]
+        out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in t.rows]
+        out += ["", t.note, ""] if t.note else [""]
+    if report.figures:
+        out += ["## Plots", ""]
+        out += [f"![{f.title}]({figure_dir}/{f.name}.png)" for f in report.figures]
+        out.append("")
+    out += ["## Guard tuning", ""]
+    if report.tuning:
+        out += ["Paste into your controller's guard configuration:", "", "```yaml", report.tuning, "```", ""]
+    out += [report.tuning_note, ""]
+    if report.problems:
+        out += ["## Files not analysed", ""] + [f"* {p}" for p in report.problems] + [""]
+    return "\n".join(out)
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page (figures inline as base64 PNG, no external resource)."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(report.title)}</title>",
+           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+           "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
+           "text-align:right}th{background:#f3f3f3}pre{background:#f6f6f6;padding:1em}"
+           "img{max-width:100%}</style></head><body>", f"<h1>{e(report.title)}</h1>"]
+    for line in report.intro:
+        out.append(f"<p>{e(line).replace('**', '')}</p>")
+    for t in report.tables:
+        out += [f"<h2>{e(t.title)}</h2>", "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in t.headers)
+                + "</tr>"]
+        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in t.rows]
+        out.append("</table>" + (f"<p><small>{e(t.note)}</small></p>" if t.note else ""))
+    if report.figures:
+        out.append("<h2>Plots</h2>")
+        for f in report.figures:
+            data = base64.b64encode(f.png).decode("ascii")
+            out.append(f"<figure><img alt='{e(f.title)}' src='data:image/png;base64,{data}'>"
+                       f"<figcaption>{e(f.title)}</figcaption></figure>")
+    out.append("<h2>Guard tuning</h2>")
+    if report.tuning:
+        out.append(f"<p>Paste into your controller's guard configuration:</p><pre>{e(report.tuning)}</pre>")
+    out.append(f"<p>{e(report.tuning_note)}</p>")
+    if report.problems:
+        out.append("<h2>Files not analysed</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.problems)
+                   + "</ul>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_report(folder: str | Path) -> list[Path]:
+    """Recompute and write `report.md`, `report.html` and `plots/*.png` in the folder; returns the two
+    report paths. Overwrites an earlier report of the same folder (it is derived data)."""
+    folder = Path(folder)
+    report = build_report(folder)
+    plots = folder / "plots"
+    if report.figures:
+        plots.mkdir(exist_ok=True)
+    for f in report.figures:
+        (plots / f"{f.name}.png").write_bytes(f.png)
+    md, page = folder / "report.md", folder / "report.html"
+    md.write_text(render_markdown(report), encoding="utf-8")
+    page.write_text(render_html(report), encoding="utf-8")
+    return [md, page]
