@@ -13,6 +13,7 @@ from servotool.cli.common import console, err_console, print_json
 from servotool.cli.lag import render_combined, render_lag, save_plot
 from servotool.cli.step import render_step
 from servotool.runs.analyze import analyze_paths
+from servotool.runs.report import write_report
 
 
 def analyze(
@@ -23,6 +24,8 @@ def analyze(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write one PNG per analysed run into this folder.")
     ] = None,
+    make_report: bool = typer.Option(False, "--report", help="Also write report.md and report.html (plots "
+                                     "inline) into each folder given, from its CSVs (a campaign folder)."),
 ) -> None:
     """Recognise each run from its header (ramp or step) and recompute what the live command reported.
 
@@ -32,6 +35,8 @@ def analyze(
     Exit 0 when at least one file was analysed, 1 when none was.
     """
     report = analyze_paths(paths)
+    for folder in (p for p in paths if make_report and p.is_dir()):
+        err_console.print(f"report: {', '.join(map(str, write_report(folder)))}", highlight=False)
     plots: dict[str, str] = {}
     if plot is not None:
         for fa in report.files:

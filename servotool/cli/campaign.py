@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.confirm import confirm_typed
 from servotool.cli.lag import RunProgress
 from servotool.errors import ExitCode, FileFormatError, Refused
 from servotool.io.campaign_file import shipped_campaign_files
@@ -138,10 +139,16 @@ class _Hooks:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
-        from servotool.cli.step import ask_raw_confirmation
-
         o = run.options
-        return ask_raw_confirmation(url, float(o.get("size", 10.0)), int(o.get("joint", 0)))
+        size, joint = float(o.get("size", 10.0)), int(o.get("joint", 0))
+        warning = (f"RAW steps on a real arm ({url}), {run.label}: the controller may run away for 14-35x "
+                   "the step. E-stop in hand, clear the joint's arc.")
+        try:
+            confirm_typed(warning, f"RAW {size:g} J{joint + 1}")
+        except Refused as exc:
+            err_console.print(f"[bold red]{escape(str(exc))}[/]", highlight=False)
+            return False
+        return True
 
 
 def _exit_status(state: CampaignState) -> int:

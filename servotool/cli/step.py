@@ -94,18 +94,6 @@ def render_step(result: StepResult, title: str = "") -> None:
         err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
-def ask_raw_confirmation(robot: str, size: float, joint: int) -> bool:
-    """Ask for the typed confirmation of raw steps on a real arm; True only when typed exactly."""
-    phrase = f"RAW {size:g} J{joint + 1}"
-    err_console.print(
-        f"[bold red]RAW steps on a real arm[/] ({robot}): the controller may run away "
-        f"for 14-35x the step. E-stop in hand, clear the joint's arc.",
-        highlight=False,
-    )
-    typed = typer.prompt(f'Type "{phrase}" to go on', default="", show_default=False, err=True)
-    return bool(typed.strip() == phrase)
-
-
 def step(
     robot: str = typer.Option(
         DEFAULT_ROBOT, "--robot", help="Device URL (sim:fr3, sim:fr20, sim:simmachine, fairino://HOST)."
@@ -181,7 +169,14 @@ def step(
     arm = open_device(robot, rpc, clock)
     with run_errors(arm):
         if raw_needs_confirmation(settings, arm) and test_arm:
-            settings.confirmed = ask_raw_confirmation(robot, size, joint)
+            phrase = f"RAW {size:g} J{joint + 1}"
+            err_console.print(
+                f"[bold red]RAW steps on a real arm[/] ({robot}): the controller may run away "
+                f"for 14-35x the step. E-stop in hand, clear the joint's arc.",
+                highlight=False,
+            )
+            typed = typer.prompt(f'Type "{phrase}" to go on', default="", show_default=False, err=True)
+            settings.confirmed = typed.strip() == phrase
             if not settings.confirmed:
                 fail("confirmation not given: nothing was sent")
         with RunProgress(not json_out, "steps") as progress:

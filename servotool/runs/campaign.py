@@ -33,6 +33,7 @@ from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.runs.ramp import RampSettings
 from servotool.runs.ramp import check_settings as check_ramp
+from servotool.runs.settings import validate_lag, validate_step
 from servotool.runs.step import StepSettings
 from servotool.runs.step import check_settings as check_step
 from servotool.runs.stream import RunRefused
@@ -264,7 +265,8 @@ def sweep_config(o: Mapping[str, Any], facts: DeviceFacts) -> SweepConfig:
 
 
 def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
-    """What the run's own command refuses for these options on this device (its pre-device checks)."""
+    """What the run's own command refuses for these options on this device: every problem its settings
+    validation finds, then its pre-device checks (the same checks the command runs before it opens)."""
     o = run.options
     if run.command in ARM_COMMANDS and facts.kind != "arm":
         return [f"`{run.command}` needs an arm, but {facts.url} is a servo bus"]
@@ -272,16 +274,24 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
         return [f"`sweep` needs a servo bus, but {facts.url} is an arm"]
     try:
         if run.command == "lag":
-            check_ramp(ramp_settings(o), cast(Arm, facts))
-        elif run.command == "step":
-            s = step_settings(o)
-            s.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
-            check_step(s, cast(Arm, facts))
-        else:
-            cfg = sweep_config(o, facts)
-            unknown = [j for j in cfg.joints if j not in facts.joint_ids and j not in ROSORIN_ARM.ids]
-            if unknown:
-                return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
+            lag = ramp_settings(o)
+            limits = facts.joint_speed_limits or None
+            found = validate_lag(cast(Any, lag), n_joints=facts.n_joints, speed_limits=limits)
+            if not found:
+                check_ramp(lag, cast(Arm, facts))
+            return found
+        if run.command == "step":
+            step = step_settings(o)
+            found = validate_step(step, n_joints=facts.n_joints, simulated=facts.simulated,
+                                  test_arm=step.test_arm)
+            step.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
+            if not found:
+                check_step(step, cast(Arm, facts))
+            return found
+        cfg = sweep_config(o, facts)
+        unknown = [j for j in cfg.joints if j not in facts.joint_ids and j not in ROSORIN_ARM.ids]
+        if unknown:
+            return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
     except (RunRefused, ValueError) as exc:
         return [str(exc)]
     return []

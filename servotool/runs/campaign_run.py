@@ -36,6 +36,7 @@ from servotool.runs.campaign import (
     validate,
 )
 from servotool.runs.cold_start import run_cold_ramp
+from servotool.runs.ownership import DeviceBusy, claim, require_free
 from servotool.runs.ramp import run_ramp
 from servotool.runs.step import raw_needs_confirmation, run_step
 from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
@@ -217,6 +218,7 @@ def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: Ca
     arm = _open_arm(url, clock, bool(o.get("rpc", False)))
     kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run), **_progress(hooks, run))
     with contextlib.closing(arm):
+        require_free(arm)
         if run.command == "lag":
             settings = ramp_settings(o)
             runner = run_cold_ramp if o.get("cold_start") else run_ramp
@@ -302,22 +304,32 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     make_clock: Callable[[], Any] = clock_factory or MonotonicClock
     state = cr.state
     try:
-        for run in campaign.runs[state.next_index:]:
-            if hooks.on_run_start:
-                hooks.on_run_start(run, len(campaign.runs))
-            record = _one_run(campaign, run, cr, hooks, make_clock)
-            if hooks.on_run_end:
-                hooks.on_run_end(run, record)
-            if record.status in (DONE, FAULTED):  # finished: kept, and resume starts after it
-                state.runs.append(record)
-                state.next_index = run.index + 1
-            stop = record.status in (STOPPED, REFUSED, UNREACHABLE)
-            if stop or (record.status == FAULTED and not campaign.safety.faults_allowed):
-                state.stopped = f"{run.label}: {record.reason or record.status}"
-                state.stop_status = record.status
-                break
-            state.save(cr.folder)
+        with claim(state.device):  # one writer per arm: the whole campaign holds the device
+            _run_all(campaign, cr, hooks, make_clock)
+    except DeviceBusy as exc:
+        state.stopped, state.stop_status = str(exc), REFUSED
     except KeyboardInterrupt:
         state.stopped, state.stop_status = "Ctrl-C between runs", STOPPED
     state.save(cr.folder)
     return state
+
+
+def _run_all(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks,
+             make_clock: Callable[[], Any]) -> None:
+    """The runs from state.next_index on, the state saved after each; stops as run_campaign says."""
+    state = cr.state
+    for run in campaign.runs[state.next_index:]:
+        if hooks.on_run_start:
+            hooks.on_run_start(run, len(campaign.runs))
+        record = _one_run(campaign, run, cr, hooks, make_clock)
+        if hooks.on_run_end:
+            hooks.on_run_end(run, record)
+        if record.status in (DONE, FAULTED):  # finished: kept, and resume starts after it
+            state.runs.append(record)
+            state.next_index = run.index + 1
+        stop = record.status in (STOPPED, REFUSED, UNREACHABLE)
+        if stop or (record.status == FAULTED and not campaign.safety.faults_allowed):
+            state.stopped = f"{run.label}: {record.reason or record.status}"
+            state.stop_status = record.status
+            return
+        state.save(cr.folder)

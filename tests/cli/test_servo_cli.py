@@ -194,7 +194,7 @@ def test_move_help_says_what_the_limits_file_refuses():
 
     text = " ".join(invoke("move", "--help").stdout.split())
     assert "pretuck" in text and "refused" in text
-    example = Path(__file__).resolve().parents[2] / "campaigns" / "rosorin-arm-limits.yaml"
+    example = Path(__file__).resolve().parents[2] / "params" / "rosorin-arm-limits.yaml"
     result = invoke("move", "--to", "pretuck", "--limits", str(example))
     assert result.exit_code == 2 and "servo 2 goal 960" in result.stderr
 

@@ -1,0 +1,107 @@
+"""Running a campaign on the simulator: one folder, a state file, stop at the first fault, Ctrl-C and resume,
+and the report recomputed from the CSVs."""
+
+import json
+import signal
+
+import pytest
+
+from servotool.errors import Refused
+from servotool.runs.campaign import load_campaign
+from servotool.runs.campaign_run import (
+    CampaignHooks,
+    CampaignState,
+    find_resumable,
+    resume_campaign,
+    run_campaign,
+    start_campaign,
+)
+from servotool.runs.report import build_report, write_report
+
+SIM = "sim:fr3?enable_ms=100&seed=3"
+
+TEXT = """
+# a short campaign for the tests
+name: quick
+purpose: quick test campaign
+device: "{device}"
+safety:
+  joints: [0]
+  raw_steps: true
+  faults_allowed: {faults}
+  simulators_only: true
+runs:
+  - why: lag, one short pass
+    command: lag
+    options: {{joint: 0, sweep: 8, speeds: [10], settle_ms: 200, realtime: false}}
+  - why: a raw 2.5 deg step runs away
+    command: step
+    options: {{joint: 0, size: 2.5, steps: 1, raw: true, hold_ms: 300, rpc: true, realtime: false}}
+  - why: a shaped step stays clean
+    command: step
+    options: {{joint: 0, size: 2.5, steps: 1, hold_ms: 400, rpc: true, realtime: false}}
+"""
+
+
+def campaign(write_campaign, faults: str):
+    return load_campaign(write_campaign(TEXT.format(device=SIM, faults=faults)))
+
+
+def test_stops_at_the_first_fault_and_keeps_what_finished(write_campaign, tmp_path):
+    c = campaign(write_campaign, "false")
+    cr = start_campaign(c, tmp_path / "out")
+    state = run_campaign(c, cr)
+    assert [r.status for r in state.runs] == ["complete", "fault"]
+    assert state.stop_status == "fault" and "run 2 (step)" in state.stopped
+    assert state.next_index == 2 and not state.done
+    saved = json.loads((cr.folder / "campaign-state.json").read_text())
+    assert saved["next_index"] == 2 and len(saved["runs"]) == 2
+    assert (cr.folder / "campaign.yaml").read_text() == c.text
+    assert len(list(cr.folder.glob("*.csv"))) == 2
+    with pytest.raises(Refused, match="does not go past a fault"):
+        resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    pressed = []
+
+    def progress(run):
+        def tick(info):
+            if run.index == 1 and not pressed and info.k > 5:
+                pressed.append(info.k)
+                signal.raise_signal(signal.SIGINT)  # what Ctrl-C delivers
+
+        return {"on_tick": tick}
+
+    state = run_campaign(c, cr, CampaignHooks(run_progress=progress))
+    assert pressed and state.stop_status == "interrupted" and "run 2 (step)" in state.stopped
+    assert [r.index for r in state.runs] == [0] and state.next_index == 1
+    assert len(list(cr.folder.glob("*.csv"))) == 1
+    assert len(list(cr.folder.glob("*.csv.interrupted"))) == 1  # kept, not part of the results
+
+    again = resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
+    assert again.folder == cr.folder and again.state.next_index == 1
+    done = run_campaign(c, again)
+    assert done.done and [r.index for r in done.runs] == [0, 1, 2]
+    assert [r.status for r in done.runs] == ["complete", "fault", "complete"]
+    assert CampaignState.load(cr.folder).done
+    with pytest.raises(Refused, match="no unfinished run"):
+        find_resumable(tmp_path / "out", "quick")
+
+    report = build_report(cr.folder)
+    titles = [t.title for t in report.tables]
+    assert titles == ["lag runs (ramps)", "step runs"]
+    steps = report.tables[1].rows
+    assert [row[0] for row in steps] == ["run 2", "run 3"]
+    assert steps[0][1] == "raw" and steps[0][-1] == "runaway"
+    assert steps[1][1].startswith("shaped") and steps[1][10] == "0" and steps[1][11] == "0"
+    assert "divergence_guard:" in report.tuning and "lag_s: 0.08" in report.tuning  # fr3: L = 78 ms
+    expected = {"lag-fit", "step-responses", "runaway-travel", "shaped-arrival"}
+    assert {f.name for f in report.figures} >= expected
+    md, page = write_report(cr.folder)
+    assert "| run 2 | raw |" in md.read_text()
+    html = page.read_text()
+    assert html.count("data:image/png;base64,") == len(report.figures) and "src='http" not in html
