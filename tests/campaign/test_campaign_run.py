@@ -51,7 +51,7 @@ def test_stops_at_the_first_fault_and_keeps_what_finished(write_campaign, tmp_pa
     c = campaign(write_campaign, "false")
     cr = start_campaign(c, tmp_path / "out")
     state = run_campaign(c, cr)
-    assert [r.status for r in state.runs] == ["complete", "fault"]
+    assert [r.status for r in state.runs] == ["complete", "fault"], state
     assert state.stop_status == "fault" and "run 2 (step)" in state.stopped
     assert state.next_index == 2 and not state.done
     saved = json.loads((cr.folder / "campaign-state.json").read_text())
