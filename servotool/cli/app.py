@@ -6,8 +6,8 @@ import typer
 
 from servotool.cli import version as version_cmd
 from servotool.cli.analyze import analyze
-from servotool.cli.incidents import incidents_app
 from servotool.cli.campaign import campaign_app
+from servotool.cli.incidents import incidents_app
 from servotool.cli.lag import lag
 from servotool.cli.ports import ports
 from servotool.cli.record import record
