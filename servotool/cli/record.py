@@ -67,6 +67,9 @@ def render_view(p: RecordProgress, dest: Path) -> Group:
     for axis, bits in others.items():
         table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]")
     window = "[bold yellow]capture window open[/]" if p.window_open else "idle"
+    codes = p.fast.codes if p.fast is not None and p.fast.codes else None
+    if codes:
+        window += "  codes " + " ".join(f"{k} {v}" for k, v in codes.items())
     status = Text.from_markup(
         f"t {p.t:7.1f} s  frames {p.frames}  fast ring {p.fast_count}  context {p.context_count}  "
         f"{window}  captures {len(p.captures)}  overruns {p.overruns}  -> {dest}")
@@ -93,19 +96,21 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
 
 
 def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> RecordOutcome:
-    shown = {"captures": 0, "view_t": -math.inf}
+    shown_captures = 0
+    view_t = -math.inf
     with Live(console=console, refresh_per_second=5, transient=False) as live:
         def progress(p: RecordProgress) -> None:
+            nonlocal shown_captures, view_t
             for e in p.events:
                 if e.kind in SHOWN_EVENTS:
                     live.console.print(_event_line(e), highlight=False)
-            for c in p.captures[shown["captures"]:]:
+            for c in p.captures[shown_captures:]:
                 live.console.print(f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']})",
                                    highlight=False)
-            shown["captures"] = len(p.captures)
-            if p.t - shown["view_t"] >= VIEW_PERIOD_S:
+            shown_captures = len(p.captures)
+            if p.t - view_t >= VIEW_PERIOD_S:
                 live.update(render_view(p, settings.dest))
-                shown["view_t"] = p.t
+                view_t = p.t
 
         return run_record(source, clock, settings, on_progress=progress,
                           on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}", highlight=False))
