@@ -92,6 +92,7 @@ class RecordOutcome:
     publish_errors: list[str]
     latched: dict[Any, int]
     signal: int | None = None
+    t0: float = 0.0  # the clock's time at the start (event times minus t0: seconds into the recording)
 
     @property
     def exit_code(self) -> int:
@@ -245,7 +246,7 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                 loop.events.extend(loop.rec.drain_events())
     return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
                          loop.events, warnings, loop.publish_errors, loop.rec.latched,
-                         stop.signal if status == INTERRUPTED else None)
+                         stop.signal if status == INTERRUPTED else None, t0)
 
 
 def _signal_reason(signum: int | None) -> str:

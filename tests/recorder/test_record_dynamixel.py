@@ -1,0 +1,45 @@
+"""End to end on the Dynamixel simulator (sim:microduck, lock-step on a FakeClock): an overload injected
+on one axis while another axis is already latched at connection gives exactly one capture, for the
+overloaded axis, with its lead-up and its tail; the recorder never sends REBOOT or any write."""
+
+from __future__ import annotations
+
+from servotool.clock import FakeClock
+from servotool.io.captures import read_capture
+from servotool.runs.record import RecordSettings, run_record
+from servotool.runs.record_sources import DynamixelSource, open_source
+
+
+def test_overload_with_another_axis_latched_at_connect(tmp_path):
+    clock = FakeClock()
+    source = open_source("sim:microduck?overload=12@6&latched=31&seed=2", "bus", clock)
+    assert isinstance(source, DynamixelSource)
+    sim = source.bus.sim
+    dest = tmp_path / "caps"
+    out = run_record(source, clock, RecordSettings(dest=dest, duration_s=10.0), handle_signals=False)
+    assert out.status == "complete", out.reason
+    assert len(out.captures) == 1
+    header, samples = read_capture(out.captures[0].path)
+    assert header["trigger_axes"] == [12]
+    assert header["trigger"][0]["bits"] == 0x20
+    assert header["lead_up_s"] >= 2.0
+    assert header["tail_complete"] and header["tail_observed_s"] >= 2.0 - 1 / 30
+    assert -1.2 < header["last_clean_t"] < 0
+    assert out.latched == {12: 0x20, 31: 0x20}
+    assert [e.axis for e in out.events if e.kind == "baseline-latch"] == [31]
+    # the overload's rising current is in the lead-up, the torque cut in the tail
+    fast = [s for s in samples if s["ring"] == "fast"]
+    before = [s["axes"]["12"]["current"] for s in fast if s["t"] < header["last_clean_t"] - 1.0]
+    assert max(before) > 500 and fast[-1]["axes"]["12"]["current"] < 50
+    # the neck reaches the capture through the context ring
+    assert any(s["ring"] == "context" and s["neck"] for s in samples)
+    # read only: no REBOOT, no writes of any kind
+    sent = dict(sim.instructions)
+    assert set(sent) <= {"SyncRead", "Read", "Ping"} and sent["SyncRead"] > 0, sent
+
+
+def test_a_silent_axis_does_not_stop_recording(tmp_path):
+    clock = FakeClock()
+    source = open_source("sim:microduck?overload=22@5&silent=33&seed=3", "bus", clock)
+    out = run_record(source, clock, RecordSettings(dest=tmp_path, duration_s=8.0), handle_signals=False)
+    assert [c.header["trigger_axes"] for c in out.captures] == [[22]]
