@@ -89,8 +89,8 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
                       "tail_observed_s": c.header["tail_observed_s"], "end": c.header["end"]}
                      for c in out.captures],
         "latched": {str(k): v for k, v in out.latched.items()},
-        "events": [{"t": round(e.t - out.t0, 6), "kind": e.kind, "axis": e.axis, "bits": e.bits, "text": e.text}
-                   for e in out.events],
+        "events": [{"t": round(e.t - out.t0, 6), "kind": e.kind, "axis": e.axis, "bits": e.bits,
+                    "text": e.text} for e in out.events],
         "warnings": out.warnings, "publish_errors": out.publish_errors,
     }
 

@@ -56,8 +56,13 @@ def _safe(obj: Any) -> Any:
     return obj
 
 
-def _line(obj: Mapping[str, Any]) -> bytes:
-    return (json.dumps(_safe(dict(obj)), separators=(",", ":"), allow_nan=False) + "\n").encode()
+def encode_line(obj: Mapping[str, Any]) -> bytes:
+    """One JSONL line (compact JSON, NaN and inf as null, newline-terminated), UTF-8."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError):  # NaN, inf or numpy values somewhere: the slow, cleaning path
+        text = json.dumps(_safe(dict(obj)), separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -92,9 +97,9 @@ def publish_capture(dest: Path, name: str, header: Mapping[str, Any],
     target = _free_name(dest, name if name.endswith(SUFFIX) else name + SUFFIX)
     tmp = dest / f".{target.name}.{os.getpid()}{TMP_SUFFIX}"
     with open(tmp, "wb") as fh:
-        fh.write(_line(header))
+        fh.write(encode_line(header))
         for sample in samples:
-            fh.write(_line(sample))
+            fh.write(encode_line(sample))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, target)

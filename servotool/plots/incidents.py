@@ -9,6 +9,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from servotool.recorder.frames import AXIS_FIELDS
 from servotool.recorder.summary import FIELDS, series, split_time, summarize
 
 LABELS = {"current": "current", "gap": "position gap (target - position)", "temperature": "temperature"}
@@ -19,9 +20,11 @@ def incident_figure(header: Mapping[str, Any], samples: Sequence[Mapping[str, An
     """One row per field the capture carries; trigger axes drawn bold, other axes (the ones whose current
     changed most) thin. x: seconds from the detection (0)."""
     summaries = summarize(header, samples)
+    fields = header.get("axis_fields") or AXIS_FIELDS
     shown = [s.axis for s in summaries[:max_axes]]
     units = (header.get("device") or {}).get("units") or {}
-    rows = [f for f in FIELDS if any(series(samples, a, f)[1] or series(samples, a, f, "context")[1]
+    rows = [f for f in FIELDS if any(series(samples, a, f, fields=fields)[1]
+                                     or series(samples, a, f, "context", fields)[1]
                                      for a in shown)]
     rows = rows or ["gap"]
     fig = Figure(figsize=(9.0, 2.4 * len(rows) + 0.8), layout="constrained")
@@ -31,10 +34,10 @@ def incident_figure(header: Mapping[str, Any], samples: Sequence[Mapping[str, An
     trig = {str(a) for a in header.get("trigger_axes") or []}
     for ax, name in zip(axs, rows, strict=True):
         for axis in shown:
-            ts, vs = series(samples, axis, name)
+            ts, vs = series(samples, axis, name, fields=fields)
             ring = "fast"
             if not vs:
-                ts, vs, ring = (*series(samples, axis, name, "context"), "context")
+                ts, vs, ring = (*series(samples, axis, name, "context", fields), "context")
             bold = axis in trig
             ax.plot(ts, vs, linewidth=1.8 if bold else 0.8, alpha=1.0 if bold else 0.6,
                     marker="o" if ring == "context" else None, markersize=3,

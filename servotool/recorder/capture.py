@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from servotool.recorder.frames import AxisKey, RecorderEvent, Sweep
+from servotool.recorder.frames import AXIS_FIELDS, AxisKey, RecorderEvent, Sweep
 from servotool.recorder.settings import RecorderSettings
 
 FORMAT_NAME = "servotool-capture"
@@ -130,6 +130,7 @@ def assemble(
         "t_ref_monotonic": ref,
         "time_base": "t: seconds from the first detection on the host monotonic clock",
         "device": dict(device),
+        "axis_fields": list(AXIS_FIELDS),
         "trigger_axes": [a.axis for a in open_cap.axes],
         "trigger": [
             {"axis": a.axis, "bits": a.bits, "last_clean_t": _off(a.last_clean_t, ref),

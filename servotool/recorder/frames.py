@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 AxisKey = int | str  # a servo id on a bus; a name ("controller") for a whole-arm fault word
+# the order of an axis's values in a capture line (the header repeats it as "axis_fields")
+AXIS_FIELDS = ("position", "target", "gap", "current", "velocity", "voltage", "temperature")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,16 +34,10 @@ class AxisSample:
             return None
         return self.target - self.position
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "target": self.target,
-            "gap": self.gap,
-            "current": self.current,
-            "velocity": self.velocity,
-            "voltage": self.voltage,
-            "temperature": self.temperature,
-        }
+    def as_row(self) -> list[float | None]:
+        """The values in AXIS_FIELDS order (a compact capture line: names once, in the header)."""
+        return [self.position, self.target, self.gap, self.current, self.velocity, self.voltage,
+                self.temperature]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +56,7 @@ class Sweep:
         out: dict[str, Any] = {
             "t": round(self.t - t_ref, 6),
             "group": self.group,
-            "axes": {str(k): (None if s is None else s.as_json()) for k, s in self.axes.items()},
+            "axes": {str(k): (None if s is None else s.as_row()) for k, s in self.axes.items()},
         }
         if self.codes is not None:
             out["codes"] = dict(self.codes)

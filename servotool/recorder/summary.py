@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from servotool.recorder.frames import AXIS_FIELDS
+
 FIELDS = ("current", "gap", "temperature")
 UNKNOWN_CLEAN_S = -1.0
 
@@ -41,10 +43,12 @@ class AxisSummary:
     fields: dict[str, FieldSummary] = field(default_factory=dict)
 
 
-def series(samples: Sequence[Mapping[str, Any]], axis: str, name: str,
-           ring: str = "fast") -> tuple[list[float], list[float]]:
+def series(samples: Sequence[Mapping[str, Any]], axis: str, name: str, ring: str = "fast",
+           fields: Sequence[str] = AXIS_FIELDS) -> tuple[list[float], list[float]]:
     """(t, value) of one field of one axis, from one ring (context entries: their leg or neck sweep);
-    samples where the axis was silent or the field unknown are left out."""
+    samples where the axis was silent or the field unknown are left out. `fields`: the header's
+    axis_fields (the order of an axis's values in a line)."""
+    k = list(fields).index(name)
     ts: list[float] = []
     vs: list[float] = []
     for s in samples:
@@ -53,7 +57,7 @@ def series(samples: Sequence[Mapping[str, Any]], axis: str, name: str,
         sweeps = [s] if ring == "fast" else [x for x in (s.get("legs"), s.get("neck")) if x]
         for sw in sweeps:
             a = (sw.get("axes") or {}).get(axis)
-            value = None if a is None else a.get(name)
+            value = None if a is None or k >= len(a) else a[k]
             if value is not None and sw.get("t") is not None:
                 ts.append(float(sw["t"]))
                 vs.append(float(value))
@@ -86,6 +90,7 @@ def _field(ts: list[float], vs: list[float], split: float) -> FieldSummary:
 def summarize(header: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[AxisSummary]:
     """One summary per axis: trigger axes first, then by the largest current change."""
     split = split_time(header)
+    fields = header.get("axis_fields") or AXIS_FIELDS
     bits = {str(t["axis"]): t.get("bits") for t in header.get("trigger") or []}
     out = []
     for axis in axes_of(samples):
@@ -93,9 +98,9 @@ def summarize(header: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -
                      and s["axes"][axis] is None)
         summary = AxisSummary(axis, axis in bits, bits.get(axis), silent)
         for name in FIELDS:
-            ts, vs = series(samples, axis, name)
+            ts, vs = series(samples, axis, name, fields=fields)
             if not vs:
-                ts, vs = series(samples, axis, name, ring="context")
+                ts, vs = series(samples, axis, name, ring="context", fields=fields)
             summary.fields[name] = _field(ts, vs, split)
         out.append(summary)
 
@@ -105,3 +110,10 @@ def summarize(header: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -
         return (not s.trigger, -abs(cur) if cur is not None else 0.0, -abs(gap) if gap is not None else 0.0)
 
     return sorted(out, key=rank)
+
+
+def value(header: Mapping[str, Any], sweep: Mapping[str, Any], axis: str, name: str) -> float | None:
+    """One field of one axis in one sweep line (None: silent axis or unknown field)."""
+    a = (sweep.get("axes") or {}).get(axis)
+    k = list(header.get("axis_fields") or AXIS_FIELDS).index(name)
+    return None if a is None or k >= len(a) else a[k]

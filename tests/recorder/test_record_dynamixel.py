@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from servotool.clock import FakeClock
 from servotool.io.captures import read_capture
+from servotool.recorder.summary import value
 from servotool.runs.record import RecordSettings, run_record
 from servotool.runs.record_sources import DynamixelSource, open_source
 
@@ -29,8 +30,8 @@ def test_overload_with_another_axis_latched_at_connect(tmp_path):
     assert [e.axis for e in out.events if e.kind == "baseline-latch"] == [31]
     # the overload's rising current is in the lead-up, the torque cut in the tail
     fast = [s for s in samples if s["ring"] == "fast"]
-    before = [s["axes"]["12"]["current"] for s in fast if s["t"] < header["last_clean_t"] - 1.0]
-    assert max(before) > 500 and fast[-1]["axes"]["12"]["current"] < 50
+    before = [value(header, s, "12", "current") for s in fast if s["t"] < header["last_clean_t"] - 1.0]
+    assert max(before) > 500 and value(header, fast[-1], "12", "current") < 50
     # the neck reaches the capture through the context ring
     assert any(s["ring"] == "context" and s["neck"] for s in samples)
     # read only: no REBOOT, no writes of any kind

@@ -14,6 +14,7 @@ import pytest
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.captures import read_capture
+from servotool.recorder.summary import value
 from servotool.runs.record import RecordSettings, run_record
 from servotool.runs.record_sources import FairinoSource, fault_word
 
@@ -61,5 +62,5 @@ def test_runaway_on_fr3_is_captured_with_its_lead_up(tmp_path):
     assert before and all(s["codes"] == {"main_code": 0, "sub_code": 0} for s in before)
     assert after[-1]["codes"]["main_code"] == 1
     # the joint swept on its own after the latch: far beyond the 2.5 deg step
-    travel = after[-1]["axes"]["j1"]["position"] - before[-1]["axes"]["j1"]["position"]
+    travel = value(header, after[-1], "j1", "position") - value(header, before[-1], "j1", "position")
     assert travel > 14 * 2.5 - 1.0

@@ -7,6 +7,7 @@ import pytest
 from servotool.clock import FakeClock
 from servotool.errors import SettingsError
 from servotool.io.captures import read_capture
+from servotool.recorder.summary import value
 from servotool.runs.record import RecordSettings, StopRequest, run_record
 from tests.recorder.helpers import ScriptedSource
 
@@ -30,7 +31,7 @@ def test_overload_on_one_axis_with_another_latched_at_connect(tmp_path):
     assert seen  # reported while the loop ran, not only at the end
     # the overload's rising current is in the lead-up
     fast = [s for s in samples if s["ring"] == "fast"]
-    assert fast[0]["axes"]["12"]["current"] < fast[-1]["axes"]["12"]["current"]
+    assert value(header, fast[0], "12", "current") < value(header, fast[-1], "12", "current")
 
 
 def test_connecting_creates_no_directory(tmp_path):
