@@ -1,16 +1,15 @@
 """`lag --ramp`: stream smooth out-and-back passes at several speeds and measure the lag from the recording.
 
-Sequence: refuse unsafe settings before anything moves; enable, servo mode, warm-up (the run starts only
-once the controller executes the held pose); stream the ramp profile through the Streamer, which records
-every send and every receive into the CSV; end the servo mode and disable unless keep; then read the CSV
-back and analyse it, so the figures a live run reports are exactly what `servotool analyze` recomputes
-from the file.
+A ramp run is a job of the run skeleton (runs/arm_run.py): refuse unsafe settings before anything moves;
+enable, servo mode, warm-up; stream the ramp profile from the warmed-up pose, recording every send and every
+receive into the CSV; end the servo mode and disable unless keep; then read the CSV back and analyse it,
+so the figures a live run reports are exactly what `servotool analyze` recomputes from the file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,21 @@ import numpy as np
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm
+from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.analyze import FileAnalysis, analyze_written
-from servotool.runs.realtime import realtime
-from servotool.runs.stream import (
-    RunRefused,
-    StopSettings,
-    StreamOutcome,
-    StreamPlan,
-    TickInfo,
-    finish,
-    prepare,
-    record_stream,
+from servotool.runs.arm_run import (
+    DEFAULT_WARMUP_TIMEOUT_S,
+    ArmRun,
+    RunCallbacks,
+    RunOptions,
+    RunResult,
+    StreamSetup,
 )
+from servotool.runs.prepare import Prepared, RunRefused
+from servotool.runs.stream import StreamPlan, TickInfo
+
+# a ramp run's result is the skeleton's
+RampRun = RunResult
 
 
 @dataclass
@@ -42,27 +43,19 @@ class RampSettings:
     speeds_deg_s: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0)
     ramp_s: float = 0.2
     settle_s: float = 0.5
-    cmd_period_s: float = 0.01
-    a_max: float = 500.0
-    v_max: float = 130.0
+    cmd_period_s: float = CMD_PERIOD_S
+    a_max: float = A_MAX_DEG_S2
+    v_max: float = V_MAX_DEG_S
     keep: bool = False
     realtime: bool = True
-    warmup_timeout_s: float = 10.0
+    warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
     transport: str = ""
 
 
-@dataclass
-class RampRun:
-    path: Path
-    outcome: StreamOutcome
-    analysis: FileAnalysis | None
-    analysis_error: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-def check_settings(s: RampSettings, arm: Arm) -> None:
-    """Refuse (RunRefused) what ramp mode must not do; refuse, never clamp."""
-    if not 0 <= s.joint < arm.n_joints:
+def check_settings(s: RampSettings, arm: Arm | None = None) -> None:
+    """Refuse (RunRefused) what ramp mode must not do; refuse, never clamp. Without an arm only the checks
+    that need none run (the joint count and the joint's speed limit are the arm's)."""
+    if arm is not None and not 0 <= s.joint < arm.n_joints:
         raise RunRefused(f"--joint {s.joint} does not exist: this arm has joints 0..{arm.n_joints - 1}")
     if not s.speeds_deg_s:
         raise RunRefused("--speeds lists no speed")
@@ -72,7 +65,8 @@ def check_settings(s: RampSettings, arm: Arm) -> None:
         raise RunRefused(f"--cmd-ms {s.cmd_period_s * 1e3:g} is outside 1..100 ms")
     if s.ramp_s <= 0:
         raise RunRefused("--ramp-ms must be > 0: ramp mode never puts a velocity jump on the wire")
-    limit = float(arm.joint_speed_limits[s.joint]) if arm.joint_speed_limits else float("inf")
+    limits = getattr(arm, "joint_speed_limits", None) if arm is not None else None
+    limit = float(limits[s.joint]) if limits else float("inf")
     for v in s.speeds_deg_s:
         if not v > 0:
             raise RunRefused(f"speed {v:g} deg/s must be > 0")
@@ -87,13 +81,50 @@ def check_settings(s: RampSettings, arm: Arm) -> None:
             )
 
 
-def config_dict(s: RampSettings, start_pose: Sequence[float], notes: Sequence[str]) -> dict[str, Any]:
+def config_dict(
+    s: RampSettings, start_pose: Sequence[float] | np.ndarray, notes: Sequence[str]
+) -> dict[str, Any]:
+    """The CSV header's config of a ramp run: every setting, the start pose and the profile's notes."""
     cfg: dict[str, Any] = {"mode": "ramp"}
     cfg.update(asdict(s))
     cfg["speeds_deg_s"] = [float(v) for v in s.speeds_deg_s]
     cfg["start_pose"] = [float(x) for x in start_pose]
     cfg["profile_notes"] = list(notes)
     return cfg
+
+
+class RampJob:
+    """The ramp passes as a job of the run skeleton."""
+
+    mode = "ramp"
+
+    def __init__(self, settings: RampSettings) -> None:
+        self.settings = settings
+
+    @property
+    def options(self) -> RunOptions:
+        s = self.settings
+        return RunOptions(s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s)
+
+    def check_settings(self) -> None:
+        check_settings(self.settings)
+
+    def check_arm(self, arm: Arm) -> None:
+        check_settings(self.settings, arm)
+
+    def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
+        s, pose = self.settings, prep.pose
+        profile = ramp_profile(
+            float(pose[s.joint]), s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s,
+            settle_s=s.settle_s,
+        )
+        targets = np.tile(pose, (len(profile), 1))
+        targets[:, s.joint] = profile.q
+        return StreamSetup(
+            plan=StreamPlan(targets, profile.pass_index, profile.phase),
+            config=config_dict(s, pose, profile.notes),
+            message=f"streaming {len(profile.passes)} passes, {len(profile) * s.cmd_period_s:.1f} s",
+        )
 
 
 def run_ramp(
@@ -112,44 +143,6 @@ def run_ramp(
     Raises RunRefused before anything moves, DeviceError when the arm cannot be prepared (nothing recorded).
     The robot is left out of servo mode, and disabled unless settings.keep, whatever happens.
     """
-    s = settings
-    check_settings(s, arm)
-    say = on_status or (lambda _msg: None)
-    notes: list[str] = []
-    with realtime(s.realtime) as rt:
-        try:
-            say("warming up: waiting for the controller to execute the stream")
-            prep = prepare(arm, clock, s.cmd_period_s, s.warmup_timeout_s)
-            notes += prep.notes
-            pose = prep.pose
-            profile = ramp_profile(
-                float(pose[s.joint]),
-                s.sweep_deg,
-                s.speeds_deg_s,
-                dt=s.cmd_period_s,
-                ramp_s=s.ramp_s,
-                settle_s=s.settle_s,
-            )
-            targets = np.tile(pose, (len(profile), 1))
-            targets[:, s.joint] = profile.q
-            plan = StreamPlan(targets, profile.pass_index, profile.phase)
-            say(f"streaming {len(profile.passes)} passes, {len(profile) * s.cmd_period_s:.1f} s")
-            path, outcome = record_stream(
-                arm,
-                clock,
-                plan,
-                mode="ramp",
-                out_dir=out_dir,
-                config=config_dict(s, pose, profile.notes),
-                header={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
-                command=command,
-                period_s=s.cmd_period_s,
-                stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                on_tick=on_tick,
-                on_pass=on_pass,
-            )
-        finally:
-            notes += finish(arm, s.keep)
-    notes += outcome.notes
-    analysis, error = analyze_written(path)
-    return RampRun(path=path, outcome=outcome, analysis=analysis, analysis_error=error, notes=notes)
+    callbacks = RunCallbacks(on_tick=on_tick, on_pass=on_pass, on_status=on_status)
+    run = ArmRun(RampJob(settings), clock=clock, out_dir=out_dir, command=command, callbacks=callbacks)
+    return run.run(arm)

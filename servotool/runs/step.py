@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +25,27 @@ import numpy as np
 from servotool.analysis.lag import guard_advice
 from servotool.clock import Clock
 from servotool.devices.arm import Arm
-from servotool.motion.guard import DivergenceGuard, GuardConfig, SafetyConfig, UnsafeConfigError
+from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
+from servotool.motion.guard import (
+    DivergenceGuard,
+    GuardConfig,
+    GuardVerdict,
+    SafetyConfig,
+    UnsafeConfigError,
+)
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
 from servotool.motion.stream_shapers import SHAPER_KINDS, ShaperSpec
-from servotool.runs.analyze import FileAnalysis, analyze_written
-from servotool.runs.realtime import realtime
-from servotool.runs.stream import (
-    RunRefused,
-    StopSettings,
-    StreamOutcome,
-    StreamPlan,
-    TickInfo,
-    finish,
-    prepare,
-    record_stream,
+from servotool.runs.arm_run import (
+    DEFAULT_WARMUP_TIMEOUT_S,
+    ArmRun,
+    RunCallbacks,
+    RunOptions,
+    RunResult,
+    StreamSetup,
 )
+from servotool.runs.prepare import Prepared, RunRefused
+from servotool.runs.stream import StreamPlan, TickInfo
 
 # commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
 PROFILE_LAG_MS = {"simmachine": 39.0, "fr3": 78.0, "fr20": 111.0}
@@ -55,12 +60,12 @@ class StepSettings:
     size_deg: float = 10.0
     steps: int = 4
     hold_s: float = 0.6
-    cmd_period_s: float = 0.01
+    cmd_period_s: float = CMD_PERIOD_S
     shaped: bool = True
     shaper: str = "accel"  # "accel" (acceleration-bounded) or "otg" (jerk-limited); shaped runs only
-    v_max: float = 130.0
-    a_max: float = 500.0
-    j_max: float = 10000.0  # deg/s^3, otg only
+    v_max: float = V_MAX_DEG_S
+    a_max: float = A_MAX_DEG_S2
+    j_max: float = J_MAX_DEG_S3  # deg/s^3, otg only
     guard: bool = True
     lag_ms: float | None = None
     guard_noise_deg: float = DEFAULT_GUARD_NOISE_DEG
@@ -68,7 +73,7 @@ class StepSettings:
     test_arm: bool = False
     confirmed: bool = False
     realtime: bool = True
-    warmup_timeout_s: float = 10.0
+    warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
     pre_hold_s: float = PRE_HOLD_S
     transport: str = ""
 
@@ -83,13 +88,15 @@ class GuardSetup:
 
 
 @dataclass
-class StepRun:
-    path: Path
-    outcome: StreamOutcome
-    analysis: FileAnalysis | None
-    guard: GuardSetup | None
-    analysis_error: str | None = None
-    notes: list[str] = field(default_factory=list)
+class StepRun(RunResult):
+    """A step run's result: the skeleton's, plus how the guard was tuned (None without a guard)."""
+
+    guard: GuardSetup | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        return {"run": d["run"], "notes": d["notes"], "guard": vars(self.guard) if self.guard else None,
+                "analysis": d["analysis"], "analysis_error": d["analysis_error"]}
 
 
 def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
@@ -97,9 +104,10 @@ def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
     return not s.shaped and not arm.simulated
 
 
-def check_settings(s: StepSettings, arm: Arm) -> None:
-    """Refuse (RunRefused) before anything moves."""
-    if not 0 <= s.joint < arm.n_joints:
+def check_settings(s: StepSettings, arm: Arm | None = None) -> None:
+    """Refuse (RunRefused) before anything moves. Without an arm only the checks that need none run (the
+    joint count and whether the device is a simulator are the arm's)."""
+    if arm is not None and not 0 <= s.joint < arm.n_joints:
         raise RunRefused(f"--joint {s.joint} does not exist: this arm has joints 0..{arm.n_joints - 1}")
     if s.size_deg == 0 or not math.isfinite(s.size_deg):
         raise RunRefused("--size must be a non-zero number of degrees")
@@ -118,7 +126,7 @@ def check_settings(s: StepSettings, arm: Arm) -> None:
         raise RunRefused("a shaped stream runs only with the divergence guard: drop --no-guard")
     if s.lag_ms is not None and not (0 <= s.lag_ms < 2000):
         raise RunRefused("--lag-ms must be within 0..2000")
-    if raw_needs_confirmation(s, arm):
+    if arm is not None and raw_needs_confirmation(s, arm):
         if not s.test_arm:
             raise RunRefused(
                 f"a raw step on {arm.url} (not a simulator) can make the controller run away; it is only "
@@ -163,7 +171,7 @@ class _WindowGuard:
     def lag_s(self) -> float:
         return self.guard.lag_s
 
-    def check(self, setpoint, measured, velocity):
+    def check(self, setpoint: np.ndarray, measured: np.ndarray, velocity: np.ndarray) -> GuardVerdict | None:
         self._speeds.append(np.abs(np.asarray(velocity, dtype=float)))
         return self.guard.check(setpoint, measured, np.max(np.array(self._speeds), axis=0))
 
@@ -179,7 +187,8 @@ def pair_check(s: StepSettings, gs: GuardSetup | None) -> None:
         raise RunRefused(str(exc)) from None
 
 
-def config_dict(s: StepSettings, pose, guard: GuardSetup | None) -> dict[str, Any]:
+def config_dict(s: StepSettings, pose: np.ndarray, guard: GuardSetup | None) -> dict[str, Any]:
+    """The CSV header's config of a step run: every setting, the start pose and the guard's tuning."""
     cfg: dict[str, Any] = {"mode": "step"}
     cfg.update(asdict(s))
     cfg["start_pose"] = [float(x) for x in pose]
@@ -200,6 +209,54 @@ def build_plan(s: StepSettings, pose: np.ndarray) -> StreamPlan:
     return StreamPlan(targets, passes, phase)
 
 
+
+
+class StepJob:
+    """The step cycle as a job of the run skeleton; `guard` is how the guard was tuned, once built."""
+
+    mode = "step"
+
+    def __init__(self, settings: StepSettings) -> None:
+        self.settings = settings
+        self.guard: GuardSetup | None = None
+
+    @property
+    def options(self) -> RunOptions:
+        s = self.settings
+        return RunOptions(s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s)
+
+    def check_settings(self) -> None:
+        check_settings(self.settings)
+
+    def check_arm(self, arm: Arm) -> None:
+        check_settings(self.settings, arm)
+
+    def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
+        """The plan, the primed shaper (shaped runs) and the guard, tuned from the lag and the warm-up's
+        state period; refuses (RunRefused) a shaped stream whose guard is tuned below the shaper's floors."""
+        s, pose = self.settings, prep.pose
+        shaper: Any = None
+        guard: Any = None
+        if s.guard:
+            self.guard = guard_setup(s, arm, prep.state_period_s)
+        if s.shaped:
+            pair_check(s, self.guard)
+            shaper = ShaperSpec(s.shaper, s.v_max, s.a_max, s.j_max, s.cmd_period_s).build(arm.n_joints)
+            shaper.prime(pose)
+        if self.guard is not None:
+            g = DivergenceGuard(self.guard.margin_deg, self.guard.lag_s)
+            guard = g if s.shaped else _WindowGuard(g, s.cmd_period_s)
+        kind = "shaped" if s.shaped else "RAW"
+        return StreamSetup(
+            plan=build_plan(s, pose),
+            config=config_dict(s, pose, self.guard),
+            record_raw=True,
+            shaper=shaper,
+            guard=guard,
+            message=f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}",
+        )
+
+
 def run_step(
     arm: Arm,
     settings: StepSettings,
@@ -216,50 +273,10 @@ def run_step(
     Raises RunRefused before anything moves (see check_settings), DeviceError when the arm cannot be
     prepared. The robot is left out of servo mode, and disabled unless settings.keep, whatever happens.
     """
-    s = settings
-    check_settings(s, arm)
-    say = on_status or (lambda _msg: None)
-    gs: GuardSetup | None = None
-    notes: list[str] = []
-    with realtime(s.realtime) as rt:
-        try:
-            say("warming up: waiting for the controller to execute the stream")
-            prep = prepare(arm, clock, s.cmd_period_s, s.warmup_timeout_s)
-            notes += prep.notes
-            pose = prep.pose
-            plan = build_plan(s, pose)
-            shaper = None
-            guard: Any = None
-            if s.guard:
-                gs = guard_setup(s, arm, prep.state_period_s)
-            if s.shaped:
-                pair_check(s, gs)
-                shaper = ShaperSpec(s.shaper, s.v_max, s.a_max, s.j_max, s.cmd_period_s).build(arm.n_joints)
-                shaper.prime(pose)
-            if gs is not None:
-                g = DivergenceGuard(gs.margin_deg, gs.lag_s)
-                guard = g if s.shaped else _WindowGuard(g, s.cmd_period_s)
-            kind = "shaped" if s.shaped else "RAW"
-            say(f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}")
-            path, outcome = record_stream(
-                arm,
-                clock,
-                plan,
-                mode="step",
-                out_dir=out_dir,
-                config=config_dict(s, pose, gs),
-                header={"realtime": rt, "warm_up_s": round(prep.warm_up_s, 3)},
-                command=command,
-                record_raw=True,
-                period_s=s.cmd_period_s,
-                shaper=shaper,
-                guard=guard,
-                stop=StopSettings(a_max=s.a_max, v_max=s.v_max),
-                on_tick=on_tick,
-                on_pass=on_pass,
-            )
-        finally:
-            notes += finish(arm, s.keep)
-    notes += outcome.notes
-    analysis, error = analyze_written(path)
-    return StepRun(path=path, outcome=outcome, analysis=analysis, guard=gs, analysis_error=error, notes=notes)
+    job = StepJob(settings)
+    callbacks = RunCallbacks(on_tick=on_tick, on_pass=on_pass, on_status=on_status)
+    run = ArmRun(job, clock=clock, out_dir=out_dir, command=command, callbacks=callbacks).run(arm)
+    return StepRun(
+        path=run.path, outcome=run.outcome, analysis=run.analysis, analysis_error=run.analysis_error,
+        notes=run.notes, guard=job.guard,
+    )

@@ -8,14 +8,19 @@ timestamp. Every tick the loop records what it sent (`cmd`), what came back (`st
 latches (`fault`) and divergence guard trips (`guard`), with t = 0 at the run start.
 
 However a run ends early (Ctrl-C, a lost connection, a controller fault, a guard trip, a controller that
-keeps rejecting commands), it ends the same way: a `stop` row naming the reason, then a braking stop from
-the stream's current velocity, its speed falling by a_max * period per tick (the shaper's acceleration
-bound; StreamShaper.prime starts at rest, so it cannot continue a moving stream), then the last pose held
-while the arm comes to rest, all recorded. Ending the servo mode, closing the CSV and disabling the robot
-belong to the caller (runs/ramp.py, runs/step.py), which does them whatever happened here.
+keeps rejecting commands, an exception in our own code), it ends the same way, `Streamer.braked_stop`: a
+`stop` row naming the reason, then a braking stop from the stream's current velocity, its speed falling by
+a_max * period per tick (the shaper's acceleration bound; StreamShaper.prime starts at rest, so it cannot
+continue a moving stream), then the last pose held while the arm comes to rest, all recorded. Ending the
+servo mode, closing the CSV and disabling the robot belong to the run skeleton (runs/arm_run.py), which
+does them whatever happened here.
 
 Ctrl-C is taken as a request, not an exception, while the loop runs: the first press starts the stop, a
 second one skips waiting for the arm to come to rest, a third raises KeyboardInterrupt.
+
+Memory is flat however long the stream: the plan is the only per-tick array (built by the caller), rows go
+straight to the writer, lateness is kept as bounded statistics (runs/lateness.py) and the recent poses for
+the rest check in a window of fixed length.
 """
 
 from __future__ import annotations
@@ -25,29 +30,67 @@ import math
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, ConnectionLost, DeviceError, StateFrame
+from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
+from servotool.runs.lateness import LatenessStats
+from servotool.runs.outcome import RunStatus, StreamOutcome
+from servotool.runs.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
 
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
 
-# outcome statuses
-COMPLETE = "complete"
-INTERRUPTED = "interrupted"
-FAULT = "fault"
-CONNECTION_LOST = "connection-lost"
-GUARD = "guard"
-REJECTED = "rejected"
-DEVICE_ERROR = "device-error"
+# outcome statuses (the enum's members, under the names callers have always imported)
+COMPLETE = RunStatus.COMPLETE
+INTERRUPTED = RunStatus.INTERRUPTED
+FAULT = RunStatus.FAULT
+CONNECTION_LOST = RunStatus.CONNECTION_LOST
+GUARD = RunStatus.GUARD
+REJECTED = RunStatus.REJECTED
+DEVICE_ERROR = RunStatus.DEVICE_ERROR
+ERROR = RunStatus.ERROR
+
+# the rest check looks at most this many recent state frames (a 1 kHz state stream over a 0.2 s window)
+RECENT_FRAMES_MAX = 256
+
+__all__ = [
+    "COMPLETE",
+    "CONNECTION_LOST",
+    "DEVICE_ERROR",
+    "ERROR",
+    "FAULT",
+    "GUARD",
+    "INTERRUPTED",
+    "PHASE_REST",
+    "PHASE_STOP",
+    "REJECTED",
+    "Prepared",
+    "RunRefused",
+    "RunStatus",
+    "StopSettings",
+    "StreamOutcome",
+    "StreamPlan",
+    "Streamer",
+    "TickInfo",
+    "columns",
+    "finish",
+    "prepare",
+    "record_stream",
+    "stream",
+    "units",
+    "wait_for_state",
+]
 
 
 def columns(n_joints: int, raw: bool) -> list[str]:
@@ -61,6 +104,7 @@ def columns(n_joints: int, raw: bool) -> list[str]:
 
 
 def units(n_joints: int, raw: bool) -> dict[str, str]:
+    """The units line of a streamed run's CSV header."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
@@ -105,8 +149,8 @@ class StopSettings:
     rest_tol_deg; the wait gives up after rest_timeout_s (the arm may be sweeping on its own).
     """
 
-    a_max: float = 500.0
-    v_max: float = 130.0
+    a_max: float = A_MAX_DEG_S2
+    v_max: float = V_MAX_DEG_S
     min_rest_s: float = 0.3
     rest_window_s: float = 0.1
     rest_tol_deg: float = 0.02
@@ -127,33 +171,8 @@ class TickInfo:
     measured: np.ndarray | None
 
 
-@dataclass
-class StreamOutcome:
-    """How the stream ended. status: complete, interrupted, fault, connection-lost, guard, rejected or
-    device-error; reason: one line (None when complete). Times are seconds since the run start."""
-
-    status: str
-    reason: str | None
-    ticks_sent: int
-    stop_ticks: int = 0
-    t_end: float = 0.0
-    fault: tuple[int, int] | None = None
-    fault_t: float | None = None
-    guard_reason: str | None = None
-    guard_t: float | None = None
-    rejects: int = 0
-    late_ticks: int = 0
-    max_late_ms: float = 0.0
-    at_rest: bool | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return self.status == COMPLETE
-
-
 class _StopRequest(Exception):
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: RunStatus, reason: str) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -175,12 +194,12 @@ class _SigintLatch:
                 self._enabled = False
         return self
 
-    def _handle(self, signum, frame) -> None:
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.presses += 1
         if self.presses >= 3:
             raise KeyboardInterrupt
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._enabled:
             signal.signal(signal.SIGINT, self._old)
 
@@ -225,7 +244,7 @@ class Streamer:
         clock: Clock,
         writer: Any,
         *,
-        period_s: float = 0.01,
+        period_s: float = CMD_PERIOD_S,
         shaper: Any = None,
         guard: Any = None,
         stop: StopSettings | None = None,
@@ -250,9 +269,10 @@ class Streamer:
         self.tick_every = max(1, int(tick_every))
         self.catch_sigint = catch_sigint
         self.n_joints = int(arm.n_joints)
+        self.lateness = LatenessStats(self.period / 2)
         self._t0 = 0.0
         self._last_q: np.ndarray | None = None
-        self._recent: list[tuple[float, np.ndarray]] = []
+        self._recent: deque[tuple[float, np.ndarray]] = deque(maxlen=RECENT_FRAMES_MAX)
         self._codes = (0, 0)
         self._fault: tuple[int, int] | None = None
         self._fault_t: float | None = None
@@ -264,59 +284,58 @@ class Streamer:
         self._seq = 0
         self._sigint: _SigintLatch | None = None
         self._prev_setpoint: np.ndarray | None = None
+        self._plan: StreamPlan | None = None
+        self._k = 0  # ticks of the plan sent so far
+        self._started = False
+        self._stopping = False
 
     @property
     def start_time(self) -> float:
         """The clock reading of the run start (t = 0 in the CSV); set when run() begins."""
         return self._t0
 
+    @property
+    def streaming(self) -> bool:
+        """True once the plan started and until it completed or went through the braked stop."""
+        return self._started and not self._stopping
+
     # -- recording -------------------------------------------------------------------------------------------
 
     def _rel(self, t: float) -> float:
         return t - self._t0
 
-    def _write_frames(
-        self, frames: Sequence[StateFrame], replies: Sequence[Any], extra: Sequence[dict]
-    ) -> None:
-        rows: list[dict] = list(extra)
+    def _state_rows(self, frames: Sequence[StateFrame]) -> list[dict[str, Any]]:
+        """State rows, plus a fault row whenever the controller's codes change to a fault."""
+        rows: list[dict[str, Any]] = []
         for f in frames:
             q = np.asarray(f.q, dtype=float)
             self._last_q = q
             self._recent.append((f.t, q))
-            row = {
-                "t": self._rel(f.t),
-                "event": "state",
-                "main_code": f.main_code,
-                "sub_code": f.sub_code,
-                "dev_t": f.device_time_s,
-            }
+            t = self._rel(f.t)
+            row = {"t": t, "event": "state", "main_code": f.main_code, "sub_code": f.sub_code,
+                   "dev_t": f.device_time_s}
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
             rows.append(row)
             codes = (int(f.main_code), int(f.sub_code))
             if codes != self._codes:
                 if codes != (0, 0):
-                    rows.append(
-                        {"t": self._rel(f.t), "event": "fault", "main_code": codes[0], "sub_code": codes[1]}
-                    )
+                    rows.append({"t": t, "event": "fault", "main_code": codes[0], "sub_code": codes[1]})
                     if self._fault is None:
-                        self._fault, self._fault_t = codes, self._rel(f.t)
+                        self._fault, self._fault_t = codes, t
                 self._codes = codes
+        return rows
+
+    def _write_frames(
+        self, frames: Sequence[StateFrame], replies: Sequence[Reply], extra: Sequence[dict[str, Any]]
+    ) -> None:
+        rows = list(extra) + self._state_rows(frames)
         for r in replies:
-            rows.append(
-                {
-                    "t": self._rel(r.t),
-                    "event": "reply",
-                    "errcode": r.errcode,
-                    "info": "" if r.command == "ServoJ" else r.command,
-                }
-            )
+            info = "" if r.command == "ServoJ" else r.command
+            rows.append({"t": self._rel(r.t), "event": "reply", "errcode": r.errcode, "info": info})
             self._count_reply(r.errcode)
         rows.sort(key=lambda row: row["t"])  # stable: a cmd keeps its place before its own reply
         for row in rows:
             self.writer.write(row)
-        horizon = self._recent[-1][0] - 2 * self.stop.rest_window_s if self._recent else 0.0
-        while len(self._recent) > 2 and self._recent[0][0] < horizon:
-            self._recent.pop(0)
 
     def _count_reply(self, errcode: int) -> None:
         if errcode != 0:
@@ -326,38 +345,29 @@ class Streamer:
         else:
             self._consecutive_rejects = 0
 
-    def _cmd_row(self, t: float, pass_index: int, phase: str, q: np.ndarray, raw: np.ndarray | None) -> dict:
-        row: dict[str, Any] = {
-            "t": self._rel(t),
-            "event": "cmd",
-            "seq": self._seq,
-            "pass": pass_index,
-            "phase": phase,
-        }
+    def _cmd_row(
+        self, t: float, pass_index: int, phase: str, q: np.ndarray, raw: np.ndarray | None
+    ) -> dict[str, Any]:
+        row: dict[str, Any] = {"t": self._rel(t), "event": "cmd", "seq": self._seq, "pass": pass_index,
+                               "phase": phase}
         row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
         if self.record_raw and raw is not None:
             row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
         self._seq += 1
         return row
 
-    def _poll(self) -> tuple[list[StateFrame], list[Any]]:
+    def _poll(self) -> tuple[list[StateFrame], list[Reply]]:
         return list(self.arm.poll_states()), list(self.arm.replies())
 
     # -- one tick --------------------------------------------------------------------------------------------
 
     def _send(
-        self,
-        k_deadline: int,
-        setpoint: np.ndarray,
-        raw: np.ndarray | None,
-        pass_index: int,
-        phase: str,
-        late: list[float],
+        self, k_deadline: int, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str
     ) -> None:
         deadline = self._t0 + k_deadline * self.period
         self.clock.sleep_until(deadline)
         t_call = self.clock.now()
-        late.append(t_call - deadline)
+        self.lateness.add(t_call - deadline)
         reply = self.arm.servo_j([float(x) for x in setpoint], self.period)
         # the actual send time: a fire-and-forget transport has handed the datagram to the OS when the call
         # returns (its encoding time is not part of the lag); an answered call sent it somewhere inside the
@@ -380,7 +390,7 @@ class Streamer:
     def _check_guard(self, setpoint: np.ndarray, velocity: np.ndarray | None) -> None:
         if self.guard is None or self._guard_t is not None or self._last_q is None:
             return
-        if self.shaper is not None and self.shaper.velocity is not None and self._stopping is False:
+        if self.shaper is not None and self.shaper.velocity is not None and not self._stopping:
             v = self.shaper.velocity
         else:
             v = velocity if velocity is not None else np.zeros(self.n_joints)
@@ -395,8 +405,7 @@ class Streamer:
         if self._sigint is not None and self._sigint.presses:
             raise _StopRequest(INTERRUPTED, "Ctrl-C")
         if self._fault is not None:
-            from_text = f"controller fault main {self._fault[0]} sub {self._fault[1]}"
-            raise _StopRequest(FAULT, from_text)
+            raise _StopRequest(FAULT, f"controller fault main {self._fault[0]} sub {self._fault[1]}")
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
         if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
@@ -406,98 +415,119 @@ class Streamer:
                 f"row (last errcode {self._last_err})",
             )
 
+    def _tick(self, plan: StreamPlan, k: int, passes: np.ndarray, phases: np.ndarray) -> None:
+        """Send tick k of the plan (after the health check) and report progress."""
+        self._health()
+        raw = plan.targets[k]
+        setpoint = self.shaper.step(raw) if self.shaper is not None else raw.copy()
+        p, phase = int(passes[k]), str(phases[k])
+        if self.on_pass is not None and (k == 0 or p != int(passes[k - 1])):
+            self.on_pass(p)
+        self._send(k, setpoint, raw, p, phase)
+        self._k = k + 1
+        n = len(plan)
+        if self.on_tick is not None and (k % self.tick_every == 0 or k == n - 1):
+            self.on_tick(TickInfo(k, n, self._rel(self.clock.now()), p, phase, setpoint, self._last_q))
+
     # -- the run ---------------------------------------------------------------------------------------------
 
-    _stopping = False
-
-    def run(self, plan: StreamPlan) -> StreamOutcome:
-        """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
-        except a third Ctrl-C). Rows are written as they happen."""
+    def _begin(self, plan: StreamPlan) -> None:
         if plan.targets.shape[1] != self.n_joints:
             raise ValueError(f"plan has {plan.targets.shape[1]} joints, the arm {self.n_joints}")
-        n = len(plan)
-        passes = plan.pass_index if plan.pass_index is not None else np.full(n, -1)
-        phases = plan.phase if plan.phase is not None else np.full(n, "", dtype=object)
-        late: list[float] = []
-        status, reason = COMPLETE, None
-        k = 0
         start = self.arm.latest_state()
         if start is not None:
             self._last_q = np.asarray(start.q, dtype=float)
         self.arm.poll_states()  # frames from before the run start (the warm-up) are not part of it
         self.arm.replies()
+        self._plan, self._k = plan, 0
         self._t0 = self.clock.now()
-        current_pass = None
+        self._started = True
+
+    def _loop(self, plan: StreamPlan) -> tuple[RunStatus, str | None]:
+        """Send every tick; how the loop ended. Every early end is turned into a status here, our own
+        exceptions included, so that the braked stop always follows."""
+        n = len(plan)
+        passes = plan.pass_index if plan.pass_index is not None else np.full(n, -1)
+        phases = plan.phase if plan.phase is not None else np.full(n, "", dtype=object)
+        try:
+            for k in range(n):
+                self._tick(plan, k, passes, phases)
+            self._health()
+        except _StopRequest as req:
+            return req.status, req.reason
+        except KeyboardInterrupt:
+            return INTERRUPTED, "Ctrl-C"
+        except ConnectionLost as exc:
+            return CONNECTION_LOST, f"connection lost: {exc}"
+        except DeviceError as exc:
+            return DEVICE_ERROR, f"device error: {exc}"
+        except Exception as exc:  # a bug of ours must still end through the braked stop
+            return ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        return COMPLETE, None
+
+    def run(self, plan: StreamPlan) -> StreamOutcome:
+        """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
+        except a third Ctrl-C). Rows are written as they happen."""
+        self._begin(plan)
         with _SigintLatch(self.catch_sigint) as sigint, _no_gc_pauses():
             self._sigint = sigint
             try:
-                for k in range(n):
-                    self._health()
-                    raw = plan.targets[k]
-                    setpoint = self.shaper.step(raw) if self.shaper is not None else raw.copy()
-                    p = int(passes[k])
-                    if p != current_pass:
-                        current_pass = p
-                        if self.on_pass is not None:
-                            self.on_pass(p)
-                    self._send(k, setpoint, raw, p, str(phases[k]), late)
-                    if self.on_tick is not None and (k % self.tick_every == 0 or k == n - 1):
-                        self.on_tick(
-                            TickInfo(
-                                k, n, self._rel(self.clock.now()), p, str(phases[k]), setpoint, self._last_q
-                            )
-                        )
+                status, reason = self._loop(plan)
+                outcome = StreamOutcome(status=status, reason=reason, ticks_sent=self._k)
+                if status != COMPLETE:
+                    self.braked_stop(outcome)
                 else:
-                    k = n
-                    self._health()
-            except _StopRequest as req:
-                status, reason = req.status, req.reason
-            except KeyboardInterrupt:
-                status, reason = INTERRUPTED, "Ctrl-C"
-            except ConnectionLost as exc:
-                status, reason = CONNECTION_LOST, f"connection lost: {exc}"
-            except DeviceError as exc:
-                status, reason = DEVICE_ERROR, f"device error: {exc}"
-            ticks_sent = k
-            outcome = StreamOutcome(status=status, reason=reason, ticks_sent=ticks_sent)
-            if status != COMPLETE:
-                self._end_early(outcome, plan, passes, late, k)
-            else:
-                self._drain_tail()
-            self._sigint = None
-        late_arr = np.array(late) if late else np.zeros(1)
-        outcome.late_ticks = int(np.sum(late_arr > self.period / 2))
-        outcome.max_late_ms = float(late_arr.max() * 1e3)
+                    self._drain_tail(outcome)
+            finally:
+                self._sigint = None
+        return self.summarise(outcome)
+
+    def summarise(self, outcome: StreamOutcome) -> StreamOutcome:
+        """Fill the outcome's timing, fault, guard, reject and lateness fields from the loop's counters."""
+        late = self.lateness
+        outcome.late_ticks = late.late_ticks
+        outcome.max_late_ms = late.max_s * 1e3
+        outcome.mean_late_ms = late.mean_s * 1e3
+        outcome.p50_late_ms = late.quantile_s(0.5) * 1e3
+        outcome.p99_late_ms = late.quantile_s(0.99) * 1e3
         outcome.t_end = self._rel(self.clock.now())
         outcome.fault, outcome.fault_t = self._fault, self._fault_t
         outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
         outcome.rejects = self._rejects
         return outcome
 
-    def _drain_tail(self) -> None:
-        frames, replies = self._poll()
-        self._write_frames(frames, replies, [])
+    def _drain_tail(self, outcome: StreamOutcome) -> None:
+        self._stopping = True  # complete: nothing left to stop
+        try:
+            frames, replies = self._poll()
+            self._write_frames(frames, replies, [])
+        except DeviceError as exc:
+            outcome.notes.append(f"the last state frames could not be read: {exc}")
 
-    # -- the common early end --------------------------------------------------------------------------------
+    # -- the one early end -----------------------------------------------------------------------------------
 
-    def _stream_velocity(self, plan: StreamPlan, sent: int) -> np.ndarray:
-        """The velocity the stream has after `sent` ticks: the shaper's, or for an unshaped plan the smaller
-        of the last tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
+    def _stream_velocity(self) -> np.ndarray:
+        """The velocity the stream has now: the shaper's, or for an unshaped plan the smaller of the last
+        tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
         if self.shaper is not None and self.shaper.velocity is not None:
             return np.asarray(self.shaper.velocity, dtype=float)
-        last = sent - 1
-        if last < 1 or last >= len(plan):
+        plan, last = self._plan, self._k - 1
+        if plan is None or last < 1 or last >= len(plan):
             return np.zeros(self.n_joints)
         v = (plan.targets[last] - plan.targets[last - 1]) / self.period
         if last + 1 < len(plan):
             v_next = (plan.targets[last + 1] - plan.targets[last]) / self.period
             v = np.where(np.abs(v_next) < np.abs(v), v_next, v)
-        return v
+        return np.asarray(v, dtype=float)
 
-    def _end_early(self, outcome: StreamOutcome, plan: StreamPlan, passes, late: list[float], k: int) -> None:
+    def braked_stop(self, outcome: StreamOutcome) -> None:
+        """The one way a stream ends early: a `stop` row naming outcome.reason, the braking ticks, then the
+        last pose held until the arm is at rest (or rest_timeout_s). Runs once: a second call does nothing.
+        Never raises for a device failure, Ctrl-C or a lost link during the stop: notes say what was cut."""
+        if self._stopping:
+            return
         self._stopping = True
-        t_stop = self._rel(self.clock.now())
-        self.writer.write({"t": t_stop, "event": "stop", "info": outcome.reason})
+        self.writer.write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest = None
             return
@@ -507,51 +537,56 @@ class Streamer:
                 outcome.notes.append("no setpoint was sent and no pose is known: nothing to stop")
                 return
             self._prev_setpoint = np.asarray(start.q, dtype=float)[: self.n_joints]
-        s = self._prev_setpoint.copy()
-        v = np.clip(self._stream_velocity(plan, k), -self.stop.v_max, self.stop.v_max)
-        dv = self.stop.a_max * self.period
         # the next free deadline on the same grid: the stop continues the stream's rhythm
-        next_k = max(k, math.ceil((self.clock.now() - self._t0) / self.period - 1e-9))
-        stop_ticks = 0
+        next_k = max(self._k, math.ceil((self.clock.now() - self._t0) / self.period - 1e-9))
         try:
-            # brake: each tick the speed drops by at most a_max * period, so the velocity never jumps
-            while np.any(v != 0.0):
-                v = np.sign(v) * np.maximum(np.abs(v) - dv, 0.0)
-                s = s + v * self.period
-                self._send_stop(next_k, s, PHASE_STOP, late)
-                next_k += 1
-                stop_ticks += 1
-            # hold the pose while the arm comes to rest (or a runaway finishes its sweep)
-            t_hold = self.clock.now()
-            while True:
-                now = self.clock.now()
-                held = now - t_hold
-                if held >= self.stop.rest_timeout_s:
-                    outcome.at_rest = False
-                    outcome.notes.append(
-                        f"the arm was still moving {self.stop.rest_timeout_s:g} s after the stop"
-                    )
-                    break
-                if held >= self.stop.min_rest_s and self._at_rest(now):
-                    outcome.at_rest = True
-                    break
-                if self._sigint is not None and self._sigint.presses >= 2:
-                    outcome.at_rest = None
-                    outcome.notes.append("second Ctrl-C: stopped waiting for the arm to come to rest")
-                    break
-                self._send_stop(next_k, s, PHASE_REST, late)
-                next_k += 1
-                stop_ticks += 1
+            next_k = self._brake(next_k, outcome)
+            self._hold_until_rest(next_k, outcome)
         except KeyboardInterrupt:
             outcome.notes.append("Ctrl-C during the stop: stop sequence cut short")
         except ConnectionLost as exc:
             outcome.notes.append(f"connection lost during the stop: {exc}")
         except DeviceError as exc:
             outcome.notes.append(f"device error during the stop: {exc}")
-        outcome.stop_ticks = stop_ticks
 
-    def _send_stop(self, k: int, s: np.ndarray, phase: str, late: list[float]) -> None:
-        self._send(k, s, None, -1, phase, late)
+    def _brake(self, next_k: int, outcome: StreamOutcome) -> int:
+        """Each tick the speed drops by at most a_max * period, so the velocity never jumps; returns the
+        next free deadline index."""
+        assert self._prev_setpoint is not None
+        s = self._prev_setpoint.copy()
+        v = np.clip(self._stream_velocity(), -self.stop.v_max, self.stop.v_max)
+        dv = self.stop.a_max * self.period
+        while np.any(v != 0.0):
+            v = np.sign(v) * np.maximum(np.abs(v) - dv, 0.0)
+            s = s + v * self.period
+            self._send(next_k, s, None, -1, PHASE_STOP)
+            next_k += 1
+            outcome.stop_ticks += 1
+        return next_k
+
+    def _hold_until_rest(self, next_k: int, outcome: StreamOutcome) -> None:
+        """Hold the pose while the arm comes to rest (or a runaway finishes its sweep)."""
+        assert self._prev_setpoint is not None
+        s = self._prev_setpoint.copy()
+        t_hold = self.clock.now()
+        while True:
+            now = self.clock.now()
+            held = now - t_hold
+            if held >= self.stop.rest_timeout_s:
+                outcome.at_rest = False
+                wait = self.stop.rest_timeout_s
+                outcome.notes.append(f"the arm was still moving {wait:g} s after the stop")
+                return
+            if held >= self.stop.min_rest_s and self._at_rest(now):
+                outcome.at_rest = True
+                return
+            if self._sigint is not None and self._sigint.presses >= 2:
+                outcome.at_rest = None
+                outcome.notes.append("second Ctrl-C: stopped waiting for the arm to come to rest")
+                return
+            self._send(next_k, s, None, -1, PHASE_REST)
+            next_k += 1
+            outcome.stop_ticks += 1
 
     def _at_rest(self, now: float) -> bool:
         recent = [q for t, q in self._recent if t >= now - self.stop.rest_window_s]
@@ -582,8 +617,28 @@ def record_stream(
     """Stream `plan` into a new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never
     overwriting), header extras `header`; a run that ends early gets the end line `interrupted: <reason>`.
     Returns the file and how the stream ended; streamer_kwargs go to Streamer (period_s, shaper, guard...)."""
+    with open_run_csv(arm, mode=mode, out_dir=out_dir, config=config, header=header, command=command,
+                      record_raw=record_raw) as writer:
+        outcome = Streamer(arm, clock, writer, record_raw=record_raw, **streamer_kwargs).run(plan)
+        if not outcome.complete:
+            writer.interrupt(outcome.reason or str(outcome.status))
+    return Path(writer.path), outcome
+
+
+def open_run_csv(
+    arm: Arm,
+    *,
+    mode: str,
+    out_dir: Path,
+    config: dict[str, Any],
+    header: dict[str, Any],
+    command: str | None,
+    record_raw: bool,
+) -> CsvLogWriter:
+    """A new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never overwriting) with the
+    columns and units of a streamed run."""
     path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
-    with CsvLogWriter(
+    return CsvLogWriter(
         path,
         device=arm.url,
         simulated=arm.simulated,
@@ -592,91 +647,4 @@ def record_stream(
         columns=columns(arm.n_joints, raw=record_raw),
         command=command,
         extra=header,
-    ) as writer:
-        outcome = Streamer(arm, clock, writer, record_raw=record_raw, **streamer_kwargs).run(plan)
-        if not outcome.complete:
-            writer.interrupt(outcome.reason or outcome.status)
-    return path, outcome
-
-
-# ---------------------------------------------------------------------------------------------------------
-# before and after a stream
-
-
-class RunRefused(ValueError):
-    """A run that would be unsafe or cannot be done as asked; nothing was moved. The message says why."""
-
-
-@dataclass
-class Prepared:
-    """The arm is enabled, in servo mode and executing a stream that holds `pose` (deg)."""
-
-    pose: np.ndarray
-    warm_up_s: float
-    state_period_s: float = math.nan  # median interval of the state frames seen during the warm-up
-    notes: list[str] = field(default_factory=list)
-
-
-def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0) -> StateFrame:
-    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes."""
-    deadline = clock.now() + timeout_s
-    while True:
-        arm.poll_states()
-        st = arm.latest_state()
-        if st is not None:
-            return st
-        if clock.now() >= deadline:
-            raise DeviceError(f"no state frame from {arm.url} within {timeout_s:g} s")
-        clock.sleep(0.005)
-
-
-def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 10.0) -> Prepared:
-    """Enable, enter servo mode and warm up: stream the measured pose until the controller executes it.
-
-    A run must start only once the controller executes what it is sent: a stream that starts inside the
-    enable window (commands answered 101, dropped) leaves a gap between the setpoints and the arm that the
-    controller then closes in one jump. A fault still latched from an earlier run is reset first (and said).
-    Raises DeviceError when the controller does not take the stream within warmup_timeout_s.
-    """
-    notes: list[str] = []
-    st = wait_for_state(arm, clock)
-    if (st.main_code, st.sub_code) != (0, 0):
-        code = arm.reset_faults()
-        notes.append(
-            f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
-            f"ResetAllError answered {code}"
-        )
-    arm.enable()
-    code = arm.servo_start()
-    if code not in (0, None):
-        notes.append(f"ServoMoveStart answered {code}")
-    pose = np.asarray(wait_for_state(arm, clock).q, dtype=float)[: arm.n_joints]
-    t0 = clock.now()
-    warm = getattr(arm, "warm_up", None)
-    if warm is None:
-        raise DeviceError(f"{arm.url}: this backend has no warm-up, so a run cannot be started safely")
-    result = warm([float(x) for x in pose], period_s, warmup_timeout_s)
-    held = getattr(result, "pose", None) if result is not None else None
-    if held is not None and len(held) == len(pose):
-        pose = np.asarray(held, dtype=float)
-    frames = arm.poll_states()
-    times = np.array([f.t for f in frames[-200:]])
-    period = float(np.median(np.diff(times))) if len(times) >= 3 else math.nan
-    return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
-
-
-def finish(arm: Arm, keep: bool) -> list[str]:
-    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong."""
-    notes: list[str] = []
-    try:
-        code = arm.servo_end()
-        if code not in (0, None):
-            notes.append(f"ServoMoveEnd answered {code}")
-    except (DeviceError, OSError) as exc:
-        notes.append(f"ServoMoveEnd failed: {exc}")
-    if not keep:
-        try:
-            arm.disable()
-        except (DeviceError, OSError) as exc:
-            notes.append(f"disable failed: {exc}")
-    return notes
+    )

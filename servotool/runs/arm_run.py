@@ -1,0 +1,268 @@
+"""The one sequence every streamed arm run follows, with its hook points.
+
+    check settings -> real-time request -> take ownership -> open/prepare (enable, warm-up accepted)
+      -> record (stream into a new CSV) -> finish (braked stop, servo end, end line) -> analyse
+
+A run is an `ArmRun` around a job (`RunJob`): the job says what to stream (its settings checks and the plan
+built from the start pose), the skeleton does everything else in the same order for every job. `lag --ramp`
+(runs/ramp.py, RampJob) and `step` (runs/step.py, StepJob) are jobs.
+
+Hook points (each a method of ArmRun, documented where it is):
+
+* `check_settings()` runs before any device opens (the CLI calls it before opening the arm; `run()` calls
+  it again, which is cheap and keeps library callers safe). Settings validation belongs here.
+* `take_ownership(arm)` runs after connecting and before the arm is enabled: the one-owner check.
+* `finish(arm)` is the single way out. `run()` calls it from a `finally`, so every exit goes through it:
+  a stream still going is brought to rest by the Streamer's braked stop, the CSV gets its end line, the
+  servo mode is ended and the robot disabled unless keep. Signal deferral for the ending belongs here.
+
+Other users:
+
+* a campaign step: build one job per step and call `ArmRun(job, ...).run(arm)` for each on one open arm,
+  with `keep=True` on every step but the last so the robot stays enabled between steps; each step writes its
+  own CSV and returns its own RunResult (`to_dict()` for the campaign's JSON).
+* a recorder session: a job whose plan holds the start pose for the session's length (`phase` "hold")
+  records the arm's state at the stream's rate through the same safe ending; `analyse=False` skips the
+  analysis of a file that is not a ramp or step run.
+
+Nothing here prints: progress goes to the callbacks (RunCallbacks), notes into the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from servotool.clock import Clock
+from servotool.devices.arm import Arm
+from servotool.io.csvlog import CsvLogWriter
+from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
+from servotool.runs.analyze import FileAnalysis, analyze_written
+from servotool.runs.outcome import RunStatus, StreamOutcome
+from servotool.runs.prepare import Prepared, finish, prepare
+from servotool.runs.realtime import realtime
+from servotool.runs.stream import StopSettings, Streamer, StreamPlan, TickInfo, open_run_csv
+
+DEFAULT_WARMUP_TIMEOUT_S = 10.0
+
+
+@dataclass
+class RunOptions:
+    """What every arm run needs besides its plan (s, deg/s^2, deg/s)."""
+
+    cmd_period_s: float = CMD_PERIOD_S
+    a_max: float = A_MAX_DEG_S2  # the braked stop's deceleration
+    v_max: float = V_MAX_DEG_S  # the braked stop's speed cap
+    keep: bool = False  # leave the robot enabled at the end
+    realtime: bool = True  # ask for SCHED_FIFO while the run lasts
+    warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
+
+
+@dataclass
+class StreamSetup:
+    """What a job streams, built from the prepared start pose: the plan, the CSV header's config and extra
+    keys, whether the raw targets are recorded, the shaper (primed) and the guard, and a status line."""
+
+    plan: StreamPlan
+    config: dict[str, Any]
+    header: dict[str, Any] = field(default_factory=dict)
+    record_raw: bool = False
+    shaper: Any = None
+    guard: Any = None
+    message: str = ""
+
+
+class RunJob(Protocol):
+    """One kind of run: its mode (the CSV's `mode`), its options, its checks and its plan."""
+
+    mode: str
+
+    @property
+    def options(self) -> RunOptions: ...
+
+    def check_settings(self) -> None:
+        """Refuse (RunRefused) settings that are wrong whatever the arm; touches no device."""
+
+    def check_arm(self, arm: Arm) -> None:
+        """Refuse (RunRefused) what this open arm cannot do (joint count, speed limits); sends nothing."""
+
+    def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
+        """The stream to run from the prepared pose; may refuse (RunRefused) before anything streams."""
+
+
+@dataclass
+class RunCallbacks:
+    """Progress of a run, for a user interface: each must return quickly (on_tick and on_pass run inside
+    the streaming loop)."""
+
+    on_tick: Callable[[TickInfo], None] | None = None
+    on_pass: Callable[[int], None] | None = None
+    on_status: Callable[[str], None] | None = None
+
+    def say(self, message: str) -> None:
+        if self.on_status is not None:
+            self.on_status(message)
+
+
+@dataclass
+class RunResult:
+    """A finished run: its CSV, how the stream ended, the analysis of the file (or why there is none) and
+    notes (fault resets, failed servo end, ...)."""
+
+    path: Path
+    outcome: StreamOutcome
+    analysis: FileAnalysis | None
+    analysis_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form every command prints (keys fixed: scripts read them); the CLI appends `plot`."""
+        return {
+            "run": self.outcome.to_dict(),
+            "notes": self.notes,
+            "analysis": self.analysis.to_dict() if self.analysis else None,
+            "analysis_error": self.analysis_error,
+        }
+
+
+class ArmRun:
+    """One run of `job` on an open arm; see the module docstring for the stages and hook points."""
+
+    def __init__(
+        self,
+        job: RunJob,
+        *,
+        clock: Clock,
+        out_dir: Path,
+        command: str | None = None,
+        callbacks: RunCallbacks | None = None,
+        analyse: bool = True,
+    ) -> None:
+        self.job = job
+        self.clock = clock
+        self.out_dir = Path(out_dir)
+        self.command = command
+        self.callbacks = callbacks or RunCallbacks()
+        self.analyse_after = analyse
+        self.notes: list[str] = []
+        self._writer: CsvLogWriter | None = None
+        self._streamer: Streamer | None = None
+        self._outcome: StreamOutcome | None = None
+        self._cut_short: BaseException | None = None
+
+    # -- stage 1: check settings (hook) --------------------------------------------------------------------
+
+    def check_settings(self) -> None:
+        """HOOK, before any device opens: refuse settings that are wrong whatever the arm (RunRefused or
+        SettingsError, exit 2). Pure: touches no device, no file."""
+        self.job.check_settings()
+
+    # -- stage 3: ownership (hook) -------------------------------------------------------------------------
+
+    def take_ownership(self, arm: Arm) -> None:
+        """HOOK, after connecting and before the arm is enabled: refuse (Refused) when someone else owns the
+        arm. Sends nothing that moves it. (The host-wide device lock is the caller's, before opening.)"""
+
+    # -- stage 4: open / prepare -----------------------------------------------------------------------------
+
+    def open_and_prepare(self, arm: Arm) -> Prepared:
+        """Enable, servo mode, warm-up: returns once the controller executes the held pose (DeviceError when
+        it does not within the warm-up timeout; nothing recorded then)."""
+        opts = self.job.options
+        self.callbacks.say("warming up: waiting for the controller to execute the stream")
+        prep = prepare(arm, self.clock, opts.cmd_period_s, opts.warmup_timeout_s)
+        self.notes += prep.notes
+        return prep
+
+    # -- stage 5: record -------------------------------------------------------------------------------------
+
+    def record(self, arm: Arm, prep: Prepared, realtime_outcome: str) -> StreamOutcome:
+        """Build the job's stream and stream it into a new CSV (left open: `finish` closes it)."""
+        opts = self.job.options
+        setup = self.job.build(arm, prep)
+        header = {"realtime": realtime_outcome, "warm_up_s": round(prep.warm_up_s, 3), **setup.header}
+        self._writer = open_run_csv(
+            arm, mode=self.job.mode, out_dir=self.out_dir, config=setup.config, header=header,
+            command=self.command, record_raw=setup.record_raw,
+        )
+        if setup.message:
+            self.callbacks.say(setup.message)
+        self._streamer = Streamer(
+            arm, self.clock, self._writer, period_s=opts.cmd_period_s, shaper=setup.shaper, guard=setup.guard,
+            stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max), record_raw=setup.record_raw,
+            on_tick=self.callbacks.on_tick, on_pass=self.callbacks.on_pass,
+        )
+        self._outcome = self._streamer.run(setup.plan)
+        return self._outcome
+
+    # -- stage 6: finish (the single way out) ----------------------------------------------------------------
+
+    def finish(self, arm: Arm) -> list[str]:
+        """HOOK, the one way every run ends, from a `finally`: bring a stream still going to rest through the
+        braked stop, close the CSV with its end line (complete, or interrupted with the reason), end servo
+        mode and disable unless keep. Never raises for a device failure: returns notes."""
+        notes: list[str] = []
+        try:
+            self._stop_stream()
+            self._close_csv()
+        finally:
+            notes += finish(arm, self.job.options.keep)
+        return notes
+
+    def _stop_stream(self) -> None:
+        streamer = self._streamer
+        if streamer is None or not streamer.streaming:
+            return
+        reason = "the run was cut short"
+        if self._cut_short is not None:
+            reason = f"{reason}: {type(self._cut_short).__name__} {self._cut_short}".rstrip()
+        outcome = StreamOutcome(status=RunStatus.ERROR, reason=reason, ticks_sent=0)
+        streamer.braked_stop(outcome)
+        self._outcome = streamer.summarise(outcome)
+
+    def _close_csv(self) -> None:
+        if self._writer is None:
+            return
+        outcome = self._outcome
+        if outcome is None:
+            self._writer.interrupt(f"no stream: {type(self._cut_short).__name__} {self._cut_short or ''}")
+        elif not outcome.complete:
+            self._writer.interrupt(outcome.reason or str(outcome.status))
+        self._writer.close()
+
+    # -- the whole run ---------------------------------------------------------------------------------------
+
+    def run(self, arm: Arm) -> RunResult:
+        """Check, prepare, record, finish and analyse; see the module docstring. Raises RunRefused before
+        anything moves, DeviceError when the arm cannot be prepared (nothing recorded then). The robot is
+        left out of servo mode, and disabled unless keep, whatever happens."""
+        self.check_settings()
+        self.job.check_arm(arm)
+        with realtime(self.job.options.realtime) as rt:
+            try:
+                self.take_ownership(arm)
+                prep = self.open_and_prepare(arm)
+                outcome = self.record(arm, prep, rt)
+            except BaseException as exc:
+                self._cut_short = exc
+                raise
+            finally:
+                self.notes += self.finish(arm)
+        assert self._writer is not None
+        path = Path(self._writer.path)
+        self.notes += outcome.notes
+        analysis, error = self.analyse(path)
+        return RunResult(
+            path=path, outcome=outcome, analysis=analysis, analysis_error=error, notes=self.notes
+        )
+
+    # -- stage 7: analyse ------------------------------------------------------------------------------------
+
+    def analyse(self, path: Path) -> tuple[FileAnalysis | None, str | None]:
+        """Read the CSV back and analyse it, so a live run reports exactly what `servotool analyze`
+        recomputes from the file; (None, why) when it holds too little."""
+        if not self.analyse_after:
+            return None, "not analysed"
+        return analyze_written(path)

@@ -1,0 +1,95 @@
+"""Before and after a stream: bring the arm to a held, executing stream; end the servo mode afterwards.
+
+These are the `open/prepare` and `finish` stages of the run skeleton (runs/arm_run.py); the streaming loop
+itself is runs/stream.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from servotool.clock import Clock
+from servotool.devices.arm import Arm, DeviceError, StateFrame
+from servotool.errors import Refused
+
+
+class RunRefused(Refused, ValueError):
+    """A run that would be unsafe or cannot be done as asked; nothing was moved. The message says why."""
+
+
+@dataclass
+class Prepared:
+    """The arm is enabled, in servo mode and executing a stream that holds `pose` (deg)."""
+
+    pose: np.ndarray
+    warm_up_s: float
+    state_period_s: float = math.nan  # median interval of the state frames seen during the warm-up
+    notes: list[str] = field(default_factory=list)
+
+
+def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0) -> StateFrame:
+    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes."""
+    deadline = clock.now() + timeout_s
+    while True:
+        arm.poll_states()
+        st = arm.latest_state()
+        if st is not None:
+            return st
+        if clock.now() >= deadline:
+            raise DeviceError(f"no state frame from {arm.url} within {timeout_s:g} s")
+        clock.sleep(0.005)
+
+
+def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 10.0) -> Prepared:
+    """Enable, enter servo mode and warm up: stream the measured pose until the controller executes it.
+
+    A run must start only once the controller executes what it is sent: a stream that starts inside the
+    enable window (commands answered 101, dropped) leaves a gap between the setpoints and the arm that the
+    controller then closes in one jump. A fault still latched from an earlier run is reset first (and said).
+    Raises DeviceError when the controller does not take the stream within warmup_timeout_s.
+    """
+    notes: list[str] = []
+    st = wait_for_state(arm, clock)
+    if (st.main_code, st.sub_code) != (0, 0):
+        code = arm.reset_faults()
+        notes.append(
+            f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
+            f"ResetAllError answered {code}"
+        )
+    arm.enable()
+    code = arm.servo_start()
+    if code not in (0, None):
+        notes.append(f"ServoMoveStart answered {code}")
+    pose = np.asarray(wait_for_state(arm, clock).q, dtype=float)[: arm.n_joints]
+    t0 = clock.now()
+    warm = getattr(arm, "warm_up", None)
+    if warm is None:
+        raise DeviceError(f"{arm.url}: this backend has no warm-up, so a run cannot be started safely")
+    result = warm([float(x) for x in pose], period_s, warmup_timeout_s)
+    held = getattr(result, "pose", None) if result is not None else None
+    if held is not None and len(held) == len(pose):
+        pose = np.asarray(held, dtype=float)
+    frames = arm.poll_states()
+    times = np.array([f.t for f in frames[-200:]])
+    period = float(np.median(np.diff(times))) if len(times) >= 3 else math.nan
+    return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
+
+
+def finish(arm: Arm, keep: bool) -> list[str]:
+    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong."""
+    notes: list[str] = []
+    try:
+        code = arm.servo_end()
+        if code not in (0, None):
+            notes.append(f"ServoMoveEnd answered {code}")
+    except (DeviceError, OSError) as exc:
+        notes.append(f"ServoMoveEnd failed: {exc}")
+    if not keep:
+        try:
+            arm.disable()
+        except (DeviceError, OSError) as exc:
+            notes.append(f"disable failed: {exc}")
+    return notes
