@@ -10,8 +10,7 @@ from rich.markup import escape
 
 from servotool.analysis.lag import LagResult
 from servotool.cli.common import console, err_console, print_json
-from servotool.cli.lag import render_combined, render_lag, save_plot
-from servotool.cli.step import render_step
+from servotool.cli.render import render_combined, render_lag, render_step, save_plot
 from servotool.runs.analyze import analyze_paths
 from servotool.runs.report import write_report
 

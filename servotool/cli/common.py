@@ -52,7 +52,7 @@ def user_errors(*types: type[BaseException]) -> Iterator[None]:
     """Turn the listed exception types into one error line and exit code 2."""
     try:
         yield
-    except types as exc:  # type: ignore[misc]
+    except types as exc:
         fail(str(exc))
 
 

@@ -2,96 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from servotool.analysis.step import StepResult
 from servotool.cli.common import console, err_console, fail, print_json, run_errors
-from servotool.cli.lag import (
-    DEFAULT_ROBOT,
-    RunProgress,
-    _f,
-    exit_for,
-    open_device,
-    outcome_dict,
-    report_outcome,
-    save_plot,
-)
+from servotool.cli.live import DEFAULT_ROBOT, RunProgress, exit_for, open_device, report_outcome, run_json
+from servotool.cli.render import render_guard_setup, render_step, save_plot
 from servotool.clock import MonotonicClock
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
+from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.step import StepSettings, raw_needs_confirmation, run_step
-
-
-def render_step(result: StepResult, title: str = "") -> None:
-    table = Table(title=title or None, show_header=True, header_style="bold")
-    for col in (
-        "step",
-        "size",
-        "first move ms",
-        "arrive ms",
-        "peak Δ",
-        "guard lag ms",
-        "travel",
-        "x step",
-        "peak speed",
-        "rejects",
-        "faults",
-        "guard trip ms",
-        "verdict",
-    ):
-        table.add_column(col, justify="left" if col == "verdict" else "right")
-    for m in result.steps:
-        verdict = {"runaway": "[bold red]runaway[/]", "ok": "[green]ok[/]"}.get(
-            m.verdict, f"[yellow]{m.verdict}[/]"
-        )
-        table.add_row(
-            str(m.index),
-            f"{m.size_deg:+g}",
-            _f(m.first_move_ms, ".0f"),
-            _f(m.arrive_ms, ".0f"),
-            _f(m.peak_delta_deg, ".3f"),
-            _f(m.guard_lag_ms, ".0f"),
-            _f(m.travel_deg, ".2f"),
-            _f(m.travel_ratio, ".1f"),
-            _f(m.peak_speed_deg_s, ".0f"),
-            str(m.rejects),
-            f"{m.faults}" + (f" ({m.fault_codes})" if m.fault_codes else ""),
-            _f(m.guard_trip_ms, ".0f"),
-            verdict,
-        )
-    console.print(table)
-    kind = "shaped" if result.shaped else "raw"
-    console.print(
-        f"{kind} steps on joint {result.joint}: {result.runaways} runaway(s), "
-        f"{result.total_rejects} rejected command(s) in the whole run, "
-        f"{result.total_faults} fault latch(es); "
-        f"noise {_f(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg"
-    )
-    for m in result.steps:
-        if m.faults or m.runaway:
-            console.print(
-                f"step {m.index}: fault {_f(m.fault_ms, '.0f')} ms after the step, travel "
-                f"{m.travel_deg:.2f} deg ({_f(m.travel_ratio, '.1f')}x the step) at up to "
-                f"{_f(m.peak_speed_deg_s, '.0f')} deg/s"
-            )
-        if math.isfinite(m.guard_trip_ms):
-            ticks = m.guard_after_crossing_ms / (result.cmd_period_s * 1e3)
-            console.print(
-                f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
-                f"{_f(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
-                f"{_f(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target, "
-                f"{_f(m.guard_after_crossing_ms, '+.0f')} ms ({_f(ticks, '.1f')} ticks) after the first "
-                "frame beyond its allowance"
-            )
-    for trip in result.guard_trips:
-        console.print(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}", highlight=False)
-    for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
 def step(
@@ -102,21 +26,21 @@ def step(
     size: float = typer.Option(10.0, "--size", help="Step size X in degrees (levels +X, 0, -X, 0)."),
     steps: int = typer.Option(4, "--steps", min=1, help="Number of level changes."),
     hold_ms: float = typer.Option(600.0, "--hold-ms", help="How long each level is held (ms)."),
-    cmd_ms: float = typer.Option(10.0, "--cmd-ms", help="Command period (ms)."),
+    cmd_ms: float = typer.Option(CMD_PERIOD_S * 1e3, "--cmd-ms", help="Command period (ms)."),
     shaped: bool = typer.Option(
         True,
         "--shaped/--raw",
         help="Through the stream shaper (default), or raw "
         "one-tick jumps (the runaway trigger: simulators and test arms only).",
     ),
-    v_max: float = typer.Option(130.0, "--v-max", help="Shaper speed bound, deg/s."),
-    a_max: float = typer.Option(500.0, "--a-max", help="Shaper acceleration bound, deg/s²."),
+    v_max: float = typer.Option(V_MAX_DEG_S, "--v-max", help="Shaper speed bound, deg/s."),
+    a_max: float = typer.Option(A_MAX_DEG_S2, "--a-max", help="Shaper acceleration bound, deg/s²."),
     shaper: str = typer.Option(
         "accel",
         "--shaper",
         help="accel: acceleration-bounded (C1 wire); otg: jerk-limited trajectory generator (C2 wire).",
     ),
-    j_max: float = typer.Option(10000.0, "--j-max", help="Jerk bound of the otg shaper, deg/s³."),
+    j_max: float = typer.Option(J_MAX_DEG_S3, "--j-max", help="Jerk bound of the otg shaper, deg/s³."),
     lag_ms: float | None = typer.Option(
         None, "--lag-ms", help="Measured lag L to tune the guard with (ms; default: the device profile's)."
     ),
@@ -192,24 +116,10 @@ def step(
             )
     plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
     if json_out:
-        print_json(
-            {
-                "run": outcome_dict(run.outcome),
-                "notes": run.notes,
-                "guard": vars(run.guard) if run.guard else None,
-                "analysis": run.analysis.to_dict() if run.analysis else None,
-                "analysis_error": run.analysis_error,
-                "plot": str(plot_path) if plot_path else None,
-            }
-        )
+        print_json(run_json(run, plot_path))
     else:
         if run.guard is not None:
-            g = run.guard
-            err_console.print(
-                f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
-                f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
-                highlight=False,
-            )
+            render_guard_setup(run.guard)
         if run.analysis is not None:
             assert isinstance(run.analysis.result, StepResult)
             render_step(run.analysis.result, title=f"steps, joint {joint} ({robot})")

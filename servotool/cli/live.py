@@ -1,0 +1,129 @@
+"""What every live arm command shares: opening the arm, the progress line, the run's report and exit rule.
+
+A live command (`lag`, `step`, a campaign step) parses its options, opens the arm with `open_device`,
+runs one runs/ function under `run_errors` and `RunProgress`, renders the result (cli/render.py), then
+`report_outcome` and `exit_for`. The exit status is the run status's (runs/outcome.py): 0 complete,
+1 fault / guard / rejects, 3 connection lost, 130 Ctrl-C; 1 also when the recording could not be analysed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from servotool.cli.common import announce_device, console, err_console, fail
+from servotool.clock import MonotonicClock
+from servotool.devices.arm import Arm, DeviceError
+from servotool.devices.registry import DeviceURLError, open_arm
+from servotool.errors import ExitCode
+from servotool.runs.arm_run import RunResult
+from servotool.runs.outcome import StreamOutcome
+from servotool.runs.stream import COMPLETE, TickInfo
+
+DEFAULT_ROBOT = "sim:fr3"
+
+
+class RunProgress:
+    """A transient progress bar on stderr, fed by the run's callbacks (cheap: rich redraws in its thread).
+    Off a terminal, status messages are printed as dim lines and ticks are ignored."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled and err_console.is_terminal
+        self.label = label
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> RunProgress:
+        if self.enabled:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TimeRemainingColumn(),
+                console=err_console,
+                transient=True,
+                refresh_per_second=4,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task(self.label, total=1)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def status(self, message: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, description=message)
+        else:
+            err_console.print(f"[dim]{message}[/]", highlight=False)
+
+    def tick(self, info: TickInfo) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, total=info.n, completed=info.k + 1)
+
+    def on_pass(self, label: str) -> Any:
+        """A pass callback that shows `label index` as the bar's description."""
+
+        def cb(index: int) -> None:
+            if self._progress is not None and self._task is not None and index >= 0:
+                self._progress.update(self._task, description=f"{label} {index}")
+
+        return cb
+
+
+def exit_code(outcome: StreamOutcome) -> int:
+    """The exit status of a run that ended so: 0 complete, 130 Ctrl-C, 3 connection lost or device error,
+    1 any other early end (fault, guard, rejects, our own error)."""
+    return int(outcome.exit_code)
+
+
+def exit_for(run: RunResult) -> None:
+    """Exit non-zero when a live run ended early or its recording could not be analysed; the CSV is kept
+    either way."""
+    if run.analysis is None:
+        err_console.print(
+            f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
+        )
+        raise typer.Exit(1)
+    code = exit_code(run.outcome)
+    if code:
+        raise typer.Exit(code)
+
+
+def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None:
+    """Notes and an early end on stderr, the recording's path on stdout."""
+    for note in notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if outcome.status != COMPLETE:
+        err_console.print(f"[bold red]run ended early:[/] {outcome.reason}", highlight=False)
+    if outcome.late_ticks:
+        err_console.print(
+            f"[yellow]{outcome.late_ticks} ticks were sent more than half a period late "
+            f"(worst {outcome.max_late_ms:.1f} ms)[/]",
+            highlight=False,
+        )
+    console.print(f"recording: {path}", highlight=False)
+
+
+def open_device(robot: str, rpc: bool, clock: MonotonicClock) -> Arm:
+    """Open the arm at `robot` on `clock` (XML-RPC setpoints with rpc); one error line and exit 2 when the
+    URL is wrong, exit 3 when the device cannot be reached. Says loudly when it is a simulator."""
+    kwargs: dict[str, Any] = {"now": clock.now}
+    if rpc:
+        kwargs["transport"] = "rpc"
+    try:
+        arm = open_arm(robot, **kwargs)
+    except DeviceURLError as exc:
+        fail(f"cannot open {robot}: {exc}")
+    except (DeviceError, OSError) as exc:
+        fail(f"cannot open {robot}: {exc}", code=ExitCode.DEVICE)
+    announce_device(robot, arm.simulated, getattr(arm, "model", ""))
+    return arm
+
+
+def run_json(run: RunResult, plot_path: Path | None) -> dict[str, Any]:
+    """The JSON document of a live run: the run's own `to_dict()` plus the plot's path."""
+    return {**run.to_dict(), "plot": str(plot_path) if plot_path else None}
