@@ -1,7 +1,10 @@
 """The DYNAMIXEL bus client: dynamixel-sdk (PortHandler, PacketHandler 2.0, GroupSyncRead/Write) on a serial
 port, a real one or the simulator's pty.
 
-URLs (query keys the client takes: baud, ids, profile; a `sim:` URL passes every other key to the simulator):
+URLs (query keys the client takes: baud, ids, profile, latency_ms; a `sim:` URL passes every other key to
+the simulator). latency_ms is the serial adapter's latency (dynamixel-sdk's 16 ms by default; 1 suits an
+FTDI adapter set to 1 ms): an answer that has not come 2 x latency_ms + 2 ms after its bytes' time is
+given up.
 
 * ``dxl:///dev/ttyUSB0?baud=1000000&ids=10-14,20-24,30-33`` a real bus (ids as lists and ranges; without
   ids, the profile's, else whoever answers a broadcast ping at open);
@@ -11,7 +14,7 @@ URLs (query keys the client takes: baud, ids, profile; a `sim:` URL passes every
 Guarantees:
 * one silent or garbled servo never raises: sweeps return a per-axis "no answer" marker (`answered=False`,
   values None) and carry on with the others; a missed status packet costs at most one packet timeout
-  (dynamixel-sdk's: 34 ms plus the bytes' time) per sweep;
+  (2 x latency_ms + 2 ms plus the bytes' time) per sweep;
 * `ConnectionLost` (a `DeviceError`, exit 3) only when the port itself fails (unplugged, closed);
 * nothing writes the EEPROM area (addresses below 64): every write goes through one check that refuses it
   before a byte is sent, whatever the caller asks;
@@ -50,7 +53,8 @@ from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.errors import ConnectionLost, DeviceError, Refused
 
 DEFAULT_BAUD = 1_000_000
-CLIENT_KEYS = ("baud", "ids", "profile")
+CLIENT_KEYS = ("baud", "ids", "profile", "latency_ms")
+DEFAULT_LATENCY_MS = 16.0  # dynamixel-sdk's latency timer: a missing answer is given up after 2x this + 2 ms
 POLL_S = 0.0005  # how long an empty read waits for bytes instead of spinning
 SIM_ANSWER_S = 2.0  # the longest a simulated bus is waited for before dynamixel-sdk's own timeout starts
 PKT_ID, PKT_ERROR, PKT_DATA = 4, 8, 9  # offsets in a status packet as dynamixel-sdk returns it
@@ -140,10 +144,16 @@ class _Port(PortHandler):
     """dynamixel-sdk's PortHandler, counting packets written and waiting briefly for bytes instead of
     spinning (dynamixel-sdk polls a non-blocking port in a tight loop)."""
 
-    def __init__(self, port_name: str) -> None:
+    def __init__(self, port_name: str, latency_ms: float = DEFAULT_LATENCY_MS) -> None:
         super().__init__(port_name)
         self.packets_written = 0
         self.after_write: Callable[[], None] | None = None
+        self.latency_ms = latency_ms
+
+    def setPacketTimeout(self, packet_length: int) -> None:  # noqa: N802
+        # dynamixel-sdk's formula with the latency timer per port instead of its module constant
+        self.packet_start_time = self.getCurrentTime()
+        self.packet_timeout = self.tx_time_per_byte * packet_length + 2.0 * self.latency_ms + 2.0
 
     def writePort(self, packet: Any) -> int:  # noqa: N802 (dynamixel-sdk's name)
         written = int(super().writePort(packet))
@@ -241,9 +251,8 @@ class DxlBus:
         with self._lock:
             try:
                 yield
-            except (serial.SerialException, OSError, termios.error, TypeError, AttributeError) as exc:
-                # a vanished tty fails in termios calls too; dynamixel-sdk reaching into a closed pyserial
-                # port fails with attribute errors
+            except (serial.SerialException, OSError, termios.error) as exc:
+                # a vanished tty fails in pyserial's termios calls too
                 self._port.is_using = False
                 raise ConnectionLost(f"{self._url}: port lost ({exc})") from exc
             finally:
@@ -555,8 +564,8 @@ def parse_ids(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _open_port(path: str, baud: int, url: str) -> _Port:
-    port = _Port(path)
+def _open_port(path: str, baud: int, url: str, latency_ms: float = DEFAULT_LATENCY_MS) -> _Port:
+    port = _Port(path, latency_ms)
     try:
         ok = port.openPort() and port.setBaudRate(baud)
     except (serial.SerialException, OSError, ValueError) as exc:
@@ -571,8 +580,11 @@ def _open_port(path: str, baud: int, url: str) -> _Port:
 def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
     try:
         ids = params.pop("ids", None)
+        latency = float(params.pop("latency_ms", DEFAULT_LATENCY_MS))
+        if not 0 < latency <= 1000:
+            raise ValueError(f"latency_ms={latency:g}: want 0 < latency_ms <= 1000")
         return {"baud": int(params.pop("baud", DEFAULT_BAUD)), "ids": parse_ids(ids) if ids else None,
-                "profile": params.pop("profile", None)}
+                "profile": params.pop("profile", None), "latency_ms": latency}
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r}: {exc}") from None
 
@@ -595,7 +607,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
         assert profile is not None
         server = start_sim(profile, params, clock=clock)
         try:
-            port = _open_port(server.path, opts["baud"], parsed.raw)
+            port = _open_port(server.path, opts["baud"], parsed.raw, opts["latency_ms"])
         except BaseException:
             server.close()
             raise
@@ -609,7 +621,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
         raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
                              f"(known: {', '.join(CLIENT_KEYS)})")
     profile = _profile(opts["profile"])
-    port = _open_port(parsed.target, opts["baud"], parsed.raw)
+    port = _open_port(parsed.target, opts["baud"], parsed.raw, opts["latency_ms"])
     bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
                  clock=clock)
     if not bus.ids:

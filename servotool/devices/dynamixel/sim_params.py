@@ -145,17 +145,16 @@ def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> SimParam
     parsed: dict[str, Any] = {}
     loads: dict[int, float] = {}
     for key, text in params.items():
+        is_load = key == "load" or key.startswith("load_")
+        if not is_load and key not in _KEYS:
+            raise DeviceURLError(f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)})")
         try:
-            if key == "load" or key.startswith("load_"):
+            if is_load:
                 _load(key, text, profile, loads)
-            elif key in _KEYS:
+            else:
                 name, conv = _KEYS[key]
                 parsed[name] = conv(text)
-            else:
-                raise DeviceURLError(f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)})")
-        except (ValueError, TypeError) as exc:
-            if isinstance(exc, DeviceURLError):
-                raise
+        except ValueError as exc:
             raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
     _check_ids(parsed, profile)
     return SimParams(load_ma=loads, **parsed)

@@ -45,7 +45,7 @@ def test_telemetry_sweep_is_a_typed_frame_per_axis(bus_factory):
 
 
 def test_a_silent_axis_is_marked_and_never_raises(bus_factory):
-    bus = bus_factory("sim:microduck?silent=22")
+    bus = bus_factory("sim:microduck?silent=22&latency_ms=4")
     frame = bus.read_telemetry(LEGS)
     assert frame.silent == (22,)
     assert frame[22].answered is False and frame[22].position is None and frame[22].current_ma is None
@@ -172,6 +172,7 @@ def test_a_missing_port_is_a_device_error():
     ("dxl:///dev/ttyUSB0?ids=10,10", "repeats"),
     ("dxl:///dev/ttyUSB0?ids=300", "0-252"),
     ("dxl:///dev/ttyUSB0?warp=1", "unknown parameters"),
+    ("dxl:///dev/ttyUSB0?latency_ms=0", "latency_ms"),
     ("dxl:///dev/ttyUSB0?profile=robot", "unknown Dynamixel profile"),
     ("sim:microduck?overload=12@x", "overload"),
 ])
