@@ -85,7 +85,7 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
     return {
         "status": out.status, "reason": out.reason, "exit_code": int(out.exit_code), "dest": str(dest),
         "frames": out.frames, "duration_s": out.duration_s, "overruns": out.overruns,
-        "captures": [{"path": str(c.path), "trigger_axes": c.header["trigger_axes"],
+        "captures": [{"path": str(c.path), "trigger_axes": c.header["trigger_axes"], "write_ms": c.write_ms,
                       "tail_observed_s": c.header["tail_observed_s"], "end": c.header["end"]}
                      for c in out.captures],
         "latched": {str(k): v for k, v in out.latched.items()},
@@ -105,8 +105,8 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
                 if e.kind in SHOWN_EVENTS:
                     live.console.print(_event_line(e), highlight=False)
             for c in p.captures[shown_captures:]:
-                live.console.print(f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']})",
-                                   highlight=False)
+                live.console.print(f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']}, "
+                                   f"written in {c.write_ms:.0f} ms)", highlight=False)
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
                 live.update(render_view(p, settings.dest))

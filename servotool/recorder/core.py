@@ -74,7 +74,8 @@ class FlightRecorder:
         self._last_clean.clear()
         self._open, self._ready = None, []
         self._device = dict(device or {})
-        self._connected, self._closing, self.disabled = True, False, None
+        self._connected, self._closing = True, False
+        self.disabled = None if self.settings.enabled else "recording is switched off (settings)"
         self.captures_opened = 0
         self._status_due = now  # the baseline poll is due at once
         self._deferred = 0

@@ -23,7 +23,8 @@ class RecorderSettings:
     max_defer_frames: frames a due poll may wait for a frame without a leg sweep; tail_s: what is kept after
     a detection; max_tail_s: how far joining axes may extend it (from the first detection);
     max_captures: captures per connection (a brownout that latches again and again stalls the loop only
-    this many times); context_groups: sweep groups kept only as the pending context entry (the neck)."""
+    this many times); context_groups: sweep groups kept only as the pending context entry (the neck);
+    enabled: False switches recording off (the recorder then asks for nothing and keeps nothing)."""
 
     fast_len: int = 240
     context_len: int = 36
@@ -36,6 +37,7 @@ class RecorderSettings:
     context_groups: tuple[str, ...] = ("neck",)
     nominal_rate_hz: float = 30.0
     event_log_len: int = 256
+    enabled: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

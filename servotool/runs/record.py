@@ -54,10 +54,12 @@ class RecordSettings:
 
 @dataclass
 class PublishedCapture:
-    """A capture on disk: its path and header."""
+    """A capture on disk: its path, header, and how long publishing it took (ms, for the log: the file
+    cannot hold its own write time)."""
 
     path: Path
     header: dict[str, Any]
+    write_ms: float = 0.0
 
 
 @dataclass
@@ -139,12 +141,13 @@ class _Loop:
 
     def publish_all(self, caps: list[Capture]) -> None:
         for cap in caps:
+            t0 = self.clock.now()
             try:
                 path = self.publish(self.settings.dest, cap)
             except OSError as exc:
                 self.publish_errors.append(f"capture {cap.name} could not be published: {exc}")
                 continue
-            self.captures.append(PublishedCapture(path, cap.header))
+            self.captures.append(PublishedCapture(path, cap.header, (self.clock.now() - t0) * 1000.0))
 
     def frame(self) -> None:
         src, rec = self.source, self.rec
@@ -241,9 +244,11 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
         finally:
             with signals.deferring(raise_after=False):
                 loop.rec.begin_disconnect(clock.now())
-                source.close()  # the driver's disconnect attempt; the record loop never switches torque
-                loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
-                loop.events.extend(loop.rec.drain_events())
+                try:
+                    source.close()  # the driver's disconnect attempt; the record loop never switches torque
+                finally:  # even when closing raised: the evidence is flushed
+                    loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
+                    loop.events.extend(loop.rec.drain_events())
     return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
                          loop.events, warnings, loop.publish_errors, loop.rec.latched,
                          stop.signal if status == INTERRUPTED else None, t0)

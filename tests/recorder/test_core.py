@@ -335,3 +335,9 @@ def test_status_with_every_frame_when_period_is_zero():
             rec.on_status(clock.now(), {"controller": 0})
         clock.advance(PERIOD)
     assert statuses == 10
+
+
+def test_recording_can_be_switched_off():
+    rec, clock = make(enabled=False)
+    assert run_frames(rec, clock, 8.0, latch_after(102.0, {12: (0.0, OVERLOAD)})) == []
+    assert rec.fast_count == 0 and rec.context_count == 0

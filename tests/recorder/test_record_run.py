@@ -77,3 +77,21 @@ def test_warnings_for_leftover_temporary_files(tmp_path):
 def test_settings_are_checked():
     with pytest.raises(SettingsError):
         RecordSettings(dest=".", duration_s=-1)
+
+
+def test_a_close_that_raises_still_flushes_the_capture(tmp_path):
+    clock = FakeClock()
+    src = ScriptedSource(clock, overload={12: 3.0})
+
+    def bad_close():
+        raise RuntimeError("driver refused to disconnect")
+
+    src.close = bad_close
+    stop = StopRequest()
+    with pytest.raises(RuntimeError):
+        run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), stop=stop,
+                   on_progress=lambda p: stop.set() if p.window_open else None)
+    published = list(tmp_path.glob("capture_*.jsonl"))
+    assert len(published) == 1
+    header, _ = read_capture(published[0])
+    assert header["end"] == "disconnect" and header["torque_off"] is None
