@@ -171,11 +171,15 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
     if json_out:
         print_json(_outcome_dict(out, dest))
     else:
+        if not console.is_terminal:
+            console.print()  # the live view's last render ends without a newline off a terminal
         console.print(f"recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns): "
                       f"{len(out.captures)} capture(s) in {dest}; {out.status}"
                       + (f" ({out.reason})" if out.reason else ""), highlight=False)
         for c in out.captures:
-            console.print(f"  {c.path}", highlight=False)
+            console.print(f"  capture {c.path} (axes {c.header['trigger_axes']}, {c.header['end']}, "
+                          f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
+                          highlight=False)
     for e in out.publish_errors:
         err_console.print(f"[bold red]error:[/] {e}", highlight=False)
     if code:

@@ -85,3 +85,16 @@ def test_incidents_errors(captures, tmp_path):
     assert res.exit_code == 2 and "header counts 3" in res.output
     res = runner.invoke(app, ["incidents", "list", "--dest", str(tmp_path / "none")])
     assert res.exit_code == 0 and "no captures" in res.output
+
+
+@pytest.mark.slow
+def test_record_live_view_on_the_dynamixel_simulator(tmp_path):
+    dest = tmp_path / "caps"
+    url = "sim:microduck?overload=12@1.4&overload_ramp_s=0.4&latched=31"
+    res = runner.invoke(app, ["record", "--bus", url, "--duration", "2.6", "--dest", str(dest)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "SIMULATED" in text and "recorded 2." in text and "1 capture(s)" in text
+    assert "axis 31 latched 0x20 at connection" in text
+    caps = list(dest.glob("capture_*axis-12.jsonl"))
+    assert len(caps) == 1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from servotool.clock import FakeClock
@@ -95,3 +98,20 @@ def test_a_close_that_raises_still_flushes_the_capture(tmp_path):
     assert len(published) == 1
     header, _ = read_capture(published[0])
     assert header["end"] == "disconnect" and header["torque_off"] is None
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_ends_the_loop_and_publishes_the_open_capture(tmp_path, signum, code):
+    clock = FakeClock()
+    src = ScriptedSource(clock, overload={12: 3.0})
+    sent = []
+
+    def progress(p):
+        if p.window_open and not sent:
+            sent.append(signum)
+            os.kill(os.getpid(), signum)  # handled by the loop's signal handlers (main thread)
+
+    out = run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), on_progress=progress)
+    assert out.status == "interrupted" and out.exit_code == code
+    assert src.closed and len(out.captures) == 1
+    assert signal.getsignal(signum) is not None  # handlers restored
