@@ -106,7 +106,7 @@ def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print th
         fail("no shipped campaign found (campaigns/ next to the package, or <prefix>/share/servotool)", 1)
     table = Table(show_header=True, header_style="bold")
     for col in ("campaign", "device", "runs", "purpose"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "purpose")
     for r in rows:
         table.add_row(r["name"], r["device"], str(r["runs"]), escape(r["purpose"]))
     console.print(table)
@@ -218,6 +218,6 @@ def run(
                               + (f" --out {out}" if out else ""), highlight=False)
     else:
         err_console.print(f"[green]done[/]: {len(state.runs)} run(s) in {cr.folder}", highlight=False)
-    for path in report:
+    for path in report if not json_out else []:
         console.print(f"report: {path}", highlight=False)
     raise typer.Exit(int(_exit_status(state)))

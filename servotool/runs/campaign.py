@@ -28,7 +28,7 @@ from typing import Any, cast
 from servotool.devices.arm import Arm
 from servotool.devices.fairino.profiles import N_JOINTS, PROFILES, ProfileError, with_overrides
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
-from servotool.devices.registry import DeviceURLError, known_urls, parse_url
+from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.runs.ramp import RampSettings
@@ -151,15 +151,17 @@ class DeviceFacts:
 
 
 def device_facts(url: str) -> DeviceFacts:
-    """The facts of a device URL; raises DeviceURLError when the URL names no known device."""
+    """The facts of a device URL; raises DeviceURLError when the URL names no known device, or a family
+    campaigns do not drive (arms: FAIRINO; buses: the Hiwonder-style board)."""
     parsed = parse_url(url)
-    key = f"sim:{parsed.target}" if parsed.simulated else parsed.scheme
-    if key in known_urls("bus"):
+    family = family_of(parsed)
+    if family.kind == BUS:
+        if family.name != "hiwonder":
+            raise DeviceURLError(f"{url}: campaigns sweep Hiwonder-style boards only, not {family.name}")
         ids = ROSORIN_ARM.joint_ids
         return DeviceFacts(url, "bus", ROSORIN_ARM.name, parsed.simulated, len(ids), joint_ids=ids)
-    if key not in known_urls("arm"):
-        raise DeviceURLError(f"{url!r} is not a known device URL (known: "
-                             f"{', '.join(known_urls('arm') + known_urls('bus'))})")
+    if family.name != "fairino":
+        raise DeviceURLError(f"{url}: campaigns drive FAIRINO arms only, not {family.name}")
     if parsed.simulated:
         client_keys = ("transport", "silence_ms", "timeout_ms")
         params = {k: v for k, v in parsed.params.items() if k not in client_keys}

@@ -1,0 +1,74 @@
+"""`servotool campaign` and `analyze --report` from the command line."""
+
+import json
+
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+
+runner = CliRunner()
+
+SHORT = """
+# L of the SimMachine, one short pass
+name: short
+purpose: a short lag campaign
+device: "sim:simmachine?enable_ms=100"
+safety: {joints: [0], max_speed_deg_s: 10, ramp_only: true}
+runs:
+  - why: one pass out and back
+    command: lag
+    options: {joint: 0, sweep: 8, speeds: [10], settle_ms: 200, realtime: false}
+"""
+
+
+def test_check_lists_every_problem_and_exits_2(write_campaign):
+    path = write_campaign(SHORT.replace("speeds: [10]", "speeds: [20], size: 3"))
+    result = runner.invoke(app, ["campaign", "check", str(path)])
+    assert result.exit_code == 2
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 3, result.stderr  # unknown option, speed above the rule, the summary
+    assert f"{path}:9:" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_check_valid_and_dry_run_open_nothing(write_campaign, tmp_path):
+    path = write_campaign(SHORT)
+    result = runner.invoke(app, ["campaign", "check", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["runs"][0]["command"] == "lag"
+    result = runner.invoke(app, ["campaign", "run", str(path), "--dry-run", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0 and "dry run" in result.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_robot_swap_refuses_a_real_arm_for_a_simulator_campaign(write_campaign):
+    path = write_campaign(SHORT.replace("ramp_only: true", "ramp_only: true, simulators_only: true"))
+    result = runner.invoke(app, ["campaign", "run", str(path), "--robot", "fairino://192.0.2.1"])
+    assert result.exit_code == 2 and "simulators only" in result.stderr
+
+
+def test_list_shows_the_shipped_campaigns():
+    result = runner.invoke(app, ["campaign", "list", "--json"])
+    assert result.exit_code == 0
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert "fairino-8-fr20-lag" in rows and rows["fairino-8-fr20-lag"]["purpose"]
+    assert all(not r["problems"] for r in rows.values())
+
+
+def test_run_then_analyze_report(write_campaign, tmp_path):
+    path = write_campaign(SHORT)
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["campaign", "run", str(path), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    folder = out / data["folder"].split("/")[-1]
+    assert data["next_index"] == 1 and data["runs"][0]["status"] == "complete"
+    md = (folder / "report.md").read_text()
+    assert "| run 1 | 0 | udp | 10 | 8 |" in md
+    (folder / "report.md").unlink()
+    result = runner.invoke(app, ["analyze", str(folder), "--report"])
+    assert result.exit_code == 0, result.output
+    again = (folder / "report.md").read_text()
+    assert again == md  # recomputed from the CSVs alone
+    row = next(ln for ln in again.splitlines() if ln.startswith("| run 1 |"))
+    assert 37.0 <= float(row.split("|")[6]) <= 41.0  # the SimMachine's L = 39 ms
