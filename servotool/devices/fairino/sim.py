@@ -11,9 +11,18 @@ Port 0 picks a free port; `.ports` reports what was bound. The joints follow phy
 simulator's own monotonic clock, advanced by a physics thread every `physics_ms` and at every command and
 state sample. Every fault latched is put on `.faults` (a queue of FaultEvent) and passed to `on_fault`.
 
+Several clients, as on a real controller: any number of XML-RPC sessions and UDP senders drive the one
+controller. Enable, servo mode and faults are the controller's, not a session's (a second client's
+RobotEnable is a no-op on an enabled arm, its ServoMoveEnd ends everyone's servo mode), and every ServoJ is
+executed in arrival order whoever sent it, so two interleaved streams make the setpoint jumps that latch the
+runaway. The state stream shows what another client needs to see before it enables: drives enabled, servo
+mode (`servo_state`, simulator only), the ServoJ count rising, the joints moving. `servoj_senders()` and
+`stats["sender_switches"]` tell a test who streamed.
+
 It serves the vendor's Python SDK (V3.9.x RPC class) unchanged, which needs the default ports. Differences
 from a real controller: ServoJ without ServoMoveStart is accepted at once (a real one may block for seconds);
-several CNDE clients may connect at once; only the fields in fields.FIELDS exist (others are NOT_FOUND).
+several CNDE clients may connect at once (the campaign saw one allowed); only the fields in fields.FIELDS
+exist (others are NOT_FOUND).
 """
 
 from __future__ import annotations
@@ -59,6 +68,14 @@ class _RpcHandler(SimpleXMLRPCRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
+
+    def handle(self) -> None:
+        # one thread per connection: the commands it carries are told apart from another session's
+        _caller.name = f"rpc {self.client_address[0]}:{self.client_address[1]}"
+        super().handle()
+
+
+_caller = threading.local()  # the XML-RPC session of the current request thread
 
 
 class _RpcServer(socketserver.ThreadingMixIn, SimpleXMLRPCServer):
@@ -133,7 +150,9 @@ class FairinoSim:
         self._rpc: _RpcServer | None = None
         self._cnde_sock: socket.socket | None = None
         self._udp_sock: socket.socket | None = None
-        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0}
+        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0, "sender_switches": 0}
+        self._senders: dict[str, float] = {}  # ServoJ sender -> time of its last command (sim clock)
+        self._last_sender: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
@@ -257,6 +276,21 @@ class FairinoSim:
         with self._lock:
             return self._model.sample(self._clock())
 
+    def servoj_senders(self, within_s: float = 1.0) -> list[str]:
+        """The ServoJ senders (an XML-RPC session or a UDP source address) heard within the last `within_s`.
+        A real controller executes them all, interleaved, whoever sent them."""
+        now = self._clock()
+        with self._lock:
+            return sorted(s for s, t in self._senders.items() if now - t <= within_s)
+
+    def _note_sender(self, sender: str) -> None:
+        with self._lock:
+            self._senders[sender] = self._clock()
+            if self._last_sender is not None and sender != self._last_sender:
+                # consecutive setpoints from two senders: the interleaving that makes setpoint jumps
+                self.stats["sender_switches"] += 1
+            self._last_sender = sender
+
     def hold_stream(self, paused: bool) -> None:
         """Fault injection: withhold (True) or resume (False) CNDE data frames, sockets left open."""
         self._paused = bool(paused)
@@ -323,6 +357,7 @@ class FairinoSim:
                 cmd_t = float(cmd_t)
             except (TypeError, ValueError):
                 return int(ErrCode.OUT_OF_RANGE)
+            self._note_sender(getattr(_caller, "name", "rpc"))
             return self._command(m.servo_j, q, cmd_t)
 
         def joint_pos_deg(flag: int = 1) -> list[Any]:
@@ -407,13 +442,13 @@ class FairinoSim:
                 self.stats["udp_bad"] += 1
                 continue
             self.stats["udp_frames"] += 1
-            err = self._udp_command(frame)
+            err = self._udp_command(frame, f"udp {addr[0]}:{addr[1]}")
             if err is not None and self.profile.udp_reply:
                 # the sender may have gone away: UDP is fire and forget
                 with contextlib.suppress(OSError):
                     sock.sendto(p.encode_udp(frame.count, frame.cmd_id, str(err)), addr)
 
-    def _udp_command(self, frame: p.UdpFrame) -> int | None:
+    def _udp_command(self, frame: p.UdpFrame, sender: str) -> int | None:
         m = self._model
         if frame.cmd_id == p.CmdId.SERVO_J:
             try:
@@ -421,6 +456,7 @@ class FairinoSim:
             except p.UdpFrameError:
                 self.stats["udp_bad"] += 1
                 return int(ErrCode.PARAM_COUNT)
+            self._note_sender(sender)
             return self._command(m.servo_j, cmd.joints, cmd.cmd_t)
         if frame.cmd_id == p.CmdId.SERVO_MOVE_START:
             return self._command(m.servo_start)

@@ -1,0 +1,100 @@
+"""Two clients on one controller, as on a real FAIRINO: the second one must see that the arm is taken before
+it enables; if it streams anyway, the interleaved setpoints latch the runaway fault (main 1 / sub 32) and the
+joint sweeps by itself (the defect seen on a bench: 20-46 deg sweeps)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from servotool.devices.arm import DeviceError
+from servotool.devices.fairino.codes import RUNAWAY_FAULT
+
+URL = "sim:fr3?enable_ms=100&seed=7"
+
+
+class Streamer:
+    """Client A: streams its setpoints from a thread until they run out or stop() is called."""
+
+    def __init__(self, arm, fx, setpoints):
+        self.arm, self.fx, self.setpoints = arm, fx, setpoints
+        self.stopped = threading.Event()
+        self.sent = threading.Event()
+        self.rec = fx.Record()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        for k in range(0, len(self.setpoints), 5):
+            if self.stopped.is_set():
+                return
+            self.fx.stream(self.arm, self.setpoints[k : k + 5], rec=self.rec)
+            self.sent.set()
+
+    def __enter__(self):
+        self.thread.start()
+        assert self.sent.wait(5.0)
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(5.0)
+
+
+def first_client(open_sim):
+    arm = open_sim(URL)
+    arm.enable()
+    arm.warm_up(cmd_period_s=0.01, timeout_s=3.0)
+    return arm, arm.latest_state().q
+
+
+def second_client(open_sim, first):
+    # the same controller reached as a real one, by its address (as another program would)
+    return open_sim(first.sim.address()["url"] + "&model=fr3", enable_wait_s=0.15)
+
+
+def test_a_second_client_sees_the_arm_busy_before_it_enables(open_sim, fx):
+    a, q0 = first_client(open_sim)
+    with Streamer(a, fx, fx.hold(q0, 300)):
+        b = second_client(open_sim, a)
+        state = b.wait_state()
+        assert state.enabled and state.servo_active
+        why = b.busy_reason()
+    assert why is not None
+    assert "another client is streaming ServoJ" in why and "servo mode" in why and "enabled" in why
+    a.servo_end()
+    assert b.busy_reason() is None  # nobody streams now: an enabled, still arm is free
+
+
+def test_a_second_client_sees_a_moving_arm(open_sim, fx):
+    a, q0 = first_client(open_sim)
+    with Streamer(a, fx, fx.trapezoid(q0, 5, speed=20.0, cruise_s=1.5)):
+        fx.wait_until(lambda: abs(a.latest_state().q[5] - q0[5]) > 1.0, 3.0)
+        why = second_client(open_sim, a).busy_reason()
+    assert why is not None and "the arm is moving (J6" in why
+
+
+def test_two_interleaved_streams_latch_the_runaway(open_sim, fx):
+    """Without the check: B warms up holding the pose it measured while A cruises at 10 deg/s. The
+    controller takes both streams in arrival order, so each switch of sender is a setpoint jump of A's lead
+    over the measured pose (v * L = 0.8 deg on an FR3, growing while B holds), and each switch back jumps
+    the velocity by twice that: the runaway fires at the first switches."""
+    a, q0 = first_client(open_sim)
+    sim = a.sim
+    with Streamer(a, fx, fx.trapezoid(q0, 0, speed=10.0, cruise_s=2.0)) as stream:
+        fx.wait_until(lambda: a.latest_state().q[0] - q0[0] > 2.0, 3.0)
+        b = second_client(open_sim, a)
+        b.enable()
+        with pytest.raises(DeviceError):
+            b.warm_up(cmd_period_s=0.01, timeout_s=2.0)
+        fx.wait_until(lambda: (a.latest_state().main_code, a.latest_state().sub_code) == RUNAWAY_FAULT, 2.0)
+    assert sim.stats["sender_switches"] > 0 and len(sim.servoj_senders(within_s=10.0)) == 2
+    state = a.latest_state()
+    assert (state.main_code, state.sub_code) == RUNAWAY_FAULT
+    event = sim.faults.get(timeout=1.0)
+    assert (event.kind, event.main, event.sub, event.joint) == ("runaway", 1, 32, 0)
+    step = abs(event.step_deg)
+    assert 1.0 <= step <= 4.0
+    assert 14.0 * step - 1e-6 <= event.travel_deg <= 35.0 * step + 1e-6
+    # then the controller rejects the commands (errcode 14) while the joint sweeps by itself
+    assert 14 in stream.rec.codes()
