@@ -5,6 +5,7 @@ joint sweeps by itself (the defect seen on a bench: 20-46 deg sweeps)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -41,6 +42,12 @@ class Streamer:
         self.thread.join(5.0)
 
 
+def settled(sim) -> bool:
+    before = sim.snapshot().cmd_num
+    time.sleep(0.05)
+    return sim.snapshot().cmd_num == before
+
+
 def first_client(open_sim):
     arm = open_sim(URL)
     arm.enable()
@@ -62,6 +69,8 @@ def test_a_second_client_sees_the_arm_busy_before_it_enables(open_sim, fx):
         why = b.busy_reason()
     assert why is not None
     assert "another client is streaming ServoJ" in why and "servo mode" in why and "enabled" in why
+    # the last UDP setpoint may still be in flight: wait until the controller's count stands still
+    assert fx.wait_until(lambda: settled(a.sim), 3.0)
     a.servo_end()
     assert b.busy_reason() is None  # nobody streams now: an enabled, still arm is free
 
