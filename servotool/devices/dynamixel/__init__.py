@@ -1,7 +1,7 @@
 """DYNAMIXEL Protocol 2.0 buses (X series): control table, packets, the dynamixel-sdk client and a simulator.
 
-`PROFILES` names the robots the simulator knows (`sim:<name>`); `open_url` opens `dxl://` and `sim:` URLs
-(dynamixel-sdk is imported only then).
+`PROFILES` names the robots the simulator knows (`sim:<name>`); `open_url` opens `dxl://` and `sim:` URLs and
+`probe(port, baud)` lists the ids answering a broadcast ping (dynamixel-sdk is imported only when they run).
 """
 
 from __future__ import annotations
@@ -20,4 +20,11 @@ def open_url(parsed: Any, **kwargs: Any) -> Any:
     return _open(parsed, **kwargs)
 
 
-__all__ = ["PROFILES", "SCHEMES", "open_url"]
+def probe(port: str, baud: int = 1_000_000) -> list[int]:
+    """Ids answering a broadcast PING on a serial port, sorted (see client.probe)."""
+    from servotool.devices.dynamixel.client import probe as _probe
+
+    return _probe(port, baud)
+
+
+__all__ = ["PROFILES", "SCHEMES", "open_url", "probe"]

@@ -1,9 +1,10 @@
 import pytest
 
 from servotool.clock import FakeClock
+from servotool.devices import dynamixel
 from servotool.devices.bus import Bus
 from servotool.devices.dynamixel import control_table as ct
-from servotool.devices.dynamixel.client import DxlBus, DxlWriteRefused, parse_ids, probe
+from servotool.devices.dynamixel.client import DxlBus, DxlWriteRefused, parse_ids
 from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.sim import start_sim
 from servotool.devices.registry import DeviceURLError, open_bus
@@ -147,7 +148,7 @@ def test_scan_and_real_url_on_the_simulators_pty():
 def test_probe_lists_answering_ids():
     server = start_sim("microduck", {"silent": "33"})
     try:
-        assert probe(server.path, 1_000_000) == [10, 11, 12, 13, 14, 20, 21, 22, 23, 24, 30, 31, 32]
+        assert dynamixel.probe(server.path, 1_000_000) == [10, 11, 12, 13, 14, 20, 21, 22, 23, 24, 30, 31, 32]
     finally:
         server.close()
 
