@@ -38,7 +38,7 @@ from servotool.runs.campaign import (
 from servotool.runs.cold_start import run_cold_ramp
 from servotool.runs.ownership import DeviceBusy, claim, require_free
 from servotool.runs.ramp import run_ramp
-from servotool.runs.step import raw_needs_confirmation, run_step
+from servotool.runs.step import run_step
 from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
 from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
 
@@ -211,25 +211,32 @@ def _stream_record(run: RunSpec, result: Any, folder: Path) -> RunRecord:
     return RunRecord(run.index, run.command, run.why, status, [rel], reason, faults, list(result.notes))
 
 
+def _confirmed_step(run: RunSpec, url: str, hooks: CampaignHooks) -> Any:
+    """The step settings of a run; a raw step on a device that is not a simulator is asked its typed
+    confirmation here, before the device opens (RunRefused when it is not given)."""
+    step = step_settings(run.options)
+    if not step.shaped and not device_facts(url).simulated:
+        step.confirmed = bool(step.test_arm and hooks.confirm and hooks.confirm(run, url))
+        if not step.confirmed:
+            raise RunRefused("the typed confirmation of a raw step on a real arm was not given")
+    return step
+
+
 def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: CampaignHooks,
              clock_factory: Callable[[], MonotonicClock]) -> RunRecord:
-    clock = clock_factory()
     o = run.options
+    step = _confirmed_step(run, url, hooks) if run.command == "step" else None
+    clock = clock_factory()
     arm = _open_arm(url, clock, bool(o.get("rpc", False)))
-    kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run), **_progress(hooks, run))
     with contextlib.closing(arm):
         require_free(arm)
-        if run.command == "lag":
-            settings = ramp_settings(o)
-            runner = run_cold_ramp if o.get("cold_start") else run_ramp
-            result: Any = runner(arm, settings, **kwargs)
+        kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run),
+                      **_progress(hooks, run))
+        if step is not None:
+            result: Any = run_step(arm, step, **kwargs)
         else:
-            step = step_settings(o)
-            if raw_needs_confirmation(step, arm) and step.test_arm:
-                step.confirmed = bool(hooks.confirm and hooks.confirm(run, url))
-                if not step.confirmed:
-                    raise RunRefused("the typed confirmation of a raw step on a real arm was not given")
-            result = run_step(arm, step, **kwargs)
+            runner = run_cold_ramp if o.get("cold_start") else run_ramp
+            result = runner(arm, ramp_settings(o), **kwargs)
     return _stream_record(run, result, folder)
 
 

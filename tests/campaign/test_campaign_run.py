@@ -105,3 +105,21 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
     assert "| run 2 | raw |" in md.read_text()
     html = page.read_text()
     assert html.count("data:image/png;base64,") == len(report.figures) and "src='http" not in html
+
+
+def test_raw_step_on_an_arm_asks_before_anything_opens(write_campaign, tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    text = TEXT.format(device=SIM, faults="true").replace("simulators_only: true", "simulators_only: false")
+    c = load_campaign(write_campaign(text.replace("raw: true,", "raw: true, test_arm: true,")))
+    c.runs[:] = [c.runs[1]]  # the raw step alone: nothing else may try to reach the arm
+    asked = []
+
+    def confirm(run, url):
+        asked.append((run.index, url))
+        return False
+
+    cr = start_campaign(c, tmp_path / "out", robot="fairino://192.0.2.1")
+    state = run_campaign(c, cr, CampaignHooks(confirm=confirm))
+    assert asked == [(1, "fairino://192.0.2.1")]
+    assert state.stop_status == "refused" and "typed confirmation" in state.stopped
+    assert not list(cr.folder.glob("*.csv*"))
