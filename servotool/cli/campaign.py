@@ -12,7 +12,7 @@ from rich.table import Table
 
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.confirm import confirm_typed
-from servotool.cli.lag import RunProgress
+from servotool.cli.live import RunProgress
 from servotool.errors import ExitCode, FileFormatError, Refused
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir
