@@ -133,8 +133,7 @@ def plot(ref: RefArg, dest: DestOption = None,
          out: Annotated[Path | None, typer.Option("--out", help="PNG path (default: next to the capture).")]
          = None,
          json_out: JsonOption = False) -> None:
-    """A PNG of one capture: current, gap and temperature around the detection, the bracket between the last
-    clean answer and the detection shaded."""
+    """A PNG of one capture: current, gap and temperature around the detection (bracket shaded)."""
     from servotool.plots.incidents import incident_figure
 
     path, header, samples = _load(ref, dest)
