@@ -23,7 +23,7 @@ from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.devices.registry import DeviceURLError
 from servotool.errors import ExitCode, ServotoolError
-from servotool.io.captures import default_dest
+from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
 from servotool.runs.ownership import claim
 from servotool.runs.record import RecordOutcome, RecordProgress, RecordSettings, run_record
@@ -144,6 +144,9 @@ def record(
         settings = RecordSettings(dest=default_dest(dest), duration_s=duration)
     except ServotoolError as exc:
         fail(str(exc))
+    problem = dest_problem(settings.dest)
+    if problem:
+        fail(f"captures cannot be published: {problem} (choose another --dest)")
     clock = MonotonicClock()
     try:
         with claim(url) if kind == "bus" else _no_claim():

@@ -107,6 +107,21 @@ def publish_capture(dest: Path, name: str, header: Mapping[str, Any],
     return target
 
 
+def dest_problem(dest: Path) -> str | None:
+    """Why captures could not be published in `dest` (a file in the way, no write permission), checked
+    without creating anything; None when the first publication can create or use it."""
+    probe = dest
+    while not probe.exists():
+        if probe.parent == probe:
+            return f"{dest}: no existing parent folder"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{dest}: {probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{dest}: {probe} is not writable"
+    return None
+
+
 @dataclass
 class DestinationReport:
     """What a destination holds: published captures, their total size, leftover temporary files."""

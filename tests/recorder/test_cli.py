@@ -98,3 +98,11 @@ def test_record_live_view_on_the_dynamixel_simulator(tmp_path):
     assert "axis 31 latched 0x20 at connection" in text
     caps = list(dest.glob("capture_*axis-12.jsonl"))
     assert len(caps) == 1
+
+
+def test_record_refuses_a_destination_it_cannot_write(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "1",
+                              "--dest", str(blocker / "caps")])
+    assert res.exit_code == 2 and "not a folder" in res.output

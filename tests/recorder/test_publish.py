@@ -129,3 +129,11 @@ def test_sigkill_while_publishing_never_leaves_a_partial_published_file(tmp_path
         assert len(s) == h["counts"]["fast"]
     # temporary files may remain from a killed publication; they are reported, never under a published name
     assert all(p.name.endswith(".tmp") for p in dest.iterdir() if p.name.startswith("."))
+
+
+def test_dest_problem_creates_nothing(tmp_path):
+    from servotool.io.captures import dest_problem
+
+    assert dest_problem(tmp_path / "a" / "b") is None and not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("x")
+    assert "not a folder" in dest_problem(tmp_path / "f" / "c")
