@@ -331,11 +331,14 @@ _SEP = "III"
 
 
 def encode_udp(count: int, cmd_id: int, content: str) -> bytes:
-    """One UDP command frame; raises UdpFrameError for a count outside 0..65535 or content holding 'III'."""
+    """One UDP command frame; raises UdpFrameError for a count outside 0..65535, or content holding 'III' or
+    anything but ASCII."""
     if not 0 <= count <= 0xFFFF:
         raise UdpFrameError(f"UDP count {count} outside 0..65535")
     if _SEP in content:
         raise UdpFrameError("UDP content must not contain 'III'")
+    if not content.isascii():
+        raise UdpFrameError("UDP content must be ASCII")
     text = f"{_UDP_HEAD}{_SEP}{count}{_SEP}{cmd_id}{_SEP}{len(content)}{_SEP}{content}{_SEP}{_UDP_TAIL}"
     return text.encode("ascii")
 
