@@ -123,7 +123,10 @@ def read_cmd(
             try:
                 _watch(bus, dev, period, json_out, names)
             except KeyboardInterrupt:
-                fail("watch ended by Ctrl-C; nothing was written to the servos", ExitCode.INTERRUPTED)
+                if not json_out:
+                    console.line()  # the live table ends without one
+                err_console.print("watch ended by Ctrl-C; nothing was written to the servos")
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
             return
         records = read_records(dev)
     silent = sorted(sid for sid, r in records.items() if r.silent)
@@ -163,8 +166,9 @@ def move_cmd(
     lf, problems = limits_problem(limits)
     prof = url_profile(bus)
     poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
+    # a bus without a known arm profile (a Dynamixel bus) is checked against its own range once open
     problems += move_problems(to, speed, poses, prof.ids if prof else (),
-                              prof.reference_poses if prof else ())
+                              prof.reference_poses if prof else (), span=(0, 1000) if prof else None)
     if problems:
         fail_all(problems)
     with bus_command(bus, keep_sim_pose=True) as dev, StopSignals() as signals:

@@ -239,3 +239,12 @@ def test_a_bus_held_by_another_servotool_process_is_refused(dead_port):
     with DeviceLock(device_key(f"hiwonder://{dead_port}")):
         result = invoke("move", "--to", "drive", "--bus", f"hiwonder://{dead_port}?timeout_ms=20")
     assert result.exit_code == 2 and "in use by another servotool process" in result.stderr
+
+
+def test_a_bus_without_a_hiwonder_profile_is_checked_against_its_own_range():
+    # the Dynamixel simulator speaks ticks 0-4095: 2100 is a fine goal there, 5000 is not
+    result = invoke("move", "--bus", "sim:microduck", "--to", "11=2100", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["goal"] == {"11": 2100}
+    result = invoke("move", "--bus", "sim:microduck", "--to", "11=5000")
+    assert result.exit_code == 2 and "[0, 4095]" in result.stderr
