@@ -1,7 +1,10 @@
 """A ramp started from a disabled robot, inside its enable window: the first runaway of the lag campaign,
 reproduced on purpose. SIMULATORS ONLY: `run_cold_ramp` refuses any device that is not a simulator.
 
-The normal run skeleton never does this: it warms up until the controller executes the stream. Here the robot
+The run skeleton (runs/arm_run.py) never does this: it warms up until the controller executes the stream, and
+its stream gives up after a few rejected commands. This run keeps streaming through the enable window's
+rejects (COLD_REJECT_WINDOW_S), with the skeleton's own pieces: the recorded stream and its braked stop, and
+the same finish. Here the robot
 is disabled, enabled without waiting, and the ramp streams at once. While the controller answers 101 it
 drops the setpoints; the stream advances regardless, so when execution starts the controller meets a gap of
 several degrees in one tick and runs away. The stream still ends the one way every run ends (braked stop,
@@ -20,16 +23,9 @@ from servotool.clock import Clock
 from servotool.devices.arm import Arm
 from servotool.motion.ramp import ramp_profile
 from servotool.runs.analyze import analyze_written
+from servotool.runs.prepare import RunRefused, finish, wait_for_state
 from servotool.runs.ramp import RampRun, RampSettings, check_settings, config_dict
-from servotool.runs.stream import (
-    RunRefused,
-    StopSettings,
-    StreamPlan,
-    TickInfo,
-    finish,
-    record_stream,
-    wait_for_state,
-)
+from servotool.runs.stream import StopSettings, StreamPlan, TickInfo, record_stream
 
 # commands rejected in a row before the stream gives up: long enough to stream through an enable window
 COLD_REJECT_WINDOW_S = 3.0

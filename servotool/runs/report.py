@@ -22,6 +22,7 @@ import numpy as np
 
 from servotool.analysis.lag import LagResult, combine_lag
 from servotool.analysis.step import StepResult
+from servotool.analysis.sweep import limit_from_stop
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, read_csv
 from servotool.motion.guard import GuardTuning, tuning_from_measurement
@@ -74,6 +75,7 @@ class Report:
     figures: list[Figure] = field(default_factory=list)
     tuning: str = ""
     tuning_note: str = ""
+    limits: str = ""
     problems: list[str] = field(default_factory=list)
 
 
@@ -161,7 +163,32 @@ def cold_table(files: Sequence[FileAnalysis]) -> Table:
                  ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"], rows)
 
 
-def sweep_table(folder: Path) -> Table | None:
+@dataclass
+class SweepRow:
+    run: str
+    device: str
+    joint: int
+    direction: str
+    start: int
+    stored: tuple[int, int]
+    stop: float
+    inside: int
+    tol: int
+
+    @property
+    def limit(self) -> int:
+        """The limit this sweep implies: `inside` pulses back from a stop short of the stored limit, else the
+        stored limit itself (the sweep met nothing)."""
+        lo, hi = self.stored
+        sign = -1 if self.direction == "down" else 1
+        bound = lo if sign < 0 else hi
+        if not math.isfinite(self.stop) or abs(self.stop - bound) <= self.tol:
+            return bound
+        return limit_from_stop(int(round(self.stop)), sign, self.inside)
+
+
+def read_sweeps(folder: Path) -> list[SweepRow]:
+    """Every limit sweep recorded in the folder (sweep-*.csv), from the files alone."""
     rows = []
     for path in sorted(folder.glob("sweep-*.csv")):
         try:
@@ -169,15 +196,31 @@ def sweep_table(folder: Path) -> Table | None:
         except CsvFormatError:
             continue
         stops = df[df["event"] == "stop"]
-        last = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
-        stop = f"{last:.0f}" if math.isfinite(last) else "-"
         cfg = meta.config
-        rows.append([run_label(meta.command)[0] or path.name, str(cfg.get("joint")),
-                     str(cfg.get("direction")), str(cfg.get("start")), str(cfg.get("stored_limit")), stop])
-    if not rows:
-        return None
-    headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)"]
-    return Table("limit sweeps", headers, rows)
+        lo, hi = (int(x) for x in (cfg.get("stored_limit") or [0, 0]))
+        stop = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
+        rows.append(SweepRow(run_label(meta.command)[0] or path.name, meta.device, int(cfg.get("joint", 0)),
+                             str(cfg.get("direction")), int(cfg.get("start", 0)), (lo, hi), stop,
+                             int(cfg.get("inside", 0)), int(cfg.get("limit_tol", 2))))
+    return rows
+
+
+def sweep_table(sweeps: Sequence[SweepRow]) -> Table:
+    rows = [[r.run, str(r.joint), r.direction, str(r.start), f"{r.stored[0]}..{r.stored[1]}",
+             _f(r.stop, ".0f"), str(r.limit)] for r in sweeps]
+    headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)", "limit"]
+    return Table("limit sweeps", headers, rows, "limit: `inside` pulses back from a stop short of the stored "
+                 "limit, else the stored limit (the sweep met nothing)")
+
+
+def limits_block(sweeps: Sequence[SweepRow]) -> str:
+    """The mapped limits as ROS 2 parameters (arm_limit_N: [lo, hi]) for the arm's parameter file."""
+    found: dict[int, list[int]] = {}
+    for r in sweeps:
+        pair = found.setdefault(r.joint, list(r.stored))
+        pair[0 if r.direction == "down" else 1] = r.limit
+    lines = [f"    arm_limit_{j}: [{lo}, {hi}]" for j, (lo, hi) in sorted(found.items())]
+    return "\n".join(["rosorin_board_driver:", "  ros__parameters:", *lines])
 
 
 def _lag_source(lags: Sequence[FileAnalysis]) -> tuple[float, str, float]:
@@ -279,13 +322,15 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
     return [Figure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
 
 
-def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis]) -> list[str]:
+def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis],
+           sweeps: Sequence[SweepRow]) -> list[str]:
     lines = []
     if campaign is not None:
         lines.append(f"**{campaign.name}**: {campaign.purpose}")
         if campaign.header:
             lines.append(campaign.header.replace("\n", " "))
-    devices = sorted({f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files})
+    devices = sorted({f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files}
+                     | {s.device for s in sweeps})
     lines.append(f"Device: {', '.join(devices) if devices else '-'}. Folder: `{folder}`.")
     if campaign is not None:
         rules = ", ".join(f"{k}: {v}" for k, v in campaign.safety.to_dict().items() if v not in (None, False))
@@ -303,14 +348,17 @@ def build_report(folder: str | Path) -> Report:
     cold = [fa for fa in files if isinstance(fa.result, LagResult) and fa.meta.config.get("cold_start")]
     steps = [fa for fa in files if isinstance(fa.result, StepResult)]
     title = f"Campaign report: {campaign.name if campaign else folder.name}"
-    report = Report(title, _intro(folder, campaign, files))
+    report = Report(title, _intro(folder, campaign, files, read_sweeps(folder)))
     report.tables += [lag_table(lags)] if lags else []
     report.tables += [cold_table(cold)] if cold else []
     report.tables += [step_table(steps)] if steps else []
-    sweeps = sweep_table(folder)
-    report.tables += [sweeps] if sweeps else []
+    sweeps = read_sweeps(folder)
+    if sweeps:
+        report.tables.append(sweep_table(sweeps))
+        report.limits = limits_block(sweeps)
     device = files[0].meta.device if files else (campaign.device if campaign else "")
-    report.tuning, report.tuning_note = tuning_block(lags, steps, device)
+    if files or not sweeps:
+        report.tuning, report.tuning_note = tuning_block(lags, steps, device)
     report.figures = build_figures(lags, steps)
     report.problems = [f"{p.path}: {p.reason}" for p in analysed.problems
                        if not Path(p.path).name.startswith("sweep-")]
@@ -331,10 +379,14 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
         out += ["## Plots", ""]
         out += [f"![{f.title}]({figure_dir}/{f.name}.png)" for f in report.figures]
         out.append("")
-    out += ["## Guard tuning", ""]
+    if report.limits:
+        out += ["## Mapped limits", "", "For the arm's parameter file (`servotool sweep --limits FILE` "
+                "merges them into it):", "", "```yaml", report.limits, "```", ""]
+    if report.tuning or report.tuning_note:
+        out += ["## Guard tuning", ""]
     if report.tuning:
         out += ["Paste into your controller's guard configuration:", "", "```yaml", report.tuning, "```", ""]
-    out += [report.tuning_note, ""]
+    out += [report.tuning_note, ""] if report.tuning_note else []
     if report.problems:
         out += ["## Files not analysed", ""] + [f"* {p}" for p in report.problems] + [""]
     return "\n".join(out)
@@ -361,10 +413,14 @@ def render_html(report: Report) -> str:
             data = base64.b64encode(f.png).decode("ascii")
             out.append(f"<figure><img alt='{e(f.title)}' src='data:image/png;base64,{data}'>"
                        f"<figcaption>{e(f.title)}</figcaption></figure>")
-    out.append("<h2>Guard tuning</h2>")
+    if report.limits:
+        out.append(f"<h2>Mapped limits</h2><p>For the arm's parameter file:</p><pre>{e(report.limits)}</pre>")
+    if report.tuning or report.tuning_note:
+        out.append("<h2>Guard tuning</h2>")
     if report.tuning:
         out.append(f"<p>Paste into your controller's guard configuration:</p><pre>{e(report.tuning)}</pre>")
-    out.append(f"<p>{e(report.tuning_note)}</p>")
+    if report.tuning_note:
+        out.append(f"<p>{e(report.tuning_note)}</p>")
     if report.problems:
         out.append("<h2>Files not analysed</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.problems)
                    + "</ul>")
