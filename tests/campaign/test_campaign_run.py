@@ -123,3 +123,24 @@ def test_raw_step_on_an_arm_asks_before_anything_opens(write_campaign, tmp_path,
     assert asked == [(1, "fairino://192.0.2.1")]
     assert state.stop_status == "refused" and "typed confirmation" in state.stopped
     assert not list(cr.folder.glob("*.csv*"))
+
+
+@pytest.mark.slow
+def test_sweep_campaign_maps_limits(write_campaign, tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
+    c = load_campaign(write_campaign("""
+name: limits
+purpose: one joint, fast
+device: sim:rosorin-arm
+safety: {joints: [3], max_speed_pulses_s: 300}
+runs:
+  - why: the elbow
+    command: sweep
+    options: {joints: [3], speed: 300}
+"""))
+    cr = start_campaign(c, tmp_path / "out")
+    state = run_campaign(c, cr)
+    assert state.done and len(state.runs[0].files) == 2
+    report = build_report(cr.folder)
+    assert [t.title for t in report.tables] == ["limit sweeps"]
+    assert "arm_limit_3: [" in report.limits and not report.tuning
