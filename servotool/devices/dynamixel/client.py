@@ -301,6 +301,9 @@ class DxlBus:
     def _sync_read(self, ids: Iterable[int] | None, address: int, length: int
                    ) -> tuple[float, float, tuple[int, ...], dict[int, tuple[int, bytes]]]:
         axes = tuple(self._ids if ids is None else ids)
+        if not axes:
+            now = self.clock.now()
+            return now, now, axes, {}
         group = GroupSyncRead(self._port, self._ph, address, length)
         for sid in axes:
             group.addParam(sid)

@@ -384,6 +384,8 @@ class PtyDxlServer:
             wait = 0.05 if self.parser.pending else 0.5
             ready, _, _ = select.select([self._master, self._wake_r], [], [], wait)
             if not ready:
+                # a quiet line: keep the physics current, so the next packet never waits for hours of it
+                self.sim.advance()
                 packets = self.parser.expire() if self.parser.pending else []
             elif self._master in ready:
                 try:

@@ -43,6 +43,7 @@ def test_telemetry_sweep_is_a_typed_frame_per_axis(bus_factory):
     assert knee.velocity_rpm == 0 and knee.velocity_trajectory_rpm == 0
     neck = bus.read_telemetry(bus.groups["neck"])
     assert tuple(neck.axes) == (30, 31, 32, 33)
+    assert bus.read_telemetry(()).axes == {} and bus.read_hardware_errors(()).status == {}
 
 
 def test_a_silent_axis_is_marked_and_never_raises(bus_factory):
