@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from servotool.errors import FileFormatError
+
 EVENTS = ("cmd", "state", "reply", "fault", "guard", "stop")
 
 
-class RecordingError(ValueError):
+class RecordingError(FileFormatError):
     """The rows do not hold what an analysis needs (no commands, no measured samples, unknown joint)."""
 
 
@@ -60,16 +63,20 @@ class Recording:
     guard_info: list[str] = field(default_factory=list)
     stop_t: float | None = None
     stop_reason: str = ""
+    # rows left out: "no_time" (no finite t), "nan_joint" (a cmd or state row with a non-finite joint)
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_joints(self) -> int:
         return int(self.cmd_q.shape[1])
 
     def commanded(self, joint: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.cmd_t, self.cmd_q[:, joint]
+        """(send times, setpoints of the joint), both contiguous (numpy's interp copies strided input)."""
+        return self.cmd_t, np.ascontiguousarray(self.cmd_q[:, joint])
 
     def measured(self, joint: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.state_t, self.state_q[:, joint]
+        """(receive times, measured joint), both contiguous."""
+        return self.state_t, np.ascontiguousarray(self.state_q[:, joint])
 
     def latest_measured_at(self, t: np.ndarray, joint: int) -> np.ndarray:
         """The measured value a live loop had at times t: the last state frame received at or before t.
@@ -83,79 +90,137 @@ class Recording:
         return out
 
 
-def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
+class Table(Protocol):
+    """What the reader hands over: named columns of equal length (a DataFrame, or columns made on demand).
+    A column is anything numpy or pandas can take as a 1-d array."""
+
+    @property
+    def columns(self) -> Iterable[str]: ...
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def __len__(self) -> int: ...
+
+
+def _release(df: Table, col: str) -> None:
+    # a reader that builds columns on demand can drop one once it has been read (a DataFrame cannot)
+    release = getattr(df, "release", None)
+    if release is not None:
+        release(col)
+
+
+def _num(df: Table, col: str, default: float = np.nan) -> np.ndarray:
+    """The column as float64 (a view when it already is); non-numbers become NaN. Read once per column."""
     if col not in df.columns:
         return np.full(len(df), default, dtype=float)
-    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+    values = df[col]
+    _release(df, col)
+    if getattr(values, "dtype", None) == np.float64:
+        return np.asarray(values)
+    ser = pd.Series(values).astype("string")
+    return pd.to_numeric(ser, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _str(df: pd.DataFrame, col: str) -> np.ndarray:
+def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
+    """(integer code per row, label of each code); code -1 where the cell is empty."""
     if col not in df.columns:
-        return np.full(len(df), "", dtype=object)
-    return df[col].astype("string").fillna("").to_numpy(dtype=object)
+        return np.full(len(df), -1, dtype=np.int32), []
+    values = df[col]
+    _release(df, col)
+    if not isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        values = pd.Series(values).astype("string")
+    cat = pd.Categorical(values)
+    return np.asarray(cat.codes, dtype=np.int32), [str(c) for c in cat.categories]
 
 
-def recording_from_frame(df: pd.DataFrame) -> Recording:
+def _event_rows(codes: np.ndarray, names: list[str], order: np.ndarray, event: str) -> np.ndarray:
+    """Row indices of one event, in time order."""
+    if event not in names:
+        return np.zeros(0, dtype=np.int64)
+    return order[codes[order] == names.index(event)]
+
+
+def _label_values(codes: np.ndarray, names: list[str], rows: np.ndarray) -> np.ndarray:
+    lookup = np.array([*names, ""], dtype=object)
+    c = codes[rows]
+    return lookup[np.where(c >= 0, c, len(names))]
+
+
+def _ints(values: np.ndarray) -> np.ndarray:
+    return np.nan_to_num(values).astype(int)
+
+
+def recording_from_frame(df: Table) -> Recording:
     """Split a servotool-csv DataFrame into per-event arrays, each sorted by time (stable for ties).
 
-    Raises RecordingError when the frame has no `t`/`event` columns or no joint columns.
+    Rows without a finite time are left out, and so are cmd and state rows whose joint values are not all
+    finite; both are counted in Recording.skipped. Raises RecordingError when the frame has no `t`/`event`
+    columns or no joint columns.
     """
+    names = list(df.columns)
     for col in ("t", "event"):
-        if col not in df.columns:
+        if col not in names:
             raise RecordingError(f"no '{col}' column")
-    qcols = joint_columns("q", df.columns)
+    qcols = joint_columns("q", names)
     if not qcols:
         raise RecordingError("no joint columns q1..qN")
-    rcols = joint_columns("r", df.columns)
+    rcols = joint_columns("r", names)
     t = _num(df, "t")
-    keep = np.isfinite(t)
-    df = df.loc[keep].copy()
-    df["_t"] = t[keep]
+    ev, ev_names = _labels(df, "event")
+    timed = np.isfinite(t)
+    blank = ~timed & (ev < 0)  # an empty line, not a damaged row
+    skipped = {"no_time": int((~timed & ~blank).sum()), "nan_joint": 0}
     # rows are written in time order per loop tick; a frame stamped just before a send can land in the next
-    # batch, so order by time here (mergesort keeps the file order for equal stamps)
-    df = df.sort_values("_t", kind="mergesort")
-    ev = df["event"].fillna("").astype(str).to_numpy()
-
-    def part(name: str) -> pd.DataFrame:
-        return df.loc[ev == name]
-
-    cmd = part("cmd")
-    st = part("state")
-    rep = part("reply")
-    flt = part("fault")
-    grd = part("guard")
-    stop = part("stop")
-
+    # batch, so order by time here (a stable sort keeps the file order for equal stamps)
+    order = np.flatnonzero(timed)
+    order = order[np.argsort(t[order], kind="stable")]
+    cmd_all = _event_rows(ev, ev_names, order, "cmd")
+    st_all = _event_rows(ev, ev_names, order, "state")
+    # one column at a time: a long recording never holds all joint columns at full length at once
+    cmd_q = np.empty((len(cmd_all), len(qcols)))
+    state_q = np.empty((len(st_all), len(qcols)))
+    for j, c in enumerate(qcols):
+        values = _num(df, c)
+        cmd_q[:, j] = values[cmd_all]
+        state_q[:, j] = values[st_all]
+        del values
+    cmd_ok, st_ok = np.isfinite(cmd_q).all(axis=1), np.isfinite(state_q).all(axis=1)
+    skipped["nan_joint"] = int((~cmd_ok).sum() + (~st_ok).sum())
+    cmd, cmd_q = cmd_all[cmd_ok], cmd_q[cmd_ok]
+    st, state_q = st_all[st_ok], state_q[st_ok]
+    rep, flt, grd, stop = (_event_rows(ev, ev_names, order, e) for e in ("reply", "fault", "guard", "stop"))
+    info, info_names = _labels(df, "info")
+    phase, phase_names = _labels(df, "phase")
     cmd_r = None
     if rcols:
-        r = cmd[rcols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        r = np.column_stack([_num(df, c)[cmd] for c in rcols])
         if np.isfinite(r).any():
             cmd_r = r
-    cmd_pass = _num(cmd, "pass", -1)
-    cmd_pass = np.where(np.isfinite(cmd_pass), cmd_pass, -1).astype(int)
-    stop_t = float(stop["_t"].iloc[0]) if len(stop) else None
-    stop_reason = str(_str(stop, "info")[0]) if len(stop) else ""
+    cmd_pass = _num(df, "pass", -1)[cmd]
+    main, sub = _num(df, "main_code", 0), _num(df, "sub_code", 0)
+    dev_t, errcode = _num(df, "dev_t")[st], _num(df, "errcode", 0)[rep]
     return Recording(
-        cmd_t=cmd["_t"].to_numpy(dtype=float),
-        cmd_q=cmd[qcols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float),
+        cmd_t=t[cmd],
+        cmd_q=cmd_q,
         cmd_r=cmd_r,
-        cmd_pass=cmd_pass,
-        cmd_phase=_str(cmd, "phase"),
-        state_t=st["_t"].to_numpy(dtype=float),
-        state_q=st[qcols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float),
-        state_main=np.nan_to_num(_num(st, "main_code", 0)).astype(int),
-        state_sub=np.nan_to_num(_num(st, "sub_code", 0)).astype(int),
-        reply_t=rep["_t"].to_numpy(dtype=float),
-        reply_err=np.nan_to_num(_num(rep, "errcode", 0)).astype(int),
-        reply_cmd=_str(rep, "info"),
-        fault_t=flt["_t"].to_numpy(dtype=float),
-        fault_main=np.nan_to_num(_num(flt, "main_code", 0)).astype(int),
-        fault_sub=np.nan_to_num(_num(flt, "sub_code", 0)).astype(int),
-        state_dev=_num(st, "dev_t"),
-        guard_t=grd["_t"].to_numpy(dtype=float),
-        guard_info=[str(s) for s in _str(grd, "info")],
-        stop_t=stop_t,
-        stop_reason=stop_reason,
+        cmd_pass=np.where(np.isfinite(cmd_pass), cmd_pass, -1).astype(int),
+        cmd_phase=_label_values(phase, phase_names, cmd),
+        state_t=t[st],
+        state_q=state_q,
+        state_main=_ints(main[st]),
+        state_sub=_ints(sub[st]),
+        reply_t=t[rep],
+        reply_err=_ints(errcode),
+        reply_cmd=_label_values(info, info_names, rep),
+        fault_t=t[flt],
+        fault_main=_ints(main[flt]),
+        fault_sub=_ints(sub[flt]),
+        state_dev=dev_t,
+        guard_t=t[grd],
+        guard_info=[str(x) for x in _label_values(info, info_names, grd)],
+        stop_t=float(t[stop[0]]) if len(stop) else None,
+        stop_reason=str(_label_values(info, info_names, stop[:1])[0]) if len(stop) else "",
+        skipped=skipped,
     )
 
 

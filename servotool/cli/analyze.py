@@ -1,18 +1,102 @@
-"""`servotool analyze`: recompute the results of lag and step runs from their CSV files alone."""
+"""`servotool analyze`: recompute the results of lag, step and sweep runs from their CSV files alone."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
 
 from servotool.analysis.lag import LagResult
-from servotool.cli.common import console, err_console, print_json
+from servotool.analysis.step import StepResult
+from servotool.analysis.sweep_record import SweepFileResult
+from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import render_combined, render_lag, render_step, save_plot
-from servotool.runs.analyze import analyze_paths
+from servotool.io.table import TableWriteError, check_table_path, write_table
+from servotool.runs.analyze import TABLE_COLUMNS, AnalyzeReport, FileAnalysis, analyze_paths
 from servotool.runs.report import write_report
+
+
+def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
+    """Analyse with a progress bar on stderr; numerical noise kept off stdout."""
+    columns = (
+        TextColumn("analysing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+    )
+    with stdout_to_stderr(), Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("", total=None)
+
+        def on_progress(done: int, total: int, path: Path) -> None:
+            progress.update(task, completed=done, total=total, description=escape(path.name))
+
+        return analyze_paths(paths, workers=workers, keep_recordings=keep, on_progress=on_progress)
+
+
+def _render_sweep(result: SweepFileResult) -> None:
+    table = Table(title=f"limits found (speed {result.speed:g} pulses/s, {result.inside} pulses inside)")
+    for col in ("servo", "direction", "ticks", "stop", "limit", "verdict"):
+        table.add_column(col)
+    for s in result.sweeps:
+        table.add_row(
+            str(s.joint), s.direction, str(s.ticks), str(s.stop if s.stop is not None else "-"),
+            str(s.limit if s.limit is not None else "-"), escape(s.verdict),
+        )  # fmt: skip
+    console.print(table)
+
+
+def _render_file(fa: FileAnalysis, plot: str | None) -> None:
+    m = fa.meta
+    flag = "" if m.complete else f" [bold yellow](interrupted: {escape(str(m.end_reason))})[/]"
+    sim = " SIMULATED" if m.simulated else ""
+    console.print(
+        f"\n[bold]{escape(str(fa.path))}[/]: {fa.mode} run on {escape(m.device)}{sim}, {m.created}{flag}",
+        highlight=False,
+    )
+    if isinstance(fa.result, LagResult):
+        render_lag(fa.result)
+    elif isinstance(fa.result, StepResult):
+        render_step(fa.result)
+    else:
+        _render_sweep(fa.result)
+    if plot is not None:
+        console.print(f"plot: {escape(plot)}", highlight=False)
+
+
+def _note_skipped(fa: FileAnalysis) -> None:
+    s = fa.skipped_rows()
+    parts = []
+    if s["malformed"]:
+        lines = ", ".join(str(x["line"]) for x in s["malformed_lines"][:5])
+        more = "" if s["malformed"] <= 5 else ", ..."
+        first = s["malformed_lines"][0]["reason"] if s["malformed_lines"] else ""
+        parts.append(f"{s['malformed']} malformed row(s) at line {lines}{more} ({first})")
+    if s["no_time"]:
+        parts.append(f"{s['no_time']} row(s) without a time")
+    if s["nan_joint"]:
+        parts.append(f"{s['nan_joint']} row(s) with a non-finite joint value")
+    if parts:
+        err_console.print(
+            f"[yellow]rows left out[/] {escape(f'{fa.path}: ' + '; '.join(parts))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _render_groups(report: AnalyzeReport) -> None:
+    for g in report.groups:
+        k = g.key
+        kind = "SIMULATED " if k.simulated else ""
+        transport = f", {k.transport}" if k.transport else ""
+        console.print(f"\n[bold]{kind}{escape(k.device)}, J{k.joint + 1}{transport}[/]", highlight=False)
+        render_combined(g.combined)
 
 
 def analyze(
@@ -21,47 +105,74 @@ def analyze(
     ],
     json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write one PNG per analysed run into this folder.")
+        Path | None,
+        typer.Option("--plot", help="Write one PNG per analysed lag or step run into this folder."),
     ] = None,
-    make_report: bool = typer.Option(False, "--report", help="Also write report.md and report.html (plots "
-                                     "inline) into each folder given, from its CSVs (a campaign folder)."),
+    table: Annotated[
+        Path | None,
+        typer.Option("--table", help="Write one row per pass, step and sweep to FILE.parquet or FILE.csv."),
+    ] = None,
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Exit 1 when any file holds a controller fault, a runaway or an interrupted run.",
+    ),
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes to analyse on (0: one per core).")
+    ] = 0,
+    make_report: bool = typer.Option(
+        False,
+        "--report",
+        help="Also write report.md and report.html (plots inline) into each folder given, from its CSVs "
+        "(a campaign folder).",
+    ),
 ) -> None:
-    """Recognise each run from its header (ramp or step) and recompute what the live command reported.
+    """Recognise each run from its header (ramp, step or sweep) and recompute what the live command reported.
 
-    Several ramp files are also combined into one lag fit (plus their own rows).
-    A foreign or damaged file gets one line saying why; the others are still analysed.
-    An interrupted run is analysed up to where it ends, and flagged.
-    Exit 0 when at least one file was analysed, 1 when none was.
+    Ramp files are combined into one lag fit per device, joint and transport (never across devices, never a
+    simulated run with a real one). A foreign or damaged file gets one line saying why; the others are
+    still analysed. Malformed rows are left out and reported with their line numbers. An interrupted run
+    is analysed up to where it ends, and flagged. Exit 0 when at least one file was analysed, 1 when none
+    was (or, with --strict, when any holds a fault, a runaway or an interrupted run), 2 for bad options.
     """
-    report = analyze_paths(paths)
+    if table is not None:
+        try:
+            check_table_path(table)
+        except TableWriteError as exc:
+            fail(str(exc))
+    n_workers = workers or os.cpu_count() or 1
+    report = _run(paths, n_workers, keep=plot is not None)
     for folder in (p for p in paths if make_report and p.is_dir()):
         err_console.print(f"report: {', '.join(map(str, write_report(folder)))}", highlight=False)
     plots: dict[str, str] = {}
     if plot is not None:
         for fa in report.files:
-            plots[str(fa.path)] = str(save_plot(fa, plot))
+            if fa.recording is not None and not isinstance(fa.result, SweepFileResult):
+                plots[str(fa.path)] = str(save_plot(fa, plot))
+    if table is not None:
+        try:
+            write_table(report.table(), TABLE_COLUMNS, table)
+        except TableWriteError as exc:
+            fail(str(exc))
     if json_out:
         data = report.to_dict()
         for entry in data["files"]:
             entry["plot"] = plots.get(entry["file"])
+        if table is not None:
+            data["table"] = str(table)
         print_json(data)
     else:
         for fa in report.files:
-            m = fa.meta
-            flag = "" if m.complete else f" [bold yellow](interrupted: {m.end_reason})[/]"
-            sim = " SIMULATED" if m.simulated else ""
-            console.print(
-                f"\n[bold]{fa.path}[/]: {fa.mode} run on {m.device}{sim}, {m.created}{flag}", highlight=False
-            )
-            if isinstance(fa.result, LagResult):
-                render_lag(fa.result)
-            else:
-                render_step(fa.result)
-            if str(fa.path) in plots:
-                console.print(f"plot: {plots[str(fa.path)]}", highlight=False)
-        if report.combined is not None:
-            console.print()
-            render_combined(report.combined)
+            _render_file(fa, plots.get(str(fa.path)))
+        _render_groups(report)
+        if table is not None:
+            console.print(f"\ntable: {escape(str(table))} ({len(report.table())} rows)", highlight=False)
+    _finish(report, strict)
+
+
+def _finish(report: AnalyzeReport, strict: bool) -> None:
+    for fa in report.files:
+        _note_skipped(fa)
     for problem in report.problems:
         err_console.print(
             f"[bold red]skipped[/] {escape(f'{problem.path}: {problem.reason}')}",
@@ -70,4 +181,9 @@ def analyze(
         )
     if not report.files:
         err_console.print("[bold red]error:[/] no file could be analysed", highlight=False)
+        raise typer.Exit(1)
+    failures = report.strict_failures() if strict else []
+    for path, what in failures:
+        err_console.print(f"[bold red]strict:[/] {escape(path)} holds {', '.join(what)}", highlight=False)
+    if failures:
         raise typer.Exit(1)

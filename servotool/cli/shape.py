@@ -3,67 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.quiet import stdout_to_stderr
+
+if TYPE_CHECKING:
+    from servotool.runs.shape import FileReplay
 
 SHAPERS = ("accel", "otg")
 
 
-def shape(
-    file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
-    shaper: Annotated[
-        str, typer.Option("--shaper", help="accel (acceleration-bounded) or otg (jerk-limited).")
-    ] = "accel",
-    v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = 130.0,
-    a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = 500.0,
-    j_max: Annotated[float, typer.Option("--j-max", help="Jerk limit, deg/s^3 (otg only).")] = 10000.0,
-    cmd_ms: Annotated[
-        float | None, typer.Option("--cmd-ms", help="Tick period, ms (default: the run's own).")
-    ] = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write a PNG of raw against shaped here.")
-    ] = None,
-    json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-) -> None:
-    """Replay a recorded run's raw targets through a shaper, offline: what would the wire have carried?
-
-    Reports peak velocity, acceleration and jerk, arrival times, the largest per-tick velocity change against
-    the runaway band, and the trail behind a moving target. Nothing is sent to any device.
-    """
-    from servotool.analysis.recording import RecordingError
-    from servotool.io.csvlog import CsvFormatError
+def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, cmd_ms: float | None) -> Any:
+    from servotool.errors import ServotoolError
     from servotool.motion.stream_shapers import ShaperSpec
     from servotool.runs.shape import replay_file
 
-    if shaper not in SHAPERS:
-        fail(f"--shaper must be accel or otg, not {shaper!r}")
     try:
-        overrides = {"kind": shaper, "v_max": v_max, "a_max": a_max, "j_max": j_max}
-        spec = ShaperSpec(dt=cmd_ms / 1000.0, **overrides) if cmd_ms is not None else None
-        fr = replay_file(file, spec, **({} if spec else overrides))
-    except (CsvFormatError, RecordingError, ValueError) as exc:
-        fail(str(exc))
-    data = fr.to_dict()
-    if plot is not None:
-        from servotool.plots.shape import save_replay_plot
+        limits: dict[str, Any] = {"v_max": v_max, "a_max": a_max, "j_max": j_max}
+        spec = ShaperSpec(dt=cmd_ms / 1000.0, kind=shaper, **limits) if cmd_ms is not None else None
+        with stdout_to_stderr():
+            return replay_file(file, spec, **({} if spec else dict(limits, kind=shaper)))
+    except (ServotoolError, ValueError, ArithmeticError, LookupError, TypeError, OSError) as exc:
+        fail(str(exc) or type(exc).__name__)
 
-        data["plot"] = str(save_replay_plot(fr.result, plot, title=f"{file.name}: {shaper} replay"))
-    if json_out:
-        print_json(data)
-        return
+
+def _figures_table(fr: FileReplay, shaper: str) -> Table:
     r = fr.result
-    console.print(
-        f"[bold]{file}[/]: {fr.meta.mode} run on {fr.meta.device}, replaying the {fr.source}", highlight=False
-    )
-    console.print(
-        f"shaper {shaper}: v_max {v_max:g} deg/s, a_max {a_max:g} deg/s^2"
-        + (f", j_max {j_max:g} deg/s^3" if shaper == "otg" else "")
-        + f", tick {r.spec.dt * 1e3:g} ms"
-    )
     table = Table(title="what the wire carries (largest over joints)")
     table.add_column("stream")
     for col in (
@@ -86,20 +56,78 @@ def shape(
             f"{dv:.3f}",
             f"{verdict} ({lo:g}-{hi:g})",
         )
-    console.print(table)
-    steps = [a for a in r.arrivals if abs(a.size) > 0.05]
-    if steps and len(steps) <= 40:
-        t2 = Table(title="arrivals (within 1 % of each raw step)")
-        for col in ("t (s)", "joint", "step (deg)", "arrive (ms)"):
-            t2.add_column(col, justify="right")
-        for a in steps:
-            t2.add_row(
-                f"{a.t:.3f}",
-                f"J{a.joint + 1}",
-                f"{a.size:+.2f}",
-                "-" if a.arrive_s is None else f"{a.arrive_s * 1e3:.0f}",
-            )
-        console.print(t2)
+    return table
+
+
+def _arrivals_table(fr: FileReplay) -> Table | None:
+    steps = [a for a in fr.result.arrivals if abs(a.size) > 0.05]
+    if not steps or len(steps) > 40:
+        return None
+    t2 = Table(title="arrivals (within 1 % of each raw step)")
+    for col in ("t (s)", "joint", "step (deg)", "arrive (ms)"):
+        t2.add_column(col, justify="right")
+    for a in steps:
+        arrive = "-" if a.arrive_s is None else f"{a.arrive_s * 1e3:.0f}"
+        t2.add_row(f"{a.t:.3f}", f"J{a.joint + 1}", f"{a.size:+.2f}", arrive)
+    return t2
+
+
+def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float, float]) -> None:
+    v_max, a_max, j_max = limits
+    r = fr.result
+    what = f"{fr.meta.mode} run on {escape(fr.meta.device)}, replaying the {fr.source}"
+    console.print(f"[bold]{escape(str(file))}[/]: {what}", highlight=False)
+    console.print(
+        f"shaper {shaper}: v_max {v_max:g} deg/s, a_max {a_max:g} deg/s^2"
+        + (f", j_max {j_max:g} deg/s^3" if shaper == "otg" else "")
+        + f", tick {r.spec.dt * 1e3:g} ms"
+    )
+    console.print(_figures_table(fr, shaper))
+    arrivals = _arrivals_table(fr)
+    if arrivals is not None:
+        console.print(arrivals)
     console.print(f"largest trail behind a moving target: {max(r.max_trail):.3f} deg")
+    if fr.skipped.get("malformed"):
+        lines = ", ".join(str(x["line"]) for x in fr.skipped["malformed_lines"][:5])
+        err_console.print(
+            f"[yellow]rows left out[/] {fr.skipped['malformed']} malformed row(s) at line {lines}",
+            highlight=False,
+        )
+
+
+def shape(
+    file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
+    shaper: Annotated[
+        str, typer.Option("--shaper", help="accel (acceleration-bounded) or otg (jerk-limited).")
+    ] = "accel",
+    v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = 130.0,
+    a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = 500.0,
+    j_max: Annotated[float, typer.Option("--j-max", help="Jerk limit, deg/s^3 (otg only).")] = 10000.0,
+    cmd_ms: Annotated[
+        float | None, typer.Option("--cmd-ms", help="Tick period, ms (default: the run's own).")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG of raw against shaped here.")
+    ] = None,
+    json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Replay a recorded run's raw targets through a shaper, offline: what would the wire have carried?
+
+    Reports peak velocity, acceleration and jerk, arrival times, the largest per-tick velocity change against
+    the runaway band, and the trail behind a moving target. Nothing is sent to any device. Malformed rows
+    are left out and reported with their line numbers; a damaged file gets one error line and exit 2.
+    """
+    if shaper not in SHAPERS:
+        fail(f"--shaper must be accel or otg, not {shaper!r}")
+    fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
+    data = fr.to_dict()
     if plot is not None:
-        console.print(f"plot: {data['plot']}", highlight=False)
+        from servotool.plots.shape import save_replay_plot
+
+        data["plot"] = str(save_replay_plot(fr.result, plot, title=f"{file.name}: {shaper} replay"))
+    if json_out:
+        print_json(data)
+        return
+    _render(fr, file, shaper, (v_max, a_max, j_max))
+    if plot is not None:
+        console.print(f"plot: {escape(data['plot'])}", highlight=False)

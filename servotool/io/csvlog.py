@@ -18,16 +18,26 @@ import math
 import re
 import shlex
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
+import numpy as np
 import pandas as pd
 
 from servotool import __version__
+from servotool.errors import FileFormatError
+
+try:  # the fast reader; without pyarrow a plain line-by-line reader keeps the same guarantees
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    HAVE_ARROW = True
+except ImportError:  # pragma: no cover - exercised by forcing HAVE_ARROW off in the tests
+    HAVE_ARROW = False
 
 FORMAT_NAME = "servotool-csv"
 FORMAT_VERSION = 1
@@ -35,7 +45,7 @@ _MAGIC = f"# {FORMAT_NAME}: "
 _END = "# end: "
 
 
-class CsvFormatError(ValueError):
+class CsvFormatError(FileFormatError):
     """A file could not be read as servotool-csv; the message names the file and the reason."""
 
 
@@ -200,8 +210,20 @@ class CsvLogWriter:
 
 
 @dataclass
+class BadRow:
+    """A body line that was skipped: its 1-based line number in the file and why."""
+
+    line: int
+    reason: str
+
+
+@dataclass
 class CsvMeta:
-    """What a servotool-csv header says. `complete` is False for an interrupted or cut-off file."""
+    """What a servotool-csv header says. `complete` is False for an interrupted or cut-off file.
+
+    bad_rows lists the first MAX_BAD_ROWS_LISTED body lines that were skipped (malformed, too long);
+    n_bad_rows counts them all.
+    """
 
     path: Path
     version: int
@@ -215,10 +237,28 @@ class CsvMeta:
     extra: dict[str, str] = field(default_factory=dict)
     complete: bool = False
     end_reason: str | None = None  # None when complete
+    bad_rows: list[BadRow] = field(default_factory=list)
+    n_bad_rows: int = 0
 
     @property
     def mode(self) -> str:
         return str(self.config.get("mode", ""))
+
+    def skip(self, line: int, reason: str) -> None:
+        """Record one skipped body line."""
+        self.n_bad_rows += 1
+        if len(self.bad_rows) < MAX_BAD_ROWS_LISTED:
+            self.bad_rows.append(BadRow(line, reason))
+
+
+MAX_BAD_ROWS_LISTED = 20
+MAX_HEADER_LINE_BYTES = 1 << 20  # a header line (the config JSON) longer than this is refused
+MAX_ROW_BYTES = 1 << 16  # a body row longer than this is no row of ours: skipped, with its line number
+TAIL_BYTES = 1 << 16  # the end line is looked for in this much of the file's tail
+SCAN_CHUNK_BYTES = 8 << 20  # the long-line scan reads this much at a time
+_BOM = b"\xef\xbb\xbf"
+_NUMERIC = re.compile(r"^(t|seq|pass|[qr]\d+|errcode|main_code|sub_code|dev_t)$")
+_LABELS = ("event", "phase")
 
 
 def _header_value(meta: CsvMeta, key: str, value: str, path: Path) -> None:
@@ -239,6 +279,367 @@ def _header_value(meta: CsvMeta, key: str, value: str, path: Path) -> None:
         meta.extra[key] = value
 
 
+def _header_line(fh: BinaryIO, path: Path, number: int) -> str:
+    raw = fh.readline(MAX_HEADER_LINE_BYTES + 1)
+    if len(raw) > MAX_HEADER_LINE_BYTES:
+        raise CsvFormatError(f"{path}: line {number} is longer than {MAX_HEADER_LINE_BYTES} bytes")
+    if number == 1:
+        raw = raw.removeprefix(_BOM)
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        if number == 1:
+            raise NotServotoolCsv(f"{path}: not a servotool-csv file (binary content)") from None
+        raise CsvFormatError(f"{path}: line {number} is not UTF-8 text") from None
+
+
+def _read_header(fh: BinaryIO, path: Path) -> tuple[CsvMeta, list[str], int]:
+    """(meta from the comment header, column names, number of lines before the first row)."""
+    first = _header_line(fh, path, 1)
+    if not first.startswith(_MAGIC):
+        raise NotServotoolCsv(f"{path}: not a servotool-csv file (first line is not '{_MAGIC.strip()} N')")
+    try:
+        version = int(first[len(_MAGIC) :].strip())
+    except ValueError:
+        raise CsvFormatError(f"{path}: unreadable format version {first!r}") from None
+    if version != FORMAT_VERSION:
+        raise CsvFormatError(f"{path}: servotool-csv version {version} is not supported (this reads 1)")
+    meta = CsvMeta(path=path, version=version)
+    number = 2
+    line = _header_line(fh, path, number)
+    while line.startswith("#") and not line.startswith(_END):
+        key, sep, value = line[1:].strip().partition(":")
+        if not sep:
+            raise CsvFormatError(f"{path}: header line {number} is not '# key: value'")
+        _header_value(meta, key.strip(), value.strip(), path)
+        number += 1
+        line = _header_line(fh, path, number)
+    if not line.strip() or line.startswith("#"):
+        raise CsvFormatError(f"{path}: no column header line")
+    header = next(csv.reader([line]))
+    if len(set(header)) != len(header):
+        raise CsvFormatError(f"{path}: line {number}: repeated column names")
+    return meta, header, number
+
+
+def _tail_status(path: Path) -> tuple[str | None, bool]:
+    """(status of the end line, if the file's last line that is neither blank nor another comment is one;
+    whether the file ends with a newline)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
+        tail = fh.read()
+    for raw in reversed(tail.split(b"\n")):
+        text = raw.decode("utf-8", "replace").strip()
+        if text.startswith(_END.strip()):
+            return text[len(_END) - 1 :].strip(), tail.endswith(b"\n")
+        if text and not text.startswith("#"):
+            return None, tail.endswith(b"\n")
+    return None, tail.endswith(b"\n")
+
+
+def _long_lines(path: Path, start: int) -> list[tuple[int, int, int]]:
+    """(line index counted from byte `start`, byte offset, byte end) of every line longer than MAX_ROW_BYTES,
+    found by a chunked scan (memory stays at one chunk whatever the line length)."""
+    found: list[tuple[int, int, int]] = []
+    with path.open("rb") as fh:
+        fh.seek(start)
+        pos, line_idx, line_start = start, 0, start
+        while chunk := fh.read(SCAN_CHUNK_BYTES):
+            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + pos
+            if len(nl):
+                starts = np.concatenate([[line_start], nl[:-1] + 1])
+                for k in np.flatnonzero(nl - starts > MAX_ROW_BYTES).tolist():
+                    found.append((line_idx + k, int(starts[k]), int(nl[k]) + 1))
+                line_idx += len(nl)
+                line_start = int(nl[-1]) + 1
+            pos += len(chunk)
+        if pos - line_start > MAX_ROW_BYTES:
+            found.append((line_idx, line_start, pos))
+    return found
+
+
+def _pool() -> Any:
+    # the system allocator hands freed buffers back at once: the Arrow table is released column by column
+    # while the DataFrame is built, so the peak stays near one copy of the data
+    return pa.system_memory_pool()
+
+
+def _column_types(header: Sequence[str], as_text: set[str]) -> dict[str, Any]:
+    types: dict[str, Any] = {}
+    for name in header:
+        if name in as_text or name == "info":
+            types[name] = pa.string()
+        elif name in _LABELS:
+            types[name] = pa.dictionary(pa.int32(), pa.string())
+        elif _NUMERIC.match(name):
+            types[name] = pa.float64()
+    return types
+
+
+class _RowSink:
+    """Collects what the parser could not take as a row: comments, end lines, malformed rows."""
+
+    def __init__(self, meta: CsvMeta, first_line: int, removed: Sequence[int] = ()) -> None:
+        self.meta = meta
+        self.first_line = first_line  # file line number of the parser's row 1
+        self.removed = list(removed)  # parser-relative row numbers taken out before parsing (sorted)
+        self.end_lines: list[tuple[int, str]] = []
+        self.last_bad: int | None = None
+        self.calls = 0
+        self.unnumbered = False  # a row other than the one end line came without its line number
+
+    def reset(self) -> None:
+        """Forget what a failed parse attempt collected."""
+        self.meta.bad_rows.clear()
+        self.meta.n_bad_rows = 0
+        self.end_lines.clear()
+        self.last_bad = None
+        self.calls = 0
+        self.unnumbered = False
+
+    def line_of(self, number: int | None) -> int:
+        n = int(number or 0)
+        for r in self.removed:
+            if r <= n:
+                n += 1
+        return self.first_line + n - 1
+
+    def __call__(self, row: Any) -> str:
+        self.calls += 1
+        line = self.line_of(row.number)
+        text = str(row.text)
+        if row.number is None and (self.end_lines or not text.startswith(_END)):
+            self.unnumbered = True
+        if text.startswith(_END):
+            self.end_lines.append((line, text[len(_END) :].strip()))
+        elif len(text) > MAX_ROW_BYTES:
+            self.meta.skip(line, f"longer than {MAX_ROW_BYTES} bytes")
+            self.last_bad = line
+        elif not text.startswith("#"):
+            self.meta.skip(line, f"{row.actual_columns} fields, expected {row.expected_columns}")
+            self.last_bad = line
+        return "skip"
+
+
+def _parse_body(
+    open_body: Callable[[], Any], header: Sequence[str], sink: _RowSink, threads: bool = False
+) -> pa.Table:
+    """Parse the rows with pyarrow; a column whose cells do not all convert to numbers is read as text
+    instead (the analyses coerce it and count what is lost). With threads, rows the parser refuses carry
+    no line number: parse again without threads when one is needed (see _RowSink.numbers_needed)."""
+    as_text: set[str] = set()
+    while True:
+        try:
+            return pacsv.read_csv(
+                open_body(),
+                memory_pool=_pool(),
+                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=threads),
+                parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=_column_types(header, as_text),
+                    strings_can_be_null=True,
+                    # only an empty cell is missing: a label that reads "nan" is a label (floats still read
+                    # nan as NaN), and a row of them is a damaged row, not a blank line
+                    null_values=[""],
+                ),
+            )
+        except pa.ArrowInvalid as exc:
+            col = _bad_column(str(exc), header)
+            if col is None or col in as_text:
+                raise
+            as_text.add(col)
+            sink.reset()
+
+
+_COLUMN_ERROR = re.compile(r"In CSV column #(\d+): .*conversion error")
+
+
+def _bad_column(message: str, header: Sequence[str]) -> str | None:
+    m = _COLUMN_ERROR.search(message)
+    if m is None or int(m.group(1)) >= len(header):
+        return None
+    return header[int(m.group(1))]
+
+
+def _body_table(
+    path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int
+) -> tuple[pa.Table, _RowSink]:
+    """The rows as an Arrow table. Lines longer than MAX_ROW_BYTES are taken out before parsing (the parser
+    refuses rows that large) and recorded as skipped with their line numbers."""
+
+    def from_file() -> Any:
+        f = pa.OSFile(str(path))
+        f.seek(offset)
+        return f
+
+    sink = _RowSink(meta, first_line)
+    try:
+        # the common case, a clean file: parse on every core; a file with refused rows is parsed again on
+        # one thread, where the parser tells each row's line number
+        table = _parse_body(from_file, header, sink, threads=True)
+        ends = sink.end_lines
+        stray = len(ends) > 1 or (ends and _tail_status(path)[0] is None)
+        if not sink.unnumbered and not stray:
+            return table, sink
+        sink.reset()
+        return _parse_body(from_file, header, sink), sink
+    except pa.ArrowInvalid as exc:
+        if "straddl" not in str(exc):
+            raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
+    long = _long_lines(path, offset)
+    sink.reset()
+    sink = _RowSink(meta, first_line, [idx + 1 for idx, _, _ in long])
+    for idx, _, _ in long:
+        meta.skip(first_line + idx, f"longer than {MAX_ROW_BYTES} bytes")
+    parts: list[bytes] = []
+    with path.open("rb") as fh:
+        pos = offset
+        for _, a, b in long:
+            fh.seek(pos)
+            parts.append(fh.read(a - pos))
+            pos = b
+        fh.seek(pos)
+        parts.append(fh.read())
+    body = b"".join(parts)
+    try:
+        return _parse_body(lambda: pa.BufferReader(body), header, sink), sink
+    except pa.ArrowInvalid as exc:
+        raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
+
+
+def _set_status(meta: CsvMeta, status: str | None) -> None:
+    meta.complete = status == "complete"
+    if status is None:
+        meta.end_reason = "no end line: the recording was cut off"
+    elif not meta.complete:
+        meta.end_reason = status.removeprefix("interrupted:").strip() or status
+
+
+def _check_end(path: Path, sink: _RowSink, n_rows: int) -> None:
+    """Set meta.complete / end_reason from the end line, and drop the torn last row of a file cut off
+    mid-write from the skipped rows. Raises CsvFormatError naming the line of an end line that rows follow
+    (it would hide them)."""
+    status, newline_at_end = _tail_status(path)
+    ends = sink.end_lines
+    if len(ends) > 1 or (ends and status is None):
+        line, text = ends[0]
+        raise CsvFormatError(f"{path}: line {line}: '{_END}{text}' is followed by more rows")
+    meta = sink.meta
+    _set_status(meta, status)
+    last_line = sink.first_line + n_rows + sink.calls + len(sink.removed) - 1
+    if status is None and not newline_at_end and sink.last_bad == last_line and meta.bad_rows:
+        if meta.bad_rows[-1].line == last_line:
+            meta.bad_rows.pop()
+        meta.n_bad_rows -= 1
+
+
+@dataclass
+class _PlainRow:
+    number: int
+    text: str
+    actual_columns: int
+    expected_columns: int
+
+
+def _skip_rest_of_line(fh: BinaryIO) -> None:
+    while True:
+        part = fh.readline(SCAN_CHUNK_BYTES)
+        if not part or part.endswith(b"\n"):
+            return
+
+
+def _plain_body(
+    path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int
+) -> tuple[pd.DataFrame, _RowSink, int]:
+    """The rows read line by line (no pyarrow): the same skipping rules as the fast reader.
+
+    Returns (rows, the sink that saw the lines that are not rows, body lines read)."""
+    sink = _RowSink(meta, first_line)
+    good: list[str] = []
+    n = 0
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        while raw := fh.readline(MAX_ROW_BYTES + 1):
+            n += 1
+            if len(raw) > MAX_ROW_BYTES:
+                _skip_rest_of_line(fh)
+                meta.skip(first_line + n - 1, f"longer than {MAX_ROW_BYTES} bytes")
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            fields = next(csv.reader([text]), [])
+            if text and len(fields) == len(header) and not text.startswith("#"):
+                good.append(text)
+            elif text:
+                sink(_PlainRow(n, text, len(fields), len(header)))
+    labels = {c: "category" for c in _LABELS if c in header}
+    if not good:
+        return pd.DataFrame(columns=list(header)), sink, n
+    try:
+        df = pd.read_csv(io.StringIO("\n".join(good)), names=list(header), header=None, dtype=labels)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
+    return df, sink, n
+
+
+class ArrowColumns(Mapping[str, Any]):
+    """The body's columns, each converted to numpy (labels to a pandas Categorical) when asked for: no
+    DataFrame is built, so a long recording is held once, as the Arrow table."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._names = list(table.column_names)
+        self._rows = int(table.num_rows)
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column of the file, released ones included."""
+        return list(self._names)
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns)
+
+    def release(self, name: str) -> None:
+        """Drop a column that has been read: its memory goes back at once (the system allocator); reading
+        it again raises KeyError."""
+        if name in self._table.column_names:
+            self._table = self._table.drop_columns([name])
+
+    def __getitem__(self, name: str) -> Any:
+        col = self._table.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            col = col.dictionary_encode()
+        if pa.types.is_dictionary(col.type):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            return pd.Categorical.from_codes(codes, categories=col.dictionary.to_pylist())
+        return col.to_numpy()
+
+
+def read_columns(path: str | Path) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns]:
+    """Like read_csv, but the rows come back as columns converted on demand (ArrowColumns) where pyarrow
+    is installed: the fast, lean path for long recordings. Same guarantees and errors as read_csv."""
+    if not HAVE_ARROW:
+        return read_csv(path)
+    path = Path(path)
+    meta, header, header_lines, offset = _open_header(path)
+    table, sink = _body_table(path, meta, header, header_lines + 1, offset)
+    _check_end(path, sink, table.num_rows)
+    return meta, ArrowColumns(table)
+
+
+def _open_header(path: Path) -> tuple[CsvMeta, list[str], int, int]:
+    """(meta, column names, lines before the first row, byte offset of the first row)."""
+    try:
+        with path.open("rb") as fh:
+            meta, header, header_lines = _read_header(fh, path)
+            return meta, header, header_lines, fh.tell()
+    except OSError as exc:
+        raise CsvFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 def read_meta(path: str | Path) -> CsvMeta:
     """Read only the header (fast: for recognising a run). Same errors as read_csv."""
     return read_csv(path, header_only=True)[0]
@@ -247,65 +648,26 @@ def read_meta(path: str | Path) -> CsvMeta:
 def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, pd.DataFrame]:
     """Read a servotool-csv file into (metadata, DataFrame of its rows, in file order).
 
+    Rows that do not parse (wrong number of fields, longer than MAX_ROW_BYTES) are skipped and listed in
+    meta.bad_rows with their line numbers; comment lines in the body are ignored; a UTF-8 BOM is accepted.
     A file without an end line is returned with meta.complete False and end_reason saying it was cut off;
-    a torn last row (a crash mid-write) is dropped. Raises NotServotoolCsv for a foreign file and
-    CsvFormatError for a damaged header, each naming the file.
+    its torn last row (a crash mid-write) is dropped without a mention. Raises NotServotoolCsv for a foreign
+    file and CsvFormatError for a damaged header or an end line followed by more rows, each naming the file
+    (and the line where known). Label columns (event, phase) come back categorical, known numeric columns
+    as float64.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CsvFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotServotoolCsv(f"{path}: not a servotool-csv file (binary content)") from None
-    lines = text.split("\n")
-    if not lines or not lines[0].startswith(_MAGIC):
-        raise NotServotoolCsv(f"{path}: not a servotool-csv file (first line is not '{_MAGIC.strip()} N')")
-    try:
-        version = int(lines[0][len(_MAGIC):].strip())
-    except ValueError:
-        raise CsvFormatError(f"{path}: unreadable format version {lines[0]!r}") from None
-    if version != FORMAT_VERSION:
-        raise CsvFormatError(f"{path}: servotool-csv version {version} is not supported (this reads 1)")
-    meta = CsvMeta(path=path, version=version)
-    i = 1
-    while i < len(lines) and lines[i].startswith("#"):
-        key, sep, value = lines[i][1:].strip().partition(":")
-        if not sep:
-            raise CsvFormatError(f"{path}: header line {i + 1} is not '# key: value'")
-        _header_value(meta, key.strip(), value.strip(), path)
-        i += 1
-    if i >= len(lines) or not lines[i].strip():
-        raise CsvFormatError(f"{path}: no column header line")
-    header = next(csv.reader([lines[i]]))
-    body: list[str] = []
-    end_reason: str | None = "no end line: the recording was cut off"
-    complete = False
-    n_cols = len(header)
-    for j in range(i + 1, len(lines)):
-        line = lines[j]
-        if line.startswith(_END):
-            status = line[len(_END):].strip()
-            complete = status == "complete"
-            end_reason = None if complete else status.removeprefix("interrupted:").strip() or status
-            break
-        if not line or line.startswith("#"):
-            continue
-        body.append(line)
-    if not complete and body:
-        # drop a torn last row written by a process that died mid-line
-        last = next(csv.reader([body[-1]]))
-        if len(last) != n_cols:
-            body.pop()
-    meta.complete, meta.end_reason = complete, end_reason
+    meta, header, header_lines, offset = _open_header(path)
+    empty = pd.DataFrame(columns=header)
     if header_only:
-        return meta, pd.DataFrame(columns=header)
-    if not body:
-        return meta, pd.DataFrame(columns=header)
-    try:
-        df = pd.read_csv(io.StringIO("\n".join([lines[i], *body])), low_memory=False)
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
-    return meta, df
+        _set_status(meta, _tail_status(path)[0])
+        return meta, empty
+    if not HAVE_ARROW:
+        df, sink, n_lines = _plain_body(path, meta, header, header_lines + 1, offset)
+        _check_end(path, sink, n_lines - sink.calls)
+        return meta, df
+    table, sink = _body_table(path, meta, header, header_lines + 1, offset)
+    _check_end(path, sink, table.num_rows)
+    if table.num_rows == 0:
+        return meta, empty
+    return meta, table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_pool())

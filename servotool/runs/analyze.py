@@ -1,40 +1,111 @@
-"""Recompute a run's results from its CSV alone: find the files, recognise each run, analyse it.
+"""Recompute runs' results from their CSV files alone: find the files, recognise each run, analyse it, group.
 
 The live commands call `analyze_file` on the CSV they have just written, so what they report and what
-`servotool analyze` reports for the same file are the same computation on the same data.
+`servotool analyze` reports for the same file are the same computation on the same data. A folder is
+analysed file by file on a pool of processes (one per core by default), with progress by callback.
+Lag runs are combined per (device, simulated, joint, transport) group only: never across devices, never a
+simulated run with a real one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import math
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import numpy as np
 
 from servotool.analysis.lag import CombinedLag, LagResult, analyze_lag, combine_lag
 from servotool.analysis.recording import Recording, RecordingError, recording_from_frame
 from servotool.analysis.step import StepResult, analyze_step
-from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
+from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
+from servotool.errors import FileFormatError
+from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 
-MODES = ("ramp", "step")
+MODES = ("ramp", "step", "sweep")
+Result = LagResult | StepResult | SweepFileResult
+Progress = Callable[[int, int, Path], None]  # (files done, files in all, the file just done)
 
 
-class NotAnalyzable(ValueError):
+class NotAnalyzable(FileFormatError):
     """A file that cannot be analysed here; the message names it and says why."""
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """What must be the same for lag runs to be combined into one fit."""
+
+    device: str  # the device URL without its transport choice (simulator parameters included)
+    simulated: bool
+    joint: int
+    transport: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "simulated": self.simulated,
+            "joint": self.joint,
+            "transport": self.transport,
+        }
+
+
+def _device_and_transport(meta: CsvMeta) -> tuple[str, str]:
+    base, _, query = meta.device.partition("?")
+    params = parse_qsl(query, keep_blank_values=True)
+    transport = str(meta.config.get("transport") or dict(params).get("transport") or "")
+    rest = [(k, v) for k, v in params if k != "transport"]
+    return (f"{base}?{urlencode(rest)}" if rest else base), transport
 
 
 @dataclass
 class FileAnalysis:
-    """One analysed recording: its header facts and the result of its mode's analysis."""
+    """One analysed recording: its header facts, the result of its mode's analysis, its table rows.
+
+    recording is None when the analysis ran in another process and the caller did not ask for it."""
 
     path: Path
     meta: CsvMeta
-    recording: Recording
-    result: LagResult | StepResult
+    recording: Recording | None
+    result: Result
+    skipped: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
         return self.meta.mode
+
+    @property
+    def key(self) -> GroupKey:
+        device, transport = _device_and_transport(self.meta)
+        return GroupKey(device, self.meta.simulated, int(_cfg(self.meta, "joint", 0)), transport)
+
+    def flags(self) -> dict[str, bool]:
+        """What --strict refuses: a controller fault, a runaway, an interrupted (or cut-off) run."""
+        r = self.result
+        fault = bool(self.skipped.get("faults", 0))
+        runaway = False
+        if isinstance(r, StepResult):
+            fault = fault or r.total_faults > 0
+            runaway = r.runaways > 0
+        return {"fault": fault, "runaway": runaway, "interrupted": not self.meta.complete}
+
+    def skipped_rows(self) -> dict[str, Any]:
+        """Rows left out of the analysis: malformed lines (with their line numbers, the first few), rows
+        without a time, cmd/state rows with a non-finite joint value."""
+        m = self.meta
+        return {
+            "malformed": m.n_bad_rows,
+            "malformed_lines": [{"line": b.line, "reason": b.reason} for b in m.bad_rows],
+            "no_time": int(self.skipped.get("no_time", 0)),
+            "nan_joint": int(self.skipped.get("nan_joint", 0)),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form shared by the live commands and `analyze` (what makes them comparable)."""
@@ -51,6 +122,8 @@ class FileAnalysis:
             "end_reason": m.end_reason,
             "config": m.config,
             "result": self.result.to_dict(),
+            "skipped_rows": self.skipped_rows(),
+            "flags": self.flags(),
         }
 
 
@@ -59,45 +132,146 @@ def _cfg(meta: CsvMeta, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def analyze_file(path: str | Path) -> FileAnalysis:
+def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
+    joint = int(_cfg(meta, "joint", 0))
+    period = float(_cfg(meta, "cmd_period_s", 0.01))
+    if meta.mode == "ramp":
+        return analyze_lag(
+            rec,
+            joint=joint,
+            cmd_period_s=period,
+            a_max=float(_cfg(meta, "a_max", 500.0)),
+            v_max=float(_cfg(meta, "v_max", 130.0)),
+        )
+    margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
+    return analyze_step(
+        rec,
+        joint=joint,
+        cmd_period_s=period,
+        shaped=bool(_cfg(meta, "shaped", True)),
+        guard_margin_deg=float(margin) if margin is not None else None,
+        guard_lag_s=float(lag) if lag is not None else None,
+    )
+
+
+def analyze_file(path: str | Path, keep_recording: bool = True) -> FileAnalysis:
     """Read one servotool-csv file and analyse it according to its header's mode.
 
-    An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why).
-    Raises NotAnalyzable (a ValueError) naming the file for a foreign, damaged or unsupported file.
+    An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why);
+    malformed rows and rows with non-finite values are left out and counted (FileAnalysis.skipped_rows).
+    Raises NotAnalyzable naming the file for a foreign, damaged or unsupported file.
     """
     path = Path(path)
     try:
-        meta, df = read_csv(path)
-    except CsvFormatError as exc:
+        meta, table = read_columns(path)
+    except (CsvFormatError, OSError) as exc:
         raise NotAnalyzable(str(exc)) from None
     if meta.mode not in MODES:
         what = f"mode {meta.mode!r}" if meta.mode else "no mode in its config"
-        raise NotAnalyzable(f"{path}: not a lag or step run ({what}); analyze reads modes {', '.join(MODES)}")
+        raise NotAnalyzable(
+            f"{path}: not a lag, step or sweep run ({what}); analyze reads {', '.join(MODES)}"
+        )
     try:
-        rec = recording_from_frame(df)
-        joint = int(_cfg(meta, "joint", 0))
-        period = float(_cfg(meta, "cmd_period_s", 0.01))
-        if meta.mode == "ramp":
-            result: LagResult | StepResult = analyze_lag(
-                rec,
-                joint=joint,
-                cmd_period_s=period,
-                a_max=float(_cfg(meta, "a_max", 500.0)),
-                v_max=float(_cfg(meta, "v_max", 130.0)),
-            )
+        if meta.mode == "sweep":
+            sweep = analyze_sweep_record(meta.config, table)
+            fa = FileAnalysis(path, meta, None, sweep)
         else:
-            margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
-            result = analyze_step(
-                rec,
-                joint=joint,
-                cmd_period_s=period,
-                shaped=bool(_cfg(meta, "shaped", True)),
-                guard_margin_deg=float(margin) if margin is not None else None,
-                guard_lag_s=float(lag) if lag is not None else None,
-            )
-    except (RecordingError, ValueError, TypeError, KeyError) as exc:
-        raise NotAnalyzable(f"{path}: cannot be analysed: {exc}") from None
-    return FileAnalysis(path=path, meta=meta, recording=rec, result=result)
+            rec = recording_from_frame(table)
+            del table
+            skipped = dict(rec.skipped, faults=len(rec.fault_t))
+            fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)
+            fa.rows = table_rows(fa, rec)
+    except (RecordingError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
+        # whatever a damaged file makes the numbers do, it is that file's problem, told in one line
+        raise NotAnalyzable(f"{path}: cannot be analysed: {exc or type(exc).__name__}") from None
+    if isinstance(fa.result, SweepFileResult):
+        fa.rows = fa.result.rows(_row_base(fa))
+    return fa
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the tidy table: one row per pass, step and sweep
+
+TABLE_COLUMNS = (
+    "device",
+    "simulated",
+    "joint",
+    "transport",
+    "kind",
+    "index",
+    "direction",
+    "speed",
+    "size",
+    "L_ms",
+    "ci95_low_ms",
+    "ci95_high_ms",
+    "tau_ms",
+    "rejects",
+    "faults",
+    "verdict",
+    "file",
+    "created",
+)
+
+
+def _row_base(fa: FileAnalysis) -> dict[str, Any]:
+    key = fa.key
+    return {
+        "device": key.device,
+        "simulated": key.simulated,
+        "joint": key.joint,
+        "transport": key.transport,
+        "file": str(fa.path),
+        "created": fa.meta.created,
+    }
+
+
+def _window_counts(rec: Recording, t0: float, t1: float) -> tuple[int, int]:
+    """(rejected commands, new fault latches) between t0 and t1."""
+    rej = int(((rec.reply_t >= t0) & (rec.reply_t < t1) & (rec.reply_err != 0)).sum())
+    flt = int(((rec.fault_t >= t0) & (rec.fault_t < t1)).sum())
+    return rej, flt
+
+
+def table_rows(fa: FileAnalysis, rec: Recording) -> list[dict[str, Any]]:
+    """The file's rows of the tidy table (see TABLE_COLUMNS); NaN where a figure does not apply."""
+    base = _row_base(fa)
+    r = fa.result
+    rows: list[dict[str, Any]] = []
+    if isinstance(r, LagResult):
+        ci = r.fit.ci95_ms if r.fit is not None else (math.nan, math.nan)
+        tau = r.dynamics.tau_ms if r.dynamics is not None else math.nan
+        size = float(_cfg(fa.meta, "sweep_deg", math.nan))
+        bounds = [float(t) for t in _pass_starts(rec)] + [math.inf]
+        for i, p in enumerate(r.passes):
+            rej, flt = _window_counts(rec, bounds[i], bounds[i + 1]) if i + 1 < len(bounds) else (0, 0)
+            verdict = p.note or ("ok" if math.isfinite(p.lag_ms) else "no lag")
+            rows.append(
+                dict(base, kind="pass", index=p.index, direction=p.direction, speed=p.speed_deg_s, size=size,
+                     L_ms=p.lag_ms, ci95_low_ms=ci[0], ci95_high_ms=ci[1], tau_ms=tau, rejects=rej,
+                     faults=flt, verdict=verdict)
+            )  # fmt: skip
+    elif isinstance(r, StepResult):
+        for s in r.steps:
+            rows.append(
+                dict(base, kind="step", index=s.index, direction="up" if s.size_deg >= 0 else "down",
+                     speed=s.peak_speed_deg_s, size=s.size_deg, L_ms=s.first_move_ms, ci95_low_ms=math.nan,
+                     ci95_high_ms=math.nan, tau_ms=math.nan, rejects=s.rejects, faults=s.faults,
+                     verdict=s.verdict)
+            )  # fmt: skip
+    return rows
+
+
+def _pass_starts(rec: Recording) -> list[float]:
+    """Send time of the first tick of each labelled pass, in pass order."""
+    labels = rec.cmd_pass
+    ok = np.flatnonzero(labels >= 0)
+    _, first = np.unique(labels[ok], return_index=True)
+    return [float(x) for x in rec.cmd_t[ok[first]]]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# many files
 
 
 @dataclass
@@ -107,15 +281,50 @@ class Problem:
 
 
 @dataclass
+class CombinedGroup:
+    """The combined lag fit of one group of ramp files."""
+
+    key: GroupKey
+    combined: CombinedLag
+    files: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.key.as_dict(), **self.combined.to_dict(), "files": list(self.files)}
+
+
+@dataclass
 class AnalyzeReport:
     files: list[FileAnalysis] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    combined: CombinedLag | None = None
+    groups: list[CombinedGroup] = field(default_factory=list)
+
+    @property
+    def combined(self) -> CombinedLag | None:
+        """The one combined fit when every lag file belongs to one group (the key of old reports)."""
+        return self.groups[0].combined if len(self.groups) == 1 and not self._split() else None
+
+    def _split(self) -> bool:
+        keys = {f.key for f in self.files if isinstance(f.result, LagResult)}
+        return len(keys) > 1
+
+    def strict_failures(self) -> list[tuple[str, list[str]]]:
+        """(file, what it holds) for every file --strict refuses."""
+        out = []
+        for f in self.files:
+            bad = [name for name, on in f.flags().items() if on]
+            if bad:
+                out.append((str(f.path), bad))
+        return out
+
+    def table(self) -> list[dict[str, Any]]:
+        return [row for f in self.files for row in f.rows]
 
     def to_dict(self) -> dict[str, Any]:
+        combined = self.combined
         return {
             "files": [f.to_dict() for f in self.files],
-            "combined_lag": self.combined.to_dict() if self.combined is not None else None,
+            "combined_lag": combined.to_dict() if combined is not None else None,
+            "combined_lags": [g.to_dict() for g in self.groups],
             "problems": [{"file": p.path, "reason": p.reason} for p in self.problems],
         }
 
@@ -153,24 +362,73 @@ def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Proble
     return found, problems
 
 
-def analyze_paths(paths: Iterable[str | Path], on_file: Any = None) -> AnalyzeReport:
+def _analyse_one(path: Path, keep_recording: bool) -> FileAnalysis | Problem:
+    try:
+        return analyze_file(path, keep_recording)
+    except NotAnalyzable as exc:
+        return Problem(str(path), _strip_path(str(exc), path))
+
+
+def _quiet_worker() -> None:
+    # a worker never writes to stdout: numerical libraries' console noise goes to stderr
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
+
+
+def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[FileAnalysis | Problem]:
+    if workers <= 1 or len(files) < 2:
+        for path in files:
+            yield _analyse_one(path, keep)
+        return
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    chunk = max(1, len(files) // (workers * 16))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_quiet_worker) as pool:
+        yield from pool.map(_analyse_one, files, [keep] * len(files), chunksize=chunk)
+
+
+def analyze_paths(
+    paths: Iterable[str | Path],
+    on_file: Callable[[Path], None] | None = None,
+    *,
+    workers: int = 1,
+    keep_recordings: bool = True,
+    on_progress: Progress | None = None,
+) -> AnalyzeReport:
     """Analyse every recording found; a file that cannot be analysed becomes a Problem, the others go on.
 
-    Two or more ramp recordings are also combined into one delta = v * L fit over all their passes.
+    With workers > 1 the files are analysed on that many processes (results in file order either way);
+    keep_recordings=False drops each file's rows once analysed (FileAnalysis.recording None), which a big
+    folder needs. Ramp files are combined into one delta = v * L fit per GroupKey with two or more files.
     """
     files, problems = find_csv_files(paths)
     report = AnalyzeReport(problems=problems)
-    for path in files:
+    for done, outcome in enumerate(_outcomes(files, workers, keep_recordings), start=1):
+        path = files[done - 1]
         if on_file is not None:
             on_file(path)
-        try:
-            report.files.append(analyze_file(path))
-        except NotAnalyzable as exc:
-            report.problems.append(Problem(str(path), _strip_path(str(exc), path)))
-    lags = [f.result for f in report.files if isinstance(f.result, LagResult)]
-    if len(lags) >= 2:
-        report.combined = combine_lag(lags)
+        if isinstance(outcome, Problem):
+            report.problems.append(outcome)
+        else:
+            report.files.append(outcome)
+        if on_progress is not None:
+            on_progress(done, len(files), path)
+    report.groups = combine_groups(report.files)
     return report
+
+
+def combine_groups(files: Sequence[FileAnalysis]) -> list[CombinedGroup]:
+    """One combined lag fit per GroupKey holding two or more ramp files, in order of first appearance."""
+    groups: dict[GroupKey, list[FileAnalysis]] = {}
+    for f in files:
+        if isinstance(f.result, LagResult):
+            groups.setdefault(f.key, []).append(f)
+    out = []
+    for key, members in groups.items():
+        if len(members) >= 2:
+            results = [m.result for m in members if isinstance(m.result, LagResult)]
+            out.append(CombinedGroup(key, combine_lag(results), [str(m.path) for m in members]))
+    return out
 
 
 def _strip_path(message: str, path: Path) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from servotool.analysis.recording import RecordingError, recording_from_frame
 from servotool.analysis.shape import ReplayResult, replay
-from servotool.io.csvlog import CsvMeta, read_csv
+from servotool.io.csvlog import CsvMeta, read_columns
 from servotool.motion.stream_shapers import ShaperSpec
 
 
@@ -20,6 +20,7 @@ class FileReplay:
     meta: CsvMeta
     source: str  # "raw target (r1..rN)" or "setpoints on the wire (q1..qN)"
     result: ReplayResult
+    skipped: dict[str, Any] = field(default_factory=dict)  # rows left out (see runs.analyze.FileAnalysis)
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
@@ -38,14 +39,16 @@ class FileReplay:
             "shaped_crosses_runaway_band": r.crosses_runaway_band("shaped"),
             "max_trail_deg": r.max_trail,
             "arrivals": [vars(a) for a in r.arrivals],
+            "skipped_rows": self.skipped,
         }
 
 
 def replay_file(path: str | Path, spec: ShaperSpec | None = None, **overrides: Any) -> FileReplay:
     """Read a servotool-csv run and replay its raw targets (r1..rN when the run was shaped, else the setpoints
-    it sent) through the shaper. The tick period defaults to the run's cmd_period_s. Raises CsvFormatError
-    or RecordingError (ValueError) with the file named when the file holds no command stream."""
-    meta, df = read_csv(path)
+    it sent) through the shaper. The tick period defaults to the run's cmd_period_s. Malformed rows and rows
+    with non-finite values are left out and counted. Raises CsvFormatError or RecordingError (both
+    FileFormatError) with the file named when the file is damaged or holds no command stream."""
+    meta, df = read_columns(path)
     try:
         rec = recording_from_frame(df)
     except RecordingError as exc:
@@ -59,4 +62,9 @@ def replay_file(path: str | Path, spec: ShaperSpec | None = None, **overrides: A
     if spec is None:
         dt = float(meta.config.get("cmd_period_s") or np.median(np.diff(rec.cmd_t)))
         spec = ShaperSpec(dt=dt, **overrides)
-    return FileReplay(Path(path), meta, source, replay(rec.cmd_t, raw, spec))
+    skipped = {
+        "malformed": meta.n_bad_rows,
+        "malformed_lines": [{"line": b.line, "reason": b.reason} for b in meta.bad_rows],
+        **rec.skipped,
+    }
+    return FileReplay(Path(path), meta, source, replay(rec.cmd_t, raw, spec), skipped)

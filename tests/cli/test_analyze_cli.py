@@ -19,7 +19,16 @@ runner = CliRunner()
 T = 0.01
 
 
-def write_ramp(path: Path, lag: float, speeds=(10.0, 20.0), cut: float | None = None, seed: int = 0) -> Path:
+def write_ramp(
+    path: Path,
+    lag: float,
+    speeds=(10.0, 20.0),
+    cut: float | None = None,
+    seed: int = 0,
+    device: str = "sim:fr3",
+    simulated: bool = True,
+    joint: int = 0,
+) -> Path:
     """A ramp recording as the stream loop writes it, with a known lag (and cut short when `cut` is given)."""
     rng = np.random.default_rng(seed)
     prof = ramp_profile(0.0, 8.0, speeds, dt=T, ramp_s=0.1, settle_s=0.3)
@@ -39,18 +48,28 @@ def write_ramp(path: Path, lag: float, speeds=(10.0, 20.0), cut: float | None = 
         for i in range(len(ts))
     ]
     rows.sort(key=lambda r: r[0])
-    cfg = {"mode": "ramp", "joint": 0, "cmd_period_s": T, "a_max": 500.0, "v_max": 130.0}
+    cfg = {
+        "mode": "ramp",
+        "joint": joint,
+        "cmd_period_s": T,
+        "a_max": 500.0,
+        "v_max": 130.0,
+        "transport": "udp",
+    }
     with CsvLogWriter(
         path,
-        device="sim:fr3",
-        simulated=True,
+        device=device,
+        simulated=simulated,
         config=cfg,
         units=units(6, False),
         columns=columns(6, False),
         command="servotool lag --ramp",
     ) as w:
         for t, row in rows:
-            w.write({"t": t, **{f"q{j}": 0.0 for j in range(2, 7)}, **row})
+            cells = {f"q{j}": 0.0 for j in range(1, 7)}
+            if "q1" in row:
+                cells[f"q{joint + 1}"] = row.pop("q1")
+            w.write({"t": t, **cells, **row})
     if cut is not None:
         # what a crash at t = cut leaves: the rows up to then, half a row, no end line
         lines = path.read_text().splitlines(keepends=True)
@@ -106,17 +125,285 @@ def test_nothing_analysable_exits_non_zero(tmp_path):
 
 
 def test_other_modes_are_named_not_analysed(tmp_path):
-    path = tmp_path / "sweep.csv"
+    path = tmp_path / "servo.csv"
     with CsvLogWriter(
         path,
         device="sim:rosorin-arm",
         simulated=True,
-        config={"mode": "sweep"},
+        config={"mode": "servo"},
         units={},
         columns=["t", "event"],
-        command="servotool sweep",
+        command="servotool servo",
     ) as w:
         w.write(t=0.0, event="x")
     res = runner.invoke(app, ["analyze", str(path), "--json"])
     assert res.exit_code == 1
-    assert "mode 'sweep'" in json.loads(res.stdout)["problems"][0]["reason"]
+    assert "mode 'servo'" in json.loads(res.stdout)["problems"][0]["reason"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hostile files: never a traceback, stdout holds the JSON alone
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True)
+
+
+def _first_row(lines: list[str]) -> int:
+    """Index of the first data row (after the comment header and the column line)."""
+    i = 0
+    while lines[i].startswith("#"):
+        i += 1
+    return i + 1
+
+
+def _analyze_json(*args: str) -> tuple[int, dict, str]:
+    res = runner.invoke(app, ["analyze", *args, "--json", "--workers", "1"])
+    assert "Traceback" not in res.stderr
+    return res.exit_code, json.loads(res.stdout), res.stderr
+
+
+def test_nan_cells_and_rows_are_skipped_and_counted(tmp_path):
+    path = write_ramp(tmp_path / "nan.csv", 0.078, seed=4)
+    lines = _lines(path)
+    first = _first_row(lines)
+    states = [i for i in range(first, len(lines)) if ",state," in lines[i]]
+    for i in states[100:110]:  # ten state rows with a NaN joint value
+        cells = lines[i].split(",")
+        cells[5] = "nan"
+        lines[i] = ",".join(cells)
+    lines.insert(first + 5, ",".join(["nan"] * 16) + "\n")  # a row with no time at all
+    path.write_text("".join(lines))
+    code, out, _ = _analyze_json(str(path))
+    assert code == 0
+    skipped = out["files"][0]["skipped_rows"]
+    assert skipped["nan_joint"] == 10 and skipped["no_time"] == 1 and skipped["malformed"] == 0
+    assert out["files"][0]["result"]["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.5)
+
+
+def test_an_all_nan_joint_column_is_one_line_not_a_traceback(tmp_path):
+    path = write_ramp(tmp_path / "allnan.csv", 0.078, seed=5)
+    lines = _lines(path)
+    for i in range(_first_row(lines), len(lines)):
+        cells = lines[i].split(",")
+        if len(cells) > 5 and cells[1] == "state":
+            cells[5] = "nan"
+            lines[i] = ",".join(cells)
+    path.write_text("".join(lines))
+    code, out, err = _analyze_json(str(path))
+    assert code == 1 and out["files"] == []
+    assert "measured state frames" in out["problems"][0]["reason"]
+    assert len([ln for ln in err.splitlines() if ln.startswith("skipped")]) == 1
+
+
+def test_a_malformed_row_is_reported_with_its_line_and_skipped(tmp_path):
+    path = write_ramp(tmp_path / "bad.csv", 0.078, seed=6)
+    lines = _lines(path)
+    at = _first_row(lines) + 40
+    lines.insert(at, "0.4,cmd,not,enough\n")
+    lines.insert(at + 10, '0.5,"state",' + ",".join(["1"] * 20) + "\n")
+    path.write_text("".join(lines))
+    code, out, _ = _analyze_json(str(path))
+    assert code == 0
+    skipped = out["files"][0]["skipped_rows"]
+    assert skipped["malformed"] == 2
+    assert [x["line"] for x in skipped["malformed_lines"]] == [at + 1, at + 11]
+    assert "4 fields, expected 16" in skipped["malformed_lines"][0]["reason"]
+    text = runner.invoke(app, ["analyze", str(path), "--workers", "1"])
+    assert text.exit_code == 0 and f"line {at + 1}" in text.stderr
+
+
+def test_a_50_mb_line_is_skipped_with_its_line_number(tmp_path):
+    path = write_ramp(tmp_path / "huge.csv", 0.078, seed=7)
+    lines = _lines(path)
+    at = _first_row(lines) + 20
+    lines.insert(at, "1" * (50 << 20) + "\n")
+    path.write_text("".join(lines))
+    code, out, _ = _analyze_json(str(path))
+    assert code == 0
+    skipped = out["files"][0]["skipped_rows"]
+    assert skipped["malformed_lines"] == [{"line": at + 1, "reason": "longer than 65536 bytes"}]
+    assert out["files"][0]["result"]["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.5)
+
+
+def test_an_end_line_in_the_middle_is_an_error_naming_its_line(tmp_path):
+    path = write_ramp(tmp_path / "stray.csv", 0.078, seed=8)
+    lines = _lines(path)
+    at = _first_row(lines) + 30
+    lines.insert(at, "# end: complete\n")
+    path.write_text("".join(lines))
+    code, out, _ = _analyze_json(str(path))
+    assert code == 1 and out["files"] == []
+    assert f"line {at + 1}" in out["problems"][0]["reason"]
+    assert "followed by more rows" in out["problems"][0]["reason"]
+
+
+def test_a_utf8_bom_is_accepted(tmp_path):
+    path = write_ramp(tmp_path / "bom.csv", 0.078, seed=9)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    code, out, _ = _analyze_json(str(path))
+    assert code == 0 and out["files"][0]["result"]["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.5)
+
+
+def test_numerical_noise_on_descriptor_1_never_reaches_stdout(tmp_path, capfd, monkeypatch):
+    import os
+
+    import servotool.cli.analyze as cli_analyze
+
+    path = write_ramp(tmp_path / "a.csv", 0.078, seed=10)
+    real = cli_analyze.analyze_paths
+
+    def noisy(*args, **kwargs):
+        # what LAPACK does from Fortran: straight to file descriptor 1, past sys.stdout
+        os.write(1, b" ** On entry to DLASCL parameter number  4 had an illegal value\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli_analyze, "analyze_paths", noisy)
+    res = runner.invoke(app, ["analyze", str(path), "--json", "--workers", "1"])
+    assert res.exit_code == 0
+    json.loads(res.stdout)  # the JSON alone
+    captured = capfd.readouterr()
+    assert "DLASCL" not in captured.out and "DLASCL" not in res.stdout
+    assert "DLASCL" in captured.err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# folders: groups, strict, the tidy table, sweeps, every core
+
+
+def test_lag_runs_combine_per_device_joint_and_transport_only(tmp_path):
+    write_ramp(tmp_path / "fr3_a.csv", 0.078, seed=1)
+    write_ramp(tmp_path / "fr3_b.csv", 0.078, speeds=(5.0, 10.0), seed=2)
+    write_ramp(tmp_path / "fr20.csv", 0.111, seed=3, device="sim:fr20")
+    write_ramp(tmp_path / "fr3_50ms.csv", 0.050, seed=4, device="sim:fr3?lag_ms=50")
+    write_ramp(tmp_path / "real_a.csv", 0.080, seed=5, device="fairino://10.0.0.2", simulated=False)
+    write_ramp(tmp_path / "real_b.csv", 0.080, seed=6, device="fairino://10.0.0.2", simulated=False)
+    write_ramp(tmp_path / "real_j2.csv", 0.080, seed=7, device="fairino://10.0.0.2", simulated=False, joint=1)
+    code, out, _ = _analyze_json(str(tmp_path))
+    assert code == 0 and len(out["files"]) == 7
+    assert out["combined_lag"] is None  # several groups: no single combined fit
+    groups = {(g["device"], g["simulated"], g["joint"]): g for g in out["combined_lags"]}
+    assert set(groups) == {("sim:fr3", True, 0), ("fairino://10.0.0.2", False, 0)}
+    assert groups[("sim:fr3", True, 0)]["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.5)
+    assert groups[("sim:fr3", True, 0)]["n_files"] == 2 and groups[("sim:fr3", True, 0)]["transport"] == "udp"
+    assert groups[("fairino://10.0.0.2", False, 0)]["fit"]["lag_ms"] == pytest.approx(80.0, abs=0.5)
+    assert "real dynamics" not in groups[("sim:fr3", True, 0)]["model"]["message"]
+
+
+def test_strict_exits_1_on_an_interrupted_run(tmp_path):
+    write_ramp(tmp_path / "ok.csv", 0.078, seed=1)
+    write_ramp(tmp_path / "cut.csv", 0.078, cut=2.0, seed=2)
+    assert runner.invoke(app, ["analyze", str(tmp_path), "--workers", "1"]).exit_code == 0
+    res = runner.invoke(app, ["analyze", str(tmp_path), "--strict", "--workers", "1"])
+    assert res.exit_code == 1 and "cut.csv holds interrupted" in res.stderr.replace("\n", "")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_table_has_one_tidy_row_per_pass(tmp_path, suffix):
+    import pandas as pd
+
+    data = tmp_path / "campaign"
+    data.mkdir()
+    write_ramp(data / "a.csv", 0.078, seed=1)
+    write_ramp(data / "b.csv", 0.111, seed=2, device="sim:fr20")
+    table = tmp_path / f"results{suffix}"
+    code, out, _ = _analyze_json(str(data), "--table", str(table))
+    assert code == 0 and out["table"] == str(table)
+    df = pd.read_parquet(table) if suffix == ".parquet" else pd.read_csv(table)
+    assert len(df) == 8  # two files, four passes each
+    for col in ("device", "simulated", "joint", "transport", "speed", "size", "L_ms", "ci95_low_ms", "tau_ms",
+                "rejects", "faults", "verdict", "file", "created"):  # fmt: skip
+        assert col in df.columns
+    fr20 = df[df["device"] == "sim:fr20"]
+    assert fr20["L_ms"].mean() == pytest.approx(111.0, abs=1.0)
+    assert set(df["kind"]) == {"pass"} and (df["rejects"] == 0).all()
+
+
+def test_duckdb_reads_a_campaign_table(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    data = tmp_path / "campaign"
+    data.mkdir()
+    write_ramp(data / "a.csv", 0.078, seed=1)
+    write_ramp(data / "b.csv", 0.111, seed=2, device="sim:fr20")
+    table = tmp_path / "results.parquet"
+    assert runner.invoke(app, ["analyze", str(data), "--table", str(table), "--workers", "1"]).exit_code == 0
+    # the query docs/scale.md shows
+    rows = duckdb.sql(
+        f"SELECT device, joint, count(*) AS passes, round(avg(L_ms), 1) AS mean_L_ms "
+        f"FROM '{table}' WHERE kind = 'pass' GROUP BY device, joint ORDER BY device"
+    ).fetchall()
+    assert [(r[0], r[1], r[2]) for r in rows] == [("sim:fr20", 0, 4), ("sim:fr3", 0, 4)]
+    assert rows[0][3] == pytest.approx(111.0, abs=1.0)
+
+
+def test_a_table_format_that_cannot_be_written_is_refused_first(tmp_path, monkeypatch):
+    path = write_ramp(tmp_path / "a.csv", 0.078, seed=1)
+    res = runner.invoke(app, ["analyze", str(path), "--table", str(tmp_path / "t.xlsx")])
+    assert res.exit_code == 2 and ".parquet or .csv" in res.stderr
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a)
+    )
+    res = runner.invoke(app, ["analyze", str(path), "--table", str(tmp_path / "t.parquet")])
+    assert res.exit_code == 2 and "needs pyarrow" in res.stderr and not (tmp_path / "t.parquet").exists()
+
+
+def write_sweep(path: Path) -> Path:
+    """A sweep recording as `servotool sweep` writes it: servo 2 up, stalled by an obstacle at 700."""
+    cfg = {"mode": "sweep", "joints": [2], "directions": ["up", "down"], "speed": 100.0, "inside": 10}
+    with CsvLogWriter(
+        path,
+        device="sim:rosorin-arm",
+        simulated=True,
+        config=cfg,
+        units={},
+        columns=["t", "event", "joint", "direction", "cmd", "read"],
+        command="servotool sweep",
+    ) as w:
+        t = 0.0
+        for direction, sign, stop in (("up", 1, 700), ("down", -1, 120)):
+            pos = 500
+            for k in range(200):
+                t += 0.02
+                cmd = 500 + sign * 2 * (k + 1)
+                pos = cmd if sign * (cmd - stop) < 0 else stop
+                w.write(t=t, event="cmd", joint=2, direction=direction, cmd=cmd)
+                w.write(t=t + 0.005, event="state", joint=2, direction=direction, read=pos)
+                if sign * (cmd - stop) > 60:
+                    break
+            w.write(t=t + 0.1, event="hold", joint=2, direction=direction)
+            w.write(t=t + 0.2, event="stop", joint=2, direction=direction, read=stop)
+    return path
+
+
+def test_sweep_files_give_limits_per_servo_and_direction(tmp_path):
+    write_sweep(tmp_path / "sweep.csv")
+    table = tmp_path / "t.csv"
+    code, out, _ = _analyze_json(str(tmp_path / "sweep.csv"), "--table", str(table))
+    assert code == 0
+    sweeps = {s["direction"]: s for s in out["files"][0]["result"]["sweeps"]}
+    assert sweeps["up"]["stop"] == 700 and sweeps["up"]["limit"] == 690
+    assert sweeps["down"]["stop"] == 120 and sweeps["down"]["limit"] == 130
+    assert sweeps["up"]["stall_t"] is not None
+    text = runner.invoke(app, ["analyze", str(tmp_path / "sweep.csv"), "--workers", "1"])
+    assert text.exit_code == 0 and "690" in text.stdout
+
+
+def test_a_folder_on_every_core_matches_one_core_and_reports_progress(tmp_path):
+    from servotool.runs.analyze import analyze_paths
+
+    for k in range(4):
+        write_ramp(tmp_path / f"r{k}.csv", 0.078, seed=20 + k)
+    seen: list[tuple[int, int]] = []
+    one = analyze_paths([tmp_path], workers=1)
+    many = analyze_paths([tmp_path], workers=2, keep_recordings=False,
+                         on_progress=lambda done, total, path: seen.append((done, total)))  # fmt: skip
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [f.path for f in many.files] == [f.path for f in one.files]
+    assert all(f.recording is None for f in many.files)
+    assert [f.result.fit.lag_ms for f in many.files] == [f.result.fit.lag_ms for f in one.files]
+    import pandas as pd
+
+    assert pd.DataFrame(many.table()).equals(pd.DataFrame(one.table()))

@@ -95,3 +95,26 @@ def test_unknown_shaper_and_bad_files_get_one_line(tmp_path):
     assert res.exit_code == 2 and "foreign.csv" in res.stderr
     res = runner.invoke(app, ["shape", str(tmp_path / "missing.csv")])
     assert res.exit_code == 2 and "missing.csv" in res.stderr
+
+
+def test_hostile_files_never_show_a_traceback(tmp_path):
+    from tests.cli.test_analyze_cli import _first_row, _lines, write_ramp
+
+    path = write_ramp(tmp_path / "a.csv", 0.078, seed=11)
+    lines = _lines(path)
+    at = _first_row(lines) + 15
+    lines.insert(at, "0.3,cmd,broken\n")
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(lines).encode())
+    res = runner.invoke(app, ["shape", str(path), "--json"])
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["skipped_rows"]["malformed_lines"][0]["line"] == at + 1
+    lines.insert(at + 50, "# end: complete\n")
+    path.write_text("".join(lines))
+    res = runner.invoke(app, ["shape", str(path)])
+    assert res.exit_code == 2 and f"line {at + 51}" in res.stderr and "Traceback" not in res.stderr
+    cells = [ln.split(",") for ln in lines[_first_row(lines) :] if ",cmd," in ln and ln.count(",") == 15]
+    nan_cmds = "".join(",".join(c[:5] + ["nan"] + c[6:]) for c in cells)
+    path.write_text("".join(lines[: _first_row(lines)]) + nan_cmds + "# end: complete\n")
+    res = runner.invoke(app, ["shape", str(path)])
+    assert res.exit_code == 2 and "commands" in res.stderr and "Traceback" not in res.stderr

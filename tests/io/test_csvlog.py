@@ -180,3 +180,65 @@ def test_unique_path(tmp_path):
     first.write_text("")
     second = unique_path(tmp_path / "sub", "x.csv")
     assert second.name == "x-2.csv"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hostile bodies, through the Arrow reader and the plain one alike
+
+
+@pytest.fixture(params=["arrow", "plain"])
+def reader(request, monkeypatch):
+    import servotool.io.csvlog as csvlog
+
+    if request.param == "plain":
+        monkeypatch.setattr(csvlog, "HAVE_ARROW", False)
+    return request.param
+
+
+def _body(path, extra_lines, end="# end: complete\n"):
+    _write(path, [])
+    head = [ln for ln in path.read_text().splitlines(keepends=True) if not ln.startswith("# end")]
+    path.write_text("".join(head) + "".join(extra_lines) + end)
+    return len(head)  # lines before the first body line
+
+
+def test_malformed_and_overlong_rows_are_skipped_with_their_lines(tmp_path, reader):
+    path = tmp_path / "a.csv"
+    n = _body(
+        path,
+        [
+            "0.1,cmd,0,1.0,2.0\n",
+            "0.2,cmd,1,1.0\n",  # one field short
+            "x" * 70000 + "\n",  # longer than any row of ours
+            "\n",
+            "# a comment line\n",
+            '0.3,cmd,2,"1.5",2.5\n',
+            "0.4,cmd,3,1.0,2.0,9\n",  # one field too many
+        ],
+    )
+    meta, df = read_csv(path)
+    assert meta.complete
+    assert [(b.line, b.reason.split(",")[0]) for b in meta.bad_rows] == [
+        (n + 2, "4 fields"),
+        (n + 3, "longer than 65536 bytes"),
+        (n + 7, "6 fields"),
+    ]
+    assert meta.n_bad_rows == 3
+    t = df["t"].dropna().tolist()
+    assert t == [0.1, 0.3]
+
+
+def test_an_end_line_followed_by_rows_is_refused_with_its_line(tmp_path, reader):
+    path = tmp_path / "a.csv"
+    n = _body(path, ["0.1,cmd,0,1.0,2.0\n", "# end: complete\n", "0.2,cmd,1,1.0,2.0\n"])
+    with pytest.raises(CsvFormatError, match=f"line {n + 2}: '# end: complete' is followed by more rows"):
+        read_csv(path)
+
+
+def test_bom_and_torn_last_row(tmp_path, reader):
+    path = tmp_path / "a.csv"
+    _body(path, ["0.1,cmd,0,1.0,2.0\n", "0.2,cm"], end="")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    meta, df = read_csv(path)
+    assert not meta.complete and meta.n_bad_rows == 0
+    assert df["t"].tolist() == [0.1] and meta.device == "sim:fr3"

@@ -18,6 +18,7 @@ from servotool.analysis.lag.origin import fit_through_origin, guard_advice, midp
 from servotool.analysis.lag.passes import (
     MIN_FRAMES,
     PassTicks,
+    between,
     crossing,
     cruise_delta,
     pass_ticks,
@@ -48,6 +49,9 @@ STATE_PERIODS_SKIPPED = 2  # plus this many state periods of the cruise start
 NO_STATE_PERIOD_SKIP_S = 0.02
 REST_NOISE_EXTRA_S = 0.05  # rest starts this long after the transient has settled
 NOISE_PEAK_SIGMAS = 3  # peak noise assumed from a fit residual's rms
+# the dynamic model is fitted on at most this many passes (corners, cruise and the rest after each), spread
+# evenly over the run: a long recording holds the same few parameters, and its cost stays bounded
+MAX_FIT_PASSES = 8
 
 
 @dataclass
@@ -64,6 +68,10 @@ class _Series:
     uncertain: np.ndarray | None
     t_state: float
     warnings: list[str] = field(default_factory=list)
+    ordered: bool = False  # ts and ts_raw are both sorted
+
+    def __post_init__(self) -> None:
+        self.ordered = bool(np.all(np.diff(self.ts) >= 0) and np.all(np.diff(self.ts_raw) >= 0))
 
 
 def _series(rec: Recording, joint: int, cmd_period_s: float, correct_link: bool) -> _Series:
@@ -106,7 +114,22 @@ def _midpoints(s: _Series, passes: Sequence[PassTicks]) -> tuple[dict[int, float
     return mids, speeds
 
 
-def _dynamics(s: _Series, lag0: float, speeds: dict[int, float], cmd_period_s: float) -> Dynamics | None:
+def _fit_windows(s: _Series, passes: Sequence[PassTicks]) -> list[tuple[float, float]] | None:
+    """(start, end) times of the passes the dynamic fit uses; None (the whole run) with few passes.
+
+    Each window runs from the first tick of its pass (the command still since the settle before it) to the
+    first tick of the next pass, so every corner of the pass and the rest after it are in."""
+    if len(passes) <= MAX_FIT_PASSES:
+        return None
+    starts = [float(s.tc[ps.idx[0]]) for ps in passes] + [math.inf]
+    starts[0] = min(starts[0], float(s.tc[0]))
+    picks = np.unique(np.round(np.linspace(0, len(passes) - 1, MAX_FIT_PASSES)).astype(int))
+    return [(starts[i], starts[i + 1]) for i in picks.tolist()]
+
+
+def _dynamics(
+    s: _Series, lag0: float, speeds: dict[int, float], cmd_period_s: float, passes: Sequence[PassTicks]
+) -> Dynamics | None:
     """Step 2: the dynamic model over everything (None, with a warning, when it cannot be fitted)."""
     if not finite(lag0):
         return None
@@ -121,6 +144,7 @@ def _dynamics(s: _Series, lag0: float, speeds: dict[int, float], cmd_period_s: f
             s.qs[sel],
             lag0,
             slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan,
+            windows=_fit_windows(s, passes),
         )
     except (RecordingError, np.linalg.LinAlgError, ValueError) as exc:
         s.warnings.append(f"dynamic fit failed: {exc}")
@@ -161,9 +185,10 @@ def _overshoot(c: _PassContext, ps: PassTicks, q_end: float, sgn: float) -> floa
         return math.nan
     s = c.s
     t_end = float(s.tc[ps.end_idx])
-    w = (s.ts >= t_end) & (s.ts <= ps.next_t + c.settle_time)
-    if w.any() and (ps.next_t < math.inf or s.ts[-1] >= t_end + c.settle_time):
-        return max(0.0, float(np.max(sgn * (s.qs[w] - q_end))))
+    w = between(s.ts, t_end, ps.next_t + c.settle_time, s.ordered)
+    q_w = s.qs[w]
+    if len(q_w) and (ps.next_t < math.inf or s.ts[-1] >= t_end + c.settle_time):
+        return max(0.0, float(np.max(sgn * (q_w - q_end))))
     return math.nan
 
 
@@ -179,9 +204,9 @@ def _pass_lag(c: _PassContext, ps: PassTicks, v: float) -> tuple[PassLag, tuple[
         return _no_cruise(ps, direction, v), None
     sgn, speed = float(np.sign(v)), abs(v)
     c0, c1 = ps.cruise[0], ps.cruise[-1]
-    cr = cruise_delta(s.tc, s.qc, s.ts, s.qs, float(s.tc[c0]) + c.skip, float(s.tc[c1]), sgn)
+    cr = cruise_delta(s.tc, s.qc, s.ts, s.qs, float(s.tc[c0]) + c.skip, float(s.tc[c1]), sgn, s.ordered)
     t0_raw, t1_raw = float(s.tc_raw[c0]) + c.skip, float(s.tc_raw[c1])
-    host = cruise_delta(s.tc_raw, s.qc, s.ts_raw, s.qs, t0_raw, t1_raw, sgn)
+    host = cruise_delta(s.tc_raw, s.qc, s.ts_raw, s.qs, t0_raw, t1_raw, sgn, s.ordered)
     note = "cruise too short for the lag: lengthen --sweep or lower the speed" if cr.n < MIN_FRAMES else ""
     # guard view at the send ticks: the setpoint just sent against the newest frame received before it
     ci = ps.cruise
@@ -237,7 +262,7 @@ def analyze_lag(
     # 1. midpoint crossings; 2. the dynamic model, which also tells how long the transient after a ramp lasts
     mids, speeds = _midpoints(s, passes)
     lag0 = float(np.median(list(mids.values()))) if mids else math.nan
-    dyn = _dynamics(s, lag0, speeds, cmd_period_s)
+    dyn = _dynamics(s, lag0, speeds, cmd_period_s, passes)
     settle_time = _settle_time(dyn, lag0)
     skip = settle_time + (STATE_PERIODS_SKIPPED * s.t_state if finite(s.t_state) else NO_STATE_PERIOD_SKIP_S)
     skip += cmd_period_s

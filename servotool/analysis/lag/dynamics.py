@@ -8,7 +8,7 @@ separate L from tau, and several speeds separate k from L.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,8 @@ def first_order_response(u: np.ndarray, h: float, tau: float) -> np.ndarray:
     a = math.exp(-h / tau)
     g = (1.0 - a) * tau / h
     b = [1.0 - g, g - a]
-    zi = signal.lfiltic(b, [1.0, -a], y=[u[0]], x=[u[0]])
+    # the filter state of a system at rest at u[0] (what scipy.signal.lfiltic gives for y = x = u[0])
+    zi = np.array([b[1] * u[0] + a * u[0]])
     y, _ = signal.lfilter(b, [1.0, -a], u, zi=zi)
     return np.asarray(y)
 
@@ -56,14 +57,22 @@ def simulate(
     lag_s: float,
     tau_s: float,
     h: float = FIT_GRID_S,
+    t_from: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The commanded stream through dead time lag_s and a first-order lag tau_s, at t_eval.
+    """The commanded stream through dead time lag_s and a first-order lag tau_s, at t_eval (sorted).
 
     Returns (position, velocity) of the model at t_eval. Before the first setpoint the command is taken as
     held at its first value (the warm-up held that pose), after the last one as held at the last value.
+    With t_from, the model starts at rest at t_from (a moment the command was still, such as the start of
+    a pass) and runs only to the last t_eval: a window of a long recording costs only its own length.
     """
-    t0 = min(t_cmd[0], t_eval[0]) - max(5 * tau_s, 2 * h)
-    t1 = max(t_cmd[-1], t_eval[-1]) + 2 * h
+    settle = max(5 * tau_s, 2 * h)
+    if t_from is None:
+        t0 = min(t_cmd[0], t_eval[0]) - settle
+        t1 = max(t_cmd[-1], t_eval[-1]) + 2 * h
+    else:
+        t0 = min(t_from, t_eval[0]) - settle
+        t1 = t_eval[-1] + 2 * h
     grid = np.arange(t0, t1 + h, h)
     u = np.interp(grid - lag_s, t_cmd, q_cmd)
     y = first_order_response(u, h, tau_s)
@@ -103,15 +112,29 @@ def _param_se(res: optimize.OptimizeResult, dof: float) -> list[float]:
 
 @dataclass
 class _Model:
-    """The model on one set of frames: simulated response plus the linear terms (k, b) solved exactly."""
+    """The model on one set of frames: simulated response plus the linear terms (k, b) solved exactly.
+
+    windows: (start time, first frame index, end frame index) of each stretch simulated on its own; None
+    simulates the whole recording in one go."""
 
     t_cmd: np.ndarray
     q_cmd: np.ndarray
     t_meas: np.ndarray
     q_meas: np.ndarray
+    windows: list[tuple[float, int, int]] | None = None
+
+    def response(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        if self.windows is None:
+            return simulate(self.t_cmd, self.q_cmd, self.t_meas, lag, tau)
+        y, dy = np.empty(len(self.t_meas)), np.empty(len(self.t_meas))
+        for t_from, i0, i1 in self.windows:
+            y[i0:i1], dy[i0:i1] = simulate(
+                self.t_cmd, self.q_cmd, self.t_meas[i0:i1], lag, tau, t_from=t_from
+            )
+        return y, dy
 
     def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
-        y, dy = simulate(self.t_cmd, self.q_cmd, self.t_meas, lag, tau)
+        y, dy = self.response(lag, tau)
         a = np.column_stack([-np.tanh(dy / FRICTION_V_EPS), np.ones(len(self.t_meas))])
         return y, a
 
@@ -123,6 +146,26 @@ class _Model:
 
     def pure_residual(self, p: np.ndarray) -> np.ndarray:
         return self.residual(np.array([p[0], 0.0]))
+
+
+def _windowed(model: _Model, windows: Sequence[tuple[float, float]]) -> _Model:
+    """The model restricted to the frames inside the windows (frames sorted by time)."""
+    order = np.argsort(model.t_meas, kind="stable")
+    t, q = model.t_meas[order], model.q_meas[order]
+    keep_t: list[np.ndarray] = []
+    keep_q: list[np.ndarray] = []
+    spans: list[tuple[float, int, int]] = []
+    n = 0
+    for t0, t1 in windows:
+        i0, i1 = int(np.searchsorted(t, t0)), int(np.searchsorted(t, t1))
+        if i1 > i0:
+            keep_t.append(t[i0:i1])
+            keep_q.append(q[i0:i1])
+            spans.append((t0, n, n + i1 - i0))
+            n += i1 - i0
+    if not spans:
+        return _Model(model.t_cmd, model.q_cmd, t[:0], q[:0], [])
+    return _Model(model.t_cmd, model.q_cmd, np.concatenate(keep_t), np.concatenate(keep_q), spans)
 
 
 @dataclass
@@ -205,17 +248,25 @@ def fit_dynamics(
     lag_guess_s: float,
     *,
     slowest_speed: float = math.nan,
+    windows: Sequence[tuple[float, float]] | None = None,
 ) -> Dynamics:
-    """Fit measured = F_tau[c(. - L)] + k * sign(v) + b by least squares on every measured sample.
+    """Fit measured = F_tau[c(. - L)] + k * sign(v) + b by least squares on the measured samples.
 
     L and tau are found by scipy.optimize.least_squares (bounded, several starts); k and b are linear and
     solved exactly for each (L, tau) (variable projection). Standard errors from the Jacobian at the optimum.
-    Raises RecordingError with fewer than MIN_FIT_SAMPLES finite frames or when no start converges.
+    With windows ((start, end) times, each starting while the command is still, in time order) only the
+    frames inside them are fitted, each window simulated on its own; without, every frame over the whole
+    recording. Raises RecordingError with fewer than MIN_FIT_SAMPLES finite frames or when no start
+    converges.
     """
     t_meas = np.asarray(t_meas, float)
     q_meas = np.asarray(q_meas, float)
     ok = np.isfinite(t_meas) & np.isfinite(q_meas)
-    model = _Model(np.asarray(t_cmd, float), np.asarray(q_cmd, float), t_meas[ok], q_meas[ok])
+    model = _Model(
+        np.ascontiguousarray(t_cmd, float), np.ascontiguousarray(q_cmd, float), t_meas[ok], q_meas[ok]
+    )
+    if windows is not None:
+        model = _windowed(model, windows)
     n = len(model.t_meas)
     if n < MIN_FIT_SAMPLES:
         raise RecordingError("too few measured samples for the dynamic fit")

@@ -1,0 +1,91 @@
+"""How `servotool analyze` scales with a long recording, against a plain pandas read of the same file.
+
+Makes (or reuses) a 1,000,000-row 100 Hz ramp recording with make_ramp_recording.py, then measures, each in
+its own fresh process so that peak memory is that measurement's alone:
+
+* anchor: `pandas.read_csv(FILE, comment="#")`
+* ours:   `servotool analyze FILE --json` (the whole command: read, analyse, JSON on stdout)
+
+Wall time is taken inside the process around the call (interpreter start-up and module imports excluded for
+both); peak memory is the process's peak resident set (ru_maxrss). Prints both and the ratios.
+
+    python benchmarks/analyze_scale.py [--file PATH] [--rows 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PANDAS = """
+import json, resource, sys, time
+import pandas as pd
+t0 = time.perf_counter()
+df = pd.read_csv(sys.argv[1], comment="#")
+dt = time.perf_counter() - t0
+print(json.dumps({"s": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": len(df)}))
+"""
+
+OURS = """
+import contextlib, io, json, os, resource, sys, time
+from servotool.cli.app import app
+t0 = time.perf_counter()
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        app(["analyze", sys.argv[1], "--json"], standalone_mode=False)
+    except SystemExit:
+        pass
+dt = time.perf_counter() - t0
+doc = json.loads(out.getvalue())
+lag = doc["files"][0]["result"]["fit"]["lag_ms"]
+print(json.dumps({"s": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "lag_ms": lag}))
+"""
+
+
+def measure(code: str, path: Path) -> dict[str, float]:
+    """Run one measurement in a fresh interpreter; its last stdout line is the JSON result."""
+    res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"measurement failed:\n{res.stderr[-2000:]}")
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def best_of(code: str, path: Path, repeat: int) -> dict[str, float]:
+    runs = [measure(code, path) for _ in range(repeat)]
+    best = min(runs, key=lambda r: r["s"])
+    best["rss_mb"] = min(r["rss_mb"] for r in runs)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--file", type=Path, help="an existing recording (default: generate one)")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from make_ramp_recording import write_recording
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = a.file
+        if path is None:
+            path = write_recording(Path(tmp) / "ramp_1m.csv", a.rows, 0.078, 0.0, 1)
+        size = path.stat().st_size / 1e6
+        anchor = best_of(PANDAS, path, a.repeat)
+        ours = best_of(OURS, path, a.repeat)
+    print(f"file: {path} ({size:.1f} MB, {int(anchor['rows'])} rows)")
+    print(f"pandas.read_csv : {anchor['s']:7.2f} s  peak {anchor['rss_mb']:7.0f} MB")
+    print(f"servotool analyze: {ours['s']:7.2f} s  peak {ours['rss_mb']:7.0f} MB  (L = {ours['lag_ms']:.2f} ms)")
+    print(f"ratio time {ours['s'] / anchor['s']:.2f}x (goal <= 3), memory {ours['rss_mb'] / anchor['rss_mb']:.2f}x (goal <= 1.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Limits per servo and direction from a recorded sweep CSV (the rows `servotool sweep` writes).
+
+Per (joint, direction): the ticks before the stop give the stall (analysis.sweep.find_stall), the `stop` row
+the position the joint was held at, and the limit sits `inside` pulses back from it
+(analysis.sweep.limit_from_stop). A sweep that ends without a stop row has no limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
+
+import numpy as np
+
+from servotool.analysis.recording import RecordingError, Table
+from servotool.analysis.sweep import direction_sign, find_stall, limit_from_stop
+
+DEFAULT_INSIDE = 10  # pulses, when the header does not say
+
+
+@dataclass
+class SweepLimit:
+    """One joint in one direction: where it stopped and the limit that implies (None when it did not)."""
+
+    joint: int
+    direction: str
+    ticks: int
+    stall_t: float | None
+    stop: int | None
+    limit: int | None
+    verdict: str
+
+
+@dataclass
+class SweepFileResult:
+    """Every sweep of one file."""
+
+    speed: float
+    inside: int
+    sweeps: list[SweepLimit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def rows(self, base: dict[str, Any]) -> list[dict[str, Any]]:
+        """Rows of the tidy table (kind "sweep"), each starting from `base` (device, file, ...)."""
+        out = []
+        for i, s in enumerate(self.sweeps):
+            out.append(
+                dict(base, joint=s.joint, kind="sweep", index=i, direction=s.direction, speed=self.speed,
+                     size=float(s.limit) if s.limit is not None else math.nan, L_ms=math.nan,
+                     ci95_low_ms=math.nan, ci95_high_ms=math.nan, tau_ms=math.nan, rejects=0, faults=0,
+                     verdict=s.verdict)
+            )  # fmt: skip
+        return out
+
+
+def _column(table: Table, name: str, convert: Callable[[Any], np.ndarray]) -> np.ndarray:
+    if name not in table.columns:
+        raise RecordingError(f"no '{name}' column")
+    return convert(table[name])
+
+
+def _floats(values: Any) -> np.ndarray:
+    import pandas as pd
+
+    return pd.to_numeric(pd.Series(values).astype("string"), errors="coerce").to_numpy(float, na_value=np.nan)
+
+
+def _texts(values: Any) -> np.ndarray:
+    import pandas as pd
+
+    return pd.Series(values).astype("string").fillna("").to_numpy(dtype=object)
+
+
+def _one_sweep(
+    joint: int,
+    direction: str,
+    t: np.ndarray,
+    ev: np.ndarray,
+    cmd: np.ndarray,
+    read: np.ndarray,
+    cfg: SweepFileResult,
+) -> SweepLimit:
+    sign = direction_sign(direction)
+    ticks = ev == "cmd"
+    # a state row answers the cmd row before it: pair each command with the next read-back
+    ct, cc = t[ticks], cmd[ticks]
+    st, rd = t[ev == "state"], read[ev == "state"]
+    idx = np.searchsorted(st, ct, side="left")
+    paired = [None if i >= len(rd) or not math.isfinite(rd[i]) else int(rd[i]) for i in idx]
+    # find_stall skips ticks whose read-back is None (a silent servo), as the live sweep does
+    reads = cast(Sequence[float], paired)
+    stall = find_stall(ct.tolist(), cc.tolist(), reads, sign, cfg.speed) if len(ct) else None
+    stops = read[(ev == "stop") & np.isfinite(read)]
+    stop = int(stops[0]) if len(stops) else None
+    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None else None
+    if stop is None:
+        verdict = "no stop recorded: no limit"
+    elif stall is not None:
+        verdict = f"stalled at {paired[stall]} (t = {float(ct[stall]):.2f} s), limit {limit}"
+    else:
+        verdict = f"stopped at {stop}, limit {limit}"
+    return SweepLimit(joint, direction, int(ticks.sum()), float(ct[stall]) if stall is not None else None,
+                      stop, limit, verdict)  # fmt: skip
+
+
+def analyze_sweep_record(config: dict[str, Any], table: Table) -> SweepFileResult:
+    """Limits per (joint, direction) of one sweep file, in the order the sweeps ran. Raises RecordingError
+    when the rows lack the sweep columns (t, event, joint, direction, cmd, read)."""
+    t = _column(table, "t", _floats)
+    ev = _column(table, "event", _texts)
+    joint = _column(table, "joint", _floats)
+    direction = _column(table, "direction", _texts)
+    cmd = _column(table, "cmd", _floats)
+    read = _column(table, "read", _floats)
+    speed = float(config.get("speed") or math.nan)
+    inside = int(config.get("inside") or DEFAULT_INSIDE)
+    res = SweepFileResult(speed=speed, inside=inside)
+    ok = np.isfinite(t) & np.isfinite(joint)
+    order = np.flatnonzero(ok)[np.argsort(t[ok], kind="stable")]
+    seen: list[tuple[int, str]] = []
+    for i in order.tolist():
+        key = (int(joint[i]), str(direction[i]))
+        if key not in seen and key[1] in ("up", "down"):
+            seen.append(key)
+    for j, d in seen:
+        sel = order[(joint[order] == j) & (direction[order] == d)]
+        res.sweeps.append(_one_sweep(j, d, t[sel], ev[sel], cmd[sel], read[sel], res))
+    if not res.sweeps:
+        raise RecordingError("no sweep rows (joint and direction up/down)")
+    return res

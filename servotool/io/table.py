@@ -1,0 +1,48 @@
+"""Write the tidy results table of a campaign: Parquet (through pyarrow, an optional extra) or CSV."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from servotool.errors import ServotoolError
+
+SUFFIXES = (".parquet", ".csv")
+
+
+class TableWriteError(ServotoolError):
+    """The table cannot be written: unknown format, missing pyarrow, or an unwritable path (exit 2)."""
+
+
+def check_table_path(path: Path) -> None:
+    """Refuse, before any work, a path whose format cannot be written here."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise TableWriteError(
+            f"{path}: the table is written as .parquet or .csv, not {suffix or 'no suffix'!r}"
+        )
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise TableWriteError(
+            f"{path}: writing Parquet needs pyarrow (pip install 'servotool[parquet]'); or write a .csv table"
+        )
+
+
+def write_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], path: Path) -> Path:
+    """Write rows (one dict each; missing keys empty) with exactly `columns`, in that order. NaN stays a
+    missing value in both formats. Returns the path; raises TableWriteError as check_table_path does, or
+    when the file cannot be written."""
+    check_table_path(path)
+    df = pd.DataFrame(list(rows), columns=list(columns))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".parquet":
+            df.to_parquet(path, engine="pyarrow", index=False)
+        else:
+            df.to_csv(path, index=False)
+    except OSError as exc:
+        raise TableWriteError(f"{path}: cannot write the table ({exc.strerror or exc})") from None
+    return path
