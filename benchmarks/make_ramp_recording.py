@@ -53,9 +53,13 @@ def build_rows(n_rows: int, lag_s: float, tau_s: float, seed: int) -> pd.DataFra
     m, _ = simulate(tc, q, ts, lag_s, tau_s)
     m += rng.normal(0.0, 0.002, len(ts))
     tr = ts + rng.uniform(1e-4, 4e-4, len(ts))
-    cmd = pd.DataFrame({"t": tc, "event": "cmd", "seq": np.arange(n_cmd), "pass": pidx, "phase": phase, "q1": q})
+    cmd = pd.DataFrame(
+        {"t": tc, "event": "cmd", "seq": np.arange(n_cmd), "pass": pidx, "phase": phase, "q1": q}
+    )
     rep = pd.DataFrame({"t": tc + RTT_S, "event": "reply", "errcode": 0})
-    st = pd.DataFrame({"t": tr, "event": "state", "q1": m, "main_code": 0, "sub_code": 0, "dev_t": ts + 100.0})
+    st = pd.DataFrame(
+        {"t": tr, "event": "state", "q1": m, "main_code": 0, "sub_code": 0, "dev_t": ts + 100.0}
+    )
     df = pd.concat([cmd, rep, st], ignore_index=True).sort_values("t", kind="mergesort")
     for j in range(2, 7):
         df.loc[df["event"] != "reply", f"q{j}"] = 0.0
@@ -82,7 +86,9 @@ def write_recording(path: Path, n_rows: int, lag_s: float, tau_s: float, seed: i
     head = "".join(ln for ln in lines if not ln.startswith("# end"))
     with path.open("w") as fh:
         fh.write(head)
-        df.reindex(columns=cols).to_csv(fh, header=False, index=False, float_format="%.10g", lineterminator="\n")
+        df.reindex(columns=cols).to_csv(
+            fh, header=False, index=False, float_format="%.10g", lineterminator="\n"
+        )
         fh.write("# end: complete\n")
     return path
 

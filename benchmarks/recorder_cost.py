@@ -37,10 +37,18 @@ PERIOD = 1 / 30
 
 
 def _sweeps(n: int) -> tuple[list[Sweep], list[Sweep]]:
-    legs = [Sweep(k * PERIOD, "legs", {a: AxisSample(2048.0 + k % 7, 2050.0, 100.0 + a, 0.5, 5.0, 31.0)
-                                       for a in LEGS}) for k in range(n)]
-    neck = [Sweep(k * PERIOD, "neck", {a: AxisSample(2048.0, 2048.0, 30.0, 0.0, 5.0, 30.0) for a in NECK})
-            for k in range(n)]
+    legs = [
+        Sweep(
+            k * PERIOD,
+            "legs",
+            {a: AxisSample(2048.0 + k % 7, 2050.0, 100.0 + a, 0.5, 5.0, 31.0) for a in LEGS},
+        )
+        for k in range(n)
+    ]
+    neck = [
+        Sweep(k * PERIOD, "neck", {a: AxisSample(2048.0, 2048.0, 30.0, 0.0, 5.0, 30.0) for a in NECK})
+        for k in range(n)
+    ]
     return legs, neck
 
 
@@ -137,28 +145,39 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
     result = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "frame_14_axes": frame, "frame_anchor_deque_append": frame_anchor,
+        "frame_14_axes": frame,
+        "frame_anchor_deque_append": frame_anchor,
         "frame_ratio_median": frame["median_us"] / max(frame_anchor["median_us"], 1e-9),
         "frame_goal_us": 50.0,
         "publish_fsync": {k: v / 1000.0 for k, v in pub.items()},
         "publish_anchor_plain_write": {k: v / 1000.0 for k, v in pub_anchor.items()},
         "publish_ratio_median": pub["median_us"] / max(pub_anchor["median_us"], 1e-9),
-        "publish_goal_ms": 30.0, "closing_frame_assembly_ms": closing_ms, "capture_bytes": size,
+        "publish_goal_ms": 30.0,
+        "closing_frame_assembly_ms": closing_ms,
+        "capture_bytes": size,
         "publish_folder_parent": str(parent),
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
     print(f"measured by: {result['command']}")
-    print(f"per frame, 14 axes     median {frame['median_us']:7.2f} us  p99 {frame['p99_us']:7.2f} us  "
-          f"max {frame['max_us']:8.1f} us   (goal < 50 us)")
-    print(f"anchor: deque append   median {frame_anchor['median_us']:7.2f} us  "
-          f"p99 {frame_anchor['p99_us']:7.2f} us   ratio {result['frame_ratio_median']:.1f}x")
-    print(f"publish with fsync     median {pub['median_us'] / 1000:7.2f} ms  "
-          f"p99 {pub['p99_us'] / 1000:7.2f} ms  max {pub['max_us'] / 1000:7.2f} ms   "
-          f"(goal < 30 ms; {size / 1000:.0f} kB a capture)")
-    print(f"anchor: plain write    median {pub_anchor['median_us'] / 1000:7.2f} ms   "
-          f"ratio {result['publish_ratio_median']:.1f}x")
+    print(
+        f"per frame, 14 axes     median {frame['median_us']:7.2f} us  p99 {frame['p99_us']:7.2f} us  "
+        f"max {frame['max_us']:8.1f} us   (goal < 50 us)"
+    )
+    print(
+        f"anchor: deque append   median {frame_anchor['median_us']:7.2f} us  "
+        f"p99 {frame_anchor['p99_us']:7.2f} us   ratio {result['frame_ratio_median']:.1f}x"
+    )
+    print(
+        f"publish with fsync     median {pub['median_us'] / 1000:7.2f} ms  "
+        f"p99 {pub['p99_us'] / 1000:7.2f} ms  max {pub['max_us'] / 1000:7.2f} ms   "
+        f"(goal < 30 ms; {size / 1000:.0f} kB a capture)"
+    )
+    print(
+        f"anchor: plain write    median {pub_anchor['median_us'] / 1000:7.2f} ms   "
+        f"ratio {result['publish_ratio_median']:.1f}x"
+    )
     print(f"the frame that closes a capture window also assembles it: {closing_ms:.2f} ms (once per capture)")
 
 

@@ -18,7 +18,7 @@ from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import render_combined, render_lag, render_step, save_plot
 from servotool.io.table import TableWriteError, check_table_path, write_table
-from servotool.runs.analyze import TABLE_COLUMNS, AnalyzeReport, FileAnalysis, analyze_paths
+from servotool.runs.analyze import TABLE_COLUMNS, AnalyzeReport, FileAnalysis, SweepAnalysis, analyze_paths
 from servotool.runs.report import write_report
 
 
@@ -52,7 +52,7 @@ def _render_sweep(result: SweepFileResult) -> None:
     console.print(table)
 
 
-def _render_file(fa: FileAnalysis, plot: str | None) -> None:
+def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None) -> None:
     m = fa.meta
     flag = "" if m.complete else f" [bold yellow](interrupted: {escape(str(m.end_reason))})[/]"
     sim = " SIMULATED" if m.simulated else ""
@@ -70,7 +70,7 @@ def _render_file(fa: FileAnalysis, plot: str | None) -> None:
         console.print(f"plot: {escape(plot)}", highlight=False)
 
 
-def _note_skipped(fa: FileAnalysis) -> None:
+def _note_skipped(fa: FileAnalysis | SweepAnalysis) -> None:
     s = fa.skipped_rows()
     parts = []
     if s["malformed"]:
@@ -147,8 +147,7 @@ def analyze(
     plots: dict[str, str] = {}
     if plot is not None:
         for fa in report.files:
-            if fa.recording is not None and not isinstance(fa.result, SweepFileResult):
-                plots[str(fa.path)] = str(save_plot(fa, plot))
+            plots[str(fa.path)] = str(save_plot(fa, plot))
     if table is not None:
         try:
             write_table(report.table(), TABLE_COLUMNS, table)
@@ -162,8 +161,8 @@ def analyze(
             data["table"] = str(table)
         print_json(data)
     else:
-        for fa in report.files:
-            _render_file(fa, plots.get(str(fa.path)))
+        for item in report.analysed:
+            _render_file(item, plots.get(str(item.path)))
         _render_groups(report)
         if table is not None:
             console.print(f"\ntable: {escape(str(table))} ({len(report.table())} rows)", highlight=False)
@@ -171,15 +170,15 @@ def analyze(
 
 
 def _finish(report: AnalyzeReport, strict: bool) -> None:
-    for fa in report.files:
-        _note_skipped(fa)
+    for item in report.analysed:
+        _note_skipped(item)
     for problem in report.problems:
         err_console.print(
             f"[bold red]skipped[/] {escape(f'{problem.path}: {problem.reason}')}",
             highlight=False,
             soft_wrap=True,
         )
-    if not report.files:
+    if not report.analysed:
         err_console.print("[bold red]error:[/] no file could be analysed", highlight=False)
         raise typer.Exit(1)
     failures = report.strict_failures() if strict else []

@@ -30,7 +30,6 @@ from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 
 MODES = ("ramp", "step", "sweep")
-Result = LagResult | StepResult | SweepFileResult
 Progress = Callable[[int, int, Path], None]  # (files done, files in all, the file just done)
 
 
@@ -65,17 +64,11 @@ def _device_and_transport(meta: CsvMeta) -> tuple[str, str]:
 
 
 @dataclass
-class FileAnalysis:
-    """One analysed recording: its header facts, the result of its mode's analysis, its table rows.
-
-    recording is None when the analysis ran in another process and the caller did not ask for it."""
+class _Analysed:
+    """What every analysed file has: its header facts, rows left out, rows of the tidy table."""
 
     path: Path
     meta: CsvMeta
-    recording: Recording | None
-    result: Result
-    skipped: dict[str, int] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
@@ -86,29 +79,23 @@ class FileAnalysis:
         device, transport = _device_and_transport(self.meta)
         return GroupKey(device, self.meta.simulated, int(_cfg(self.meta, "joint", 0)), transport)
 
-    def flags(self) -> dict[str, bool]:
-        """What --strict refuses: a controller fault, a runaway, an interrupted (or cut-off) run."""
-        r = self.result
-        fault = bool(self.skipped.get("faults", 0))
-        runaway = False
-        if isinstance(r, StepResult):
-            fault = fault or r.total_faults > 0
-            runaway = r.runaways > 0
-        return {"fault": fault, "runaway": runaway, "interrupted": not self.meta.complete}
-
     def skipped_rows(self) -> dict[str, Any]:
         """Rows left out of the analysis: malformed lines (with their line numbers, the first few), rows
         without a time, cmd/state rows with a non-finite joint value."""
         m = self.meta
+        skipped = getattr(self, "skipped", {})
         return {
             "malformed": m.n_bad_rows,
             "malformed_lines": [{"line": b.line, "reason": b.reason} for b in m.bad_rows],
-            "no_time": int(self.skipped.get("no_time", 0)),
-            "nan_joint": int(self.skipped.get("nan_joint", 0)),
+            "no_time": int(skipped.get("no_time", 0)),
+            "nan_joint": int(skipped.get("nan_joint", 0)),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form shared by the live commands and `analyze` (what makes them comparable)."""
+    def flags(self) -> dict[str, bool]:
+        """What --strict refuses: a controller fault, a runaway, an interrupted (or cut-off) run."""
+        return {"fault": False, "runaway": False, "interrupted": not self.meta.complete}
+
+    def _header_dict(self) -> dict[str, Any]:
         m = self.meta
         return {
             "file": str(self.path),
@@ -121,6 +108,56 @@ class FileAnalysis:
             "complete": m.complete,
             "end_reason": m.end_reason,
             "config": m.config,
+        }
+
+
+@dataclass
+class FileAnalysis(_Analysed):
+    """One analysed lag or step recording: the result of its mode's analysis and its table rows.
+
+    The rows themselves (`recording`) are dropped when the caller did not ask to keep them (a big folder
+    analysed on a pool of processes); `recording` then raises RecordingError."""
+
+    kept: Recording | None
+    result: LagResult | StepResult
+    skipped: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def recording(self) -> Recording:
+        if self.kept is None:
+            raise RecordingError(f"{self.path}: the recording's rows were not kept")
+        return self.kept
+
+    def flags(self) -> dict[str, bool]:
+        r = self.result
+        fault = bool(self.skipped.get("faults", 0))
+        runaway = False
+        if isinstance(r, StepResult):
+            fault = fault or r.total_faults > 0
+            runaway = r.runaways > 0
+        return {"fault": fault, "runaway": runaway, "interrupted": not self.meta.complete}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form shared by the live commands and `analyze` (what makes them comparable)."""
+        return {
+            **self._header_dict(),
+            "result": self.result.to_dict(),
+            "skipped_rows": self.skipped_rows(),
+            "flags": self.flags(),
+        }
+
+
+@dataclass
+class SweepAnalysis(_Analysed):
+    """One analysed sweep recording: limits per servo and direction."""
+
+    result: SweepFileResult
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self._header_dict(),
             "result": self.result.to_dict(),
             "skipped_rows": self.skipped_rows(),
             "flags": self.flags(),
@@ -154,12 +191,12 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
     )
 
 
-def analyze_file(path: str | Path, keep_recording: bool = True) -> FileAnalysis:
-    """Read one servotool-csv file and analyse it according to its header's mode.
+def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
+    """Read one servotool-csv file and analyse it according to its header's mode (ramp, step or sweep).
 
     An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why);
-    malformed rows and rows with non-finite values are left out and counted (FileAnalysis.skipped_rows).
-    Raises NotAnalyzable naming the file for a foreign, damaged or unsupported file.
+    malformed rows and rows with non-finite values are left out and counted (skipped_rows()). Raises
+    NotAnalyzable naming the file for a foreign, damaged or unsupported file.
     """
     path = Path(path)
     try:
@@ -168,24 +205,29 @@ def analyze_file(path: str | Path, keep_recording: bool = True) -> FileAnalysis:
         raise NotAnalyzable(str(exc)) from None
     if meta.mode not in MODES:
         what = f"mode {meta.mode!r}" if meta.mode else "no mode in its config"
-        raise NotAnalyzable(
-            f"{path}: not a lag, step or sweep run ({what}); analyze reads {', '.join(MODES)}"
-        )
+        modes = ", ".join(MODES)
+        raise NotAnalyzable(f"{path}: not a lag, step or sweep run ({what}); analyze reads {modes}")
     try:
         if meta.mode == "sweep":
-            sweep = analyze_sweep_record(meta.config, table)
-            fa = FileAnalysis(path, meta, None, sweep)
-        else:
-            rec = recording_from_frame(table)
-            del table
-            skipped = dict(rec.skipped, faults=len(rec.fault_t))
-            fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)
-            fa.rows = table_rows(fa, rec)
+            sweep = SweepAnalysis(path, meta, analyze_sweep_record(meta.config, table))
+            sweep.rows = sweep.result.rows(_row_base(sweep))
+            return sweep
+        rec = recording_from_frame(table)
+        del table
+        skipped = dict(rec.skipped, faults=len(rec.fault_t))
+        fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)
+        fa.rows = table_rows(fa, rec)
+        return fa
     except (RecordingError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
         # whatever a damaged file makes the numbers do, it is that file's problem, told in one line
         raise NotAnalyzable(f"{path}: cannot be analysed: {exc or type(exc).__name__}") from None
-    if isinstance(fa.result, SweepFileResult):
-        fa.rows = fa.result.rows(_row_base(fa))
+
+
+def analyze_file(path: str | Path, keep_recording: bool = True) -> FileAnalysis:
+    """analyze_any for a lag or step run (what the live commands record); a sweep file is NotAnalyzable."""
+    fa = analyze_any(path, keep_recording)
+    if isinstance(fa, SweepAnalysis):
+        raise NotAnalyzable(f"{fa.path}: a sweep run, not a lag or step run")
     return fa
 
 
@@ -214,7 +256,7 @@ TABLE_COLUMNS = (
 )
 
 
-def _row_base(fa: FileAnalysis) -> dict[str, Any]:
+def _row_base(fa: _Analysed) -> dict[str, Any]:
     key = fa.key
     return {
         "device": key.device,
@@ -294,9 +336,15 @@ class CombinedGroup:
 
 @dataclass
 class AnalyzeReport:
-    files: list[FileAnalysis] = field(default_factory=list)
+    files: list[FileAnalysis] = field(default_factory=list)  # lag and step runs
     problems: list[Problem] = field(default_factory=list)
     groups: list[CombinedGroup] = field(default_factory=list)
+    sweeps: list[SweepAnalysis] = field(default_factory=list)
+
+    @property
+    def analysed(self) -> list[FileAnalysis | SweepAnalysis]:
+        """Every analysed file, lag and step runs first, then sweeps."""
+        return [*self.files, *self.sweeps]
 
     @property
     def combined(self) -> CombinedLag | None:
@@ -310,19 +358,20 @@ class AnalyzeReport:
     def strict_failures(self) -> list[tuple[str, list[str]]]:
         """(file, what it holds) for every file --strict refuses."""
         out = []
-        for f in self.files:
+        for f in self.analysed:
             bad = [name for name, on in f.flags().items() if on]
             if bad:
                 out.append((str(f.path), bad))
         return out
 
     def table(self) -> list[dict[str, Any]]:
-        return [row for f in self.files for row in f.rows]
+        """Rows of the tidy table (TABLE_COLUMNS), file by file."""
+        return [row for f in self.analysed for row in f.rows]
 
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
         return {
-            "files": [f.to_dict() for f in self.files],
+            "files": [f.to_dict() for f in self.analysed],
             "combined_lag": combined.to_dict() if combined is not None else None,
             "combined_lags": [g.to_dict() for g in self.groups],
             "problems": [{"file": p.path, "reason": p.reason} for p in self.problems],
@@ -362,9 +411,9 @@ def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Proble
     return found, problems
 
 
-def _analyse_one(path: Path, keep_recording: bool) -> FileAnalysis | Problem:
+def _analyse_one(path: Path, keep_recording: bool) -> FileAnalysis | SweepAnalysis | Problem:
     try:
-        return analyze_file(path, keep_recording)
+        return analyze_any(path, keep_recording)
     except NotAnalyzable as exc:
         return Problem(str(path), _strip_path(str(exc), path))
 
@@ -375,7 +424,9 @@ def _quiet_worker() -> None:
         os.dup2(2, 1)
 
 
-def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[FileAnalysis | Problem]:
+def _outcomes(
+    files: Sequence[Path], workers: int, keep: bool
+) -> Iterator[FileAnalysis | SweepAnalysis | Problem]:
     if workers <= 1 or len(files) < 2:
         for path in files:
             yield _analyse_one(path, keep)
@@ -398,8 +449,9 @@ def analyze_paths(
     """Analyse every recording found; a file that cannot be analysed becomes a Problem, the others go on.
 
     With workers > 1 the files are analysed on that many processes (results in file order either way);
-    keep_recordings=False drops each file's rows once analysed (FileAnalysis.recording None), which a big
-    folder needs. Ramp files are combined into one delta = v * L fit per GroupKey with two or more files.
+    keep_recordings=False drops each file's rows once analysed (FileAnalysis.kept None), which a big folder
+    needs. Sweep files land in report.sweeps. Ramp files are combined into one delta = v * L fit per
+    GroupKey with two or more files.
     """
     files, problems = find_csv_files(paths)
     report = AnalyzeReport(problems=problems)
@@ -409,6 +461,8 @@ def analyze_paths(
             on_file(path)
         if isinstance(outcome, Problem):
             report.problems.append(outcome)
+        elif isinstance(outcome, SweepAnalysis):
+            report.sweeps.append(outcome)
         else:
             report.files.append(outcome)
         if on_progress is not None:

@@ -402,7 +402,7 @@ def test_a_folder_on_every_core_matches_one_core_and_reports_progress(tmp_path):
                          on_progress=lambda done, total, path: seen.append((done, total)))  # fmt: skip
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert [f.path for f in many.files] == [f.path for f in one.files]
-    assert all(f.recording is None for f in many.files)
+    assert all(f.kept is None for f in many.files)
     assert [f.result.fit.lag_ms for f in many.files] == [f.result.fit.lag_ms for f in one.files]
     import pandas as pd
 
