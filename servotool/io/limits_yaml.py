@@ -79,6 +79,11 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
         raise LimitsFileError(f"{where}: not a YAML mapping")
     nodes = {k: v[PARAMS] for k, v in doc.items() if isinstance(v, dict) and isinstance(v.get(PARAMS), dict)}
     if not nodes:
+        if doc and not any(str(k).startswith("arm_") for k in doc):
+            # a campaign or any other YAML: merging limits into it would damage it
+            raise LimitsFileError(f"{where}: not a limits parameter file (no <node>: ros__parameters: and "
+                                  "no arm_* keys); give the ROS 2 parameter file, e.g. "
+                                  "params/rosorin-arm-limits.yaml")
         return None, doc  # flat file: the keys at the top level
     with_limits = [k for k, v in nodes.items() if any(_limit_id(str(key)) is not None for key in v)]
     if len(with_limits) > 1:

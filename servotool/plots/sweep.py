@@ -73,7 +73,7 @@ def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, Fo
     """Every swept servo on one row: its stored limit (grey band), the limit before the run (thin bar), the
     mapped limit (green bar, labelled lo-hi with where each bound came from) and each sweep's stop (red x)."""
     joints = sorted({r.joint for r in results} | set(found))
-    fig = Figure(figsize=(8.0, 1.2 + 0.7 * max(1, len(joints))), layout="constrained")
+    fig = Figure(figsize=(8.0, 1.6 + 0.7 * max(1, len(joints))), layout="constrained")
     ax = fig.add_subplot()
     for row, joint in enumerate(joints):
         if joint in stored:
@@ -100,7 +100,9 @@ def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, Fo
     mapped = ", ".join(f"{j}: {found[j].lo}-{found[j].hi}" for j in joints if j in found)
     ax.set_title(f"mapped limits of {len(joints)} servo(s): {mapped or 'none found'}", fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, fontsize="small")
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.12), ncol=4, fontsize="small",
+              frameon=False)
     return fig
 
 

@@ -322,3 +322,11 @@ def test_a_sweep_on_a_noisy_link_finishes_and_reports_the_damage(tmp_path):
     assert data["sweeps"][0]["reason"] == "stalled"
     assert data["link"]["bad_frames"] > 0 and data["link"]["skipped_bytes"] > 0
     assert "serial link:" in result.stderr
+
+
+def test_a_yaml_that_is_not_a_limits_file_is_refused(tmp_path):
+    campaign = EXAMPLE.parents[1] / "campaigns" / "rosorin-arm-limits.yaml"
+    before = campaign.read_text()
+    result = sweep("--limits", str(campaign), "--update-limits", "--force-sim", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "not a limits parameter file" in result.stderr
+    assert campaign.read_text() == before

@@ -144,3 +144,53 @@ def test_only_known_frames_reach_the_wire(bus_factory):
     bus.sync()
     assert bus.sim.rejected == []
     assert bus.sim.frames_seen == bus.stats.frames_sent
+
+
+def test_line_noise_before_every_reply_is_skipped_and_counted(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?garbage_rate=1&seed=5")
+    assert bus.read_pose() == {1: 500, 2: 776, 3: 211, 4: 161, 5: 500, 10: 499}
+    assert bus.sim.garbage >= 6 and bus.stats.skipped_bytes > 0
+
+
+def test_a_servo_can_start_limp_and_the_snapshot_restarts_the_sim_where_it_was(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?pose=pretuck&torque_3=0")
+    assert bus.read_torque(3) is False and bus.read_torque(2) is True
+    snap = bus.sim_snapshot()
+    assert snap["start_2"] == "960.000" and snap["torque_3"] == "0" and "torque_2" not in snap
+    again = bus_factory("sim:rosorin-arm?" + "&".join(f"{k}={v}" for k, v in snap.items()))
+    assert again.read_position(2) == 960 and again.read_torque(3) is False
+
+
+def test_bad_injection_rates_are_refused():
+    with pytest.raises(DeviceURLError, match="probability"):
+        open_bus("sim:rosorin-arm?garbage_rate=2")
+
+
+def test_a_silent_port_is_no_board(tmp_path):
+    import os
+    import tty
+
+    from servotool.devices.hiwonder.client import NoBoardAnswer
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        path = os.ttyname(slave)
+        with pytest.raises(NoBoardAnswer, match=f"no board answered on {path}") as info:
+            open_bus(f"hiwonder://{path}?timeout_ms=10")
+        assert info.value.exit_code == 3
+        bus = open_bus(f"hiwonder://{path}?timeout_ms=10", probe=False)  # ports probes without it
+        bus.close()
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def test_sim_state_round_trip(tmp_path):
+    from servotool.io.sim_state import forget_sim_state, load_sim_state, save_sim_state
+
+    assert load_sim_state("sim:rosorin-arm", tmp_path) == {}
+    save_sim_state("sim:rosorin-arm", {"start_2": "960.000"}, tmp_path)
+    assert load_sim_state("sim:rosorin-arm", tmp_path) == {"start_2": "960.000"}
+    assert load_sim_state("sim:rosorin-arm?noise=1", tmp_path) == {}
+    assert forget_sim_state("sim:rosorin-arm", tmp_path) and not forget_sim_state("sim:rosorin-arm", tmp_path)
