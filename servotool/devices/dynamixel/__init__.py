@@ -6,14 +6,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servotool.devices.dynamixel.profiles import PROFILES
+
+if TYPE_CHECKING:
+    from servotool.devices.dynamixel.client import DxlBus
+    from servotool.devices.registry import DeviceURL
 
 SCHEMES = ("dxl",)
 
 
-def open_url(parsed: Any, **kwargs: Any) -> Any:
+def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     """Open a bus from a parsed device URL (see client.open_url)."""
     from servotool.devices.dynamixel.client import open_url as _open
 

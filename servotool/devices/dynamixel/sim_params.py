@@ -26,7 +26,7 @@ separated by commas: at time T (0 when omitted) the servo latches BITS of Hardwa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -100,7 +100,7 @@ def _rate(text: str) -> float:
     return value
 
 
-_KEYS: dict[str, tuple[str, Any]] = {
+_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "seed": ("seed", int),
     "overload": ("overloads", _faults),
     "overload_ramp_s": ("overload_ramp_s", _nonneg),

@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from servotool.clock import FakeClock
@@ -10,6 +15,7 @@ from servotool.devices.dynamixel.sim import start_sim
 from servotool.devices.registry import DeviceURLError, open_bus
 from servotool.errors import ConnectionLost, ExitCode, Refused
 
+ROOT = str(Path(__file__).resolve().parents[3])
 LEGS = (10, 11, 12, 13, 14, 20, 21, 22, 23, 24)
 
 
@@ -188,3 +194,10 @@ def test_parse_ids_accepts_lists_and_ranges():
     assert parse_ids("7") == (7,)
     with pytest.raises(ValueError):
         parse_ids("14-10")
+
+
+def test_the_family_loads_dynamixel_sdk_only_when_a_bus_opens():
+    code = ("import sys, servotool.devices.dynamixel as d; "
+            "assert 'microduck' in d.PROFILES and callable(d.open_url) and callable(d.probe); "
+            "assert 'dynamixel_sdk' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
