@@ -33,6 +33,7 @@ from servotool.runs.campaign_run import (
     start_campaign,
 )
 from servotool.runs.report import write_report
+from servotool.runs.signals import StopSignals
 
 campaign_app = typer.Typer(
     help="Measurement campaigns as files: a device, safety rules and a series of runs, checked before "
@@ -206,7 +207,8 @@ def run(
     ui = _Hooks(not json_out)
     hooks = CampaignHooks(on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
                           run_progress=ui.progress)
-    state = run_campaign(campaign, cr, hooks)
+    with StopSignals() as signals:  # SIGTERM and SIGHUP stop a run the way Ctrl-C does
+        state = run_campaign(campaign, cr, hooks)
     report = write_report(cr.folder)
     if json_out:
         print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
@@ -220,4 +222,7 @@ def run(
         err_console.print(f"[green]done[/]: {len(state.runs)} run(s) in {cr.folder}", highlight=False)
     for path in report if not json_out else []:
         console.print(f"report: {path}", highlight=False)
-    raise typer.Exit(int(_exit_status(state)))
+    code = _exit_status(state)
+    if state.stop_status == STOPPED:
+        code = signals.exit_code() or code
+    raise typer.Exit(int(code))

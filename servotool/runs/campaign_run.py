@@ -23,7 +23,7 @@ from typing import Any
 from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import Arm
 from servotool.devices.registry import DeviceURLError, open_arm, open_bus
-from servotool.errors import DeviceError, Refused
+from servotool.errors import DeviceError, Refused, StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.runs.campaign import (
     Campaign,
@@ -286,8 +286,9 @@ def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignH
                 record = _run_sweep(campaign, run, url, cr.folder)
             else:
                 record = _run_arm(campaign, run, url, cr.folder, hooks, clock_factory)
-        except KeyboardInterrupt:
-            record = RunRecord(run.index, run.command, run.why, STOPPED, reason="Ctrl-C")
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP as a StopSignal
+            reason = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+            record = RunRecord(run.index, run.command, run.why, STOPPED, reason=reason)
         except (RunRefused, Refused, ValueError) as exc:
             record = RunRecord(run.index, run.command, run.why, REFUSED, reason=str(exc))
         except DeviceError as exc:
@@ -315,8 +316,9 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
             _run_all(campaign, cr, hooks, make_clock)
     except DeviceBusy as exc:
         state.stopped, state.stop_status = str(exc), REFUSED
-    except KeyboardInterrupt:
-        state.stopped, state.stop_status = "Ctrl-C between runs", STOPPED
+    except KeyboardInterrupt as exc:
+        name = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+        state.stopped, state.stop_status = f"{name} between runs", STOPPED
     state.save(cr.folder)
     return state
 
