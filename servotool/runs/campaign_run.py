@@ -36,6 +36,7 @@ from servotool.runs.campaign import (
     validate,
 )
 from servotool.runs.cold_start import run_cold_ramp
+from servotool.runs.outcome import RunStatus
 from servotool.runs.ownership import DeviceBusy, claim, require_free
 from servotool.runs.ramp import run_ramp
 from servotool.runs.step import run_step
@@ -201,7 +202,9 @@ def _stream_record(run: RunSpec, result: Any, folder: Path) -> RunRecord:
     faults += 1 if out.guard_reason else 0
     if result.analysis is not None and hasattr(result.analysis.result, "total_faults"):
         faults = max(faults, int(result.analysis.result.total_faults))
+    lost = out.status in (RunStatus.CONNECTION_LOST, RunStatus.DEVICE_ERROR)
     status = DONE if out.status == COMPLETE else STOPPED if out.status == INTERRUPTED else FAULTED
+    status = UNREACHABLE if lost else status
     if status == DONE and faults:
         status = FAULTED
     rel = str(Path(result.path).relative_to(folder))
@@ -293,7 +296,7 @@ def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignH
             record = RunRecord(run.index, run.command, run.why, REFUSED, reason=str(exc))
         except DeviceError as exc:
             record = RunRecord(run.index, run.command, run.why, UNREACHABLE, reason=str(exc))
-    if record.status == STOPPED:
+    if record.status in (STOPPED, UNREACHABLE):  # not finished: resume runs it again
         for path in written:
             if path.exists():
                 shutil.move(str(path), str(path) + PARTIAL_SUFFIX)
