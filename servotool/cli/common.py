@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -45,6 +45,15 @@ def print_json(data: Any) -> None:
     """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json)."""
     sys.stdout.write(json.dumps(_clean(data), indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
+
+
+def refuse(problems: Sequence[str], code: int = 2) -> NoReturn:
+    """Print every problem (a line of it) as its own `error: refused:` line on stderr and exit (2: refused
+    before anything moved)."""
+    for problem in problems:
+        for line in str(problem).splitlines():
+            err_console.print(f"[bold red]error:[/] refused: {escape(line)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
 
 
 @contextmanager

@@ -23,9 +23,10 @@ class NotConfirmed(Refused):
     """The typed answer was not the phrase asked for; nothing was sent."""
 
 
-def confirm_typed(warning: str, phrase: str, *, tty: str | Path = TTY) -> None:
+def confirm_typed(warning: str, phrase: str, *, tty: str | Path | None = None) -> None:
     """Show `warning` and ask for `phrase` on the terminal; return only when it was typed exactly (surrounding
     blanks ignored). Raises NoTerminal when `tty` cannot be opened as a terminal, NotConfirmed otherwise."""
+    tty = TTY if tty is None else tty  # read at call time: tests point TTY at a pseudo-terminal
     try:
         fd = os.open(tty, os.O_RDWR | os.O_NOCTTY)
     except OSError:

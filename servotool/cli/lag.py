@@ -8,14 +8,25 @@ from typing import Annotated
 import typer
 
 from servotool.analysis.lag import LagResult
-from servotool.cli.common import console, fail, print_json, run_errors
-from servotool.cli.live import DEFAULT_ROBOT, RunProgress, exit_for, open_device, report_outcome, run_json
+from servotool.cli.common import console, fail, print_json
+from servotool.cli.live import (
+    DEFAULT_ROBOT,
+    RunProgress,
+    exit_for,
+    live_arm,
+    preflight_or_refuse,
+    report_outcome,
+    run_json,
+)
 from servotool.cli.render import render_lag, save_plot
 from servotool.clock import MonotonicClock
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
+from servotool.runs.arm_run import RunResult
+from servotool.runs.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.ramp import RampSettings, run_ramp
+from servotool.runs.settings import validate_lag
 
 
 def parse_speeds(text: str) -> tuple[float, ...]:
@@ -71,7 +82,9 @@ def lag(
     Per pass: cruise delta and L = delta / v at every state frame, guard-view delta, midpoint lag, overshoot.
     Summary: delta = v * L through the origin with its 95 % CI, the midpoint cross-check, the model check.
     Then a dead time + first-order lag + friction fit over the whole sweep, the noise at rest, guard tuning.
-    Everything is recorded in a CSV that `servotool analyze` reads back. Exit 0 complete, 1 fault, 130 Ctrl-C.
+    Everything is recorded in a CSV that `servotool analyze` reads back. Every setting is checked before the
+    arm is opened, the sweep against the joint's range. Exit 0 complete, 1 fault or guard, 2 refused before
+    anything moved, 3 device lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP (after the braked stop).
     """
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
@@ -88,19 +101,27 @@ def lag(
         realtime=rt,
         transport="rpc" if rpc else "udp",
     )
+    limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
+    preflight_or_refuse(validate_lag(settings, speed_limits=limits, ranges=ranges), out_dir(out))
     clock = MonotonicClock()
-    arm = open_device(robot, rpc, clock)
-    with run_errors(arm), RunProgress(not json_out, "ramp") as progress:
-        run = run_ramp(
-            arm,
-            settings,
-            clock=clock,
-            out_dir=out_dir(out),
-            command=command_line(),
-            on_tick=progress.tick,
-            on_pass=progress.on_pass("pass"),
-            on_status=progress.status,
-        )
+    with live_arm(robot, rpc, clock) as (arm, signals):
+        with RunProgress(not json_out, "ramp") as progress:
+            run = run_ramp(
+                arm,
+                settings,
+                clock=clock,
+                out_dir=out_dir(out),
+                command=command_line(),
+                on_tick=progress.tick,
+                on_pass=progress.on_pass("pass"),
+                on_status=progress.status,
+                signals=signals,
+            )
+        _render(run, joint, robot, plot, json_out)
+        exit_for(run, signals)
+
+
+def _render(run: RunResult, joint: int, robot: str, plot: bool, json_out: bool) -> None:
     plot_path = None
     if plot and run.analysis is not None:
         plot_path = save_plot(run.analysis)
@@ -113,4 +134,3 @@ def lag(
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False)
-    exit_for(run)

@@ -1,26 +1,34 @@
 """What every live arm command shares: opening the arm, the progress line, the run's report and exit rule.
 
-A live command (`lag`, `step`, a campaign step) parses its options, opens the arm with `open_device`,
-runs one runs/ function under `run_errors` and `RunProgress`, renders the result (cli/render.py), then
-`report_outcome` and `exit_for`. The exit status is the run status's (runs/outcome.py): 0 complete,
-1 fault / guard / rejects, 3 connection lost, 130 Ctrl-C; 1 also when the recording could not be analysed.
+A live command (`lag`, `step`) parses its options, refuses bad settings before anything opens
+(`preflight_or_refuse`), then under `live_arm` (the device lock, the open arm, the stop signals and the one
+mapping of errors to exit codes) runs one runs/ function with `RunProgress`, renders the result
+(cli/render.py), then `report_outcome` and `exit_for`. The exit status is the run status's
+(runs/outcome.py): 0 complete, 1 fault / guard / rejects / our own error, 3 connection lost, 130 Ctrl-C;
+a stop signal's own code (130/143/129) whenever one came; 1 also when the recording could not be analysed.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from servotool.cli.common import announce_device, console, err_console, fail
+from servotool.cli.common import announce_device, console, err_console, fail, refuse
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
-from servotool.errors import ExitCode
+from servotool.errors import ExitCode, Refused, ServotoolError, StopSignal, exit_code_of
 from servotool.runs.arm_run import RunResult
 from servotool.runs.outcome import StreamOutcome
+from servotool.runs.ownership import claim
+from servotool.runs.preflight import before_open
+from servotool.runs.signals import StopSignals
 from servotool.runs.stream import COMPLETE, TickInfo
 
 DEFAULT_ROBOT = "sim:fr3"
@@ -80,9 +88,12 @@ def exit_code(outcome: StreamOutcome) -> int:
     return int(outcome.exit_code)
 
 
-def exit_for(run: RunResult) -> None:
+def exit_for(run: RunResult, signals: StopSignals | None = None) -> None:
     """Exit non-zero when a live run ended early or its recording could not be analysed; the CSV is kept
-    either way."""
+    either way. A stop signal decides the code (130/143/129) however the stream ended."""
+    by_signal = signals.exit_code() if signals is not None else None
+    if by_signal is not None:
+        raise typer.Exit(int(by_signal))
     if run.analysis is None:
         err_console.print(
             f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
@@ -122,6 +133,37 @@ def open_device(robot: str, rpc: bool, clock: MonotonicClock) -> Arm:
         fail(f"cannot open {robot}: {exc}", code=ExitCode.DEVICE)
     announce_device(robot, arm.simulated, getattr(arm, "model", ""))
     return arm
+
+
+def preflight_or_refuse(problems: list[str], out: Path) -> None:
+    """Exit 2 with one line per problem (the settings' and the output folder's) before anything opens."""
+    problems = before_open(problems, out)
+    if problems:
+        refuse(problems)
+
+
+@contextmanager
+def live_arm(robot: str, rpc: bool, clock: MonotonicClock) -> Iterator[tuple[Arm, StopSignals]]:
+    """Own the arm for one command and map every way out of it to its exit code, in one place.
+
+    Yields (arm, signals): the device, opened only once the host-wide lock of its address is held (another
+    servotool process on it: refused), and the StopSignals that make SIGTERM and SIGHUP end the run like
+    Ctrl-C (pass them to the run). The device is closed whatever happens. Exits: a refusal 2 (one line per
+    problem), a device that cannot be reached 3, a signal outside the stream 130/143/129.
+    """
+    with StopSignals() as signals:
+        try:
+            with claim(robot):
+                arm = open_device(robot, rpc, clock)
+                with contextlib.closing(arm):
+                    yield arm, signals
+        except Refused as exc:
+            refuse([str(exc)])
+        except (DeviceError, ServotoolError) as exc:
+            fail(f"{exc} (nothing was recorded)", code=exit_code_of(exc))
+        except KeyboardInterrupt as exc:
+            name = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+            fail(f"interrupted by {name}", code=exit_code_of(exc))
 
 
 def run_json(run: RunResult, plot_path: Path | None) -> dict[str, Any]:

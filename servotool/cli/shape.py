@@ -9,8 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
+from servotool.runs.settings import validate_shaper
 
 if TYPE_CHECKING:
     from servotool.runs.shape import FileReplay
@@ -23,6 +24,9 @@ def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, c
     from servotool.motion.stream_shapers import ShaperSpec
     from servotool.runs.shape import replay_file
 
+    problems = validate_shaper(shaper, v_max, a_max, j_max, None if cmd_ms is None else cmd_ms / 1000.0)
+    if problems:
+        refuse(problems)
     try:
         limits: dict[str, Any] = {"v_max": v_max, "a_max": a_max, "j_max": j_max}
         spec = ShaperSpec(dt=cmd_ms / 1000.0, kind=shaper, **limits) if cmd_ms is not None else None
@@ -117,8 +121,6 @@ def shape(
     the runaway band, and the trail behind a moving target. Nothing is sent to any device. Malformed rows
     are left out and reported with their line numbers; a damaged file gets one error line and exit 2.
     """
-    if shaper not in SHAPERS:
-        fail(f"--shaper must be accel or otg, not {shaper!r}")
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     data = fr.to_dict()
     if plot is not None:

@@ -8,14 +8,27 @@ from typing import Annotated
 import typer
 
 from servotool.analysis.step import StepResult
-from servotool.cli.common import console, err_console, fail, print_json, run_errors
-from servotool.cli.live import DEFAULT_ROBOT, RunProgress, exit_for, open_device, report_outcome, run_json
+from servotool.cli.common import console, print_json, refuse
+from servotool.cli.confirm import confirm_typed
+from servotool.cli.live import (
+    DEFAULT_ROBOT,
+    RunProgress,
+    exit_for,
+    live_arm,
+    preflight_or_refuse,
+    report_outcome,
+    run_json,
+)
 from servotool.cli.render import render_guard_setup, render_step, save_plot
 from servotool.clock import MonotonicClock
+from servotool.devices.registry import DeviceURLError, parse_url
+from servotool.errors import Refused
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
-from servotool.runs.step import StepSettings, raw_needs_confirmation, run_step
+from servotool.runs.preflight import profile_ranges
+from servotool.runs.settings import validate_step
+from servotool.runs.step import StepRun, StepSettings, run_step
 
 
 def step(
@@ -68,8 +81,9 @@ def step(
 
     Shaped by default: the wire sees a bounded trapezoid, and the divergence guard runs alongside.
     --raw puts the jump on the wire in one tick: a FAIRINO controller latches a fault and sweeps on its own.
-    Raw steps run on simulators, or on a real arm with --test-arm and a typed confirmation.
-    Exit 0 complete, 1 when a fault or the guard ended the run, 130 on Ctrl-C.
+    Raw steps run on simulators, or on a real arm with --test-arm and a confirmation typed on the terminal.
+    Every setting is checked before the arm is opened, +X and -X against the joint's range. Exit 0 complete,
+    1 fault or guard, 2 refused before anything moved, 3 device lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP.
     """
     settings = StepSettings(
         joint=joint,
@@ -89,20 +103,17 @@ def step(
         realtime=rt,
         transport="rpc" if rpc else "udp",
     )
+    try:
+        simulated = parse_url(robot).simulated
+    except DeviceURLError as exc:
+        refuse([str(exc)])
+    problems = validate_step(settings, simulated=simulated, test_arm=test_arm, ranges=profile_ranges(robot))
+    preflight_or_refuse(problems, out_dir(out))
+    if not settings.shaped and not simulated:
+        _confirm_raw(robot, size, joint)  # on the terminal, before the arm is even opened
+        settings.confirmed = True
     clock = MonotonicClock()
-    arm = open_device(robot, rpc, clock)
-    with run_errors(arm):
-        if raw_needs_confirmation(settings, arm) and test_arm:
-            phrase = f"RAW {size:g} J{joint + 1}"
-            err_console.print(
-                f"[bold red]RAW steps on a real arm[/] ({robot}): the controller may run away "
-                f"for 14-35x the step. E-stop in hand, clear the joint's arc.",
-                highlight=False,
-            )
-            typed = typer.prompt(f'Type "{phrase}" to go on', default="", show_default=False, err=True)
-            settings.confirmed = typed.strip() == phrase
-            if not settings.confirmed:
-                fail("confirmation not given: nothing was sent")
+    with live_arm(robot, rpc, clock) as (arm, signals):
         with RunProgress(not json_out, "steps") as progress:
             run = run_step(
                 arm,
@@ -113,7 +124,25 @@ def step(
                 on_tick=progress.tick,
                 on_pass=progress.on_pass("step"),
                 on_status=progress.status,
+                signals=signals,
             )
+        _render(run, joint, robot, plot, json_out)
+        exit_for(run, signals)
+
+
+def _confirm_raw(robot: str, size: float, joint: int) -> None:
+    """The typed confirmation of a raw step on a real arm, on the terminal (never a pipe); exit 2 without."""
+    warning = (
+        f"RAW steps on a real arm ({robot}): the controller may run away for 14-35x the step. "
+        "E-stop in hand, clear the joint's arc."
+    )
+    try:
+        confirm_typed(warning, f"RAW {size:g} J{joint + 1}")
+    except Refused as exc:
+        refuse([str(exc)])
+
+
+def _render(run: StepRun, joint: int, robot: str, plot: bool, json_out: bool) -> None:
     plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
     if json_out:
         print_json(run_json(run, plot_path))
@@ -126,4 +155,3 @@ def step(
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False)
-    exit_for(run)

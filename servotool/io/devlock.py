@@ -3,7 +3,7 @@
 The lock is `fcntl.flock` on `<lock dir>/<key>.lock`: the kernel drops it when the process ends, however it
 ends (a crash or SIGKILL leaves no stale lock to clean up). The file holds the owner's pid and command line,
 so a refusal can say who holds the device. The lock dir is $SERVOTOOL_LOCK_DIR, else the platformdirs user
-runtime dir (falling back to the state dir where no runtime dir exists).
+runtime dir (the state dir's `locks` folder where the session has no runtime dir).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ def lock_dir(explicit: str | Path | None = None) -> Path:
     env = os.environ.get("SERVOTOOL_LOCK_DIR")
     if env:
         return Path(env)
-    try:
+    if os.environ.get("XDG_RUNTIME_DIR"):
         return Path(platformdirs.user_runtime_dir("servotool"))
-    except (OSError, RuntimeError):
-        return Path(platformdirs.user_state_dir("servotool"))
+    # no per-user runtime dir (a container, a cron job): the state dir is per user and persistent
+    return Path(platformdirs.user_state_dir("servotool")) / "locks"
 
 
 def lock_name(key: str) -> str:

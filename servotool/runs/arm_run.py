@@ -1,6 +1,6 @@
 """The one sequence every streamed arm run follows, with its hook points.
 
-    check settings -> real-time request -> take ownership -> open/prepare (enable, warm-up accepted)
+    check settings -> take ownership -> real-time request -> open/prepare (enable, warm-up accepted)
       -> record (stream into a new CSV) -> finish (braked stop, servo end, end line) -> analyse
 
 A run is an `ArmRun` around a job (`RunJob`): the job says what to stream (its settings checks and the plan
@@ -11,7 +11,9 @@ Hook points (each a method of ArmRun, documented where it is):
 
 * `check_settings()` runs before any device opens (the CLI calls it before opening the arm; `run()` calls
   it again, which is cheap and keeps library callers safe). Settings validation belongs here.
-* `take_ownership(arm)` runs after connecting and before the arm is enabled: the one-owner check.
+* `take_ownership(arm)` runs after connecting and before the arm is enabled: the one-owner check and the
+  goals against the joint ranges from the measured pose (runs/preflight.py). It runs BEFORE the safe ending
+  is armed: a refused run must not end the servo mode of, or disable, an arm that another client drives.
 * `finish(arm)` is the single way out. `run()` calls it from a `finally`, so every exit goes through it:
   a stream still going is brought to rest by the Streamer's braked stop, the CSV gets its end line, the
   servo mode is ended and the robot disabled unless keep. Signal deferral for the ending belongs here.
@@ -30,7 +32,8 @@ Nothing here prints: progress goes to the callbacks (RunCallbacks), notes into t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,8 +44,11 @@ from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.analyze import FileAnalysis, analyze_written
 from servotool.runs.outcome import RunStatus, StreamOutcome
+from servotool.runs.preflight import on_connect
 from servotool.runs.prepare import Prepared, finish, prepare
 from servotool.runs.realtime import realtime
+from servotool.runs.settings import Ranges
+from servotool.runs.signals import StopSignals
 from servotool.runs.stream import StopSettings, Streamer, StreamPlan, TickInfo, open_run_csv
 
 DEFAULT_WARMUP_TIMEOUT_S = 10.0
@@ -90,6 +96,9 @@ class RunJob(Protocol):
 
     def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
         """The stream to run from the prepared pose; may refuse (RunRefused) before anything streams."""
+
+    def goal_problems(self, ranges: Ranges | None, start: Sequence[float] | None) -> list[str]:
+        """Every goal of the run from `start` (deg) that lies outside `ranges` (per joint), one line each."""
 
 
 @dataclass
@@ -139,6 +148,7 @@ class ArmRun:
         command: str | None = None,
         callbacks: RunCallbacks | None = None,
         analyse: bool = True,
+        signals: StopSignals | None = None,
     ) -> None:
         self.job = job
         self.clock = clock
@@ -146,6 +156,7 @@ class ArmRun:
         self.command = command
         self.callbacks = callbacks or RunCallbacks()
         self.analyse_after = analyse
+        self.signals = signals  # the command's stop signals: SIGTERM/SIGHUP end the stream like Ctrl-C
         self.notes: list[str] = []
         self._writer: CsvLogWriter | None = None
         self._streamer: Streamer | None = None
@@ -163,7 +174,9 @@ class ArmRun:
 
     def take_ownership(self, arm: Arm) -> None:
         """HOOK, after connecting and before the arm is enabled: refuse (Refused) when someone else owns the
-        arm. Sends nothing that moves it. (The host-wide device lock is the caller's, before opening.)"""
+        arm or a goal from the measured pose leaves the joint ranges. Sends nothing. (The host-wide device
+        lock is the caller's, before opening: runs/ownership.claim.)"""
+        on_connect(arm, self.clock, self.job.goal_problems)
 
     # -- stage 4: open / prepare -----------------------------------------------------------------------------
 
@@ -192,7 +205,7 @@ class ArmRun:
         self._streamer = Streamer(
             arm, self.clock, self._writer, period_s=opts.cmd_period_s, shaper=setup.shaper, guard=setup.guard,
             stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max), record_raw=setup.record_raw,
-            on_tick=self.callbacks.on_tick, on_pass=self.callbacks.on_pass,
+            on_tick=self.callbacks.on_tick, on_pass=self.callbacks.on_pass, signals=self.signals,
         )
         self._outcome = self._streamer.run(setup.plan)
         return self._outcome
@@ -202,13 +215,16 @@ class ArmRun:
     def finish(self, arm: Arm) -> list[str]:
         """HOOK, the one way every run ends, from a `finally`: bring a stream still going to rest through the
         braked stop, close the CSV with its end line (complete, or interrupted with the reason), end servo
-        mode and disable unless keep. Never raises for a device failure: returns notes."""
+        mode and disable unless keep. Never raises for a device failure: returns notes. A stop signal arriving
+        meanwhile is held back (counted, decides the exit code) so nothing cuts the safe ending short."""
         notes: list[str] = []
-        try:
-            self._stop_stream()
-            self._close_csv()
-        finally:
-            notes += finish(arm, self.job.options.keep)
+        deferred = self.signals.deferring(raise_after=False) if self.signals else contextlib.nullcontext()
+        with deferred:
+            try:
+                self._stop_stream()
+                self._close_csv()
+            finally:
+                notes += finish(arm, self.job.options.keep)
         return notes
 
     def _stop_stream(self) -> None:
@@ -240,9 +256,9 @@ class ArmRun:
         left out of servo mode, and disabled unless keep, whatever happens."""
         self.check_settings()
         self.job.check_arm(arm)
+        self.take_ownership(arm)  # before the safe ending is armed: a refusal undoes nothing on the arm
         with realtime(self.job.options.realtime) as rt:
             try:
-                self.take_ownership(arm)
                 prep = self.open_and_prepare(arm)
                 outcome = self.record(arm, prep, rt)
             except BaseException as exc:

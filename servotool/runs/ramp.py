@@ -28,6 +28,8 @@ from servotool.runs.arm_run import (
     StreamSetup,
 )
 from servotool.runs.prepare import Prepared, RunRefused
+from servotool.runs.settings import Ranges, lag_goal_problems, validate_lag
+from servotool.runs.signals import StopSignals
 from servotool.runs.stream import StreamPlan, TickInfo
 
 # a ramp run's result is the skeleton's
@@ -53,32 +55,15 @@ class RampSettings:
 
 
 def check_settings(s: RampSettings, arm: Arm | None = None) -> None:
-    """Refuse (RunRefused) what ramp mode must not do; refuse, never clamp. Without an arm only the checks
-    that need none run (the joint count and the joint's speed limit are the arm's)."""
-    if arm is not None and not 0 <= s.joint < arm.n_joints:
-        raise RunRefused(f"--joint {s.joint} does not exist: this arm has joints 0..{arm.n_joints - 1}")
-    if not s.speeds_deg_s:
-        raise RunRefused("--speeds lists no speed")
-    if s.sweep_deg == 0:
-        raise RunRefused("--sweep must not be 0")
-    if not 0.001 <= s.cmd_period_s <= 0.1:
-        raise RunRefused(f"--cmd-ms {s.cmd_period_s * 1e3:g} is outside 1..100 ms")
-    if s.ramp_s <= 0:
-        raise RunRefused("--ramp-ms must be > 0: ramp mode never puts a velocity jump on the wire")
-    limits = getattr(arm, "joint_speed_limits", None) if arm is not None else None
-    limit = float(limits[s.joint]) if limits else float("inf")
-    for v in s.speeds_deg_s:
-        if not v > 0:
-            raise RunRefused(f"speed {v:g} deg/s must be > 0")
-        if v > s.v_max:
-            raise RunRefused(f"speed {v:g} deg/s exceeds --v-max {s.v_max:g} deg/s")
-        if v > limit:
-            raise RunRefused(f"speed {v:g} deg/s exceeds joint {s.joint}'s limit of {limit:g} deg/s")
-        if v / s.ramp_s > s.a_max:
-            raise RunRefused(
-                f"speed {v:g} deg/s over a {s.ramp_s * 1e3:g} ms ramp needs "
-                f"{v / s.ramp_s:g} deg/s^2, above --a-max {s.a_max:g}: lengthen --ramp-ms"
-            )
+    """Refuse (RunRefused, every problem one line) what ramp mode must not do; refuse, never clamp. Without
+    an arm only the checks that need none run (runs/settings.validate_lag); with one, its joint count and
+    speed limits too."""
+    if arm is None:
+        problems = validate_lag(s)
+    else:
+        problems = validate_lag(s, n_joints=arm.n_joints, speed_limits=arm.joint_speed_limits)
+    if problems:
+        raise RunRefused("\n".join(problems))
 
 
 def config_dict(
@@ -112,6 +97,9 @@ class RampJob:
     def check_arm(self, arm: Arm) -> None:
         check_settings(self.settings, arm)
 
+    def goal_problems(self, ranges: Ranges | None, start: Sequence[float] | None) -> list[str]:
+        return lag_goal_problems(self.settings, ranges, start)
+
     def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
         s, pose = self.settings, prep.pose
         profile = ramp_profile(
@@ -137,12 +125,17 @@ def run_ramp(
     on_tick: Callable[[TickInfo], None] | None = None,
     on_pass: Callable[[int], None] | None = None,
     on_status: Callable[[str], None] | None = None,
+    signals: StopSignals | None = None,
 ) -> RampRun:
     """Run a ramp measurement on an open arm; returns the CSV path, how the stream ended and the analysis.
 
-    Raises RunRefused before anything moves, DeviceError when the arm cannot be prepared (nothing recorded).
-    The robot is left out of servo mode, and disabled unless settings.keep, whatever happens.
+    Raises RunRefused before anything moves (settings), Refused after connecting and before enabling (a goal
+    outside the joint ranges, an arm someone else drives), DeviceError when the arm cannot be prepared
+    (nothing recorded). The robot is left out of servo mode, and disabled unless settings.keep, whatever
+    happens; `signals` (the command's StopSignals) makes SIGTERM and SIGHUP end the stream like Ctrl-C.
     """
     callbacks = RunCallbacks(on_tick=on_tick, on_pass=on_pass, on_status=on_status)
-    run = ArmRun(RampJob(settings), clock=clock, out_dir=out_dir, command=command, callbacks=callbacks)
+    run = ArmRun(
+        RampJob(settings), clock=clock, out_dir=out_dir, command=command, callbacks=callbacks, signals=signals
+    )
     return run.run(arm)

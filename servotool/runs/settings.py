@@ -51,35 +51,59 @@ Ranges = Sequence[tuple[float, float]]
 class LagLike(Protocol):
     """The fields of a ramp (lag) run's settings that are checked."""
 
-    joint: int
-    sweep_deg: float
-    speeds_deg_s: Sequence[float]
-    ramp_s: float
-    settle_s: float
-    cmd_period_s: float
-    a_max: float
-    v_max: float
-    warmup_timeout_s: float
+    @property
+    def joint(self) -> int: ...
+    @property
+    def sweep_deg(self) -> float: ...
+    @property
+    def speeds_deg_s(self) -> Sequence[float]: ...
+    @property
+    def ramp_s(self) -> float: ...
+    @property
+    def settle_s(self) -> float: ...
+    @property
+    def cmd_period_s(self) -> float: ...
+    @property
+    def a_max(self) -> float: ...
+    @property
+    def v_max(self) -> float: ...
+    @property
+    def warmup_timeout_s(self) -> float: ...
 
 
 class StepLike(Protocol):
     """The fields of a step run's settings that are checked."""
 
-    joint: int
-    size_deg: float
-    steps: int
-    hold_s: float
-    cmd_period_s: float
-    shaped: bool
-    shaper: str
-    v_max: float
-    a_max: float
-    j_max: float
-    guard: bool
-    lag_ms: float | None
-    guard_noise_deg: float
-    warmup_timeout_s: float
-    pre_hold_s: float
+    @property
+    def joint(self) -> int: ...
+    @property
+    def size_deg(self) -> float: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def hold_s(self) -> float: ...
+    @property
+    def cmd_period_s(self) -> float: ...
+    @property
+    def shaped(self) -> bool: ...
+    @property
+    def shaper(self) -> str: ...
+    @property
+    def v_max(self) -> float: ...
+    @property
+    def a_max(self) -> float: ...
+    @property
+    def j_max(self) -> float: ...
+    @property
+    def guard(self) -> bool: ...
+    @property
+    def lag_ms(self) -> float | None: ...
+    @property
+    def guard_noise_deg(self) -> float: ...
+    @property
+    def warmup_timeout_s(self) -> float: ...
+    @property
+    def pre_hold_s(self) -> float: ...
 
 
 def _num(x: object) -> float | None:
@@ -114,8 +138,13 @@ def _joint(joint: object, n_joints: int) -> list[str]:
     return []
 
 
+def _period(period_s: object) -> list[str]:
+    lo, hi = (b * 1e3 for b in CMD_PERIOD_RANGE_S)
+    return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
+
+
 def _common(period_s: object, a_max: object, v_max: object, warmup_s: object) -> list[str]:
-    problems = _in(period_s, "--cmd-ms", *(b * 1e3 for b in CMD_PERIOD_RANGE_S), scale=1e3, unit=" ms")
+    problems = _period(period_s)
     problems += _in(a_max, "--a-max", 0.0, MAX_A_DEG_S2, unit=" deg/s^2", lo_open=True)
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
     problems += _in(warmup_s, "warm-up timeout", 0.0, MAX_WARMUP_S, unit=" s", lo_open=True)
@@ -192,9 +221,14 @@ def validate_lag(
     return problems
 
 
-def validate_shaper(kind: object, v_max: object, a_max: object, j_max: object) -> list[str]:
-    """The stream shaper's kind and bounds (deg/s, deg/s^2, deg/s^3); for `shape` and `step`."""
+def validate_shaper(
+    kind: object, v_max: object, a_max: object, j_max: object, cmd_period_s: object = None
+) -> list[str]:
+    """The stream shaper's kind and bounds (deg/s, deg/s^2, deg/s^3, and the tick period in s when given);
+    for `shape` and `step`."""
     problems: list[str] = []
+    if cmd_period_s is not None:
+        problems += _period(cmd_period_s)
     if kind not in SHAPER_KINDS:
         problems.append(f"--shaper {kind!r}: must be {' or '.join(SHAPER_KINDS)}")
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from servotool.motion.guard import (
 )
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
-from servotool.motion.stream_shapers import SHAPER_KINDS, ShaperSpec
+from servotool.motion.stream_shapers import ShaperSpec
 from servotool.runs.arm_run import (
     DEFAULT_WARMUP_TIMEOUT_S,
     ArmRun,
@@ -45,6 +45,8 @@ from servotool.runs.arm_run import (
     StreamSetup,
 )
 from servotool.runs.prepare import Prepared, RunRefused
+from servotool.runs.settings import Ranges, step_goal_problems, validate_step
+from servotool.runs.signals import StopSignals
 from servotool.runs.stream import StreamPlan, TickInfo
 
 # commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
@@ -105,35 +107,17 @@ def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
 
 
 def check_settings(s: StepSettings, arm: Arm | None = None) -> None:
-    """Refuse (RunRefused) before anything moves. Without an arm only the checks that need none run (the
-    joint count and whether the device is a simulator are the arm's)."""
-    if arm is not None and not 0 <= s.joint < arm.n_joints:
-        raise RunRefused(f"--joint {s.joint} does not exist: this arm has joints 0..{arm.n_joints - 1}")
-    if s.size_deg == 0 or not math.isfinite(s.size_deg):
-        raise RunRefused("--size must be a non-zero number of degrees")
-    if s.steps < 1:
-        raise RunRefused("--steps must be at least 1")
-    if not 0.001 <= s.cmd_period_s <= 0.1:
-        raise RunRefused(f"--cmd-ms {s.cmd_period_s * 1e3:g} is outside 1..100 ms")
-    if s.hold_s < 2 * s.cmd_period_s:
-        raise RunRefused("--hold-ms must cover at least two command periods")
-    if s.v_max <= 0 or s.a_max <= 0 or s.j_max <= 0:
-        raise RunRefused("--v-max, --a-max and --j-max must be > 0")
-    if s.shaper not in SHAPER_KINDS:
-        raise RunRefused(f"--shaper must be {' or '.join(SHAPER_KINDS)}, not {s.shaper!r}")
-    if s.shaped and not s.guard:
-        # fail-closed pairing: a shaped stream makes fast catch-ups that only the guard can check
-        raise RunRefused("a shaped stream runs only with the divergence guard: drop --no-guard")
-    if s.lag_ms is not None and not (0 <= s.lag_ms < 2000):
-        raise RunRefused("--lag-ms must be within 0..2000")
-    if arm is not None and raw_needs_confirmation(s, arm):
-        if not s.test_arm:
-            raise RunRefused(
-                f"a raw step on {arm.url} (not a simulator) can make the controller run away; it is only "
-                "done on a test arm: add --test-arm, keep the e-stop in hand and clear the joint's arc"
-            )
-        if not s.confirmed:
-            raise RunRefused("a raw step on a real arm needs the typed confirmation")
+    """Refuse (RunRefused, every problem one line) before anything moves. Without an arm only the checks
+    that need none run (runs/settings.validate_step); with one, its joint count and whether it is a
+    simulator too (a raw step on a real arm needs --test-arm and the typed confirmation)."""
+    if arm is None:
+        problems = validate_step(s)
+    else:
+        problems = validate_step(s, n_joints=arm.n_joints, simulated=arm.simulated, test_arm=s.test_arm)
+        if not problems and raw_needs_confirmation(s, arm) and not s.confirmed:
+            problems.append("a raw step on a real arm needs the confirmation typed on a terminal")
+    if problems:
+        raise RunRefused("\n".join(problems))
 
 
 def guard_setup(s: StepSettings, arm: Arm, frame_age_s: float) -> GuardSetup:
@@ -231,6 +215,9 @@ class StepJob:
     def check_arm(self, arm: Arm) -> None:
         check_settings(self.settings, arm)
 
+    def goal_problems(self, ranges: Ranges | None, start: Sequence[float] | None) -> list[str]:
+        return step_goal_problems(self.settings, ranges, start)
+
     def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
         """The plan, the primed shaper (shaped runs) and the guard, tuned from the lag and the warm-up's
         state period; refuses (RunRefused) a shaped stream whose guard is tuned below the shaper's floors."""
@@ -267,15 +254,20 @@ def run_step(
     on_tick: Callable[[TickInfo], None] | None = None,
     on_pass: Callable[[int], None] | None = None,
     on_status: Callable[[str], None] | None = None,
+    signals: StopSignals | None = None,
 ) -> StepRun:
     """Run the step cycle on an open arm; returns the CSV path, how the stream ended and the analysis.
 
-    Raises RunRefused before anything moves (see check_settings), DeviceError when the arm cannot be
-    prepared. The robot is left out of servo mode, and disabled unless settings.keep, whatever happens.
+    Raises RunRefused before anything moves (see check_settings), Refused after connecting and before
+    enabling (a goal outside the joint ranges, an arm someone else drives), DeviceError when the arm cannot
+    be prepared. The robot is left out of servo mode, and disabled unless settings.keep, whatever happens;
+    `signals` (the command's StopSignals) makes SIGTERM and SIGHUP end the stream like Ctrl-C.
     """
     job = StepJob(settings)
     callbacks = RunCallbacks(on_tick=on_tick, on_pass=on_pass, on_status=on_status)
-    run = ArmRun(job, clock=clock, out_dir=out_dir, command=command, callbacks=callbacks).run(arm)
+    run = ArmRun(
+        job, clock=clock, out_dir=out_dir, command=command, callbacks=callbacks, signals=signals
+    ).run(arm)
     return StepRun(
         path=run.path, outcome=run.outcome, analysis=run.analysis, analysis_error=run.analysis_error,
         notes=run.notes, guard=job.guard,

@@ -15,8 +15,8 @@ continue a moving stream), then the last pose held while the arm comes to rest, 
 servo mode, closing the CSV and disabling the robot belong to the run skeleton (runs/arm_run.py), which
 does them whatever happened here.
 
-Ctrl-C is taken as a request, not an exception, while the loop runs: the first press starts the stop, a
-second one skips waiting for the arm to come to rest, a third raises KeyboardInterrupt.
+Ctrl-C, SIGTERM and SIGHUP are taken as a request, not an exception, while the loop runs (runs/signals.py):
+the first starts the stop, a second one skips waiting for the arm to come to rest, a third raises.
 
 Memory is flat however long the stream: the plan is the only per-tick array (built by the caller), rows go
 straight to the writer, lateness is kept as bounded statistics (runs/lateness.py) and the recent poses for
@@ -25,28 +25,28 @@ the rest check in a window of fixed length.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
-import signal
 import sys
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame
+from servotool.errors import StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.lateness import LatenessStats
 from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
+from servotool.runs.signals import StopSignals
 
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
@@ -178,32 +178,6 @@ class _StopRequest(Exception):
         self.reason = reason
 
 
-class _SigintLatch:
-    """SIGINT as a counter while the loop runs (main thread only); restores the previous handler."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.presses = 0
-        self._enabled = enabled and threading.current_thread() is threading.main_thread()
-        self._old: Any = None
-
-    def __enter__(self) -> _SigintLatch:
-        if self._enabled:
-            try:
-                self._old = signal.signal(signal.SIGINT, self._handle)
-            except ValueError:
-                self._enabled = False
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.presses += 1
-        if self.presses >= 3:
-            raise KeyboardInterrupt
-
-    def __exit__(self, *exc: object) -> None:
-        if self._enabled:
-            signal.signal(signal.SIGINT, self._old)
-
-
 GIL_SWITCH_S = 0.0005
 
 
@@ -253,6 +227,7 @@ class Streamer:
         on_pass: Callable[[int], None] | None = None,
         tick_every: int = 5,
         catch_sigint: bool = True,
+        signals: StopSignals | None = None,
     ) -> None:
         if not (period_s > 0 and math.isfinite(period_s)):
             raise ValueError(f"command period must be > 0 s, got {period_s!r}")
@@ -268,6 +243,7 @@ class Streamer:
         self.on_pass = on_pass
         self.tick_every = max(1, int(tick_every))
         self.catch_sigint = catch_sigint
+        self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
         self.lateness = LatenessStats(self.period / 2)
         self._t0 = 0.0
@@ -282,7 +258,7 @@ class Streamer:
         self._consecutive_rejects = 0
         self._last_err = 0
         self._seq = 0
-        self._sigint: _SigintLatch | None = None
+        self._sigint: StopSignals | None = None
         self._prev_setpoint: np.ndarray | None = None
         self._plan: StreamPlan | None = None
         self._k = 0  # ticks of the plan sent so far
@@ -402,8 +378,8 @@ class Streamer:
 
     def _health(self) -> None:
         """Raise _StopRequest when the run must end now."""
-        if self._sigint is not None and self._sigint.presses:
-            raise _StopRequest(INTERRUPTED, "Ctrl-C")
+        if self._sigint is not None and self._sigint.requested is not None:
+            raise _StopRequest(INTERRUPTED, self._sigint.reason() or "Ctrl-C")
         if self._fault is not None:
             raise _StopRequest(FAULT, f"controller fault main {self._fault[0]} sub {self._fault[1]}")
         if self._guard_t is not None:
@@ -455,6 +431,8 @@ class Streamer:
             self._health()
         except _StopRequest as req:
             return req.status, req.reason
+        except StopSignal as exc:
+            return INTERRUPTED, "Ctrl-C" if exc.name == "SIGINT" else exc.name
         except KeyboardInterrupt:
             return INTERRUPTED, "Ctrl-C"
         except ConnectionLost as exc:
@@ -469,8 +447,11 @@ class Streamer:
         """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
         except a third Ctrl-C). Rows are written as they happen."""
         self._begin(plan)
-        with _SigintLatch(self.catch_sigint) as sigint, _no_gc_pauses():
-            self._sigint = sigint
+        own = StopSignals(self.catch_sigint) if self.signals is None else None
+        signals = self.signals or own
+        assert signals is not None
+        with own or contextlib.nullcontext(), signals.latching(), _no_gc_pauses():
+            self._sigint = signals
             try:
                 status, reason = self._loop(plan)
                 outcome = StreamOutcome(status=status, reason=reason, ticks_sent=self._k)
@@ -542,8 +523,8 @@ class Streamer:
         try:
             next_k = self._brake(next_k, outcome)
             self._hold_until_rest(next_k, outcome)
-        except KeyboardInterrupt:
-            outcome.notes.append("Ctrl-C during the stop: stop sequence cut short")
+        except KeyboardInterrupt as exc:
+            outcome.notes.append(f"{exc or 'Ctrl-C'} during the stop: stop sequence cut short")
         except ConnectionLost as exc:
             outcome.notes.append(f"connection lost during the stop: {exc}")
         except DeviceError as exc:
@@ -580,9 +561,9 @@ class Streamer:
             if held >= self.stop.min_rest_s and self._at_rest(now):
                 outcome.at_rest = True
                 return
-            if self._sigint is not None and self._sigint.presses >= 2:
+            if self._sigint is not None and self._sigint.count >= 2:
                 outcome.at_rest = None
-                outcome.notes.append("second Ctrl-C: stopped waiting for the arm to come to rest")
+                outcome.notes.append("a second stop signal: stopped waiting for the arm to come to rest")
                 return
             self._send(next_k, s, None, -1, PHASE_REST)
             next_k += 1

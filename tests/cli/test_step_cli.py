@@ -81,7 +81,25 @@ def real_looking_arm():
     proc.wait(timeout=10)
 
 
-def test_raw_steps_on_a_real_address_need_test_arm_and_the_typed_phrase(tmp_path, real_looking_arm):
+@pytest.fixture
+def terminal(monkeypatch):
+    """A pseudo-terminal standing in for /dev/tty: `type(text)` puts keystrokes on it."""
+    import os
+
+    import servotool.cli.confirm as confirm
+
+    master, slave = os.openpty()
+    monkeypatch.setattr(confirm, "TTY", os.ttyname(slave))
+
+    def type_(text: str) -> None:
+        os.write(master, text.encode())
+
+    yield type_
+    os.close(master)
+    os.close(slave)
+
+
+def test_raw_steps_on_a_real_address_need_test_arm_and_the_typed_phrase(tmp_path, real_looking_arm, terminal):
     base = [
         "step",
         "--robot",
@@ -96,11 +114,28 @@ def test_raw_steps_on_a_real_address_need_test_arm_and_the_typed_phrase(tmp_path
     ]
     res = runner.invoke(app, base)
     assert res.exit_code == 2 and "--test-arm" in res.stderr
-    res = runner.invoke(app, [*base, "--test-arm"], input="yes\n")
+    terminal("yes\n")
+    res = runner.invoke(app, [*base, "--test-arm"])
+    assert res.exit_code == 2 and "confirmation" in res.stderr
+    # the phrase from a pipe is never an answer: only the terminal counts
+    terminal("no\n")
+    res = runner.invoke(app, [*base, "--test-arm"], input="RAW 0.5 J1\n")
     assert res.exit_code == 2 and "confirmation" in res.stderr
     assert not list(tmp_path.glob("*.csv"))  # nothing was streamed
-    res = runner.invoke(app, [*base, "--test-arm", "--json"], input="RAW 0.5 J1\n")
+    terminal("RAW 0.5 J1\n")
+    res = runner.invoke(app, [*base, "--test-arm", "--json"])
     assert res.exit_code == 0, res.stderr
-    # the prompt goes to stderr; the test runner echoes the typed line onto stdout, before the JSON
-    out = json.loads(res.stdout[res.stdout.index("{") :])
+    out = json.loads(res.stdout)
     assert out["run"]["status"] == "complete" and not out["analysis"]["simulated"]
+
+
+def test_raw_step_confirmation_from_a_pipe_without_a_terminal_is_refused(tmp_path, real_looking_arm):
+    """`echo "RAW 10 J1" | servotool step --raw --test-arm ...` with no terminal: refused, nothing sent."""
+    res = subprocess.run(
+        [sys.executable, "-m", "servotool", "step", "--robot", real_looking_arm, "--raw", "--test-arm",
+         "--size", "0.5", "--steps", "1", "--out", str(tmp_path)],
+        input="RAW 0.5 J1\n", capture_output=True, text=True, start_new_session=True, timeout=120,
+    )
+    assert res.returncode == 2, res.stderr
+    assert "typed on a terminal" in res.stderr and "Traceback" not in res.stderr
+    assert not list(tmp_path.glob("*.csv"))

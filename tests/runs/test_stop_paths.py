@@ -1,0 +1,100 @@
+"""Ways out of a run that are not the operator's: a bug inside the loop still ends braked (exit 1), and a
+run whose goals or owner are wrong is refused after connecting, before anything is enabled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from servotool.clock import MonotonicClock
+from servotool.devices.registry import open_arm
+from servotool.errors import Refused
+from servotool.io.csvlog import read_csv
+from servotool.runs.step import StepSettings, run_step
+
+A_MAX, PERIOD = 500.0, 0.01
+
+
+def test_an_exception_in_our_own_code_inside_the_loop_ends_braked(tmp_path):
+    clock = MonotonicClock()
+    arm = open_arm("sim:fr3?enable_ms=300", now=clock.now)
+
+    def injected(info):
+        if info.k >= 65:  # mid-way through the first shaped step (the pre-hold is 50 ticks)
+            raise RuntimeError("injected fault in a callback")
+
+    try:
+        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
+                       on_tick=injected)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    assert not snap.servo_active and not snap.enabled
+    assert run.outcome.status == "error" and run.outcome.exit_code == 1
+    csv = next(tmp_path.glob("step_*.csv"))
+    end = csv.read_text().rstrip().splitlines()[-1]
+    assert end.startswith("# end: interrupted: internal error: RuntimeError")
+    _, df = read_csv(csv)
+    cmd = df[df["event"] == "cmd"]["q1"].to_numpy(dtype=float)
+    v = np.diff(cmd) / PERIOD
+    assert np.abs(np.diff(v)).max() <= A_MAX * PERIOD * (1 + 1e-6)
+    assert np.abs(v[-60:-50]).max() > 1.0  # it was moving when the bug struck ...
+    assert v[-1] == 0.0  # ... and was brought to rest
+
+
+class _Busy:
+    """An arm whose controller says another client streams to it (the Arm's busy_reason)."""
+
+    def __init__(self, arm, reason):
+        self._arm, self._reason = arm, reason
+        self.calls = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._arm, name)
+        if callable(attr) and name not in ("busy_reason", "poll_states", "latest_state"):
+            self.calls.append(name)
+        return attr
+
+    def busy_reason(self):
+        return self._reason
+
+
+def test_an_arm_someone_else_drives_is_refused_before_enabling(tmp_path):
+    clock = MonotonicClock()
+    arm = open_arm("sim:fr3?enable_ms=300", now=clock.now)
+    try:
+        busy = _Busy(arm, "another client is in servo mode")
+        with pytest.raises(Refused, match="another client is in servo mode"):
+            run_step(busy, StepSettings(realtime=False), clock=clock, out_dir=tmp_path)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    assert not snap.enabled and snap.cmd_num == 0
+    # the other owner's arm is left alone: no reset, enable, servo mode change or disable from us
+    assert not {"reset_faults", "enable", "servo_start", "servo_end", "disable", "servo_j"} & set(busy.calls)
+    assert not list(tmp_path.glob("*.csv"))
+
+
+class _Ranged:
+    def __init__(self, arm, ranges):
+        self._arm, self.joint_ranges = arm, ranges
+
+    def __getattr__(self, name):
+        return getattr(self._arm, name)
+
+
+def test_a_goal_outside_the_joint_range_is_refused_before_enabling(tmp_path):
+    clock = MonotonicClock()
+    arm = open_arm("sim:fr3?enable_ms=300", now=clock.now)  # J1 starts at 0 deg
+    ranges = ((-100.0, 175.0),) + ((-265.0, 85.0),) * 5  # only the -X level leaves the range
+    try:
+        with pytest.raises(Refused, match=r"goal -170.00 deg of J1"):
+            run_step(_Ranged(arm, ranges), StepSettings(size_deg=170.0, realtime=False), clock=clock,
+                     out_dir=tmp_path)
+        with pytest.raises(Refused, match=r"goal 180.00 deg of J1"):
+            run_step(_Ranged(arm, ((-170.0, 170.0),) * 6), StepSettings(size_deg=180.0, realtime=False),
+                     clock=clock, out_dir=tmp_path)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    assert not snap.enabled and snap.cmd_num == 0
