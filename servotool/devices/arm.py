@@ -66,6 +66,7 @@ class Arm(Protocol):
     simulated: bool  # a simulator answers (announced loudly by the CLI)
     n_joints: int
     joint_speed_limits: tuple[float, ...]  # deg/s per joint
+    nominal_lag_ms: float | None  # the model's measured command-to-state lag L (ms), None when unknown
 
     @property
     def joint_ranges(self) -> JointRanges:

@@ -23,7 +23,7 @@ import xmlrpc.client
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from servotool.devices.arm import JointRanges, Reply, StateFrame
+from servotool.devices.arm import Arm, JointRanges, Reply, StateFrame
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.busy import busy_evidence
 from servotool.devices.fairino.codes import ErrCode, describe_errcode, describe_fault
@@ -82,6 +82,7 @@ class FairinoArm:
         url: str | None = None,
         joint_speed_limits: Sequence[float] = CONSERVATIVE_LIMITS,
         joint_ranges: JointRanges = CONSERVATIVE_RANGES,
+        nominal_lag_ms: float | None = None,
         sim: FairinoSim | None = None,
     ) -> None:
         if transport not in ("udp", "rpc"):
@@ -94,6 +95,7 @@ class FairinoArm:
         self.n_joints = 6
         self.joint_speed_limits = tuple(float(v) for v in joint_speed_limits)
         self._profile_ranges = tuple((float(lo), float(hi)) for lo, hi in joint_ranges)
+        self.nominal_lag_ms = nominal_lag_ms
         self._controller_ranges: JointRanges | None = None
         self._servo_on = False  # this client started servo mode
         self._sent = 0  # ServoJ commands this client sent
@@ -272,7 +274,7 @@ class FairinoArm:
         self._servo_on = False
         return code
 
-    def busy_reason(self, window_s: float = 0.1) -> str | None:
+    def busy_reason(self, window_s: float = 0.2) -> str | None:
         """Why another owner holds the arm, or None when it is free: the state frames of `window_s` (at least
         three state periods) are read without being consumed (poll_states still returns them) and judged
         by busy.busy_evidence: another client's ServoJ stream, servo mode this client did not start, the
@@ -537,11 +539,13 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
     limits: tuple[float, ...] = CONSERVATIVE_LIMITS
     ranges: JointRanges = CONSERVATIVE_RANGES
+    lag_ms: float | None = None
     if model in PROFILES:
-        limits, ranges = PROFILES[model].joint_speed_limits, PROFILES[model].joint_ranges
+        prof = PROFILES[model]
+        limits, ranges, lag_ms = prof.joint_speed_limits, prof.joint_ranges, prof.lag_ms
     return FairinoArm(
         host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, joint_ranges=ranges,
-        **{**client, **kwargs},
+        nominal_lag_ms=lag_ms, **{**client, **kwargs},
     )
 
 
@@ -574,6 +578,7 @@ def _open_sim(parsed: DeviceURL, now: Callable[[], float], kwargs: dict[str, Any
             url=parsed.raw,
             joint_speed_limits=profile.joint_speed_limits,
             joint_ranges=profile.joint_ranges,
+            nominal_lag_ms=profile.lag_ms,
             sim=sim,
             **{**client, **kwargs},
         )
@@ -601,3 +606,9 @@ def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | Non
         return None
     pairs = tuple((values[2 * j], values[2 * j + 1]) for j in range(n_joints))
     return pairs if all(lo < hi for lo, hi in pairs) else None
+
+
+if TYPE_CHECKING:
+    # mypy proves here that the client implements the whole Arm interface
+    def _implements_arm(arm: FairinoArm) -> Arm:
+        return arm

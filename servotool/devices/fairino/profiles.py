@@ -77,6 +77,7 @@ class SimProfile:
     udp_reply: bool = True
     physics_ms: float = 1.0
     joint_ranges: Ranges = FR3_RANGES
+    cnde_clients: int = 0
 
     def __post_init__(self) -> None:
         problems = []
@@ -97,6 +98,8 @@ class SimProfile:
             problems.append("need 0 < travel_min <= travel_max")
         if self.refuse_step_deg <= 0 or self.refuse_speed_factor <= 0:
             problems.append("refuse_step_deg and refuse_speed_factor must be positive")
+        if self.cnde_clients < 0:
+            problems.append("cnde_clients must be 0 (any number) or more")
         if not 0.1 <= self.physics_ms <= 10:
             problems.append("physics_ms must be within 0.1..10")
         values = [self.lag_ms, self.tau_ms, self.noise_deg, *self.joint_speed_limits, *self.initial_pose]
@@ -133,6 +136,7 @@ PARAM_HELP: dict[str, str] = {
     "initial_pose": "six joint values (deg), comma-separated",
     "udp_reply": "answer each UDP command with a UDP frame holding its errcode (true/false; unconfirmed)",
     "physics_ms": "physics tick (ms)",
+    "cnde_clients": "state-stream clients served at once; more are cut off (0 = any number; a real one: 1?)",
     "joint_ranges": "joint soft limits the controller reports, deg: twelve comma-separated values lo1,hi1,..",
 }
 

@@ -21,8 +21,9 @@ mode (`servo_state`, simulator only), the ServoJ count rising, the joints moving
 
 It serves the vendor's Python SDK (V3.9.x RPC class) unchanged, which needs the default ports. Differences
 from a real controller: ServoJ without ServoMoveStart is accepted at once (a real one may block for seconds);
-several CNDE clients may connect at once (the campaign saw one allowed); only the fields in fields.FIELDS
-exist (others are NOT_FOUND).
+several CNDE clients may connect at once unless `cnde_clients` limits them (the campaign saw a controller
+serve one; how it refuses the next is unconfirmed: the simulator closes the connection); only the fields in
+fields.FIELDS exist (others are NOT_FOUND).
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ class FairinoSim:
         self._rpc: _RpcServer | None = None
         self._cnde_sock: socket.socket | None = None
         self._udp_sock: socket.socket | None = None
-        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0, "sender_switches": 0}
+        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0, "sender_switches": 0,
+                      "cnde_refused": 0}
         self._senders: dict[str, float] = {}  # ServoJ sender -> time of its last command (sim clock)
         self._last_sender: str | None = None
 
@@ -411,6 +413,12 @@ class FairinoSim:
                 if self._stop.is_set():
                     _hard_close(conn)
                     break
+                limit = self.profile.cnde_clients
+                if limit and len(self._sessions) >= limit:
+                    # a controller that serves one state-stream client: the newcomer is cut off at once
+                    self.stats["cnde_refused"] += 1
+                    _hard_close(conn)
+                    continue
                 self._sessions.add(session)
                 self.stats["cnde_clients"] += 1
             th = threading.Thread(target=self._run_session, args=(session,), daemon=True, name="fairino-cnde")

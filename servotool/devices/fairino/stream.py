@@ -138,9 +138,15 @@ class StateStream:
             except TimeoutError:
                 continue
             except OSError as exc:
-                raise DeviceError(f"{self._label}: state stream failed during {what}: {exc}") from None
+                raise DeviceError(
+                    f"{self._label}: state stream failed during {what}: {exc} (a controller may serve one "
+                    "state-stream client: is another program connected to it?)"
+                ) from None
             if not chunk:
-                raise DeviceError(f"{self._label}: the controller closed the state stream during {what}")
+                raise DeviceError(
+                    f"{self._label}: the controller closed the state stream during {what} (a controller may "
+                    "serve one state-stream client: is another program connected to it?)"
+                )
             self._pending.extend(self._splitter.feed(chunk))
         return self._pending.pop(0)
 
