@@ -12,7 +12,7 @@ from servotool import __version__
 from servotool.cli.common import console, print_json
 
 KEY_DEPENDENCIES = ("typer", "rich", "numpy", "scipy", "pandas", "pyserial", "matplotlib", "PyYAML",
-                    "platformdirs", "dynamixel-sdk", "ruckig")
+                    "ruamel.yaml", "platformdirs", "dynamixel-sdk", "pyarrow", "ruckig")
 
 
 def _installed(name: str) -> str | None:
@@ -24,11 +24,12 @@ def _installed(name: str) -> str | None:
 
 def version(json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print servotool's version, Python's, and the versions of its key dependencies."""
+    dependencies = {name: _installed(name) for name in KEY_DEPENDENCIES}
     info = {
         "servotool": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "dependencies": {name: _installed(name) for name in KEY_DEPENDENCIES},
+        "dependencies": dependencies,
     }
     if json_out:
         print_json(info)
@@ -36,7 +37,7 @@ def version(json_out: bool = typer.Option(False, "--json", help="Print JSON inst
     table = Table(title=f"servotool {__version__}", show_header=True)
     table.add_column("component")
     table.add_column("version")
-    table.add_row("python", info["python"])
-    for name, ver in info["dependencies"].items():
+    table.add_row("python", platform.python_version())
+    for name, ver in dependencies.items():
         table.add_row(name, ver or "[dim]not installed[/]")
     console.print(table)
