@@ -205,9 +205,9 @@ def run(
     err_console.print(f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
                       f"{cr.state.next_index + 1}, into {cr.folder}", highlight=False)
     ui = _Hooks(not json_out)
-    hooks = CampaignHooks(on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
-                          run_progress=ui.progress)
     with StopSignals() as signals:  # SIGTERM and SIGHUP stop a run the way Ctrl-C does
+        hooks = CampaignHooks(signals=signals, on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
+                              run_progress=ui.progress)
         state = run_campaign(campaign, cr, hooks)
     report = write_report(cr.folder)
     if json_out:

@@ -31,6 +31,7 @@ from servotool.devices.hiwonder.profiles import ROSORIN_ARM
 from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
+from servotool.runs.preflight import profile_ranges
 from servotool.runs.ramp import RampSettings
 from servotool.runs.ramp import check_settings as check_ramp
 from servotool.runs.settings import validate_lag, validate_step
@@ -278,14 +279,15 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
         if run.command == "lag":
             lag = ramp_settings(o)
             limits = facts.joint_speed_limits or None
-            found = validate_lag(cast(Any, lag), n_joints=facts.n_joints, speed_limits=limits)
+            found = validate_lag(cast(Any, lag), n_joints=facts.n_joints, speed_limits=limits,
+                                 ranges=profile_ranges(facts.url))
             if not found:
                 check_ramp(lag, cast(Arm, facts))
             return found
         if run.command == "step":
             step = step_settings(o)
             found = validate_step(step, n_joints=facts.n_joints, simulated=facts.simulated,
-                                  test_arm=step.test_arm)
+                                  test_arm=step.test_arm, ranges=profile_ranges(facts.url))
             step.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
             if not found:
                 check_step(step, cast(Arm, facts))

@@ -39,6 +39,7 @@ from servotool.runs.cold_start import run_cold_ramp
 from servotool.runs.outcome import RunStatus
 from servotool.runs.ownership import DeviceBusy, claim, require_free
 from servotool.runs.ramp import run_ramp
+from servotool.runs.signals import StopSignals
 from servotool.runs.step import run_step
 from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
 from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
@@ -112,6 +113,7 @@ class CampaignHooks:
     step on a real arm and returns whether it was given; run_progress(run) gives the per-run callbacks
     (on_tick, on_pass, on_status) for that run."""
 
+    signals: StopSignals | None = None  # the command's: SIGTERM and SIGHUP end a stream like Ctrl-C
     on_run_start: Callable[[RunSpec, int], None] | None = None
     on_run_end: Callable[[RunSpec, RunRecord], None] | None = None
     confirm: Callable[[RunSpec, str], bool] | None = None
@@ -235,6 +237,8 @@ def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: Ca
         require_free(arm)
         kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run),
                       **_progress(hooks, run))
+        if step is not None or not o.get("cold_start"):
+            kwargs["signals"] = hooks.signals
         if step is not None:
             result: Any = run_step(arm, step, **kwargs)
         else:

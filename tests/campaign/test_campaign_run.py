@@ -18,7 +18,7 @@ from servotool.runs.campaign_run import (
 )
 from servotool.runs.report import build_report, write_report
 
-SIM = "sim:fr3?enable_ms=100&seed=3"
+SIM = "sim:fr3?enable_ms=100&seed=3&silence_ms=2000"  # a link detector for a loaded machine
 
 TEXT = """
 # a short campaign for the tests
