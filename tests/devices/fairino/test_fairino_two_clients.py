@@ -12,7 +12,8 @@ import pytest
 from servotool.devices.arm import DeviceError
 from servotool.devices.fairino.codes import RUNAWAY_FAULT
 
-URL = "sim:fr3?enable_ms=100&seed=7"
+# a loaded test host can starve the state stream for a while: the link-loss watchdog is not under test here
+URL = "sim:fr3?enable_ms=100&seed=7&silence_ms=2000"
 
 
 class Streamer:
@@ -60,9 +61,10 @@ def first_client(open_sim):
     return arm, arm.latest_state().q
 
 
-def second_client(open_sim, first):
+def second_client(open_sim, first, transport="udp"):
     # the same controller reached as a real one, by its address (as another program would)
-    return open_sim(first.sim.address()["url"] + "&model=fr3", enable_wait_s=0.15)
+    return open_sim(first.sim.address()["url"] + f"&model=fr3&transport={transport}&silence_ms=2000",
+                    enable_wait_s=0.15)
 
 
 def test_a_second_client_sees_the_arm_busy_before_it_enables(open_sim, fx):
@@ -88,7 +90,8 @@ def test_a_second_client_sees_a_moving_arm(open_sim, fx):
     assert why is not None and "the arm is moving (J6" in why
 
 
-def test_two_interleaved_streams_latch_the_runaway(open_sim, fx):
+@pytest.mark.parametrize("transport", ["udp", "rpc"])
+def test_two_interleaved_streams_latch_the_runaway(open_sim, fx, transport):
     """Without the check: B warms up holding the pose it measured while A cruises at 10 deg/s. The
     controller takes both streams in arrival order, so each switch of sender is a setpoint jump of A's lead
     over the measured pose (v * L = 0.8 deg on an FR3, growing while B holds), and each switch back jumps
@@ -97,7 +100,7 @@ def test_two_interleaved_streams_latch_the_runaway(open_sim, fx):
     sim = a.sim
     with Streamer(a, fx, fx.trapezoid(q0, 0, speed=10.0, cruise_s=2.0)) as stream:
         fx.wait_until(lambda: a.latest_state().q[0] - q0[0] > 2.0, 3.0)
-        b = second_client(open_sim, a)
+        b = second_client(open_sim, a, transport)  # a second UDP sender, or a second XML-RPC session
         b.enable()
         with pytest.raises(DeviceError):
             b.warm_up(cmd_period_s=0.01, timeout_s=2.0)
@@ -125,3 +128,38 @@ def test_a_controller_serving_one_state_client_cuts_the_second_off(open_sim):
 def test_the_model_lag_is_known_to_the_client(open_sim):
     assert open_sim("sim:fr20").nominal_lag_ms == 111.0
     assert open_sim("sim:fr3?lag_ms=70").nominal_lag_ms == 70.0
+
+
+def test_interleaved_streams_on_the_model_alone():
+    """The same defect with no sockets and no threads: stream A cruises at 10 deg/s on J1, stream B holds
+    the pose it measured; the controller takes them in arrival order and latches 1/32 at the first switch
+    whose velocity jump leaves the coin-flip band, then sweeps 14-35 times that jump and rejects with 14."""
+    from servotool.devices.fairino.codes import ErrCode
+    from servotool.devices.fairino.physics import ControllerModel
+    from servotool.devices.fairino.profiles import with_overrides
+
+    prof = with_overrides("fr3", {"noise_deg": 0.0, "seed": 3})
+    m = ControllerModel(prof, 0.0)
+    m.robot_enable(0.0, 1)
+    t = prof.enable_ms / 1000.0 + 0.01
+    m.servo_start(t)
+    q = list(m.sample(t).q)
+    for k in range(100):  # A alone: a ramp up to 10 deg/s, then cruise
+        t += 0.01
+        q[0] += min(10.0, 0.5 * (k + 1)) * 0.01
+        assert m.servo_j(t, q, 0.01) == ErrCode.OK
+    held = m.sample(t).q  # what B measures: A's setpoint less v * L
+    assert q[0] - held[0] == pytest.approx(10.0 * prof.lag_ms / 1000, abs=0.05)
+    codes = []
+    for _ in range(10):  # interleaved: A, then B 5 ms later
+        t += 0.005
+        q[0] += 0.1
+        codes.append(m.servo_j(t, q, 0.01))
+        t += 0.005
+        codes.append(m.servo_j(t, held, 0.01))
+    events = m.drain_events()
+    assert (m.main_code, m.sub_code) == RUNAWAY_FAULT and ErrCode.FAILED in codes
+    assert [e.kind for e in events] == ["runaway"]
+    ev = events[0]
+    assert 14 * abs(ev.step_deg) - 1e-9 <= ev.travel_deg <= 35 * abs(ev.step_deg) + 1e-9
+    assert 1.0 <= abs(ev.step_deg) <= 2.0 and 14.0 <= ev.travel_deg <= 70.0
