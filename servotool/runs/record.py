@@ -14,6 +14,7 @@ disconnect attempt), then any capture still open is published with the tail it r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal
 import threading
@@ -128,7 +129,10 @@ class _Loop:
                  on_progress: Callable[[RecordProgress], None] | None,
                  publish: Callable[[Path, Capture], Path]) -> None:
         self.source, self.clock, self.settings = source, clock, settings
-        self.rec = FlightRecorder(settings.recorder)
+        rec_settings = settings.recorder
+        if source.status_every_frame:  # the status rides in every frame: no poll to schedule or defer
+            rec_settings = dataclasses.replace(rec_settings, status_period_s=0.0)
+        self.rec = FlightRecorder(rec_settings)
         self.on_progress = on_progress
         self.publish = publish
         self.captures: list[PublishedCapture] = []

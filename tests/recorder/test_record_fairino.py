@@ -56,6 +56,7 @@ def test_runaway_on_fr3_is_captured_with_its_lead_up(tmp_path):
     assert header["trigger"][0]["bits"] == fault_word(1, 32)
     assert header["lead_up_s"] >= 2.0
     assert header["tail_complete"]
+    assert header["settings"]["status_period_s"] == 0.0  # the fault code comes with every state frame
     fast = [s for s in samples if s["ring"] == "fast"]
     before = [s for s in fast if s["t"] < header["last_clean_t"]]
     after = [s for s in fast if s["t"] > 0]
