@@ -50,9 +50,10 @@ def test_record_refuses_a_bus_without_telemetry(tmp_path):
 
 @pytest.mark.slow
 def test_record_on_the_fairino_simulator_json(tmp_path):
+    # silence_ms: a loaded test machine can starve the simulator's stream for longer than the 100 ms default
     dest = tmp_path / "caps"
-    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "1", "--dest", str(dest),
-                              "--json"])
+    res = runner.invoke(app, ["record", "--robot", "sim:fr3?silence_ms=1000", "--duration", "1",
+                              "--dest", str(dest), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout[res.stdout.index("{"):])
     assert data["status"] == "complete" and data["captures"] == [] and data["frames"] > 10

@@ -22,7 +22,7 @@ from servotool.runs.record_sources import FairinoSource, fault_word
 @pytest.mark.slow
 def test_runaway_on_fr3_is_captured_with_its_lead_up(tmp_path):
     clock = MonotonicClock()
-    arm = open_arm("sim:fr3?enable_ms=100&transport=rpc&seed=7", now=clock.now)
+    arm = open_arm("sim:fr3?enable_ms=100&transport=rpc&seed=7&silence_ms=1000", now=clock.now)
     try:
         arm.enable()
         arm.warm_up(cmd_period_s=0.01, timeout_s=3.0)
