@@ -125,22 +125,28 @@ class FairinoArm:
                 host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
                 timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url,
             )
-            try:
-                with self._rpc_lock:
-                    self._transport.set_timeout(float(connect_timeout_s))
-                    self._proxy.GetControllerIP()
-            except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
-                raise DeviceError(f"{self.url}: XML-RPC (port {rpc_port}) does not answer: {exc}") from None
+            self._check_rpc(rpc_port, float(connect_timeout_s))
             self._controller_ranges = self._read_soft_limits()
             if transport == "udp":
-                self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                self._udp.connect((host, udp_port))
-                self._udp.settimeout(0.05)
-                self._udp_reader = threading.Thread(target=self._udp_loop, daemon=True, name="fairino-udp")
-                self._udp_reader.start()
+                self._open_udp(udp_port)
         except BaseException:
             self.close()
             raise
+
+    def _check_rpc(self, port: int, timeout_s: float) -> None:
+        try:
+            with self._rpc_lock:
+                self._transport.set_timeout(timeout_s)
+                self._proxy.GetControllerIP()
+        except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
+            raise DeviceError(f"{self.url}: XML-RPC (port {port}) does not answer: {exc}") from None
+
+    def _open_udp(self, port: int) -> None:
+        self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._udp.connect((self.host, port))
+        self._udp.settimeout(0.05)
+        self._udp_reader = threading.Thread(target=self._udp_loop, daemon=True, name="fairino-udp")
+        self._udp_reader.start()
 
     @property
     def fields(self) -> tuple[str, ...]:
