@@ -488,17 +488,22 @@ class Streamer:
     # -- the one early end -----------------------------------------------------------------------------------
 
     def _stream_velocity(self) -> np.ndarray:
-        """The velocity the stream has now: the shaper's, or for an unshaped plan the smaller of the last
-        tick's and the next one's (a raw step's one-tick jump is not a motion to brake from)."""
+        """The velocity the stream has now: the shaper's, or for an unshaped plan the last tick's on the
+        wire. Only where that tick was itself a jump beyond a_max * period (a raw step: a one-tick spike,
+        not a motion to brake from) does the stop start from the next tick's velocity when it is smaller.
+        Braking from the wire's own velocity keeps the stop's first tick within a_max * period of it (from
+        the next tick's, a stream already slowing down would change speed by its own slowing plus a_max)."""
         if self.shaper is not None and self.shaper.velocity is not None:
             return np.asarray(self.shaper.velocity, dtype=float)
         plan, last = self._plan, self._k - 1
         if plan is None or last < 1 or last >= len(plan):
             return np.zeros(self.n_joints)
         v = (plan.targets[last] - plan.targets[last - 1]) / self.period
+        before = (plan.targets[last - 1] - plan.targets[last - 2]) / self.period if last >= 2 else 0.0
+        jump = np.abs(v - before) > self.stop.a_max * self.period * (1 + 1e-9)
         if last + 1 < len(plan):
             v_next = (plan.targets[last + 1] - plan.targets[last]) / self.period
-            v = np.where(np.abs(v_next) < np.abs(v), v_next, v)
+            v = np.where(jump & (np.abs(v_next) < np.abs(v)), v_next, v)
         return np.asarray(v, dtype=float)
 
     def braked_stop(self, outcome: StreamOutcome) -> None:

@@ -1,11 +1,12 @@
 """Stop drills: every way a run is told to end takes the one braked stop, run as the real command.
 
-A simulated FR3 runs in this process (so its state can be read directly); `servotool lag` and `servotool step`
-run as subprocesses against its ports, through a fairino:// address like a real controller. Each drill sends
-a signal (Ctrl-C, SIGTERM, SIGHUP) at a seeded random instant of a phase (the warm-up, a step stream, a ramp
-stream, or twice: during the braked stop) and checks: the exit code of the signal, the CSV's end line naming
-it, every commanded velocity change within a_max * period (the stream braked, never jumped), the stream
-ending at rest, and the controller out of servo mode and disabled. docs/reliability.md lists the figures.
+A simulated FR3 runs in a process of its own (tests/cli/simproc.py, which reports its state on request);
+`servotool lag` and `servotool step` run as subprocesses against its ports, through a fairino:// address like
+a real controller. Each drill sends a signal (Ctrl-C, SIGTERM, SIGHUP) at a seeded random instant of a phase
+(the enable window, the warm-up, a step stream, a ramp stream, or twice: during the braked stop) and checks:
+the exit code of the signal, the CSV's end line naming it, every commanded velocity change within a_max *
+period (the stream braked, never jumped), the stream ending at rest, and the controller out of servo mode and
+disabled. docs/reliability.md lists the figures.
 
 A second group runs two commands on one controller: the second is refused with one line, the first
 completes with its lag and no fault.
@@ -84,7 +85,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 class Drill:
     command: str
     signum: int
-    phase: str  # warm-up, stream, stop
+    phase: str  # enable (the enable window), warm-up (servo mode, the held pose streamed), stream, stop
     delay_s: float
 
 
@@ -92,7 +93,8 @@ def _drills() -> list[Drill]:
     rng = random.Random(SEED)
     drills = []
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        drills.append(Drill("step", signum, "warm-up", rng.uniform(0.0, 0.3)))
+        drills.append(Drill("step", signum, "enable", rng.uniform(0.0, 0.3)))
+        drills.append(Drill("step", signum, "warm-up", rng.uniform(0.0, 0.05)))
         drills.append(Drill("step", signum, "stream", rng.uniform(0.05, STREAM_S["step"] - 0.4)))
         drills.append(Drill("lag", signum, "stream", rng.uniform(0.05, STREAM_S["lag"] - 0.5)))
         drills.append(Drill("lag", signum, "stop", rng.uniform(0.05, STREAM_S["lag"] - 0.5)))
@@ -135,8 +137,10 @@ def _run_drill(
     out = base / f"drill{index}"
     args = STEP_ARGS if drill.command == "step" else LAG_ARGS
     proc = _start(args, url, out, env)
-    if drill.phase == "warm-up":
+    if drill.phase == "enable":
         _wait(lambda: sim.state()["enabled"], "the robot enabled", proc)
+    elif drill.phase == "warm-up":
+        _wait(lambda: sim.state()["servo_active"], "servo mode", proc)
     else:
         _wait(lambda: out.is_dir() and any(out.glob("*.csv")), "the stream", proc)
     time.sleep(drill.delay_s)  # the seeded random instant within the phase
@@ -151,7 +155,7 @@ def _run_drill(
     assert not snap["servo_active"] and not snap["enabled"], drill
     files = sorted(out.glob("*.csv")) if out.is_dir() else []
     figures: dict[str, object] = {"drill": drill, "recorded": bool(files), "exit": proc.returncode}
-    if drill.phase != "warm-up":
+    if drill.phase not in ("enable", "warm-up"):
         assert files, (drill, stderr)
     if files:
         figures.update(assert_braked(files[0], REASON[drill.signum]))
@@ -163,7 +167,7 @@ def test_every_signal_at_random_instants_ends_braked(tmp_path: Path, env: dict[s
     groups = [[d for d in drills if d[1].signum == signum] for signum in EXIT]  # one simulator per signal
     with ThreadPoolExecutor(max_workers=len(groups)) as pool:
         results = [r for group in pool.map(lambda g: _run_group(g, tmp_path, env), groups) for r in group]
-    assert len(results) == 12
+    assert len(results) == 15
     for r in results:  # the figures docs/reliability.md quotes (pytest -s shows them)
         d = r["drill"]
         assert isinstance(d, Drill)

@@ -215,6 +215,23 @@ def test_ctrl_c_stops_through_a_braking_profile_and_marks_the_csv(tmp_path):
     assert outcome.at_rest is True
 
 
+@pytest.mark.parametrize("phase", ["ramp-up", "cruise", "ramp-down", "settle"])
+def test_a_stop_at_any_tick_of_a_ramp_stays_within_a_max(tmp_path, phase):
+    """Whatever the tick (accelerating, cruising, already slowing down), the stop's speed changes by at most
+    a_max * period per tick, the first braking tick included."""
+    a_max = 500.0
+    plan = ramp_plan(sweep=10.0, speeds=(40.0,))
+    ticks = np.flatnonzero(plan.phase == phase)
+    for i, k in enumerate(ticks[:: max(1, len(ticks) // 4)]):
+        clock = FakeClock()
+        arm = FakeArm(clock)
+        arm.fail_at[int(k)] = KeyboardInterrupt()
+        _, _, df, _ = run(tmp_path / f"{phase}{i}", arm, clock, plan, stop=StopSettings(a_max=a_max))
+        v = np.diff(df[df.event == "cmd"].q1.to_numpy()) / T
+        assert np.max(np.abs(np.diff(v))) <= a_max * T * (1 + 1e-9) + 1e-9, (phase, int(k))
+        assert abs(v[-1]) < 1e-9
+
+
 def test_a_real_sigint_is_taken_as_a_stop_request(tmp_path):
     clock = FakeClock()
     arm = FakeArm(clock)
