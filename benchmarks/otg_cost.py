@@ -12,7 +12,9 @@ apart, holds) at a 1 kHz cycle to
 * ruckig.Ruckig(N, dt) with update() every cycle, when ruckig is installed,
 
 for 1 and 6 joints, and prints the median, p99 and max of the wall time of one cycle (set the target if it
-changed, step) in microseconds, with ratios to ruckig. Run it on an otherwise idle machine:
+changed, step) in microseconds, with ratios to ruckig. The target_change rows time only the cycles on which
+the target changes (where our generator re-plans every axis and ruckig computes a new trajectory), ours
+against ruckig's on the same cycles of the same stream. Run it on an otherwise idle machine:
 
     python benchmarks/otg_cost.py [--cycles 20000] [--seed 1] [--json]
 """
@@ -83,7 +85,13 @@ def bench_shaper(n: int, stream) -> dict[str, float] | None:
     return _summary(samples)
 
 
-def bench_otg(n: int, stream, mode: str = "plain") -> dict[str, float]:
+def _split(samples: list[int], stream) -> tuple[dict[str, float], dict[str, float] | None]:
+    """Summary of every cycle, and of the cycles on which the target changed (None if there were none)."""
+    changed = [s for s, new in zip(samples, stream, strict=True) if new is not None]
+    return _summary(samples), (_summary(changed) if changed else None)
+
+
+def bench_otg(n: int, stream, mode: str = "plain") -> tuple[dict[str, float], dict[str, float] | None]:
     """mode: "plain" (targets only), "f32_echo" (set_position on a float32-rounded echo before every step),
     "replan" (the kept plan dropped before every step, so every cycle is a full re-plan)."""
     gen = MultiOtg(np.zeros(n), OtgLimits(V_MAX, A_MAX, J_MAX))
@@ -102,10 +110,10 @@ def bench_otg(n: int, stream, mode: str = "plain") -> dict[str, float]:
             gen._plans = None  # white-box: measure the search itself on every cycle
         gen.step(DT)
         samples.append(clock() - t0)
-    return _summary(samples)
+    return _split(samples, stream)
 
 
-def bench_ruckig(n: int, stream) -> dict[str, float] | None:
+def bench_ruckig(n: int, stream) -> tuple[dict[str, float], dict[str, float] | None] | None:
     try:
         import ruckig
     except ImportError:
@@ -131,7 +139,7 @@ def bench_ruckig(n: int, stream) -> dict[str, float] | None:
         gen.update(inp, out)
         out.pass_to_input(inp)
         samples.append(clock() - t0)
-    return _summary(samples)
+    return _split(samples, stream)
 
 
 def run(cycles: int, seed: int) -> dict:
@@ -151,21 +159,32 @@ def run(cycles: int, seed: int) -> dict:
         bench_shaper(n, warm)
         bench_otg(n, warm)
         bench_ruckig(n, warm)
+        otg, otg_change = bench_otg(n, stream)
+        theirs = bench_ruckig(n, stream)
+        ruckig_all, ruckig_change = theirs if theirs is not None else (None, None)
         row = {
             "shaper": bench_shaper(n, stream),
-            "otg": bench_otg(n, stream),
-            "otg_f32_echo": bench_otg(n, stream, "f32_echo"),
-            "otg_replan_every_cycle": bench_otg(n, stream, "replan"),
-            "ruckig": bench_ruckig(n, stream),
+            "otg": otg,
+            "otg_f32_echo": bench_otg(n, stream, "f32_echo")[0],
+            "otg_replan_every_cycle": bench_otg(n, stream, "replan")[0],
+            "ruckig": ruckig_all,
+            "otg_target_change": otg_change,
+            "ruckig_target_change": ruckig_change,
         }
-        ref = row["ruckig"]
-        if ref is not None:
-            for name in ("shaper", "otg", "otg_f32_echo", "otg_replan_every_cycle"):
-                if row[name] is not None:
-                    row[name]["median_vs_ruckig"] = row[name]["median_us"] / ref["median_us"]
-                    row[name]["p99_vs_ruckig"] = row[name]["p99_us"] / ref["p99_us"]
+        _ratios(row, "ruckig", ("shaper", "otg", "otg_f32_echo", "otg_replan_every_cycle"))
+        _ratios(row, "ruckig_target_change", ("otg_target_change",))
         results["joints"][str(n)] = row
     return results
+
+
+def _ratios(row: dict, ref_name: str, names: tuple[str, ...]) -> None:
+    ref = row[ref_name]
+    if ref is None:
+        return
+    for name in names:
+        if row[name] is not None:
+            row[name]["median_vs_ruckig"] = row[name]["median_us"] / ref["median_us"]
+            row[name]["p99_vs_ruckig"] = row[name]["p99_us"] / ref["p99_us"]
 
 
 def _print_table(results: dict) -> None:
