@@ -193,7 +193,8 @@ def run(
     The whole file is checked first (as `campaign check`), nothing moves before. Stops at the first fault
     unless the campaign allows faults. Raw steps on a real arm ask their typed confirmation. Ctrl-C keeps
     every finished run and says where it stopped; --resume goes on from there.
-    Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable, 130 Ctrl-C.
+    Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable or lost, 130 Ctrl-C
+    (143 SIGTERM, 129 SIGHUP).
     """
     campaign = _load(file, robot)
     if dry_run:
