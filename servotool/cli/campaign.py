@@ -32,7 +32,7 @@ from servotool.runs.campaign_run import (
     run_campaign,
     start_campaign,
 )
-from servotool.runs.report import write_report
+from servotool.runs.report import Report, build_report, write_report
 from servotool.runs.signals import StopSignals
 
 campaign_app = typer.Typer(
@@ -152,6 +152,20 @@ class _Hooks:
         return True
 
 
+def _render_summary(report: Report) -> None:
+    """The report's tables and tuning on the terminal (the files hold the same and the plots)."""
+    for t in report.tables:
+        table = Table(title=t.title, show_header=True, header_style="bold")
+        for h in t.headers:
+            table.add_column(h, justify="left" if h in ("run", "kind", "verdict") else "right")
+        for row in t.rows:
+            table.add_row(*(escape(c) for c in row))
+        console.print(table)
+    for block in (report.limits, report.tuning):
+        if block:
+            console.print(block, highlight=False, markup=False)
+
+
 def _exit_status(state: CampaignState) -> int:
     return {
         None: ExitCode.DONE,
@@ -210,7 +224,10 @@ def run(
         hooks = CampaignHooks(signals=signals, on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
                               run_progress=ui.progress)
         state = run_campaign(campaign, cr, hooks)
-    report = write_report(cr.folder)
+    summary = build_report(cr.folder)
+    report = write_report(cr.folder, summary)
+    if not json_out:
+        _render_summary(summary)
     if json_out:
         print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
     if state.stopped:

@@ -428,11 +428,11 @@ def render_html(report: Report) -> str:
     return "\n".join(out)
 
 
-def write_report(folder: str | Path) -> list[Path]:
-    """Recompute and write `report.md`, `report.html` and `plots/*.png` in the folder; returns the two
-    report paths. Overwrites an earlier report of the same folder (it is derived data)."""
+def write_report(folder: str | Path, report: Report | None = None) -> list[Path]:
+    """Write `report.md`, `report.html` and `plots/*.png` in the folder (recomputed from its CSVs unless
+    `report` is given); returns the two report paths. Overwrites an earlier report (it is derived data)."""
     folder = Path(folder)
-    report = build_report(folder)
+    report = report or build_report(folder)
     plots = folder / "plots"
     if report.figures:
         plots.mkdir(exist_ok=True)
