@@ -51,7 +51,7 @@ def _f(x: Any, fmt: str = ".1f") -> str:
 
 
 @dataclass
-class Table:
+class ReportTable:
     title: str
     headers: list[str]
     rows: list[list[str]]
@@ -59,7 +59,7 @@ class Table:
 
 
 @dataclass
-class Figure:
+class ReportFigure:
     name: str
     title: str
     png: bytes
@@ -71,8 +71,8 @@ class Report:
 
     title: str
     intro: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+    figures: list[ReportFigure] = field(default_factory=list)
     tuning: str = ""
     tuning_note: str = ""
     limits: str = ""
@@ -105,7 +105,7 @@ def _transport(cfg: dict[str, Any]) -> str:
     return "rpc" if cfg.get("transport") == "rpc" else "udp"
 
 
-def lag_table(files: Sequence[FileAnalysis]) -> Table:
+def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
     rows = []
     for fa in files:
         r = fa.result
@@ -120,11 +120,11 @@ def lag_table(files: Sequence[FileAnalysis]) -> Table:
                      str(len(r.passes)), "yes" if fa.meta.complete else f"no: {fa.meta.end_reason}"])
     headers = ["run", "joint", "transport", "speeds deg/s", "sweep deg", "L ms", "± ms", "midpoint L ms",
                "L vs speed", "passes", "complete"]
-    return Table("lag runs (ramps)", headers, rows, "L: delta = v * L fitted through the origin over the "
-                 "passes; midpoint: the crossing cross-check")
+    note = "L: delta = v * L fitted through the origin over the passes; midpoint: the crossing cross-check"
+    return ReportTable("lag runs (ramps)", headers, rows, note)
 
 
-def step_table(files: Sequence[FileAnalysis]) -> Table:
+def step_table(files: Sequence[FileAnalysis]) -> ReportTable:
     rows = []
     for fa in files:
         r = fa.result
@@ -141,11 +141,11 @@ def step_table(files: Sequence[FileAnalysis]) -> Table:
                         + [str(r.total_rejects), str(r.total_faults), "no step measured"])
     headers = ["run", "kind", "transport", "size deg", "first move ms", "arrive ms", "peak Δ deg",
                "travel deg", "x step", "peak deg/s", "rejects", "faults", "verdict"]
-    return Table("step runs", headers, rows, "arrive: first frame within 10 % of the target; travel: how far "
-                 "the joint went; x step: travel / step size")
+    note = "arrive: first frame within 10 % of the target; travel: how far the joint went; x step: the ratio"
+    return ReportTable("step runs", headers, rows, note)
 
 
-def cold_table(files: Sequence[FileAnalysis]) -> Table:
+def cold_table(files: Sequence[FileAnalysis]) -> ReportTable:
     """Ramps started inside the enable window: the gap when execution started, the travel that followed."""
     rows = []
     for fa in files:
@@ -159,7 +159,7 @@ def cold_table(files: Sequence[FileAnalysis]) -> Table:
         speed = float(np.nanmax(np.abs(np.diff(qs) / np.diff(ts)))) if len(qs) > 2 else math.nan
         rows.append([_label(fa), str(j), _f(gap, ".1f"), "yes" if math.isfinite(fault_t) else "no",
                      _f(travel, ".1f"), _f(travel / gap if gap else math.nan, ".1f"), _f(speed, ".0f")])
-    return Table("ramps from a disabled robot (cold start)",
+    return ReportTable("ramps from a disabled robot (cold start)",
                  ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"], rows)
 
 
@@ -205,12 +205,12 @@ def read_sweeps(folder: Path) -> list[SweepRow]:
     return rows
 
 
-def sweep_table(sweeps: Sequence[SweepRow]) -> Table:
+def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
     rows = [[r.run, str(r.joint), r.direction, str(r.start), f"{r.stored[0]}..{r.stored[1]}",
              _f(r.stop, ".0f"), str(r.limit)] for r in sweeps]
     headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)", "limit"]
-    return Table("limit sweeps", headers, rows, "limit: `inside` pulses back from a stop short of the stored "
-                 "limit, else the stored limit (the sweep met nothing)")
+    note = "limit: `inside` pulses back from a stop short of the stored limit, else the stored limit"
+    return ReportTable("limit sweeps", headers, rows, note)
 
 
 def limits_block(sweeps: Sequence[SweepRow]) -> str:
@@ -297,7 +297,7 @@ def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
     return traces[:limit]
 
 
-def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -> list[Figure]:
+def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -> list[ReportFigure]:
     """The report's PNG figures, each only when its runs are in the folder."""
     series = []
     for fa in lags:
@@ -319,7 +319,7 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
              ("step-responses", "step responses", step_response_figure(_traces(steps))),
              ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel)),
              ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival))]
-    return [Figure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
+    return [ReportFigure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
 
 
 def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis],
