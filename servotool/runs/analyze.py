@@ -268,10 +268,13 @@ def _row_base(fa: _Analysed) -> dict[str, Any]:
     }
 
 
-def _window_counts(rec: Recording, t0: float, t1: float) -> tuple[int, int]:
-    """(rejected commands, new fault latches) between t0 and t1."""
-    rej = int(((rec.reply_t >= t0) & (rec.reply_t < t1) & (rec.reply_err != 0)).sum())
-    flt = int(((rec.fault_t >= t0) & (rec.fault_t < t1)).sum())
+def _window_counts(rec: Recording, edges: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(rejected commands, new fault latches) between consecutive edges (times), by search, not masks."""
+    e = np.asarray(edges, dtype=float)
+    rejected = np.concatenate([[0], np.cumsum(rec.reply_err != 0)])
+    at = np.searchsorted(rec.reply_t, e, side="left")
+    rej = np.diff(rejected[at])
+    flt = np.diff(np.searchsorted(rec.fault_t, e, side="left"))
     return rej, flt
 
 
@@ -285,8 +288,9 @@ def table_rows(fa: FileAnalysis, rec: Recording) -> list[dict[str, Any]]:
         tau = r.dynamics.tau_ms if r.dynamics is not None else math.nan
         size = float(_cfg(fa.meta, "sweep_deg", math.nan))
         bounds = [float(t) for t in _pass_starts(rec)] + [math.inf]
+        rejects, faults = _window_counts(rec, bounds)
         for i, p in enumerate(r.passes):
-            rej, flt = _window_counts(rec, bounds[i], bounds[i + 1]) if i + 1 < len(bounds) else (0, 0)
+            rej, flt = (int(rejects[i]), int(faults[i])) if i < len(rejects) else (0, 0)
             verdict = p.note or ("ok" if math.isfinite(p.lag_ms) else "no lag")
             rows.append(
                 dict(base, kind="pass", index=p.index, direction=p.direction, speed=p.speed_deg_s, size=size,

@@ -53,12 +53,13 @@ def slope(t: np.ndarray, q: np.ndarray) -> float:
     if len(t) < 2 or np.ptp(t) <= 0:
         return math.nan
     tc = t - t.mean()
-    return float(np.sum(tc * (q - q.mean())) / np.sum(tc * tc))
+    return float(np.dot(tc, q - q.mean()) / np.dot(tc, tc))
 
 
 def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: float) -> float:
-    """Time the series first crosses `level` moving in direction `sign`, refined by a local straight-line fit
-    over the samples within window_s of the raw crossing (so one noisy sample cannot move it). NaN: never."""
+    """Time the series first crosses `level` moving in direction `sign`, refined by a local
+    straight-line fit over the samples within window_s of the raw crossing (so one noisy sample cannot move
+    it). NaN: never."""
     above = sign * (q - level) >= 0
     hits = np.flatnonzero(above[1:] & ~above[:-1]) + 1
     if hits.size == 0:
@@ -68,9 +69,15 @@ def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: 
     t_raw = t[i - 1] + (t[i] - t[i - 1]) * (level - q[i - 1]) / dq if dq != 0 else t[i]
     near = np.abs(t - t_raw) <= window_s
     if near.sum() >= 3:
-        sl, icpt = np.polyfit(t[near] - t_raw, q[near], 1)
-        if sign * sl > 0:
-            return float(t_raw + (level - icpt) / sl)
+        # a straight line through the nearby samples, by its closed form
+        x, y = t[near] - t_raw, q[near]
+        xm, ym = float(x.mean()), float(y.mean())
+        sxx = float(np.dot(x - xm, x - xm))
+        if sxx > 0:
+            sl = float(np.dot(x - xm, y - ym)) / sxx
+            icpt = ym - sl * xm
+            if sign * sl > 0:
+                return float(t_raw + (level - icpt) / sl)
     return float(t_raw)
 
 
