@@ -1,0 +1,99 @@
+"""`servotool analyze` on a folder of many recordings, on every core, against reading them with pandas.
+
+Makes (or reuses) a folder of N short ramp recordings (make_ramp_recording.py, a different seed and lag per
+file), then measures, each in a fresh process:
+
+* anchor: every file read with `pandas.read_csv(FILE, comment="#")` one after the other on one core; the
+  figure compared is that time divided by the number of cores
+* ours:   `servotool analyze FOLDER --json` (a process per core, progress by callback)
+
+Prints both, and the ratio (goal <= 1.2).
+
+    python benchmarks/analyze_folder.py [--folder DIR] [--files 1000] [--rows 3000] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PANDAS = """
+import json, sys, time
+from pathlib import Path
+import pandas as pd
+files = sorted(Path(sys.argv[1]).glob("*.csv"))
+t0 = time.perf_counter()
+rows = sum(len(pd.read_csv(f, comment="#")) for f in files)
+print(json.dumps({"s": time.perf_counter() - t0, "files": len(files), "rows": rows}))
+"""
+
+OURS = """
+import contextlib, io, json, sys, time
+from servotool.cli.app import app
+t0 = time.perf_counter()
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        app(["analyze", sys.argv[1], "--json"], standalone_mode=False)
+    except SystemExit:
+        pass
+dt = time.perf_counter() - t0
+doc = json.loads(out.getvalue())
+print(json.dumps({"s": dt, "files": len(doc["files"]), "problems": len(doc["problems"])}))
+"""
+
+
+def measure(code: str, folder: Path) -> dict[str, float]:
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=False
+    )
+    if res.returncode != 0:
+        raise SystemExit(f"measurement failed:\n{res.stderr[-2000:]}")
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def make_folder(folder: Path, files: int, rows: int) -> None:
+    sys.path.insert(0, str(HERE))
+    from make_ramp_recording import write_recording
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(files):
+        write_recording(folder / f"ramp_{k:04d}.csv", rows, 0.040 + 0.0001 * k, 0.0, k)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--folder", type=Path, help="an existing folder of recordings (default: generate one)")
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args(argv)
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = a.folder
+        if folder is None or not any(folder.glob("*.csv")):
+            folder = folder or Path(tmp) / "campaign"
+            make_folder(folder, a.files, a.rows)
+        anchors, ours = [], []
+        for _ in range(a.repeat):
+            anchors.append(measure(PANDAS, folder))
+            ours.append(measure(OURS, folder))
+    anchor = min(anchors, key=lambda r: r["s"])
+    mine = min(ours, key=lambda r: r["s"])
+    per_core = anchor["s"] / cores
+    print(f"folder: {folder} ({int(anchor['files'])} files, {int(anchor['rows'])} rows), {cores} cores")
+    print(f"pandas.read_csv, one core : {anchor['s']:7.2f} s  -> / {cores} cores = {per_core:.2f} s")
+    print(f"servotool analyze         : {mine['s']:7.2f} s  ({int(mine['files'])} analysed)")
+    print(f"ratio {mine['s'] / per_core:.2f}x (goal <= 1.2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
