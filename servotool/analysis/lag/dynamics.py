@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, signal, stats
+from scipy import optimize, signal, special
 
 from servotool.analysis.lag.results import Dynamics, finite
 from servotool.analysis.recording import RecordingError
@@ -23,7 +23,7 @@ FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its fu
 TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see _filter_is_real)
 MIN_FIT_SAMPLES = 10  # measured frames the dynamic fit needs at the least
 DEFAULT_LAG_GUESS_S = 0.05  # starting lag when no first estimate exists
-TAU_STARTS = (0.0, 0.15, 0.5)  # starting tau as fractions of the lag guess (several starts, best kept)
+TAU_STARTS = (0.15, 0.5)  # starting tau as fractions of the lag guess (several starts, best kept)
 MAD_TO_SIGMA = 1.4826  # median absolute deviation to standard deviation of a normal distribution
 SOFT_L1_SIGMAS = 3.0  # residuals beyond this many robust sigmas lose their pull on the fit
 INLIER_SIGMAS = 4.0  # residuals within this many robust sigmas take part in the filter test
@@ -110,6 +110,16 @@ def _param_se(res: optimize.OptimizeResult, dof: float) -> list[float]:
     return [math.sqrt(max(float(cov[i, i]), 0.0)) for i in range(len(res.x))]
 
 
+def _linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients of the two linear terms (friction, bias): the 2x2 normal equations, which
+    are well conditioned here (a tanh column and a constant); a general solver when they are singular."""
+    ata = a.T @ a
+    if abs(float(np.linalg.det(ata))) > 1e-12 * float(np.trace(ata)) ** 2:
+        return np.asarray(np.linalg.solve(ata, a.T @ r))
+    coef, *_ = np.linalg.lstsq(a, r, rcond=None)
+    return np.asarray(coef)
+
+
 @dataclass
 class _Model:
     """The model on one set of frames: simulated response plus the linear terms (k, b) solved exactly.
@@ -141,8 +151,7 @@ class _Model:
     def residual(self, p: np.ndarray) -> np.ndarray:
         y, a = self.design(float(p[0]), float(p[1]))
         r0 = self.q_meas - y
-        coef, *_ = np.linalg.lstsq(a, r0, rcond=None)
-        return np.asarray(r0 - a @ coef)
+        return np.asarray(r0 - a @ _linear_terms(a, r0))
 
     def pure_residual(self, p: np.ndarray) -> np.ndarray:
         return self.residual(np.array([p[0], 0.0]))
@@ -219,7 +228,7 @@ def _filter_is_real(fits: _Fits, n: int) -> tuple[bool, float]:
     f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
     # and only above TAU_FLOOR_S: shorter filters cannot be told apart from the sub-millisecond jitter of when
     # the controller takes each setpoint (on the simulator, a pure delay fits "tau ~ 2 ms" now and then)
-    real = bool(f_stat > stats.f.ppf(FILTER_TEST_LEVEL, 1, dof) and fits.best.x[1] >= TAU_FLOOR_S)
+    real = bool(f_stat > special.fdtri(1, dof, FILTER_TEST_LEVEL) and fits.best.x[1] >= TAU_FLOOR_S)
     return real, n_eff
 
 
