@@ -23,7 +23,7 @@ FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its fu
 TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see _filter_is_real)
 MIN_FIT_SAMPLES = 10  # measured frames the dynamic fit needs at the least
 DEFAULT_LAG_GUESS_S = 0.05  # starting lag when no first estimate exists
-TAU_STARTS = (0.15, 0.5)  # starting tau as fractions of the lag guess (several starts, best kept)
+TAU_STARTS = (0.0, 0.15, 0.5)  # starting tau as fractions of the lag guess (several starts, best kept)
 MAD_TO_SIGMA = 1.4826  # median absolute deviation to standard deviation of a normal distribution
 SOFT_L1_SIGMAS = 3.0  # residuals beyond this many robust sigmas lose their pull on the fit
 INLIER_SIGMAS = 4.0  # residuals within this many robust sigmas take part in the filter test
@@ -196,7 +196,9 @@ def _run_fits(model: _Model, guess: float) -> _Fits:
     best = None
     for frac in TAU_STARTS:
         tau0 = frac * guess
-        x0 = np.array([min(max(guess - tau0, 0.0), upper[0]), min(tau0, upper[1])])
+        # no filter: start where the dead-time fit ended (a pure delay then converges in a few steps)
+        lag0 = float(pure.x[0]) if frac == 0.0 and pure is not None else guess - tau0
+        x0 = np.array([min(max(lag0, 0.0), upper[0]), min(tau0, upper[1])])
         res = _least_squares(model.residual, x0, ([0.0, 0.0], upper), f_scale)
         if res is not None and (best is None or res.cost < best.cost):
             best = res
