@@ -2,31 +2,63 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from servotool.analysis.lag import LagResult
-from servotool.cli.common import console, fail, print_json
+from servotool.cli.common import fail
 from servotool.cli.live import (
     DEFAULT_ROBOT,
+    CmdMsOpt,
+    JointOpt,
+    JsonOpt,
+    KeepOpt,
+    OutOpt,
+    RealtimeOpt,
+    RobotOpt,
     RunProgress,
-    exit_for,
+    WideOpt,
+    finish_live,
     live_arm,
     preflight_or_refuse,
-    report_outcome,
-    run_json,
 )
-from servotool.cli.render import render_lag, save_plot
+from servotool.cli.render import render_lag
 from servotool.clock import MonotonicClock
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
-from servotool.runs.arm_run import RunResult
+from servotool.motion.ramp import LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG
 from servotool.runs.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.ramp import RampSettings, run_ramp
 from servotool.runs.settings import validate_lag
+
+RampOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ramp/--no-ramp",
+        help="Ramp mode: smooth passes, never a velocity jump "
+        "(the only lag method; step responses come from `servotool step`).",
+    ),
+]
+SweepOpt = Annotated[
+    float, typer.Option("--sweep", help="Degrees out from the current pose (sign = direction).")
+]
+SpeedsOpt = Annotated[
+    str,
+    typer.Option(
+        "--speeds", help="Cruise speeds, deg/s, comma-separated (two or more check that L is constant)."
+    ),
+]
+RampMsOpt = Annotated[float, typer.Option("--ramp-ms", help="Time to reach each cruise speed (ms).")]
+SettleMsOpt = Annotated[float, typer.Option("--settle-ms", help="Rest after each pass (ms).")]
+AMaxOpt = Annotated[float, typer.Option("--a-max", help="Acceleration bound, deg/s² (stop, guard tuning).")]
+VMaxOpt = Annotated[float, typer.Option("--v-max", help="Speed bound, deg/s (refusal, guard tuning).")]
+RpcOpt = Annotated[
+    bool, typer.Option("--rpc", help="Send every setpoint as an XML-RPC ServoJ instead of UDP.")
+]
+PlotOpt = Annotated[bool, typer.Option("--plot", help="Also write a PNG of the fit next to the CSV.")]
+DEFAULT_SPEEDS = ",".join(f"{v:g}" for v in LAG_SPEEDS_DEG_S)
 
 
 def parse_speeds(text: str) -> tuple[float, ...]:
@@ -34,72 +66,49 @@ def parse_speeds(text: str) -> tuple[float, ...]:
     try:
         speeds = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
     except ValueError:
-        fail(f"--speeds {text!r}: expected a comma list of speeds in deg/s, e.g. 5,10,20,40")
+        fail(f"--speeds {text!r}: expected a comma list of speeds in deg/s, e.g. 15,30")
     if not speeds:
         fail("--speeds lists no speed")
     return speeds
 
 
-# ---------------------------------------------------------------------------------------------------------
-# the command
-
-
 def lag(
-    ramp: bool = typer.Option(
-        True,
-        "--ramp/--no-ramp",
-        help="Ramp mode: smooth passes, never a velocity jump "
-        "(the only lag method; step responses come from `servotool step`).",
-    ),
-    robot: str = typer.Option(
-        DEFAULT_ROBOT,
-        "--robot",
-        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators) or fairino://HOST.",
-    ),
-    joint: int = typer.Option(0, "--joint", min=0, help="Joint index, 0 = J1 (the base)."),
-    sweep: float = typer.Option(
-        20.0, "--sweep", help="Degrees out from the current pose (sign = direction)."
-    ),
-    speeds: str = typer.Option("5,10,20,40", "--speeds", help="Cruise speeds, deg/s, comma-separated."),
-    ramp_ms: float = typer.Option(200.0, "--ramp-ms", help="Time to reach each cruise speed (ms)."),
-    settle_ms: float = typer.Option(500.0, "--settle-ms", help="Rest after each pass (ms)."),
-    cmd_ms: float = typer.Option(CMD_PERIOD_S * 1e3, "--cmd-ms", help="Command period (ms)."),
-    a_max: float = typer.Option(
-        A_MAX_DEG_S2, "--a-max", help="Acceleration bound, deg/s² (stop, guard tuning)."
-    ),
-    v_max: float = typer.Option(V_MAX_DEG_S, "--v-max", help="Speed bound, deg/s (refusal, guard tuning)."),
-    rpc: bool = typer.Option(False, "--rpc", help="Send every setpoint as an XML-RPC ServoJ instead of UDP."),
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Folder for the CSV (default ./servotool-runs).")
-    ] = None,
-    plot: bool = typer.Option(False, "--plot", help="Also write a PNG of the fit next to the CSV."),
-    json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
-    keep: bool = typer.Option(False, "--keep", help="Leave the robot enabled at the end."),
-    rt: bool = typer.Option(True, "--realtime/--no-realtime", help="Ask for SCHED_FIFO while streaming."),
+    ramp: RampOpt = True,
+    robot: RobotOpt = DEFAULT_ROBOT,
+    joint: JointOpt = 0,
+    sweep: SweepOpt = LAG_SWEEP_DEG,
+    speeds: SpeedsOpt = DEFAULT_SPEEDS,
+    ramp_ms: RampMsOpt = LAG_RAMP_S * 1e3,
+    settle_ms: SettleMsOpt = LAG_SETTLE_S * 1e3,
+    cmd_ms: CmdMsOpt = CMD_PERIOD_S * 1e3,
+    a_max: AMaxOpt = A_MAX_DEG_S2,
+    v_max: VMaxOpt = V_MAX_DEG_S,
+    rpc: RpcOpt = False,
+    out: OutOpt = None,
+    plot: PlotOpt = False,
+    json_out: JsonOpt = False,
+    keep: KeepOpt = False,
+    rt: RealtimeOpt = True,
+    wide: WideOpt = False,
 ) -> None:
     """Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.
 
-    Per pass: cruise delta and L = delta / v at every state frame, guard-view delta, midpoint lag, overshoot.
-    Summary: delta = v * L through the origin with its 95 % CI, the midpoint cross-check, the model check.
-    Then a dead time + first-order lag + friction fit over the whole sweep, the noise at rest, guard tuning.
-    Everything is recorded in a CSV that `servotool analyze` reads back. Every setting is checked before the
-    arm is opened, the sweep against the joint's range. Exit 0 complete, 1 fault or guard, 2 refused before
-    anything moved, 3 device lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP (after the braked stop).
+    Per pass: the cruise delta and L = delta / v at every state frame, the guard-view delta, the midpoint
+    lag and the overshoot. Summary: delta = v * L through the origin with its 95 % CI, the midpoint
+    cross-check and the model check (it needs two speeds or more), a dead time + first-order lag + friction
+    fit over the whole sweep, the noise at rest and the guard tuning. Everything is recorded in a CSV that
+    `servotool analyze` reads back. Every setting is checked before the arm is opened, the sweep against
+    the joint's range.
+
+    Exit 0 complete, 1 fault or guard, 2 refused before anything moved, 3 device unreachable or lost,
+    130/143/129 Ctrl-C/SIGTERM/SIGHUP (after the braked stop).
     """
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
     settings = RampSettings(
-        joint=joint,
-        sweep_deg=sweep,
-        speeds_deg_s=parse_speeds(speeds),
-        ramp_s=ramp_ms / 1e3,
-        settle_s=settle_ms / 1e3,
-        cmd_period_s=cmd_ms / 1e3,
-        a_max=a_max,
-        v_max=v_max,
-        keep=keep,
-        realtime=rt,
-        transport="rpc" if rpc else "udp",
+        joint=joint, sweep_deg=sweep, speeds_deg_s=parse_speeds(speeds), ramp_s=ramp_ms / 1e3,
+        settle_s=settle_ms / 1e3, cmd_period_s=cmd_ms / 1e3, a_max=a_max, v_max=v_max, keep=keep,
+        realtime=rt, transport="rpc" if rpc else "udp",
     )
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
     preflight_or_refuse(validate_lag(settings, speed_limits=limits, ranges=ranges), out_dir(out))
@@ -107,30 +116,12 @@ def lag(
     with live_arm(robot, rpc, clock) as (arm, signals):
         with RunProgress(not json_out, "ramp") as progress:
             run = run_ramp(
-                arm,
-                settings,
-                clock=clock,
-                out_dir=out_dir(out),
-                command=command_line(),
-                on_tick=progress.tick,
-                on_pass=progress.on_pass("pass"),
-                on_status=progress.status,
-                signals=signals,
+                arm, settings, clock=clock, out_dir=out_dir(out), command=command_line(),
+                signals=signals, **progress.callbacks("pass"),
             )
-        _render(run, joint, robot, plot, json_out)
-        exit_for(run, signals)
 
+        def render() -> None:
+            if run.analysis is not None and isinstance(run.analysis.result, LagResult):
+                render_lag(run.analysis.result, title=f"lag, J{joint + 1} ({robot})", wide=wide)
 
-def _render(run: RunResult, joint: int, robot: str, plot: bool, json_out: bool) -> None:
-    plot_path = None
-    if plot and run.analysis is not None:
-        plot_path = save_plot(run.analysis)
-    if json_out:
-        print_json(run_json(run, plot_path))
-    else:
-        if run.analysis is not None:
-            assert isinstance(run.analysis.result, LagResult)
-            render_lag(run.analysis.result, title=f"lag, joint {joint} ({robot})")
-        report_outcome(run.outcome, run.path, run.notes)
-        if plot_path:
-            console.print(f"plot: {plot_path}", highlight=False)
+        finish_live(run, signals, plot=plot, json_out=json_out, render=render)

@@ -11,15 +11,16 @@ a stop signal's own code (130/143/129) whenever one came; 1 also when the record
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from servotool.cli.common import announce_device, console, err_console, fail, refuse
+from servotool.cli.common import announce_device, console, err_console, fail, print_json, refuse
+from servotool.cli.render import save_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
@@ -32,6 +33,26 @@ from servotool.runs.signals import StopSignals
 from servotool.runs.stream import COMPLETE, TickInfo
 
 DEFAULT_ROBOT = "sim:fr3"
+
+# the options every live arm command has, spelled once
+RobotOpt = Annotated[
+    str,
+    typer.Option(
+        "--robot",
+        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators) or fairino://HOST.",
+    ),
+]
+JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]
+CmdMsOpt = Annotated[float, typer.Option("--cmd-ms", help="Command period (ms).")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for the CSV (default ./servotool-runs).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print everything as JSON on stdout.")]
+KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the robot enabled at the end.")]
+RealtimeOpt = Annotated[
+    bool, typer.Option("--realtime/--no-realtime", help="Ask for SCHED_FIFO while streaming.")
+]
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Print every column of the result table (wider than 80 columns).")
+]
 
 
 class RunProgress:
@@ -72,7 +93,11 @@ class RunProgress:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, total=info.n, completed=info.k + 1)
 
-    def on_pass(self, label: str) -> Any:
+    def callbacks(self, pass_label: str) -> dict[str, Any]:
+        """on_tick, on_pass and on_status for a runs/ function, as keyword arguments."""
+        return {"on_tick": self.tick, "on_pass": self.on_pass(pass_label), "on_status": self.status}
+
+    def on_pass(self, label: str) -> Callable[[int], None]:
         """A pass callback that shows `label index` as the bar's description."""
 
         def cb(index: int) -> None:
@@ -169,3 +194,19 @@ def live_arm(robot: str, rpc: bool, clock: MonotonicClock) -> Iterator[tuple[Arm
 def run_json(run: RunResult, plot_path: Path | None) -> dict[str, Any]:
     """The JSON document of a live run: the run's own `to_dict()` plus the plot's path."""
     return {**run.to_dict(), "plot": str(plot_path) if plot_path else None}
+
+
+def finish_live(
+    run: RunResult, signals: StopSignals | None, *, plot: bool, json_out: bool, render: Callable[[], None]
+) -> None:
+    """Write the plot when asked, print the JSON document or `render()` and the outcome, then exit by the
+    run's exit rule (exit_for)."""
+    plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
+    if json_out:
+        print_json(run_json(run, plot_path))
+    else:
+        render()
+        report_outcome(run.outcome, run.path, run.notes)
+        if plot_path:
+            console.print(f"plot: {plot_path}", highlight=False)
+    exit_for(run, signals)

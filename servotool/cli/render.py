@@ -39,7 +39,7 @@ def _fit_line(name: str, fit: OriginFit | None) -> str:
     return text
 
 
-def render_lag(result: LagResult, title: str = "") -> None:
+def render_lag(result: LagResult, title: str = "", wide: bool = False) -> None:
     table = Table(title=title or None, show_header=True, header_style="bold", pad_edge=False)
     columns = ("#", "dir", "v°/s", "n", "Δ°", "L ms", "gΔ mean°", "gΔ peak°", "g L ms", "mid L ms", "over°")
     for col in columns:
@@ -149,7 +149,7 @@ def save_plot(fa: FileAnalysis, folder: Path | None = None) -> Path:
     return save_step_plot(fa.result, fa.recording, target, title=fa.path.name)
 
 
-def render_step(result: StepResult, title: str = "") -> None:
+def render_step(result: StepResult, title: str = "", wide: bool = False) -> None:
     table = Table(title=title or None, show_header=True, header_style="bold")
     for col in (
         "step",

@@ -18,7 +18,7 @@ import numpy as np
 from servotool.clock import Clock
 from servotool.devices.arm import Arm
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
-from servotool.motion.ramp import ramp_profile
+from servotool.motion.ramp import LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG, ramp_profile
 from servotool.runs.arm_run import (
     DEFAULT_WARMUP_TIMEOUT_S,
     ArmRun,
@@ -41,10 +41,10 @@ class RampSettings:
     """Everything a ramp run needs (deg, deg/s, s). Recorded in the CSV header as the run's config."""
 
     joint: int = 0
-    sweep_deg: float = 20.0
-    speeds_deg_s: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0)
-    ramp_s: float = 0.2
-    settle_s: float = 0.5
+    sweep_deg: float = LAG_SWEEP_DEG
+    speeds_deg_s: tuple[float, ...] = LAG_SPEEDS_DEG_S
+    ramp_s: float = LAG_RAMP_S
+    settle_s: float = LAG_SETTLE_S
     cmd_period_s: float = CMD_PERIOD_S
     a_max: float = A_MAX_DEG_S2
     v_max: float = V_MAX_DEG_S
