@@ -113,6 +113,174 @@ def _guard_velocity(tc: np.ndarray, sp: np.ndarray, shaped: bool, lag_s: float, 
     return out
 
 
+def guard_allowance(
+    tc: np.ndarray, sp: np.ndarray, *, shaped: bool, margin_deg: float, lag_s: float, period_s: float
+) -> np.ndarray:
+    """The divergence guard's allowance at each send tick (deg): margin + speed * lag, with the speed the
+    guard used (see _guard_velocity). |setpoint - measured| beyond it trips the guard."""
+    return margin_deg + _guard_velocity(tc, sp, shaped, lag_s, period_s) * lag_s
+
+
+@dataclass
+class _Series:
+    """The recording's series a step analysis reads, cleaned once (times in s, positions in deg)."""
+
+    rec: Recording
+    tc: np.ndarray  # send times
+    sp: np.ndarray  # setpoints on the wire
+    raw: np.ndarray  # raw targets (the setpoints for a raw run)
+    ts: np.ndarray  # frame receive times (finite positions only)
+    qs: np.ndarray
+    speed_t: np.ndarray  # the frames' times for speeds: the controller's own when all frames carry one
+    m_latest: np.ndarray  # the newest measured position before each send
+    thr: float  # noise threshold
+    beyond: np.ndarray | None  # per frame: beyond the guard's allowance (None without guard settings)
+    period_s: float
+
+
+@dataclass
+class _Window:
+    """One step's window: its index, start tick, start and end time, and whether it is the last."""
+
+    index: int
+    i0: int
+    t0: float
+    t1: float
+    last: bool
+
+    def inside(self, t: np.ndarray) -> np.ndarray:
+        return (t >= self.t0) & ((t <= self.t1) if self.last else (t < self.t1))
+
+
+def _series(
+    rec: Recording, joint: int, shaped: bool, period_s: float, thr: float,
+    guard_margin_deg: float | None, guard_lag_s: float | None,
+) -> _Series:
+    tc = rec.cmd_t
+    sp = rec.cmd_q[:, joint]
+    raw = rec.cmd_r[:, joint] if rec.cmd_r is not None else sp
+    ts, qs = rec.measured(joint)
+    good = np.isfinite(qs)
+    ts, qs = ts[good], qs[good]
+    # speeds from the controller's own sample times when the frames carry them (receive times jitter)
+    dev = rec.state_dev[good] if len(rec.state_dev) == len(rec.state_t) else np.full(len(ts), np.nan)
+    speed_t = dev if np.isfinite(dev).all() and len(dev) else ts
+    beyond = None
+    if guard_margin_deg is not None and guard_lag_s is not None:
+        allowance = guard_allowance(
+            tc, sp, shaped=shaped, margin_deg=guard_margin_deg, lag_s=guard_lag_s, period_s=period_s
+        )
+        # at each frame: the newest setpoint sent before it and the allowance the guard used with it
+        k_at = np.maximum(np.searchsorted(tc, ts, side="right") - 1, 0)
+        beyond = (np.searchsorted(tc, ts, side="right") >= 1) & (np.abs(sp[k_at] - qs) > allowance[k_at])
+    m_latest = rec.latest_measured_at(tc, joint)
+    return _Series(rec, tc, sp, raw, ts, qs, speed_t, m_latest, thr, beyond, period_s)
+
+
+def _motion(s: _Series, w: _Window, pre: float, target: float, size: float) -> dict[str, float]:
+    """First move, arrival, travel, overshoot and peak speed of one step (s, deg, deg/s; NaN if none)."""
+    sel = w.inside(s.ts)
+    tw, qw = s.ts[sel], s.qs[sel]
+    sgn = math.copysign(1.0, size) if size != 0 else 1.0
+    moved = np.flatnonzero(np.abs(qw - pre) > s.thr)
+    near = np.flatnonzero(np.abs(qw - target) <= ARRIVE_FRACTION * abs(size))
+    peak_speed = math.nan
+    if qw.size >= 2:
+        dt = np.diff(s.speed_t[sel])
+        ok = dt > 1e-6
+        peak_speed = float(np.max(np.abs(np.diff(qw)[ok] / dt[ok]))) if ok.any() else math.nan
+    past = np.flatnonzero(sgn * (qw - target) > s.thr)
+    cross_t = math.nan
+    if s.beyond is not None:
+        crossed = np.flatnonzero(s.beyond[sel])
+        cross_t = tw[crossed[0]] - w.t0 if crossed.size else math.nan
+    return {
+        "first_move": tw[moved[0]] - w.t0 if moved.size else math.nan,
+        "arrive": tw[near[0]] - w.t0 if near.size and size != 0 else math.nan,
+        "travel": float(np.max(np.abs(qw - pre))) if qw.size else math.nan,
+        "overshoot": float(max(0.0, np.max(sgn * (qw - target)))) if qw.size else math.nan,
+        "peak_speed": peak_speed,
+        "past": tw[past[0]] - w.t0 if past.size else math.nan,
+        "cross": cross_t,
+    }
+
+
+def _guard_view(s: _Series, w: _Window, size: float) -> tuple[float, float]:
+    """Peak guard-view delta (deg) and how long it stayed above 10 % of the step (s) at the send ticks."""
+    kw = w.inside(s.tc)
+    g = np.abs(s.sp[kw] - s.m_latest[kw])
+    g_ok = np.isfinite(g)
+    peak_delta = float(np.max(g[g_ok])) if g_ok.any() else math.nan
+    elevated = np.flatnonzero(g_ok & (g > max(s.thr, ARRIVE_FRACTION * abs(size))))
+    tk = s.tc[kw]
+    guard_lag = (tk[elevated[-1]] - tk[elevated[0]] + s.period_s) if elevated.size else 0.0
+    return peak_delta, guard_lag
+
+
+def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, arrive: float,
+             stop_t: float | None, t1: float) -> tuple[bool, str]:
+    runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
+    if runaway:
+        return True, "runaway"
+    if (faults or rejects) and travel <= 3 * thr:
+        return False, "refused"
+    if faults:
+        return False, "fault, bounded"
+    if math.isfinite(arrive):
+        return False, "ok"
+    if stop_t is not None and stop_t <= t1:
+        return False, "cut off"
+    return False, "no arrival"
+
+
+def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
+    """Every figure of one step (see the module docstring)."""
+    rec, i0, t0 = s.rec, w.i0, w.t0
+    before = float(s.raw[i0 - 1] if i0 > 0 else s.raw[i0])
+    target = float(s.raw[i0])
+    size = target - before
+    pre_sel = (s.ts >= t0 - PRE_WINDOW_S) & (s.ts < t0)
+    pre = float(np.median(s.qs[pre_sel])) if pre_sel.any() else before
+    mo = _motion(s, w, pre, target, size)
+    peak_delta, guard_lag = _guard_view(s, w, size)
+    rejects = int(np.sum(rec.reply_err[w.inside(rec.reply_t)] != 0))
+    fw = w.inside(rec.fault_t)
+    faults = int(fw.sum())
+    fault_t = float(rec.fault_t[fw][0]) - t0 if faults else math.nan
+    codes = ", ".join(f"{m}/{c}" for m, c in zip(rec.fault_main[fw], rec.fault_sub[fw], strict=True))
+    gw = w.inside(rec.guard_t)
+    guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
+    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], rec.stop_t, w.t1)
+    return StepMetrics(
+        index=w.index,
+        t_step_s=t0,
+        size_deg=size,
+        from_deg=before,
+        target_deg=target,
+        pre_deg=pre,
+        first_move_ms=_nan_ms(mo["first_move"]),
+        arrive_ms=_nan_ms(mo["arrive"]),
+        peak_delta_deg=peak_delta,
+        guard_lag_ms=_nan_ms(guard_lag),
+        travel_deg=mo["travel"],
+        travel_ratio=mo["travel"] / abs(size) if size else math.nan,
+        overshoot_deg=mo["overshoot"],
+        peak_speed_deg_s=mo["peak_speed"],
+        rejects=rejects,
+        faults=faults,
+        fault_codes=codes,
+        fault_ms=_nan_ms(fault_t),
+        guard_trip_ms=_nan_ms(guard_t),
+        guard_after_fault_ms=_nan_ms(guard_t - fault_t),
+        guard_after_overshoot_ms=_nan_ms(guard_t - mo["past"]),
+        crossed_ms=_nan_ms(mo["cross"]),
+        guard_after_crossing_ms=_nan_ms(guard_t - mo["cross"]),
+        runaway=runaway,
+        verdict=verdict,
+        window_s=w.t1 - w.t0,
+    )
+
+
 def analyze_step(
     rec: Recording,
     *,
@@ -129,128 +297,23 @@ def analyze_step(
     """
     check_joint(rec, joint)
     warnings: list[str] = []
-    tc = rec.cmd_t
-    sp = rec.cmd_q[:, joint]
-    raw = rec.cmd_r[:, joint] if rec.cmd_r is not None else sp
     labels = rec.cmd_pass
     steps_idx = sorted(set(labels[labels >= 0].tolist()))
     if not steps_idx:
         raise RecordingError("no labelled steps in the recording")
     starts = [int(np.flatnonzero(labels == s)[0]) for s in steps_idx]
-    step_times = tc[starts]
-    ts, qs = rec.measured(joint)
-    good = np.isfinite(qs)
-    ts, qs = ts[good], qs[good]
+    step_times = rec.cmd_t[starts]
     sigma = _pre_noise(rec, joint, step_times)
     thr = max(NOISE_SIGMAS * sigma, MIN_THRESHOLD_DEG) if math.isfinite(sigma) else MIN_THRESHOLD_DEG
     if not math.isfinite(sigma):
         warnings.append("no rest samples before the steps: noise threshold set to its floor")
-    m_latest = rec.latest_measured_at(tc, joint)
-    # speeds from the controller's own sample times when the frames carry them (receive times jitter)
-    dev = rec.state_dev[good] if len(rec.state_dev) == len(rec.state_t) else np.full(len(ts), np.nan)
-    speed_t = dev if np.isfinite(dev).all() and len(dev) else ts
-    have_guard = guard_margin_deg is not None and guard_lag_s is not None
-    if have_guard:
-        allowance_cmd = (
-            guard_margin_deg + _guard_velocity(tc, sp, shaped, guard_lag_s, cmd_period_s) * guard_lag_s
-        )
-        # at each frame: the newest setpoint sent before it and the allowance the guard used with it
-        k_at = np.searchsorted(tc, ts, side="right") - 1
-        beyond = (k_at >= 0) & (np.abs(sp[np.maximum(k_at, 0)] - qs) > allowance_cmd[np.maximum(k_at, 0)])
-    t_end = max(float(tc[-1]), float(ts[-1]) if len(ts) else -math.inf)
+    s = _series(rec, joint, shaped, cmd_period_s, thr, guard_margin_deg, guard_lag_s)
+    t_end = max(float(s.tc[-1]), float(s.ts[-1]) if len(s.ts) else -math.inf)
     out: list[StepMetrics] = []
-    for n, (s, i0) in enumerate(zip(steps_idx, starts, strict=True)):
-        t0 = float(tc[i0])
-        t1 = float(step_times[n + 1]) if n + 1 < len(starts) else t_end
-        before = raw[i0 - 1] if i0 > 0 else raw[i0]
-        target = float(raw[i0])
-        size = target - float(before)
-        pre_sel = (ts >= t0 - PRE_WINDOW_S) & (ts < t0)
-        pre = float(np.median(qs[pre_sel])) if pre_sel.any() else float(before)
+    for n, (index, i0) in enumerate(zip(steps_idx, starts, strict=True)):
         last = n + 1 == len(starts)
-
-        def inside(t: np.ndarray, t0: float = t0, t1: float = t1, last: bool = last) -> np.ndarray:
-            return (t >= t0) & ((t <= t1) if last else (t < t1))
-
-        w = inside(ts)
-        tw, qw = ts[w], qs[w]
-        sgn = math.copysign(1.0, size) if size != 0 else 1.0
-        moved = np.flatnonzero(np.abs(qw - pre) > thr)
-        first_move = tw[moved[0]] - t0 if moved.size else math.nan
-        near = np.flatnonzero(np.abs(qw - target) <= ARRIVE_FRACTION * abs(size))
-        arrive = tw[near[0]] - t0 if near.size and size != 0 else math.nan
-        travel = float(np.max(np.abs(qw - pre))) if qw.size else math.nan
-        overshoot = float(max(0.0, np.max(sgn * (qw - target)))) if qw.size else math.nan
-        if qw.size >= 2:
-            dt = np.diff(speed_t[w])
-            ok = dt > 1e-6
-            peak_speed = float(np.max(np.abs(np.diff(qw)[ok] / dt[ok]))) if ok.any() else math.nan
-        else:
-            peak_speed = math.nan
-        # guard view at the send ticks of this step
-        kw = inside(tc)
-        g = np.abs(sp[kw] - m_latest[kw])
-        g_ok = np.isfinite(g)
-        peak_delta = float(np.max(g[g_ok])) if g_ok.any() else math.nan
-        elevated = np.flatnonzero(g_ok & (g > max(thr, ARRIVE_FRACTION * abs(size))))
-        tk = tc[kw]
-        guard_lag = (tk[elevated[-1]] - tk[elevated[0]] + cmd_period_s) if elevated.size else 0.0
-        rejects = int(np.sum(rec.reply_err[inside(rec.reply_t)] != 0))
-        fw = inside(rec.fault_t)
-        faults = int(fw.sum())
-        fault_t = float(rec.fault_t[fw][0]) - t0 if faults else math.nan
-        codes = ", ".join(f"{m}/{c}" for m, c in zip(rec.fault_main[fw], rec.fault_sub[fw], strict=True))
-        gw = inside(rec.guard_t)
-        guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
-        past = np.flatnonzero(sgn * (qw - target) > thr)
-        past_t = tw[past[0]] - t0 if past.size else math.nan
-        cross_t = math.nan
-        if have_guard:
-            crossed = np.flatnonzero(beyond[w])
-            cross_t = tw[crossed[0]] - t0 if crossed.size else math.nan
-        runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
-        if runaway:
-            verdict = "runaway"
-        elif (faults or rejects) and travel <= 3 * thr:
-            verdict = "refused"
-        elif faults:
-            verdict = "fault, bounded"
-        elif math.isfinite(arrive):
-            verdict = "ok"
-        elif rec.stop_t is not None and rec.stop_t <= t1:
-            verdict = "cut off"
-        else:
-            verdict = "no arrival"
-        out.append(
-            StepMetrics(
-                index=int(s),
-                t_step_s=t0,
-                size_deg=size,
-                from_deg=float(before),
-                target_deg=target,
-                pre_deg=pre,
-                first_move_ms=_nan_ms(first_move),
-                arrive_ms=_nan_ms(arrive),
-                peak_delta_deg=peak_delta,
-                guard_lag_ms=_nan_ms(guard_lag),
-                travel_deg=travel,
-                travel_ratio=travel / abs(size) if size else math.nan,
-                overshoot_deg=overshoot,
-                peak_speed_deg_s=peak_speed,
-                rejects=rejects,
-                faults=faults,
-                fault_codes=codes,
-                fault_ms=_nan_ms(fault_t),
-                guard_trip_ms=_nan_ms(guard_t),
-                guard_after_fault_ms=_nan_ms(guard_t - fault_t),
-                guard_after_overshoot_ms=_nan_ms(guard_t - past_t),
-                crossed_ms=_nan_ms(cross_t),
-                guard_after_crossing_ms=_nan_ms(guard_t - cross_t),
-                runaway=runaway,
-                verdict=verdict,
-                window_s=t1 - t0,
-            )
-        )
+        t1 = t_end if last else float(step_times[n + 1])
+        out.append(_step_metrics(s, _Window(int(index), i0, float(s.tc[i0]), t1, last)))
     trips = [{"t_s": float(t), "reason": r} for t, r in zip(rec.guard_t, rec.guard_info, strict=True)]
     return StepResult(
         joint=joint,

@@ -1,20 +1,26 @@
-"""What the lag and step commands (and `analyze`) print: result tables, verdicts, fit lines, plots on disk.
+"""What the lag and step commands (and `analyze`) print: verdicts, result tables, fit lines, plots on disk.
 
 Shared by the live commands and by `analyze`, so a live run and its file read back render the same way.
-Only cli/ talks to the terminal; these functions print on the shared consoles of cli/common.py.
+Every result reads at 80 columns: a one-line verdict first, then a short table whose headers carry their
+units, then the detail lines (which wrap, never truncate). `wide=True` prints every column of the table.
+Joints are named J1..Jn (J1 = joint index 0, the base). Only cli/ talks to the terminal.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.console import Console
 from rich.table import Table
 
-from servotool.analysis.lag import CombinedLag, LagResult, OriginFit
-from servotool.analysis.step import StepResult
-from servotool.cli.common import console, err_console
+from servotool.analysis.lag import CombinedLag, LagResult, OriginFit, PassLag
+from servotool.analysis.step import StepMetrics, StepResult
+from servotool.cli import common
 from servotool.runs.analyze import FileAnalysis
 from servotool.runs.step import GuardSetup
 
@@ -26,6 +32,81 @@ def fmt(x: Any, spec: str = ".2f", unit: str = "") -> str:
     return f"{x:{spec}}{unit}"
 
 
+def joint_name(index: int) -> str:
+    """J1 for joint index 0 (the base), J2 for 1, ..."""
+    return f"J{index + 1}"
+
+
+def _out(out: Console | None) -> Console:
+    return out if out is not None else common.console
+
+
+@dataclass(frozen=True)
+class Col:
+    """One table column: header (with its unit), cell formatter, shown in the short table or only wide."""
+
+    header: str
+    cell: Callable[[Any], str]
+    short: bool = True
+    left: bool = False
+
+
+def _table(title: str, cols: Sequence[Col], rows: Sequence[Any], wide: bool) -> Table:
+    """A compact table (no outer edge): the short columns, or all of them when wide."""
+    table = Table(
+        title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold"
+    )
+    shown = [c for c in cols if wide or c.short]
+    for c in shown:
+        table.add_column(c.header, justify="left" if c.left else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(*(c.cell(r) for c in shown))
+    return table
+
+
+# ---------------------------------------------------------------------------------------------------------
+# lag
+
+
+def _speeds(result: LagResult) -> list[float]:
+    """The distinct cruise speeds (deg/s, rounded to 0.1) of the passes that measured a lag."""
+    return sorted({round(p.speed_deg_s, 1) for p in result.passes if math.isfinite(p.lag_ms)})
+
+
+def lag_verdict(result: LagResult | CombinedLag) -> str:
+    """One line: L with its 95 % CI half-width, whether it is constant across speeds (or that the check
+    needs two speeds), and the kind of lag the dynamic fit found."""
+    fit = result.fit
+    if fit is None:
+        return "[bold red]L not measurable[/]: no pass had a cruise long enough (see the notes)"
+    lo, hi = fit.ci95_ms
+    half = (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.nan
+    parts = [f"[bold]L = {fit.lag_ms:.2f} ms ± {fmt(half)}[/] (95 % CI)"]
+    speeds = _speeds(result) if isinstance(result, LagResult) else None
+    if speeds is not None and len(speeds) < 2:
+        parts.append("[yellow]one speed: constancy needs two[/]")
+    elif result.model is not None:
+        parts.append("constant across speeds" if result.model.constant else "[yellow]varies with speed[/]")
+    dyn = result.dynamics if isinstance(result, LagResult) else None
+    if dyn is not None:
+        kind = f"dead time + {dyn.tau_ms:.1f} ms filter" if dyn.has_filter else "pure dead time"
+        parts.append(kind + (" + friction offset" if dyn.has_friction else ""))
+    return ", ".join(parts)
+
+
+LAG_COLUMNS = (
+    Col("pass", lambda p: str(p.index)),
+    Col("dir", lambda p: p.direction, left=True),
+    Col("v\ndeg/s", lambda p: fmt(p.speed_deg_s, ".1f")),
+    Col("frames", lambda p: str(p.n_frames)),
+    Col("Δ\ndeg", lambda p: fmt(p.delta_mean_deg, ".4f")),
+    Col("L\nms", lambda p: fmt(p.lag_ms, ".2f")),
+    Col("gΔ mean\ndeg", lambda p: fmt(p.guard_delta_mean_deg, ".3f"), short=False),
+    Col("gΔ peak\ndeg", lambda p: fmt(p.guard_delta_peak_deg, ".3f"), short=False),
+    Col("g L\nms", lambda p: fmt(p.guard_lag_ms, ".2f"), short=False),
+    Col("mid L\nms", lambda p: fmt(p.mid_lag_ms, ".2f")),
+    Col("over\ndeg", lambda p: fmt(p.overshoot_deg, ".4f")),
+)
 
 
 def _fit_line(name: str, fit: OriginFit | None) -> str:
@@ -39,36 +120,9 @@ def _fit_line(name: str, fit: OriginFit | None) -> str:
     return text
 
 
-def render_lag(result: LagResult, title: str = "", wide: bool = False) -> None:
-    table = Table(title=title or None, show_header=True, header_style="bold", pad_edge=False)
-    columns = ("#", "dir", "v°/s", "n", "Δ°", "L ms", "gΔ mean°", "gΔ peak°", "g L ms", "mid L ms", "over°")
-    for col in columns:
-        table.add_column(col, justify="left" if col == "dir" else "right", no_wrap=True)
-    notes = []
-    for p in result.passes:
-        table.add_row(
-            str(p.index),
-            p.direction,
-            fmt(p.speed_deg_s, ".1f"),
-            str(p.n_frames),
-            fmt(p.delta_mean_deg, ".4f"),
-            fmt(p.lag_ms, ".2f"),
-            fmt(p.guard_delta_mean_deg, ".3f"),
-            fmt(p.guard_delta_peak_deg, ".3f"),
-            fmt(p.guard_lag_ms, ".2f"),
-            fmt(p.mid_lag_ms, ".2f"),
-            fmt(p.overshoot_deg, ".4f"),
-        )
-        if p.note:
-            notes.append(f"pass {p.index}: {p.note}")
-    table.caption = (
-        "Δ: command at each frame's time - measured (cruise mean); g: guard view, setpoint just sent - "
-        "newest frame; mid: midpoint crossing; over: past the end after the stop"
-    )
-    console.print(table)
-    for note in notes:
-        err_console.print(f"[yellow]{note}[/]", highlight=False)
-    console.print(_fit_line("lag L (delta = v * L, true delta at each state frame)", result.fit))
+def _views_lines(result: LagResult) -> list[str]:
+    """The host view with the link latency removed, and the guard view."""
+    lines: list[str] = []
     link, host = result.link, result.host_fit
     if host is not None and result.fit is not None:
         parts = []
@@ -77,133 +131,189 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False) -> None:
         if link.state_mapped:
             parts.append(f"state path {link.state_path_ms:.2f} ms via the controller's timestamps")
         removed = ", ".join(parts) if parts else "nothing removed"
-        console.print(f"host view (send time to receive time): {host.lag_ms:.2f} ms; link latency: {removed}")
+        lines.append(f"host view (send time to receive time): {host.lag_ms:.2f} ms; link latency: {removed}")
         if link.note:
-            console.print(f"  [dim]{link.note}[/]")
+            lines.append(f"  [dim]{link.note}[/]")
     if result.guard_fit is not None and result.fit is not None:
         base = host.lag_ms if host is not None else result.fit.lag_ms
-        console.print(
+        lines.append(
             f"guard-view lag (setpoint just sent - newest frame): {result.guard_fit.lag_ms:.2f} ms "
             f"(host view {result.guard_fit.lag_ms - base:+.2f} ms: the age of the newest state frame, "
             f"period {fmt(result.state_period_s * 1e3, '.1f')} ms)"
         )
+    return lines
+
+
+def _checks_lines(result: LagResult) -> list[str]:
+    """The midpoint cross-check and the model check (or why there is none)."""
+    lines: list[str] = []
     mid = result.midpoint
     if mid is not None:
         mark = "[green]agrees[/]" if mid.agrees else "[red]disagrees[/]"
-        console.print(
+        lines.append(
             f"midpoint cross-check: {mid.mean_ms:.2f} ms (passes {mid.min_ms:.2f}..{mid.max_ms:.2f}), "
             f"{fmt(mid.diff_from_fit_ms, '+.2f')} ms from the fit: {mark} within {mid.tolerance_ms:g} ms"
         )
-    if result.model is not None:
+    speeds = _speeds(result)
+    if result.fit is not None and len(speeds) < 2:
+        only = f"{speeds[0]:g} deg/s" if speeds else "no speed"
+        lines.append(
+            f"model check: [yellow]one speed only ({only}): whether L is the same at every speed needs two "
+            "speeds or more[/] (list them in --speeds)"
+        )
+    elif result.model is not None:
         color = "green" if result.model.constant else "yellow"
-        console.print(f"model check: [{color}]{result.model.message}[/]")
+        lines.append(f"model check: [{color}]{result.model.message}[/]")
+    return lines
+
+
+def _model_lines(result: LagResult) -> list[str]:
+    """The dynamic fit, the noise at rest and the guard tuning."""
+    lines: list[str] = []
     d = result.dynamics
     if d is not None:
-        console.print(
+        lines.append(
             f"dynamics (whole sweep, ramp corners included): L = {d.lag_ms:.2f} ± {d.lag_se_ms:.2f} ms, "
             f"tau = {d.tau_ms:.2f} ± {fmt(d.tau_se_ms)} ms, offset = {d.offset_deg:+.4f} ± "
             f"{d.offset_se_deg:.4f} deg, rms {d.rms_deg:.4f} deg over {d.n_samples} frames"
         )
-        console.print(f"  -> {d.verdict}")
+        lines.append(f"  -> {d.verdict}")
     if result.noise is not None:
         n = result.noise
-        console.print(
+        lines.append(
             f"noise at rest: {n.std_deg:.4f} deg std, {n.peak_deg:.4f} deg peak ({n.n_samples} frames, "
             f"{n.source})"
         )
     t = result.tuning
     if t is not None:
-        console.print(
+        lines.append(
             f"guard tuning (a_max {t.a_max:g} deg/s², v_max {t.v_max:g} deg/s): "
             f"[bold]lag_s = {t.lag_s:.2f} s[/], [bold]margin_deg = {t.margin_deg:.1f}[/] "
             f"(braking {t.braking_deg:.3f} + noise {t.noise_deg:.3f} + frame age {t.frame_age_deg:.3f} deg); "
-            f"shaper trail at v_max: {t.trail_deg:.2f} deg "
-            f"({t.trail_s * 1e3:.0f} ms)"
+            f"shaper trail at v_max: {t.trail_deg:.2f} deg ({t.trail_s * 1e3:.0f} ms)"
         )
+    return lines
+
+
+def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Console | None = None) -> None:
+    """The verdict, the pass table (short, or every column with wide), then the fit, views, checks, dynamics,
+    noise and guard tuning; notes and warnings on stderr."""
+    con = _out(out)
+    con.print(lag_verdict(result), highlight=False)
+    table = _table(title, LAG_COLUMNS, result.passes, wide)
+    table.caption = (
+        "Δ: command at each frame's time - measured (cruise mean); mid: midpoint crossing; over: past the "
+        "end after the stop" + ("; g: guard view, setpoint just sent - newest frame" if wide else "")
+    )
+    con.print(table)
+    passes: list[PassLag] = result.passes
+    for p in passes:
+        if p.note:
+            common.err_console.print(f"[yellow]pass {p.index}: {p.note}[/]", highlight=False)
+    lines = [_fit_line("lag L (delta = v * L, true delta at each state frame)", result.fit)]
+    lines += _views_lines(result) + _checks_lines(result) + _model_lines(result)
+    for line in lines:
+        con.print(line, highlight=False)
     for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        common.err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
-def render_combined(combined: CombinedLag) -> None:
-    console.print(f"[bold]combined over {combined.n_files} ramp files[/]")
-    console.print(_fit_line("lag L", combined.fit))
+def render_combined(combined: CombinedLag, out: Console | None = None) -> None:
+    """The lag fitted over several ramp files."""
+    con = _out(out)
+    con.print(f"[bold]combined over {combined.n_files} ramp files[/]")
+    con.print(lag_verdict(combined), highlight=False)
+    con.print(_fit_line("lag L", combined.fit), highlight=False)
     if combined.guard_fit is not None:
-        console.print(f"guard-view lag: {combined.guard_fit.lag_ms:.2f} ms")
+        con.print(f"guard-view lag: {combined.guard_fit.lag_ms:.2f} ms")
     if combined.midpoint is not None:
         m = combined.midpoint
-        console.print(f"midpoint cross-check: {m.mean_ms:.2f} ms ({m.min_ms:.2f}..{m.max_ms:.2f})")
+        con.print(f"midpoint cross-check: {m.mean_ms:.2f} ms ({m.min_ms:.2f}..{m.max_ms:.2f})")
     if combined.model is not None:
-        console.print(f"model check: {combined.model.message}")
+        con.print(f"model check: {combined.model.message}")
 
 
 def save_plot(fa: FileAnalysis, folder: Path | None = None) -> Path:
     """The figure of an analysed run, as a PNG next to its CSV (or in `folder`)."""
     target = (folder or fa.path.parent) / (fa.path.stem + ".png")
     target.parent.mkdir(parents=True, exist_ok=True)
+    meta = fa.meta
+    device = f"{meta.device}{' SIMULATED' if meta.simulated else ''}"
     if isinstance(fa.result, LagResult):
         from servotool.plots.lag import save_lag_plot
 
-        return save_lag_plot(fa.result, fa.recording, target, title=fa.path.name)
+        return save_lag_plot(fa.result, fa.recording, target, title=fa.path.name, device=device)
     from servotool.plots.step import save_step_plot
 
-    return save_step_plot(fa.result, fa.recording, target, title=fa.path.name)
-
-
-def render_step(result: StepResult, title: str = "", wide: bool = False) -> None:
-    table = Table(title=title or None, show_header=True, header_style="bold")
-    for col in (
-        "step",
-        "size",
-        "first move ms",
-        "arrive ms",
-        "peak Δ",
-        "guard lag ms",
-        "travel",
-        "x step",
-        "peak speed",
-        "rejects",
-        "faults",
-        "guard trip ms",
-        "verdict",
-    ):
-        table.add_column(col, justify="left" if col == "verdict" else "right")
-    for m in result.steps:
-        verdict = {"runaway": "[bold red]runaway[/]", "ok": "[green]ok[/]"}.get(
-            m.verdict, f"[yellow]{m.verdict}[/]"
-        )
-        table.add_row(
-            str(m.index),
-            f"{m.size_deg:+g}",
-            fmt(m.first_move_ms, ".0f"),
-            fmt(m.arrive_ms, ".0f"),
-            fmt(m.peak_delta_deg, ".3f"),
-            fmt(m.guard_lag_ms, ".0f"),
-            fmt(m.travel_deg, ".2f"),
-            fmt(m.travel_ratio, ".1f"),
-            fmt(m.peak_speed_deg_s, ".0f"),
-            str(m.rejects),
-            f"{m.faults}" + (f" ({m.fault_codes})" if m.fault_codes else ""),
-            fmt(m.guard_trip_ms, ".0f"),
-            verdict,
-        )
-    console.print(table)
-    kind = "shaped" if result.shaped else "raw"
-    console.print(
-        f"{kind} steps on joint {result.joint}: {result.runaways} runaway(s), "
-        f"{result.total_rejects} rejected command(s) in the whole run, "
-        f"{result.total_faults} fault latch(es); "
-        f"noise {fmt(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg"
+    margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
+    guard = (float(margin), float(lag)) if margin is not None and lag is not None else None
+    return save_step_plot(
+        fa.result, fa.recording, target, title=fa.path.name, device=device, guard=guard
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# step
+
+
+def step_verdict(result: StepResult) -> str:
+    """One line: how many steps, shaped or raw, on which joint, and what came of them."""
+    kind = "shaped" if result.shaped else "raw"
+    n = len(result.steps)
+    head = f"{n} {kind} step{'s' if n != 1 else ''} on {joint_name(result.joint)}"
+    bad = [m for m in result.steps if m.verdict != "ok"]
+    if result.runaways:
+        return f"{head}: [bold red]{result.runaways} runaway(s)[/], {result.total_faults} fault latch(es)"
+    if not bad and not result.total_faults and not result.guard_trips:
+        arrive = [m.arrive_ms for m in result.steps if math.isfinite(m.arrive_ms)]
+        within = f", arrived within {max(arrive):.0f} ms" if arrive else ""
+        return f"{head}: [green]all arrived, no runaway, no fault[/]{within}"
+    parts = [f"{len(bad)} not ok ({', '.join(sorted({m.verdict for m in bad}))})"] if bad else []
+    if result.total_faults:
+        parts.append(f"{result.total_faults} fault latch(es)")
+    if result.guard_trips:
+        parts.append(f"guard tripped {len(result.guard_trips)}x")
+    return f"{head}: [yellow]{', '.join(parts)}[/]"
+
+
+def _step_verdict_cell(m: StepMetrics) -> str:
+    return {"runaway": "[bold red]runaway[/]", "ok": "[green]ok[/]"}.get(m.verdict, f"[yellow]{m.verdict}[/]")
+
+
+def _faults_cell(m: StepMetrics) -> str:
+    return f"{m.faults}" + (f" ({m.fault_codes})" if m.fault_codes else "")
+
+
+STEP_COLUMNS = (
+    Col("step", lambda m: str(m.index)),
+    Col("size\ndeg", lambda m: f"{m.size_deg:+g}"),
+    Col("first\nms", lambda m: fmt(m.first_move_ms, ".0f")),
+    Col("arrive\nms", lambda m: fmt(m.arrive_ms, ".0f")),
+    Col("peak Δ\ndeg", lambda m: fmt(m.peak_delta_deg, ".3f"), short=False),
+    Col("guard\nlag ms", lambda m: fmt(m.guard_lag_ms, ".0f"), short=False),
+    Col("travel\ndeg", lambda m: fmt(m.travel_deg, ".2f")),
+    Col("x\nstep", lambda m: fmt(m.travel_ratio, ".1f"), short=False),
+    Col("peak\ndeg/s", lambda m: fmt(m.peak_speed_deg_s, ".0f")),
+    Col("rejects", lambda m: str(m.rejects), short=False),
+    Col("faults", _faults_cell),
+    Col("guard\ntrip ms", lambda m: fmt(m.guard_trip_ms, ".0f"), short=False),
+    Col("verdict", _step_verdict_cell, left=True),
+)
+
+
+def _step_event_lines(result: StepResult) -> list[str]:
+    """Per step: the fault and its travel, the guard trip and how it lined up with the runaway."""
+    lines: list[str] = []
     for m in result.steps:
         if m.faults or m.runaway:
-            console.print(
+            lines.append(
                 f"step {m.index}: fault {fmt(m.fault_ms, '.0f')} ms after the step, travel "
                 f"{m.travel_deg:.2f} deg ({fmt(m.travel_ratio, '.1f')}x the step) at up to "
                 f"{fmt(m.peak_speed_deg_s, '.0f')} deg/s"
             )
         if math.isfinite(m.guard_trip_ms):
             ticks = m.guard_after_crossing_ms / (result.cmd_period_s * 1e3)
-            console.print(
+            lines.append(
                 f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
                 f"{fmt(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
                 f"{fmt(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target, "
@@ -211,14 +321,37 @@ def render_step(result: StepResult, title: str = "", wide: bool = False) -> None
                 "frame beyond its allowance"
             )
     for trip in result.guard_trips:
-        console.print(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}", highlight=False)
+        lines.append(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}")
+    return lines
+
+
+def render_step(result: StepResult, title: str = "", wide: bool = False, out: Console | None = None) -> None:
+    """The verdict, the step table (short, or every column with wide), the run's totals and each step's
+    fault and guard events; warnings on stderr."""
+    con = _out(out)
+    con.print(step_verdict(result), highlight=False)
+    table = _table(title, STEP_COLUMNS, result.steps, wide)
+    table.caption = (
+        "first: first move after the step; arrive: first frame within 10 % of the step of its target"
+    )
+    con.print(table)
+    kind = "shaped" if result.shaped else "raw"
+    con.print(
+        f"{kind} steps on {joint_name(result.joint)}: {result.runaways} runaway(s), "
+        f"{result.total_rejects} rejected command(s) in the whole run, "
+        f"{result.total_faults} fault latch(es); "
+        f"noise {fmt(result.noise_std_deg, '.4f')} deg std, threshold {result.threshold_deg:.3f} deg",
+        highlight=False,
+    )
+    for line in _step_event_lines(result):
+        con.print(line, highlight=False)
     for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        common.err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
 def render_guard_setup(g: GuardSetup) -> None:
     """How a step run's guard was tuned, one line on stderr."""
-    err_console.print(
+    common.err_console.print(
         f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
         f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
         highlight=False,

@@ -240,7 +240,7 @@ class StepJob:
             record_raw=True,
             shaper=shaper,
             guard=guard,
-            message=f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on joint {s.joint}",
+            message=f"streaming {s.steps} {kind} steps of {s.size_deg:g} deg on J{s.joint + 1}",
         )
 
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from servotool.analysis.lag import simulate
 from servotool.cli.app import app
+from servotool.cli.render import render_lag
+from servotool.io.csvlog import CsvLogWriter
+from servotool.motion.ramp import ramp_profile
+from servotool.runs.analyze import analyze_file
+from servotool.runs.ramp import RampSettings, check_settings
+from servotool.runs.stream import columns, units
 
 runner = CliRunner()
+T = 0.01
 SHORT = ["--sweep", "5", "--speeds", "10,20", "--ramp-ms", "100", "--settle-ms", "300"]
 
 
@@ -73,3 +84,72 @@ def test_a_pass_too_short_to_cruise_is_reported_not_a_crash(tmp_path):
     # the 40 deg/s passes of a 4 deg sweep are triangles: reported as such and left out of the fit
     assert [p["note"] for p in passes[2:]] == ["no cruise", "no cruise"]
     assert out["analysis"]["result"]["fit"]["n_passes"] == 2
+
+
+def _ramp_csv(path: Path, lag: float, speeds: tuple[float, ...], seed: int = 0) -> Path:
+    """A ramp recording as the stream loop writes it, with a known lag and a little noise."""
+    rng = np.random.default_rng(seed)
+    prof = ramp_profile(0.0, 8.0, speeds, dt=T, ramp_s=0.1, settle_s=0.3)
+    tc = np.arange(len(prof)) * T
+    ts = np.arange(0.0, tc[-1] + 0.3, 0.008)
+    m, _ = simulate(tc, prof.q, ts, lag, 0.0)
+    m += rng.normal(0, 0.002, len(ts))
+    rows = [(tc[k], {"event": "cmd", "seq": k, "pass": prof.pass_index[k], "phase": prof.phase[k],
+                     "q1": prof.q[k]}) for k in range(len(tc))]
+    rows += [(ts[i], {"event": "state", "q1": m[i], "main_code": 0, "sub_code": 0, "dev_t": ts[i]})
+             for i in range(len(ts))]
+    rows.sort(key=lambda r: r[0])
+    cfg = {"mode": "ramp", "joint": 0, "cmd_period_s": T, "a_max": 500.0, "v_max": 130.0}
+    with CsvLogWriter(path, device="sim:fr3", simulated=True, config=cfg, units=units(6, False),
+                      columns=columns(6, False), command="servotool lag --ramp") as w:
+        for t, row in rows:
+            w.write({"t": t, **{f"q{j}": 0.0 for j in range(2, 7)}, **row})
+    return path
+
+
+def _render(result, width: int, wide: bool = False) -> str:
+    out = Console(width=width, record=True, emoji=False)
+    render_lag(result, title="lag, J1 (sim:fr3)", wide=wide, out=out)
+    return out.export_text()
+
+
+def _verdict_lag(line: str) -> float:
+    assert line.startswith("L = "), line
+    return float(line.split()[2])
+
+
+def test_the_lag_result_reads_at_80_columns_verdict_first(tmp_path):
+    result = analyze_file(_ramp_csv(tmp_path / "a.csv", 0.078, (10.0, 20.0))).result
+    text = _render(result, 80)
+    lines = text.splitlines()
+    assert "…" not in text and all(len(line) <= 80 for line in lines)
+    assert _verdict_lag(lines[0]) == pytest.approx(78.0, abs=0.5)
+    assert "(95 % CI)" in lines[0] and "constant across speeds" in lines[0]
+    for header in ("pass", "dir", "deg/s", "frames", "Δ", "deg", "L", "ms", "mid L", "over"):
+        assert header in text, header
+    assert "gΔ mean" not in text  # the guard-view columns are --wide only
+    wide = _render(result, 200, wide=True)
+    assert "…" not in wide and "gΔ mean" in wide and "gΔ peak" in wide and "g L" in wide
+
+
+def test_a_single_speed_does_not_claim_that_l_is_constant(tmp_path):
+    result = analyze_file(_ramp_csv(tmp_path / "one.csv", 0.078, (20.0,))).result
+    text = _render(result, 80)
+    assert "…" not in text
+    first = text.splitlines()[0]
+    assert _verdict_lag(first) == pytest.approx(78.0, abs=0.5) and "constancy needs two" in first
+    assert "constant across speeds" not in first
+    assert "needs two speeds or more" in text
+    assert "L is constant across speeds" not in text
+
+
+def test_the_default_ramp_is_short_and_has_two_speeds():
+    s = RampSettings()
+    assert len(set(s.speeds_deg_s)) >= 2
+    prof = ramp_profile(0.0, s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s,
+                        settle_s=s.settle_s)
+    assert len(prof) * s.cmd_period_s <= 5.0
+    # every cruise outlasts a 200 ms lag plus its corner transient
+    for v in s.speeds_deg_s:
+        assert abs(s.sweep_deg) / v - s.ramp_s >= 0.35
+    check_settings(s)

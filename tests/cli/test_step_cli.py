@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from servotool.analysis.step import StepMetrics, StepResult
 from servotool.cli.app import app
+from servotool.cli.render import render_step
 
 runner = CliRunner()
 
@@ -139,3 +143,44 @@ def test_raw_step_confirmation_from_a_pipe_without_a_terminal_is_refused(tmp_pat
     assert res.returncode == 2, res.stderr
     assert "typed on a terminal" in res.stderr and "Traceback" not in res.stderr
     assert not list(tmp_path.glob("*.csv"))
+
+
+def _metrics(index: int, size: float, **kw) -> StepMetrics:
+    base = dict(
+        index=index, t_step_s=0.5 + index, size_deg=size, from_deg=0.0, target_deg=size, pre_deg=0.0,
+        first_move_ms=81.0, arrive_ms=288.0, peak_delta_deg=3.456, guard_lag_ms=210.0, travel_deg=abs(size),
+        travel_ratio=1.0, overshoot_deg=0.0, peak_speed_deg_s=70.0, rejects=0, faults=0, fault_codes="",
+        fault_ms=math.nan, guard_trip_ms=math.nan, guard_after_fault_ms=math.nan,
+        guard_after_overshoot_ms=math.nan, crossed_ms=math.nan, guard_after_crossing_ms=math.nan,
+        runaway=False, verdict="ok", window_s=0.6,
+    )
+    base.update(kw)
+    return StepMetrics(**base)
+
+
+def test_the_step_result_reads_at_80_columns_verdict_first():
+    runaway = _metrics(
+        1, -12.5, arrive_ms=math.nan, travel_deg=351.25, travel_ratio=28.1, peak_speed_deg_s=180.0,
+        rejects=47, faults=1, fault_codes="1/32", fault_ms=8.0, guard_trip_ms=121.0, runaway=True,
+        verdict="runaway", guard_after_fault_ms=113.0, guard_after_overshoot_ms=25.0,
+        guard_after_crossing_ms=9.0,
+    )
+    result = StepResult(
+        joint=0, shaped=False, cmd_period_s=0.01, noise_std_deg=0.0022, threshold_deg=0.013,
+        steps=[_metrics(0, 12.5), runaway], runaways=1, total_rejects=47, total_faults=1,
+        guard_trips=[{"t_s": 1.621, "reason": "q1 diverged"}],
+    )
+    out = Console(width=80, record=True, emoji=False)
+    render_step(result, title="steps, J1 (sim:fr3)", out=out)
+    text = out.export_text()
+    lines = text.splitlines()
+    assert "…" not in text and all(len(line) <= 80 for line in lines)
+    assert lines[0] == "2 raw steps on J1: 1 runaway(s), 1 fault latch(es)"
+    words = ("step", "size", "first", "arrive", "travel", "peak", "deg/s", "faults", "verdict", "1 (1/32)")
+    for word in (*words, "runaway", "351.25", "-12.5"):
+        assert word in text, word
+    assert "guard lag" not in text  # --wide only
+    out = Console(width=200, record=True, emoji=False)
+    render_step(result, wide=True, out=out)
+    wide = out.export_text()
+    assert "…" not in wide and "guard" in wide and "rejects" in wide and "47" in wide

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -16,12 +17,16 @@ from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
 from servotool.motion.shaper import StreamShaper
+from servotool.runs.arm_run import ArmRun, RunCallbacks, RunOptions, StreamSetup
+from servotool.runs.lateness import BIN_S, LatenessStats
 from servotool.runs.stream import (
     COMPLETE,
     CONNECTION_LOST,
+    ERROR,
     FAULT,
     GUARD,
     INTERRUPTED,
+    RunStatus,
     StopSettings,
     Streamer,
     StreamPlan,
@@ -312,3 +317,102 @@ def test_a_recording_on_the_fake_arm_reads_back_its_exact_lag(tmp_path):
     # the guard sees the newest frame, on average half a state period old
     assert res.guard_fit.lag_ms == pytest.approx(63.0 + 4.0, abs=1.5)
     assert res.model.constant
+
+
+def test_an_exception_in_our_own_code_still_ends_through_the_braked_stop(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    plan = ramp_plan(sweep=10.0, speeds=(40.0,))
+    cruise = int(np.flatnonzero(plan.phase == "cruise")[3])
+
+    def on_tick(info):
+        if info.k >= cruise:
+            raise ZeroDivisionError("a bug in a progress callback")
+
+    outcome, meta, df, _ = run(tmp_path, arm, clock, plan, on_tick=on_tick, tick_every=1)
+    assert outcome.status == ERROR and "ZeroDivisionError" in outcome.reason
+    assert outcome.exit_code == 1
+    assert not meta.complete and "ZeroDivisionError" in meta.end_reason
+    q = df[df.event == "cmd"].q1.to_numpy()
+    v = np.diff(q) / T
+    assert np.max(np.abs(np.diff(v))) <= 500.0 * T + 1e-6  # braked, never a velocity jump
+    assert abs(v[-1]) < 1e-9 and outcome.at_rest is True
+
+
+def test_lateness_is_kept_in_bounded_memory_with_quantiles_within_a_bin():
+    rng = np.random.default_rng(7)
+    late = np.concatenate([rng.exponential(0.0002, 20_000), rng.uniform(0.004, 0.02, 200)])
+    stats = LatenessStats(late_threshold_s=T / 2)
+    size = stats._hist.nbytes
+    for x in late:
+        stats.add(float(x))
+    assert stats._hist.nbytes == size  # nothing grows with the ticks
+    assert stats.count == len(late)
+    assert stats.max_s == pytest.approx(late.max())
+    assert stats.mean_s == pytest.approx(late.mean())
+    assert stats.late_ticks == int(np.sum(late > T / 2))
+    for q in (0.5, 0.99):
+        assert abs(stats.quantile_s(q) - np.quantile(late, q)) <= BIN_S + 1e-12
+
+
+def test_run_status_values_and_exit_codes_are_the_documented_ones():
+    assert [s.value for s in RunStatus] == [
+        "complete", "interrupted", "fault", "guard", "rejected", "connection-lost", "device-error", "error"
+    ]
+    assert {s: int(s.exit_code) for s in RunStatus} == {
+        RunStatus.COMPLETE: 0, RunStatus.INTERRUPTED: 130, RunStatus.FAULT: 1, RunStatus.GUARD: 1,
+        RunStatus.REJECTED: 1, RunStatus.CONNECTION_LOST: 3, RunStatus.DEVICE_ERROR: 3, RunStatus.ERROR: 1,
+    }
+    assert json.dumps({"status": COMPLETE}) == '{"status": "complete"}'
+
+
+class _HoldJob:
+    """A job that holds the start pose for n ticks (what a recorder session would stream)."""
+
+    mode = "hold"
+
+    def __init__(self, n: int, fail_in_build: bool = False) -> None:
+        self.n = n
+        self.fail_in_build = fail_in_build
+        self.options = RunOptions(cmd_period_s=T)
+        self.checked: list[str] = []
+
+    def check_settings(self) -> None:
+        self.checked.append("settings")
+
+    def check_arm(self, arm) -> None:
+        self.checked.append("arm")
+
+    def build(self, arm, prep):
+        if self.fail_in_build:
+            raise RuntimeError("cannot build")
+        targets = np.tile(prep.pose, (self.n, 1))
+        return StreamSetup(plan=StreamPlan(targets), config={"mode": "hold"}, message="holding")
+
+
+def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    clock.advance(0.1)
+    job = _HoldJob(50)
+    said: list[str] = []
+    result = ArmRun(
+        job, clock=clock, out_dir=tmp_path, command="test", callbacks=RunCallbacks(on_status=said.append),
+        analyse=False,
+    ).run(arm)
+    assert job.checked == ["settings", "arm"]
+    assert arm.calls == ["enable", "servo_start", "warm_up", "servo_end", "disable"]
+    assert result.outcome.complete and result.path.exists()
+    meta, df = read_csv(result.path)
+    assert meta.complete and meta.mode == "hold" and len(df[df.event == "cmd"]) == 50
+    assert said[-1] == "holding"
+    d = result.to_dict()
+    assert list(d) == ["run", "notes", "analysis", "analysis_error"] and d["run"]["status"] == "complete"
+
+    # a failure after the warm-up, before the stream: the robot is still taken out of servo mode and
+    # disabled, and no CSV is left behind
+    arm2 = FakeArm(clock)
+    with pytest.raises(RuntimeError, match="cannot build"):
+        ArmRun(_HoldJob(10, fail_in_build=True), clock=clock, out_dir=tmp_path / "b").run(arm2)
+    assert arm2.calls[-2:] == ["servo_end", "disable"]
+    assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
