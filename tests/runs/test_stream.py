@@ -383,6 +383,10 @@ class _HoldJob:
     def check_arm(self, arm) -> None:
         self.checked.append("arm")
 
+    def goal_problems(self, ranges, start) -> list[str]:
+        self.checked.append("goals")
+        return []
+
     def build(self, arm, prep):
         if self.fail_in_build:
             raise RuntimeError("cannot build")
@@ -400,7 +404,7 @@ def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
         job, clock=clock, out_dir=tmp_path, command="test", callbacks=RunCallbacks(on_status=said.append),
         analyse=False,
     ).run(arm)
-    assert job.checked == ["settings", "arm"]
+    assert job.checked == ["settings", "arm", "goals"]
     assert arm.calls == ["enable", "servo_start", "warm_up", "servo_end", "disable"]
     assert result.outcome.complete and result.path.exists()
     meta, df = read_csv(result.path)
