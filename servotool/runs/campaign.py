@@ -38,7 +38,7 @@ from servotool.runs.settings import validate_lag, validate_step
 from servotool.runs.step import StepSettings
 from servotool.runs.step import check_settings as check_step
 from servotool.runs.stream import RunRefused
-from servotool.runs.sweep import SweepConfig, directions_for
+from servotool.runs.sweep import SweepConfig, SweepSettingsError, directions_for
 
 COMMANDS = ("lag", "step", "sweep")
 ARM_COMMANDS = ("lag", "step")
@@ -296,6 +296,8 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
         unknown = [j for j in cfg.joints if j not in facts.joint_ids and j not in ROSORIN_ARM.ids]
         if unknown:
             return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
+    except SweepSettingsError as exc:  # every problem the sweep's own checks found
+        return list(exc.problems)
     except (RunRefused, ValueError) as exc:
         return [str(exc)]
     return []

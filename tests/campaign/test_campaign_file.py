@@ -119,3 +119,26 @@ def test_fr20_protocol_is_ramp_only_on_a_real_arm():
     c = load_campaign(fr20, robot="fairino://192.0.2.1?model=fr20")
     assert c.safety.ramp_only and all(r.command == "lag" for r in c.runs)
     assert [r.options["joint"] for r in c.runs] == [5, 0]
+
+
+def test_sweep_runs_get_every_problem_of_the_sweep_checks(write_campaign):
+    path = write_campaign("""
+name: bad
+purpose: sweeps
+device: sim:rosorin-arm
+safety: {joints: [1, 2], max_speed_pulses_s: 50}
+runs:
+  - why: two problems of its own
+    command: sweep
+    options: {joints: [1, 1], speed: 0.0, inside: 500}
+  - why: against the rules
+    command: sweep
+    options: {joints: [3], speed: 80}
+  - why: an arm command on a bus
+    command: lag
+    options: {joint: 0}
+""")
+    joined = "\n".join(problems_of(path))
+    assert "name a servo twice" in joined and "inside 500 pulses" in joined
+    assert "joint 3 is not among the joints" in joined and "80 pulses/s is above" in joined
+    assert "`lag` needs an arm" in joined
