@@ -1,24 +1,171 @@
-"""The `servotool` command: a thin typer front end over runs/ and analysis/."""
+"""The `servotool` command: a thin typer front end over runs/ and analysis/.
+
+The commands are loaded on first use: `servotool --help` lists them from the summaries below without
+importing scipy, pandas or matplotlib, which only the commands that compute or plot need. A test checks
+that each summary is the first line its command's own help shows.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from servotool.cli import version as version_cmd
-from servotool.cli.analyze import analyze
-from servotool.cli.campaign import campaign_app
-from servotool.cli.incidents import incidents_app
-from servotool.cli.lag import lag
-from servotool.cli.ports import ports
-from servotool.cli.record import record
-from servotool.cli.servo import servo_app
-from servotool.cli.shape import shape
-from servotool.cli.sim import sim_app
-from servotool.cli.step import step
-from servotool.cli.sweep import sweep
+import typer
+from typer import _click as click  # the click typer is built on (typer carries its own copy)
+from typer.core import TyperCommand, TyperGroup
+
+from servotool import __version__
+from servotool.cli.config import OUTPUT, apply_config_defaults, config_app
+
+HELP_OPTION_NAMES = ["-h", "--help"]
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """One command of the tool: where it lives, and the one line `servotool --help` shows for it."""
+
+    name: str
+    module: str
+    attr: str
+    summary: str
+    help: str | None = None  # replaces the sub-app's own help text, when set
+
+
+COMMANDS: tuple[LazyCommand, ...] = (
+    LazyCommand("lag", "servotool.cli.lag", "lag",
+                "Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds."),
+    LazyCommand("step", "servotool.cli.step", "step",
+                "Step one joint through +X, 0, -X, 0 and report each step's response, rejects, faults "
+                "and runaway."),
+    LazyCommand("analyze", "servotool.cli.analyze", "analyze",
+                "Recognise each run from its header (ramp, step or sweep) and recompute what the live "
+                "command reported."),
+    LazyCommand("shape", "servotool.cli.shape", "shape",
+                "Replay a recorded run's raw targets through a shaper, offline: what would the wire have "
+                "carried?"),
+    LazyCommand("sweep", "servotool.cli.sweep", "sweep",
+                "Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds "
+                "the arm."),
+    LazyCommand("record", "servotool.cli.record", "record",
+                "Watch a servo bus (or a FAIRINO arm) at ~30 Hz and keep the lead-up of every hardware-error "
+                "latch."),
+    LazyCommand("ports", "servotool.cli.ports", "ports",
+                "List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."),
+    LazyCommand("version", "servotool.cli.version", "version",
+                "Print servotool's version, Python's, and the versions of its key dependencies."),
+    LazyCommand("incidents", "servotool.cli.incidents", "incidents_app",
+                "List, show and plot the flight recorder's captures (default folder: the XDG state dir's "
+                "servotool/captures)."),
+    LazyCommand("servo", "servotool.cli.servo", "servo_app",
+                "Read, move, hold and relax the servos of a bus-servo arm (default: the simulated "
+                "rosorin-arm, which keeps its pose from one command to the next)."),
+    LazyCommand("campaign", "servotool.cli.campaign", "campaign_app",
+                "Measurement campaigns as files: a device, safety rules and a series of runs, checked "
+                "before anything moves, run in one go, reported in one folder."),
+    LazyCommand("sim", "servotool.cli.sim", "sim_app",
+                "Run a device simulator standalone for other programs and SDKs.",
+                help="Run a device simulator standalone for other programs and SDKs."),
+)
+
+EPILOG = (
+    "Exit codes: 0 done; 1 fault or guard tripped; 2 usage error or refused before anything moved; "
+    "3 device unreachable or lost; 129/130/143 hangup, Ctrl-C, SIGTERM. "
+    "Defaults of --robot, --bus, --out and --limits: `servotool config`."
+)
+
+
+def tidy_metavars(command: Any, ctx: click.Context) -> None:
+    """Drop the type label of flags (`--json <bool>`) and show a repeatable value as the value it takes
+    (`<list[int]>` becomes `<int>`), on `command` and every command under it."""
+    params = list(command.params)
+    help_option = command.get_help_option(ctx)
+    if help_option is not None:
+        params.append(help_option)
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+            continue
+        display = getattr(param, "display_type", None)
+        label = display(ctx) if display is not None and param.metavar is None else None
+        if not (label and label.startswith("<list[") and label.endswith("]>")):
+            continue
+        if param.param_type_name == "option":
+            param.metavar = f"<{label[6:-2]}>"
+        else:  # an argument's metavar would rename it: only its type column changes
+            param.display_type_rich = _fixed_label(f"<{label[6:-2]}>")
+    for sub in getattr(command, "commands", {}).values():
+        tidy_metavars(sub, ctx)
+
+
+def _fixed_label(label: str) -> Callable[[click.Context], str]:
+    def display(ctx: click.Context) -> str:
+        return label
+
+    return display
+
+
+class LazyGroup(TyperGroup):
+    """The root group: imports a command's module when the command is run or its help is asked for,
+    and lists every command from its summary alone."""
+
+    _listing = False
+    _tidied: frozenset[str] = frozenset()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = [entry.name for entry in COMMANDS]
+        return names + [name for name in self.commands if name not in names]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+        if cmd_name in self.commands:
+            if cmd_name not in self._tidied:
+                tidy_metavars(self.commands[cmd_name], ctx)
+                self._tidied = self._tidied | {cmd_name}
+            return self.commands[cmd_name]
+        entry = next((e for e in COMMANDS if e.name == cmd_name), None)
+        if entry is None:
+            return None
+        if self._listing:
+            return TyperCommand(name=entry.name, help=entry.summary)
+        self.commands[cmd_name] = load_command(entry)
+        return self.get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: click.Context, formatter: Any) -> None:
+        tidy_metavars(self, ctx)
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        self._listing = True
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing = False
+
+
+def load_command(entry: LazyCommand) -> Any:
+    """Import the command's module and build its click command as `app.command`/`app.add_typer` would."""
+    target = getattr(importlib.import_module(entry.module), entry.attr)
+    holder = typer.Typer(rich_markup_mode="rich", add_completion=False)
+    holder.callback()(_no_op)  # a callback keeps the holder a group whatever it holds
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=entry.name, help=entry.help or typer.models.Default(None))
+    else:
+        holder.command(entry.name)(target)
+    return typer.main.get_command(holder).commands[entry.name]  # type: ignore[attr-defined]
+
+
+def _no_op() -> None:
+    """Stands in for a callback."""
+
 
 app = typer.Typer(
     name="servotool",
+    cls=LazyGroup,
     help=(
         "Diagnostics and measurement for robot arms and servo buses.\n\n"
         "Measure the lag between the setpoints you stream and what the controller executes, inject steps "
@@ -27,30 +174,43 @@ app = typer.Typer(
         "speaks the real wire protocol, so every command works with no hardware; fairino://HOST talks to a "
         "real arm."
     ),
+    epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode="rich",
+    context_settings={"help_option_names": HELP_OPTION_NAMES},
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"servotool {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug details."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="Leave out tables and progress; keep the verdict and errors."),
+) -> None:
     """Diagnostics and measurement for robot arms and servo buses."""
+    if verbose and quiet:
+        from servotool.cli.common import fail
+
+        fail("--verbose and --quiet exclude each other")
+    # set on every invocation: one process may run several commands (tests do)
+    OUTPUT.verbose = verbose
+    OUTPUT.quiet = quiet
+    if ctx.invoked_subcommand != "config":
+        apply_config_defaults(ctx)
 
 
-app.command("lag")(lag)
-app.command("step")(step)
-app.command("analyze")(analyze)
-app.command("shape")(shape)
-app.command("sweep")(sweep)
-app.command("record")(record)
-app.add_typer(incidents_app, name="incidents")
-app.add_typer(servo_app, name="servo")
-app.command("ports")(ports)
-app.add_typer(campaign_app, name="campaign")
-app.add_typer(sim_app, name="sim", help="Run a device simulator standalone for other programs and SDKs.")
-app.command("version")(version_cmd.version)
+app.add_typer(config_app, name="config")
 
 
 def main() -> None:

@@ -1,0 +1,143 @@
+"""`servotool config` and the settings every command shares: verbosity and the config file's defaults.
+
+An option takes its value from the command line, else its environment variable, else the config file, else
+its built-in default. The config file reaches an option through click's default map: an option opts in by
+naming the key's environment variable (envvar="SERVOTOOL_OUT" for an output folder, and so on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from servotool.cli.common import console, fail, print_json
+from servotool.errors import ServotoolError
+from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
+
+
+@dataclass
+class Output:
+    """How much the commands say: `quiet` leaves out tables and progress (the verdict line and errors
+    stay), `verbose` adds debug details. Set by the root options -q/--quiet and -v/--verbose."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+OUTPUT = Output()
+
+
+def default_map_for(command: Any, values: dict[str, str]) -> dict[str, Any]:
+    """Click's default map for `command` and the commands under it: the config value of every option whose
+    environment variable is a config key's."""
+    by_env = {KEYS[key].envvar: value for key, value in values.items()}
+    result: dict[str, Any] = {}
+    for param in command.params:
+        envvar = getattr(param, "envvar", None)
+        if isinstance(envvar, str) and envvar in by_env and param.name:
+            result[param.name] = by_env[envvar]
+    for name, sub in getattr(command, "commands", {}).items():
+        sub_map = default_map_for(sub, values)
+        if sub_map:
+            result[name] = sub_map
+    return result
+
+
+def apply_config_defaults(ctx: typer.Context) -> None:
+    """Make the config file's values the defaults of the invoked command's options (one error line and
+    exit 2 when the file cannot be read)."""
+    try:
+        values = load_config(config_path())
+    except ServotoolError as exc:
+        fail(f"{exc} (see `servotool config path`)")
+    if values:
+        ctx.default_map = default_map_for(ctx.command, values)
+
+
+config_app = typer.Typer(
+    help="Show and set the defaults commands use when an option is not given (the user config file).",
+    invoke_without_command=True,
+    rich_markup_mode="rich",
+)
+
+JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+@config_app.callback()
+def _config(ctx: typer.Context, json_out: bool = JsonOption) -> None:
+    """Show and set the defaults commands use when an option is not given (the user config file).
+
+    Each value comes from, in order: the option, its environment variable, the config file, the built-in
+    default. `servotool config` alone is `servotool config show`."""
+    if ctx.invoked_subcommand is None:
+        show(json_out=json_out)
+
+
+@config_app.command("show")
+def show(json_out: bool = JsonOption) -> None:
+    """Show the value each key takes when its option is not given, and where the value comes from."""
+    path = config_path()
+    try:
+        rows = effective(load_config(path))
+    except ServotoolError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json({"path": str(path), "exists": path.exists(),
+                    "values": {row.key: {"value": row.value, "source": row.source,
+                                         "envvar": KEYS[row.key].envvar} for row in rows}})
+        return
+    table = Table(title=f"config {escape(str(path))}" + ("" if path.exists() else " (not created yet)"))
+    for column in ("key", "value", "from", "used as"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row.key, escape(row.value or "-"), row.source, KEYS[row.key].meaning)
+    console.print(table)
+
+
+@config_app.command("path")
+def path_cmd(json_out: bool = JsonOption) -> None:
+    """Print the config file's path ($SERVOTOOL_CONFIG, else the user config dir's servotool/config.yaml)."""
+    path = config_path()
+    if json_out:
+        print_json({"path": str(path), "exists": path.exists()})
+        return
+    typer.echo(str(path))
+
+
+@config_app.command("set")
+def set_cmd(
+    key: str = typer.Argument(..., help=f"One of: {', '.join(KEYS)}."),
+    value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write KEY: VALUE into the config file (creating it), keeping the other keys."""
+    path = config_path()
+    try:
+        values = set_value(path, key, value)
+    except ServotoolError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json({"path": str(path), "values": values})
+        return
+    console.print(f"{key} = {escape(value)} ({escape(str(path))})", highlight=False)
+
+
+@config_app.command("unset")
+def unset_cmd(
+    key: str = typer.Argument(..., help=f"One of: {', '.join(KEYS)}."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Remove KEY from the config file; its option falls back to the environment or the built-in default."""
+    path = config_path()
+    try:
+        values = set_value(path, key, None)
+    except ServotoolError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json({"path": str(path), "values": values})
+        return
+    console.print(f"{key} removed ({escape(str(path))})", highlight=False)

@@ -1,0 +1,104 @@
+"""The command-line conventions every command keeps: -h, --version, tidy help at 80 columns, lazy imports."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from servotool import __version__
+from servotool.cli.app import COMMANDS, app, load_command
+
+runner = CliRunner()
+HEAVY = ("scipy", "pandas", "matplotlib", "pyarrow")
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and sub-command of the tool, as the words that name it."""
+    root = typer.main.get_command(app)
+    ctx = typer.Context(root)
+    paths: list[list[str]] = [[]]
+
+    def walk(command, path):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            paths.append([*path, name])
+            if hasattr(sub, "list_commands"):
+                walk(sub, [*path, name])
+
+    walk(root, [])
+    return paths
+
+
+ALL_COMMANDS = _command_paths()
+
+
+def test_importing_the_app_leaves_heavy_libraries_unloaded():
+    code = ("import sys, servotool.cli.app; "
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_root_help_leaves_heavy_libraries_unloaded():
+    code = ("import sys\nfrom servotool.cli.app import app\n"
+            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', [m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "LOADED []" in out.stdout
+
+
+@pytest.mark.parametrize("entry", COMMANDS, ids=[e.name for e in COMMANDS])
+def test_listed_summary_is_the_commands_own_first_line(entry):
+    real = load_command(entry)
+    assert real.get_short_help_str(limit=400) == typer.core.TyperCommand(
+        name=entry.name, help=entry.summary).get_short_help_str(limit=400)
+
+
+@pytest.mark.parametrize("path", ALL_COMMANDS, ids=[" ".join(p) or "servotool" for p in ALL_COMMANDS])
+def test_help_at_80_columns_is_tidy(path):
+    for flag in ("--help", "-h"):
+        result = runner.invoke(app, [*path, flag], env={"COLUMNS": "80", "TERM": "dumb"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output
+        assert "<list" not in result.output
+        assert "Usage:" in result.output
+
+
+def test_version_option():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"servotool {__version__}"
+    result = runner.invoke(app, ["-V"])
+    assert result.output.strip() == f"servotool {__version__}"
+
+
+def test_root_help_shows_exit_codes_and_completion():
+    result = runner.invoke(app, ["-h"], env={"COLUMNS": "80", "TERM": "dumb"})
+    text = " ".join(result.output.split())
+    assert "Exit codes: 0 done" in text
+    assert "3 device" in text
+    assert "130" in text
+    assert "--install-completion" in text
+    assert "--verbose" in text and "--quiet" in text
+
+
+def test_verbose_and_quiet_exclude_each_other():
+    result = runner.invoke(app, ["-v", "-q", "version"])
+    assert result.exit_code == 2
+
+
+def test_quiet_is_reset_on_each_invocation():
+    from servotool.cli.config import OUTPUT
+
+    assert runner.invoke(app, ["-q", "version", "--json"]).exit_code == 0
+    assert OUTPUT.quiet
+    assert runner.invoke(app, ["version", "--json"]).exit_code == 0
+    assert not OUTPUT.quiet
+
+
+def test_version_command_still_answers_json():
+    result = runner.invoke(app, ["version", "--json"])
+    assert json.loads(result.output)["servotool"] == __version__
