@@ -157,12 +157,16 @@ def start_campaign(campaign: Campaign, out: Path, robot: str | None = None) -> C
 
 
 def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) -> CampaignRun:
-    """Go on in an unfinished campaign folder. Refused when it is done, belongs to another campaign, stopped
-    on a fault its rules do not allow to pass, or `robot` differs from the device it ran on."""
+    """Go on in an unfinished campaign folder. Refused when it is done, belongs to another campaign or to an
+    older text of this one, stopped on a fault its rules do not allow to pass, or `robot` differs from the
+    device it ran on."""
     state = CampaignState.load(folder)
     if state.name != campaign.name or state.total != len(campaign.runs):
         raise Refused(f"{folder} holds campaign {state.name} ({state.total} runs), not {campaign.name} "
                       f"({len(campaign.runs)} runs)")
+    copy = folder / CAMPAIGN_COPY
+    if copy.is_file() and copy.read_text(encoding="utf-8") != campaign.text:
+        raise Refused(f"{campaign.path} changed since {folder} started; run it afresh (without --resume)")
     if state.done:
         raise Refused(f"{folder}: campaign {state.name} already ran to its end")
     if state.stop_status == FAULTED and not campaign.safety.faults_allowed:

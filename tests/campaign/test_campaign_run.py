@@ -82,6 +82,9 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
     assert len(list(cr.folder.glob("*.csv"))) == 1
     assert len(list(cr.folder.glob("*.csv.interrupted"))) == 1  # kept, not part of the results
 
+    edited = load_campaign(write_campaign(TEXT.format(device=SIM, faults="true") + "# edited\n"))
+    with pytest.raises(Refused, match="changed since"):
+        resume_campaign(edited, find_resumable(tmp_path / "out", "quick"))
     again = resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
     assert again.folder == cr.folder and again.state.next_index == 1
     done = run_campaign(c, again)
