@@ -197,7 +197,12 @@ def recording_from_frame(df: Table) -> Recording:
         if np.isfinite(r).any():
             cmd_r = r
     cmd_pass = _num(df, "pass", -1)[cmd]
-    main, sub = _num(df, "main_code", 0), _num(df, "sub_code", 0)
+    main = _num(df, "main_code", 0)
+    state_main, fault_main = _ints(main[st]), _ints(main[flt])
+    del main  # one full-length column at a time
+    sub = _num(df, "sub_code", 0)
+    state_sub, fault_sub = _ints(sub[st]), _ints(sub[flt])
+    del sub
     dev_t, errcode = _num(df, "dev_t")[st], _num(df, "errcode", 0)[rep]
     return Recording(
         cmd_t=t[cmd],
@@ -207,14 +212,14 @@ def recording_from_frame(df: Table) -> Recording:
         cmd_phase=_label_values(phase, phase_names, cmd),
         state_t=t[st],
         state_q=state_q,
-        state_main=_ints(main[st]),
-        state_sub=_ints(sub[st]),
+        state_main=state_main,
+        state_sub=state_sub,
         reply_t=t[rep],
         reply_err=_ints(errcode),
         reply_cmd=_label_values(info, info_names, rep),
         fault_t=t[flt],
-        fault_main=_ints(main[flt]),
-        fault_sub=_ints(sub[flt]),
+        fault_main=fault_main,
+        fault_sub=fault_sub,
         state_dev=dev_t,
         guard_t=t[grd],
         guard_info=[str(x) for x in _label_values(info, info_names, grd)],

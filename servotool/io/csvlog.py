@@ -474,14 +474,8 @@ def _body_table(
 
     sink = _RowSink(meta, first_line)
     try:
-        # the common case, a clean file: parse on every core; a file with refused rows is parsed again on
-        # one thread, where the parser tells each row's line number
-        table = _parse_body(from_file, header, sink, threads=True)
-        ends = sink.end_lines
-        stray = len(ends) > 1 or (ends and _tail_status(path)[0] is None)
-        if not sink.unnumbered and not stray:
-            return table, sink
-        sink.reset()
+        # one thread: the parser then tells each refused row's line number, and the peak memory stays lower
+        # (a folder is analysed on a process per core anyway)
         return _parse_body(from_file, header, sink), sink
     except pa.ArrowInvalid as exc:
         if "straddl" not in str(exc):
