@@ -128,3 +128,21 @@ def test_a_lag_hidden_in_a_standalone_simulator_is_measured(tmp_path, transport)
         f"hidden lag {lag_ms:.3f} ms, measured {got:.3f} ms ({transport})"
     )
     assert res.midpoint.mean_ms == pytest.approx(lag_ms, abs=2.0)
+
+
+@pytest.mark.slow
+def test_the_default_ramp_measures_a_lag_from_20_to_200_ms_within_half_a_millisecond(tmp_path):
+    """The defaults (two speeds, 4.6 s of streaming) on the embedded FR3 simulator with a hidden lag."""
+    rng = random.Random(20261130)
+    for lag_ms in (20.0, 200.0, round(rng.uniform(20.0, 200.0), 3)):
+        clock = MonotonicClock()
+        arm = open_arm(f"sim:fr3?lag_ms={lag_ms}", now=clock.now)
+        try:
+            run = run_ramp(arm, RampSettings(), clock=clock, out_dir=tmp_path, command="test")
+        finally:
+            arm.close()
+        assert run.outcome.complete, run.outcome.reason
+        res = run.analysis.result
+        got = res.fit.lag_ms
+        assert got == pytest.approx(lag_ms, abs=0.5), f"hidden {lag_ms} ms, measured {got} ms"
+        assert res.fit.n_passes == 4 and res.model.constant
