@@ -21,6 +21,7 @@ import numpy as np
 
 from servotool.motion.checks import finite as _finite
 from servotool.motion.checks import positive as _positive
+from servotool.motion.defaults import CMD_PERIOD_S
 
 __all__ = [
     "LAG_RAMP_S",
@@ -193,7 +194,7 @@ def ramp_profile(
     start_deg: float,
     sweep_deg: float,
     speeds_deg_s: Sequence[float],
-    dt: float = 0.01,
+    dt: float = CMD_PERIOD_S,
     ramp_s: float = 0.2,
     settle_s: float = 0.5,
 ) -> RampProfile:
@@ -316,7 +317,7 @@ class StepLevels:
 
 
 def step_levels(
-    start_deg: float, size_deg: float, n_steps: int, hold_s: float = 0.6, dt: float = 0.01
+    start_deg: float, size_deg: float, n_steps: int, hold_s: float = 0.6, dt: float = CMD_PERIOD_S
 ) -> StepLevels:
     """Raw step targets for the level cycle +X, 0, -X, 0 (X = size_deg around start_deg), repeated or cut
     to n_steps level changes. Each level is held for hold_s (rounded up to whole ticks); the first step
