@@ -65,24 +65,6 @@ def user_errors(*types: type[BaseException]) -> Iterator[None]:
         fail(str(exc))
 
 
-@contextmanager
-def run_errors(device: Any) -> Iterator[None]:
-    """Close the device whatever happens, and turn a run that could not start into one error line:
-    refused settings exit 2, a device failure 1, Ctrl-C before the run started 130 (nothing was recorded)."""
-    from servotool.devices.arm import DeviceError
-    from servotool.runs.stream import RunRefused
-
-    try:
-        with contextlib.closing(device):
-            yield
-    except RunRefused as exc:
-        fail(f"refused: {exc}")
-    except DeviceError as exc:
-        fail(f"{exc} (nothing was recorded)", code=1)
-    except KeyboardInterrupt:
-        fail("interrupted before the run started; nothing was recorded", code=130)
-
-
 def announce_device(url: str, simulated: bool, model: str = "") -> None:
     """Say loudly when the device is a simulator, so nobody mistakes a rehearsal for a measurement."""
     if simulated:

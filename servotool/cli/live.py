@@ -123,7 +123,7 @@ def exit_for(run: RunResult, signals: StopSignals | None = None) -> None:
         err_console.print(
             f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
         )
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAULT)
     code = exit_code(run.outcome)
     if code:
         raise typer.Exit(code)
