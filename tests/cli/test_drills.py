@@ -158,7 +158,10 @@ def _run_drill(
     if drill.phase not in ("enable", "warm-up"):
         assert files, (drill, stderr)
     if files:
-        figures.update(assert_braked(files[0], REASON[drill.signum]))
+        try:
+            figures.update(assert_braked(files[0], REASON[drill.signum]))
+        except AssertionError as exc:
+            raise AssertionError(f"{drill}: {exc}\n{stderr[-1500:]}") from None
     return figures
 
 
