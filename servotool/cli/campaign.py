@@ -195,8 +195,8 @@ def run(
     file: Path = FileArg,
     robot: str | None = RobotOption,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Parent folder; the campaign gets its own folder <name>_<stamp> in it "
-        "(default ./servotool-runs or $SERVOTOOL_OUT).")] = None,
+        "--out", envvar="SERVOTOOL_OUT", help="Parent folder; the campaign gets its own folder "
+        "<name>_<stamp> in it (default ./servotool-runs).")] = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and show the plan; open no device."),
     resume: bool = typer.Option(False, "--resume", help="Go on in the newest unfinished folder of this "
                                 "campaign under --out, from the run where it stopped."),

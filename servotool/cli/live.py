@@ -39,12 +39,16 @@ RobotOpt = Annotated[
     str,
     typer.Option(
         "--robot",
+        envvar="SERVOTOOL_ROBOT",
         help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators) or fairino://HOST.",
     ),
 ]
 JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]
 CmdMsOpt = Annotated[float, typer.Option("--cmd-ms", help="Command period (ms).")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for the CSV (default ./servotool-runs).")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", envvar="SERVOTOOL_OUT", help="Folder for the CSV (default ./servotool-runs)."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print everything as JSON on stdout.")]
 KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the robot enabled at the end.")]
 RealtimeOpt = Annotated[

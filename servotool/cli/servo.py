@@ -48,7 +48,8 @@ servo_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LimitsOption = typer.Option(None, "--limits", help="ROS 2 parameter YAML with arm_limit_N: \\[lo, hi] (and "
+LimitsOption = typer.Option(None, "--limits", envvar="SERVOTOOL_LIMITS",
+                            help="ROS 2 parameter YAML with arm_limit_N: \\[lo, hi] (and "
                             "arm_<pose>_N poses); intersected with the limits stored in the servos.")
 
 

@@ -172,7 +172,8 @@ def _render(record: SweepRecord, json_out: bool) -> None:
 
 
 def sweep(
-    bus: str = typer.Option(DEFAULT_BUS, "--bus", help="Servo bus URL (sim:rosorin-arm[?k=v] or "
+    bus: str = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS",
+                            help="Servo bus URL (sim:rosorin-arm[?k=v] or "
                             "hiwonder:///dev/ttyX?baud=1000000)."),
     joint: Annotated[list[int] | None, typer.Option(
         "--joint", help="Servo id to sweep (repeat for several; default: every joint of the arm, not the "
@@ -184,7 +185,8 @@ def sweep(
                                 "second's travel past the stop."),
     inside: int = typer.Option(20, "--inside", help="Limit set this many pulses inside each stop (0-200)."),
     limits: Annotated[Path | None, typer.Option(
-        "--limits", help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
+        "--limits", envvar="SERVOTOOL_LIMITS",
+        help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
         "into a copy of it (comments and layout kept).",
     )] = None,
     update_limits: bool = typer.Option(False, "--update-limits", help="Write the merged limits back into the "
@@ -194,7 +196,7 @@ def sweep(
     force_sim: bool = typer.Option(False, "--force-sim", help="Allow --update-limits to write limits mapped "
                                    "on a simulated bus into the --limits file."),
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Output folder (default $SERVOTOOL_OUT or ./servotool-runs).",
+        "--out", envvar="SERVOTOOL_OUT", help="Output folder (default ./servotool-runs).",
     )] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
     plot: bool = typer.Option(False, "--plot", help="Write a PNG per sweep (commanded against measured) and "

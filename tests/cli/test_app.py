@@ -39,3 +39,71 @@ def test_python_dash_m_works():
 def test_unknown_command_fails_cleanly():
     result = runner.invoke(app, ["frobnicate"])
     assert result.exit_code != 0
+
+
+# --- the user config file: option > environment variable > config > built-in default ---------------------
+
+CAMPAIGN = "campaigns/fairino-1-simmachine-baseline.yaml"
+
+
+def _dry_run_folder(env, *extra):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    result = runner.invoke(app, ["campaign", "run", "--dry-run", str(repo / CAMPAIGN), *extra], env=env)
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+def test_config_set_show_and_path(tmp_path):
+    cfg = tmp_path / "sub" / "config.yaml"
+    env = {"SERVOTOOL_CONFIG": str(cfg), "SERVOTOOL_OUT": None, "SERVOTOOL_ROBOT": None}
+    assert runner.invoke(app, ["config", "path"], env=env).output.strip() == str(cfg)
+    result = runner.invoke(app, ["config", "set", "robot", "fairino://192.168.58.2"], env=env)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(runner.invoke(app, ["config", "show", "--json"], env=env).output)
+    assert shown["path"] == str(cfg) and shown["exists"]
+    assert shown["values"]["robot"] == {"value": "fairino://192.168.58.2", "source": "config",
+                                        "envvar": "SERVOTOOL_ROBOT"}
+    assert shown["values"]["out"]["source"] == "built-in"
+    assert shown["values"]["limits"]["source"] == "unset"
+    alone = json.loads(runner.invoke(app, ["config", "--json"], env=env).output)
+    assert alone == shown
+    env["SERVOTOOL_ROBOT"] = "sim:fr20"
+    shown = json.loads(runner.invoke(app, ["config", "--json"], env=env).output)
+    assert shown["values"]["robot"]["source"] == "env SERVOTOOL_ROBOT"
+    assert runner.invoke(app, ["config", "unset", "robot"], env=env).exit_code == 0
+    assert "robot" not in cfg.read_text()
+
+
+def test_config_refuses_unknown_keys_and_bad_files(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    env = {"SERVOTOOL_CONFIG": str(cfg)}
+    result = runner.invoke(app, ["config", "set", "colour", "red"], env=env)
+    assert result.exit_code == 2 and "unknown key" in result.output
+    cfg.write_text("robot: [1, 2]\n")
+    result = runner.invoke(app, ["version", "--json"], env=env)
+    assert result.exit_code == 2
+    assert str(cfg) in result.output and "Traceback" not in result.output
+    assert runner.invoke(app, ["config", "path"], env=env).exit_code == 0
+
+
+def test_out_folder_precedence(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"out: {tmp_path / 'from-config'}\n")
+    env = {"SERVOTOOL_CONFIG": str(cfg), "SERVOTOOL_OUT": None}
+    assert str(tmp_path / "from-config") in _dry_run_folder(env)
+    env["SERVOTOOL_OUT"] = str(tmp_path / "from-env")
+    assert str(tmp_path / "from-env") in _dry_run_folder(env)
+    assert str(tmp_path / "from-option") in _dry_run_folder(env, "--out", str(tmp_path / "from-option"))
+
+
+def test_config_robot_is_the_default_device(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("robot: 'bogus:nowhere'\n")
+    env = {"SERVOTOOL_CONFIG": str(cfg), "SERVOTOOL_ROBOT": None}
+    result = runner.invoke(app, ["lag", "--json", "--out", str(tmp_path)], env=env)
+    assert result.exit_code == 2
+    assert "bogus:nowhere" in result.output
+    result = runner.invoke(app, ["lag", "--help"], env={**env, "COLUMNS": "80"})
+    assert "SERVOTOOL_ROBOT" in result.output
