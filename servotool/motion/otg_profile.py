@@ -264,7 +264,7 @@ def _ease(
     sq = v1 * jmax + 0.5 * a1 * a1
     if sq > amax * amax:
         a2 = -amax
-        t2 = (a1 + amax) / jmax
+        t2 = (a1 + amax) / jmax if a1 > -amax else 0.0
         v2 = v1 + (a1 * a1 - amax * amax) / (2.0 * jmax)
         v3 = amax * amax / (2.0 * jmax)
         th = (v2 - v3) / amax
@@ -416,7 +416,8 @@ def _split_points(
     x_lo = _x_of(-vmax, v_rd, jmax)
     x_hi = _x_of(vmax, v_rd, jmax)
     ease_lo = ease_hi = 0.0
-    if (a0 < 0.0 < v_rd or v_rd < 0.0 < a0) and abs(a0) <= amax:
+    # An acceleration held at a_max arrives a rounding error beyond it; it must not lose the eased brake.
+    if (a0 < 0.0 < v_rd or v_rd < 0.0 < a0) and abs(a0) <= amax * (1.0 + 1e-12):
         x_zero = _x_of(0.0, v_rd, jmax)
         if x_zero < 0.0:
             ease_lo = x_zero
