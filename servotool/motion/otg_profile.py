@@ -129,6 +129,74 @@ def _shape(v0: float, a0: float, u: float, amax: float, jmax: float) -> tuple[fl
     return disp + 0.5 * u * tb, t1 + t2 + t3 + tb
 
 
+def _shape_x(
+    x: float, v0: float, a0: float, v_rd: float, amax: float, jmax: float
+) -> tuple[float, float, float, float, float]:
+    """(S, dS/dx, T, dT/dx, u) of _shape at the peak u = v_rd + x |x| / j_max, with the slopes in x.
+
+    The same arithmetic as _shape for S and T (so a root found here is a root there), plus the derivatives
+    computed alongside in one pass for Newton steps. x must lie within the search domain (|u| <= v_max).
+    """
+    ax = x if x >= 0.0 else -x
+    u = v_rd + x * ax / jmax
+    ux = 2.0 * ax / jmax  # du/dx
+    h = 0.5 * a0 * a0
+    w = jmax * (u - v0)
+    if w >= (h if a0 >= 0.0 else -h):
+        d = 1.0
+        sq = h + w
+    else:
+        d = -1.0
+        sq = h - w
+    a2 = amax * amax
+    if sq > a2:
+        ap = d * amax
+        j1 = jmax if ap >= a0 else -jmax
+        v1 = v0 + (a2 - a0 * a0) / (2.0 * j1)
+        v2 = u - ap * amax / (2.0 * jmax)
+        t2 = (v2 - v1) / ap
+        if t2 < 0.0:
+            t2 = 0.0
+        t1 = (ap - a0) / j1
+        t3 = d * ap / jmax
+        disp = t2 * (v1 + v2) * 0.5
+        dt2 = ux / ap
+        ds = 0.5 * (dt2 * (v1 + v2) + t2 * ux) + t3 * ux
+        dt = dt2
+    else:
+        ap = d * sqrt(sq) if sq > 0.0 else 0.0
+        j1 = jmax if ap >= a0 else -jmax
+        v1 = v2 = v0 + (sq - a0 * a0) / (2.0 * j1)
+        t2 = disp = 0.0
+        t1 = (ap - a0) / j1
+        t3 = d * ap / jmax
+        # d ap / dx = x / |ap| (|ap| >= |x|; both zero only at x = 0, where the slope is 1)
+        dap = ax / (d * ap) if ap != 0.0 else 1.0
+        dv1 = x / j1
+        dt1 = dap / j1
+        dt3 = d * dap / jmax
+        ds = 0.5 * (dt1 * (v0 + v1) + t1 * dv1 + dt3 * (v1 + u) + t3 * (dv1 + ux))
+        ds += (d * t3 * t3 * dt3 - t1 * t1 * dt1 * (j1 / jmax)) * jmax * 0.25
+        dt = dt1 + dt3
+    disp += 0.5 * (t1 * (v0 + v1) + t3 * (v2 + u))
+    disp += (d * t3 * t3 * t3 - t1 * t1 * t1 * (j1 / jmax)) * jmax / 12.0
+    if u >= 0.0:
+        au = u
+        su = ux
+    else:
+        au = -u
+        su = -ux
+    if au * jmax <= a2:
+        tb = 2.0 * sqrt(au / jmax)
+        ds += 0.75 * tb * ux
+        dt += 2.0 * su / (jmax * tb) if tb > 0.0 else 0.0
+    else:
+        tb = au / amax + amax / jmax
+        ds += (0.5 * tb + 0.5 * au / amax) * ux
+        dt += su / amax
+    return disp + 0.5 * u * tb, ds, t1 + t2 + t3 + tb, dt, u
+
+
 def _root(
     fn: _Residual,
     args: tuple[float, ...],
@@ -455,23 +523,52 @@ def _solve_peak(
 ) -> float:
     """The peak velocity u (within +-v_max) whose plan covers dx, searched in x on the piece [xa, xb]."""
     dx, v0, a0, v_rd, vmax, amax, jmax = state
-    xr: float | None
     if fa == 0.0:
         xr = xa
     elif fb == 0.0:
         xr = xb
     else:
-        xr = None
+        x0 = xa - fa * (xb - xa) / (fb - fa)
         if hint is not None:
-            # Along an unchanged plan the peak stays put, so the hint is the root or close to it (after a
-            # re-anchoring): a short secant from it usually lands within rounding.
+            # Along an unchanged plan the peak stays put, so the hint is the root or close to it.
             xh = _x_of(min(vmax, max(-vmax, hint)), v_rd, jmax)
             if xa < xh < xb:
-                xr, xa, fa, xb, fb = _polish(_residual_x, state, xh, xa, fa, xb, fb, 1e-7 * amax, ftol)
-        if xr is None:
-            xr = _root(_residual_x, state, xa, fa, xb, fb, 1e-14 * (abs(xa) + abs(xb)), ftol)
+                x0 = xh
+        xr = _newton_peak(state, xa, fa, xb, fb, x0, ftol)
     u = v_rd + xr * abs(xr) / jmax
     return min(vmax, max(-vmax, u))
+
+
+def _newton_peak(
+    state: _State, xa: float, fa: float, xb: float, fb: float, x: float, ftol: float
+) -> float:
+    """Root of S(x) = dx on the bracket (xa, fa), (xb, fb), by Newton steps from x, Brent's as a guard.
+
+    Every evaluated point tightens the bracket; at a step that would leave it Brent's method takes over,
+    so it never leaves the piece. Ends when |S - dx| <= ftol or the step is below rounding of x.
+    """
+    dx, v0, a0, v_rd, _, amax, jmax = state
+    if fa > 0.0:
+        xa, xb, fa, fb = xb, xa, fb, fa  # xa: S < dx, xb: S > dx
+    xtol = 1e-14 * (abs(xa) + abs(xb))
+    for _ in range(_MAX_ITER):
+        s, ds, _, _, _ = _shape_x(x, v0, a0, v_rd, amax, jmax)
+        f = s - dx
+        if f <= ftol and f >= -ftol:
+            return x
+        if f < 0.0:
+            xa, fa = x, f
+        else:
+            xb, fb = x, f
+        xn = x - f / ds if ds != 0.0 else xa
+        if not (xa < xn < xb or xb < xn < xa):
+            # Near the dip's flat bottom Newton overshoots: Brent takes over on the bracket found so far.
+            return _root(_residual_x, state, xa, fa, xb, fb, xtol, ftol)
+        step = xn - x
+        if -xtol <= step <= xtol:
+            return xn
+        x = xn
+    return x
 
 
 def _shortest(found: list[_Candidate], v0: float, a0: float, amax: float, jmax: float) -> Plan:
