@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json, refuse
+from servotool.cli.common import choices, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.runs.settings import validate_shaper
 
@@ -102,7 +102,9 @@ def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float,
 def shape(
     file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
     shaper: Annotated[
-        str, typer.Option("--shaper", help="accel (acceleration-bounded) or otg (jerk-limited).")
+        str,
+        typer.Option("--shaper", **choices(SHAPERS),
+                     help="accel (acceleration-bounded) or otg (jerk-limited)."),
     ] = "accel",
     v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = 130.0,
     a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = 500.0,

@@ -12,7 +12,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json, user_errors
+from servotool.cli.common import choices, console, err_console, fail, print_json, user_errors
 from servotool.cli.sim_dynamixel import sim_dynamixel
 from servotool.cli.sim_hiwonder import sim_hiwonder
 from servotool.devices.fairino.physics import FaultEvent
@@ -65,7 +65,8 @@ def _panel(info: dict[str, Any]) -> Panel:
 
 @sim_app.command("fairino")
 def fairino(
-    profile: str = typer.Option("fr3", "--profile", help=f"Controller profile: {', '.join(PROFILES)}."),
+    profile: str = typer.Option("fr3", "--profile", **choices(PROFILES),
+                                 help=f"Controller profile: {', '.join(PROFILES)}."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on (loopback by default)."),
     rpc_port: int = typer.Option(20003, "--rpc-port", help="XML-RPC port; 0 picks a free one."),
     cnde_port: int = typer.Option(20005, "--cnde-port", help="CNDE state-stream port; 0 picks a free one."),

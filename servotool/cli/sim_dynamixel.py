@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import choices, console, err_console, fail, print_json
 from servotool.devices.dynamixel.control_table import describe_hardware_error
 from servotool.devices.dynamixel.profiles import PROFILES, get_profile
 from servotool.devices.dynamixel.sim import describe_sim, start_sim
@@ -37,7 +37,7 @@ def _params(items: list[str] | None) -> dict[str, str]:
 def sim_dynamixel(
     params: Annotated[list[str] | None, typer.Argument(help="Parameters as key=value, the same as --param.",
                                                        show_default=False)] = None,
-    profile: str = typer.Option("microduck", "--profile", help=PROFILE_HELP),
+    profile: str = typer.Option("microduck", "--profile", **choices(PROFILES), help=PROFILE_HELP),
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     seed: int | None = typer.Option(None, "--seed", help="Random seed: same seed, same behaviour."),
     json_out: bool = typer.Option(False, "--json", help="Print the pty path and parameters as JSON."),

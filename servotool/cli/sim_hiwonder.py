@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import choices, console, err_console, fail, print_json
 from servotool.devices.hiwonder.profiles import PROFILES, get_profile
 from servotool.devices.hiwonder.sim import start_sim
 from servotool.devices.hiwonder.sim_params import KNOWN_KEYS, describe
@@ -35,7 +35,7 @@ def _params(items: list[str] | None) -> dict[str, str]:
 def sim_hiwonder(
     params: Annotated[list[str] | None, typer.Argument(help="Parameters as key=value, the same as --param.",
                                                        show_default=False)] = None,
-    profile: str = typer.Option("rosorin-arm", "--profile", help=PROFILE_HELP),
+    profile: str = typer.Option("rosorin-arm", "--profile", **choices(PROFILES), help=PROFILE_HELP),
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     seed: int | None = typer.Option(None, "--seed", help="Random seed: same seed, same behaviour."),
     json_out: bool = typer.Option(False, "--json", help="Print the pty path and parameters as JSON."),

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from servotool.analysis.step import StepResult
-from servotool.cli.common import refuse
+from servotool.cli.common import choices, refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -32,7 +32,7 @@ from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.preflight import profile_ranges
-from servotool.runs.settings import validate_step
+from servotool.runs.settings import SHAPER_KINDS, validate_step
 from servotool.runs.step import StepSettings, run_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
@@ -52,6 +52,7 @@ ShaperOpt = Annotated[
     str,
     typer.Option(
         "--shaper",
+        **choices(SHAPER_KINDS),
         help="accel: acceleration-bounded (C1 wire); otg: jerk-limited trajectory generator (C2 wire).",
     ),
 ]

@@ -28,14 +28,21 @@ from servotool.cli.bus_common import (
     url_profile,
     url_simulated,
 )
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import choices, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals
-from servotool.runs.sweep import SweepConfig, SweepEvent, SweepRun, SweepSettingsError, directions_for
+from servotool.runs.sweep import (
+    DIRECTIONS,
+    SweepConfig,
+    SweepEvent,
+    SweepRun,
+    SweepSettingsError,
+    directions_for,
+)
 from servotool.runs.sweep_record import SweepFiles, SweepRecord, file_problems, record_sweeps
 
 
@@ -179,7 +186,8 @@ def sweep(
         "--joint", help="Servo id to sweep (repeat for several; default: every joint of the arm, not the "
         "claw).",
     )] = None,
-    direction: str = typer.Option("both", "--direction", help="up, down or both (down first)."),
+    direction: str = typer.Option("both", "--direction", **choices((*DIRECTIONS, "both")),
+                                  help="up, down or both (down first)."),
     speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (above 0, at most 300). A "
                                 "stall is called about 0.5 s after contact: the command is then about half a "
                                 "second's travel past the stop."),

@@ -102,3 +102,38 @@ def test_quiet_is_reset_on_each_invocation():
 def test_version_command_still_answers_json():
     result = runner.invoke(app, ["version", "--json"])
     assert json.loads(result.output)["servotool"] == __version__
+
+
+@pytest.mark.parametrize(
+    ("path", "listed"),
+    [
+        (["step"], "<accel|otg>"),
+        (["shape"], "<accel|otg>"),
+        (["sweep"], "<up|down|both>"),
+        (["sim", "fairino"], "fr3|fr20"),
+        (["sim", "hiwonder"], "<rosorin-arm"),
+        (["sim", "dynamixel"], "<microduck"),
+    ],
+)
+def test_choices_are_listed_in_help(path, listed):
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert listed in result.output
+
+
+def test_choices_complete_in_the_shell():
+    from servotool.cli.common import choices
+
+    settings = choices(("accel", "otg"))
+    assert settings["metavar"] == "<accel|otg>"
+    assert settings["autocompletion"]("o") == ["otg"]
+
+
+@pytest.mark.parametrize(
+    ("path", "envvar"),
+    [(["lag"], "SERVOTOOL_ROBOT"), (["step"], "SERVOTOOL_OUT"), (["sweep"], "SERVOTOOL_BUS"),
+     (["sweep"], "SERVOTOOL_LIMITS"), (["servo", "read"], "SERVOTOOL_BUS"),
+     (["campaign", "run"], "SERVOTOOL_OUT")],
+)
+def test_options_name_their_environment_variable(path, envvar):
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert envvar in result.output
