@@ -45,7 +45,7 @@ class Streamer:
 
 def settled(sim) -> bool:
     before = sim.snapshot().cmd_num
-    time.sleep(0.05)
+    time.sleep(0.2)
     return sim.snapshot().cmd_num == before
 
 
@@ -84,7 +84,7 @@ def test_a_second_client_sees_the_arm_busy_before_it_enables(open_sim, fx):
 
 def test_a_second_client_sees_a_moving_arm(open_sim, fx):
     a, q0 = first_client(open_sim)
-    with Streamer(a, fx, fx.trapezoid(q0, 5, speed=20.0, cruise_s=1.5)):
+    with Streamer(a, fx, fx.trapezoid(q0, 5, speed=20.0, cruise_s=4.0)):
         fx.wait_until(lambda: abs(a.latest_state().q[5] - q0[5]) > 1.0, 3.0)
         why = second_client(open_sim, a).busy_reason()
     assert why is not None and "the arm is moving (J6" in why
@@ -107,7 +107,7 @@ def test_two_interleaved_streams_latch_the_runaway(open_sim, fx, transport):
         latched = fx.wait_until(lambda: fault(a) == RUNAWAY_FAULT, 3.0)
     event = sim.faults.get(timeout=1.0)
     assert latched, event.text
-    assert sim.stats["sender_switches"] > 0 and len(sim.servoj_senders(within_s=10.0)) == 2
+    assert sim.stats["sender_switches"] > 0 and len(sim.servoj_senders(within_s=10.0)) >= 2
     assert (event.kind, event.main, event.sub, event.joint) == ("runaway", 1, 32, 0), event.text
     # a jump in the coin-flip band or above it, far below the giant steps the speed check refuses
     step = abs(event.step_deg)
