@@ -104,9 +104,11 @@ def analyze(
         list[Path], typer.Argument(help="CSV files or folders (searched recursively for *.csv).")
     ],
     json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Write one PNG per analysed lag or step run into this folder."),
+    plot: bool = typer.Option(
+        False, "--plot", help="Write one PNG per analysed lag or step run next to its CSV (or in --plot-dir)."
+    ),
+    plot_dir: Annotated[
+        Path | None, typer.Option("--plot-dir", help="Folder for the PNGs (implies --plot).")
     ] = None,
     table: Annotated[
         Path | None,
@@ -141,13 +143,14 @@ def analyze(
         except TableWriteError as exc:
             fail(str(exc))
     n_workers = workers or os.cpu_count() or 1
-    report = _run(paths, n_workers, keep=plot is not None)
+    plot = plot or plot_dir is not None
+    report = _run(paths, n_workers, keep=plot)
     for folder in (p for p in paths if make_report and p.is_dir()):
         err_console.print(f"report: {', '.join(map(str, write_report(folder)))}", highlight=False)
     plots: dict[str, str] = {}
-    if plot is not None:
+    if plot:
         for fa in report.files:
-            plots[str(fa.path)] = str(save_plot(fa, plot))
+            plots[str(fa.path)] = str(save_plot(fa, plot_dir))
     if table is not None:
         try:
             write_table(report.table(), TABLE_COLUMNS, table)

@@ -113,7 +113,10 @@ def shape(
         float | None, typer.Option("--cmd-ms", help="Tick period, ms (default: the run's own).")
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write a PNG of raw against shaped here.")
+        bool, typer.Option("--plot", help="Write a PNG of raw against shaped by the CSV (or in --plot-dir).")
+    ] = False,
+    plot_dir: Annotated[
+        Path | None, typer.Option("--plot-dir", help="Folder for the PNG (implies --plot).")
     ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
@@ -125,13 +128,14 @@ def shape(
     """
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     data = fr.to_dict()
-    if plot is not None:
+    if plot or plot_dir is not None:
         from servotool.plots.shape import save_replay_plot
 
-        data["plot"] = str(save_replay_plot(fr.result, plot, title=f"{file.name}: {shaper} replay"))
+        target = (plot_dir or file.parent) / f"{file.stem}_{shaper}-replay.png"
+        data["plot"] = str(save_replay_plot(fr.result, target, title=f"{file.name}: {shaper} replay"))
     if json_out:
         print_json(data)
         return
     _render(fr, file, shaper, (v_max, a_max, j_max))
-    if plot is not None:
+    if "plot" in data:
         console.print(f"plot: {escape(data['plot'])}", highlight=False)

@@ -92,7 +92,7 @@ def test_a_folder_is_searched_and_every_problem_gets_one_line(tmp_path):
     (tmp_path / "broken.csv").write_text("# servotool-csv: 1\n# config: {not json\nt,event\n")
     (tmp_path / "notes.txt").write_text("ignored: not a csv")
 
-    res = runner.invoke(app, ["analyze", str(tmp_path), "--json", "--plot", str(tmp_path / "plots")])
+    res = runner.invoke(app, ["analyze", str(tmp_path), "--json", "--plot-dir", str(tmp_path / "plots")])
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
     names = sorted(Path(f["file"]).name for f in out["files"])

@@ -55,13 +55,13 @@ def test_otg_shaped_step_records_its_shaper_and_replays_offline(tmp_path):
                 "--j-max",
                 "5000",
                 "--json",
-                "--plot",
-                str(tmp_path / f"{kind}.png"),
+                "--plot-dir",
+                str(tmp_path / "plots"),
             ],
         )
         assert replay.exit_code == 0, replay.stderr
         figures[kind] = json.loads(replay.stdout)
-        assert (tmp_path / f"{kind}.png").stat().st_size > 0
+        assert (tmp_path / "plots" / f"{csv.stem}_{kind}-replay.png").stat().st_size > 0
     for data in figures.values():
         assert data["source"].startswith("raw target")
         assert data["raw_crosses_runaway_band"] and not data["shaped_crosses_runaway_band"]
