@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from servotool.clock import Clock
 from servotool.devices.bus import Bus, ServoRecord, read_records
+from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.errors import Refused
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
-from servotool.motion.units import PULSE_MAX, PULSE_MIN
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 DEFAULT_SPEED = 250.0

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
+from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import open_bus
-from servotool.motion.units import PULSE_MAX, PULSE_MIN
 
 URL = os.environ.get("SERVOTOOL_TEST_BUS")
 JOINTS = tuple(int(s) for s in os.environ.get("SERVOTOOL_TEST_BUS_JOINTS", "1,2,3,4,5").split(","))

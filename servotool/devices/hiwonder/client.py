@@ -20,17 +20,19 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import serial
 
 from servotool.devices.bus import ServoRecord, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
-from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer, start_sim
+from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.errors import DeviceError
-from servotool.motion.units import PULSE_MAX, PULSE_MIN
+
+if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
+    from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer
 
 DEFAULT_BAUD = 1_000_000
 DEFAULT_TIMEOUT_S = 0.1
@@ -317,6 +319,8 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
             profile = get_profile(opts["profile"] or parsed.target)
         except KeyError as exc:
             raise DeviceURLError(str(exc.args[0])) from None
+        from servotool.devices.hiwonder.sim import start_sim
+
         server = start_sim(profile, params, clock=kwargs.get("clock"))
         try:
             port = _open_port(server.path, opts["baud"], parsed.raw)

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.errors import ProtocolError, Refused
-from servotool.motion.units import PULSE_MAX, PULSE_MIN
 
 HEADER = b"\xaa\x55"
 MAX_DATA = 255

@@ -194,3 +194,14 @@ def test_sim_state_round_trip(tmp_path):
     assert load_sim_state("sim:rosorin-arm", tmp_path) == {"start_2": "960.000"}
     assert load_sim_state("sim:rosorin-arm?noise=1", tmp_path) == {}
     assert forget_sim_state("sim:rosorin-arm", tmp_path) and not forget_sim_state("sim:rosorin-arm", tmp_path)
+
+
+def test_the_real_client_never_loads_the_simulator() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, servotool.devices.hiwonder.client\n"
+        "assert 'servotool.devices.hiwonder.sim' not in sys.modules, 'simulator loaded by the client'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from servotool.motion.units import (
+from servotool.devices.hiwonder.units import (
     DEG_PER_PULSE,
     PULSE_CENTER,
     PULSE_MAX,
