@@ -1,4 +1,8 @@
-"""Settings every test shares."""
+"""Settings every test shares: no user config, and each test's state and lock dirs its own.
+
+Private state and lock dirs let the tests run in parallel processes (pytest-xdist) and never touch the user's
+real ones. A test that sets these variables itself overrides them.
+"""
 
 import pytest
 
@@ -7,3 +11,10 @@ import pytest
 def _no_user_config(tmp_path_factory, monkeypatch):
     """Keep the user's own config file (default device, output folder) out of every test."""
     monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path_factory.getbasetemp() / "no-user-config.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path_factory, monkeypatch):
+    base = tmp_path_factory.mktemp("servotool-env")
+    monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(base / "state"))
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(base / "locks"))

@@ -7,6 +7,7 @@ computed in this file, independently of the generator's planner.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -456,9 +457,11 @@ def test_multi_invalid_dt_and_rest_axes_are_untouched():
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Property test: 2000 random target streams, every cycle checked.
+# Property test: random target streams, every cycle checked. 400 by default (every stream kind: 1 ms lossy,
+# 4-10 ms, random limits, replanning, three synchronised axes, in every combination the index selects);
+# SERVOTOOL_OTG_STREAMS=2000 runs the long campaign.
 
-N_SEQUENCES = 2000
+N_SEQUENCES = int(os.environ.get("SERVOTOOL_OTG_STREAMS", "400"))
 N_CHUNKS = 4
 DEFAULT_LIMITS = OtgLimits(0.3, 0.5, 20.0)
 
