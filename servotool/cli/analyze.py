@@ -14,7 +14,7 @@ from rich.table import Table
 from servotool.analysis.lag import LagResult
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep_record import SweepFileResult
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import render_combined, render_lag, render_step, save_plot
 from servotool.io.table import TableWriteError, check_table_path, write_table
@@ -31,7 +31,8 @@ def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
         TimeRemainingColumn(),
         TextColumn("{task.description}"),
     )
-    with stdout_to_stderr(), Progress(*columns, console=err_console, transient=True) as progress:
+    bar = Progress(*columns, console=err_console, transient=True, disable=OUTPUT.quiet)
+    with stdout_to_stderr(), bar as progress:
         task = progress.add_task("", total=None)
 
         def on_progress(done: int, total: int, path: Path) -> None:

@@ -17,7 +17,8 @@ from typer import _click as click  # the click typer is built on (typer carries 
 from typer.core import TyperCommand, TyperGroup
 
 from servotool import __version__
-from servotool.cli.config import OUTPUT, apply_config_defaults, config_app
+from servotool.cli.common import OUTPUT
+from servotool.cli.config import apply_config_defaults, config_app
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 

@@ -8,19 +8,54 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+
+@dataclass
+class Output:
+    """How much the commands say, set by the root options: `quiet` (-q) leaves out tables, panels and progress
+    bars (verdict lines, JSON and errors stay); `verbose` (-v) adds debug details, such as the cause behind an
+    error line and the config file read."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+OUTPUT = Output()
+
+
+class _Console(Console):
+    """A console that drops tables and panels under --quiet."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if OUTPUT.quiet and any(isinstance(o, (Table, Panel)) for o in objects):
+            return
+        super().print(*objects, **kwargs)
+
 
 # user text (paths, URLs like bogus:x:) must print as typed: no emoji codes, markup escaped where echoed
-console = Console(emoji=False)
+console = _Console(emoji=False)
 err_console = Console(stderr=True, emoji=False)
 
 
+def debug(message: str) -> None:
+    """A dim line on stderr under --verbose only."""
+    if OUTPUT.verbose:
+        err_console.print(f"[dim]debug: {escape(message)}[/]", highlight=False, soft_wrap=True)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one clear error line on stderr and exit non-zero (never a traceback)."""
+    """Print one clear error line on stderr and exit non-zero (never a traceback; under --verbose, the
+    exception being handled, if any, is shown first)."""
+    if OUTPUT.verbose and sys.exc_info()[0] is not None:
+        err_console.print_exception()
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 

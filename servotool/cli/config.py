@@ -7,28 +7,15 @@ naming the key's environment variable (envvar="SERVOTOOL_OUT" for an output fold
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, fail, print_json
+from servotool.cli.common import console, debug, fail, print_json
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
-
-
-@dataclass
-class Output:
-    """How much the commands say: `quiet` leaves out tables and progress (the verdict line and errors
-    stay), `verbose` adds debug details. Set by the root options -q/--quiet and -v/--verbose."""
-
-    quiet: bool = False
-    verbose: bool = False
-
-
-OUTPUT = Output()
 
 
 def default_map_for(command: Any, values: dict[str, str]) -> dict[str, Any]:
@@ -54,6 +41,7 @@ def apply_config_defaults(ctx: typer.Context) -> None:
         values = load_config(config_path())
     except ServotoolError as exc:
         fail(f"{exc} (see `servotool config path`)")
+    debug(f"config {config_path()}: {values or 'no values'}")
     if values:
         ctx.default_map = default_map_for(ctx.command, values)
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from servotool.cli.common import announce_device, console, err_console, fail, print_json, refuse
+from servotool.cli.common import OUTPUT, announce_device, console, err_console, fail, print_json, refuse
 from servotool.cli.render import save_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
@@ -64,7 +64,7 @@ class RunProgress:
     Off a terminal, status messages are printed as dim lines and ticks are ignored."""
 
     def __init__(self, enabled: bool, label: str) -> None:
-        self.enabled = enabled and err_console.is_terminal
+        self.enabled = enabled and err_console.is_terminal and not OUTPUT.quiet
         self.label = label
         self._progress: Progress | None = None
         self._task: TaskID | None = None

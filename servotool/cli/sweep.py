@@ -28,7 +28,7 @@ from servotool.cli.bus_common import (
     url_profile,
     url_simulated,
 )
-from servotool.cli.common import choices, console, err_console, fail, print_json
+from servotool.cli.common import OUTPUT, choices, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
@@ -246,7 +246,7 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
                       highlight=False)
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with KeyWatcher() as keys, StopSignals() as signals, signals.latching(), \
-            Progress(*columns, console=err_console, transient=True) as progress:
+            Progress(*columns, console=err_console, transient=True, disable=OUTPUT.quiet) as progress:
         if keys.active:
             progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
         else:

@@ -91,7 +91,7 @@ def test_verbose_and_quiet_exclude_each_other():
 
 
 def test_quiet_is_reset_on_each_invocation():
-    from servotool.cli.config import OUTPUT
+    from servotool.cli.common import OUTPUT
 
     assert runner.invoke(app, ["-q", "version", "--json"]).exit_code == 0
     assert OUTPUT.quiet
@@ -137,3 +137,13 @@ def test_choices_complete_in_the_shell():
 def test_options_name_their_environment_variable(path, envvar):
     result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
     assert envvar in result.output
+
+
+def test_quiet_leaves_out_tables_and_verbose_adds_debug_lines():
+    assert "servotool" in runner.invoke(app, ["version"]).stdout
+    quiet = runner.invoke(app, ["-q", "version"])
+    assert quiet.exit_code == 0 and quiet.stdout.strip() == ""
+    assert json.loads(runner.invoke(app, ["-q", "version", "--json"]).stdout)["servotool"] == __version__
+    loud = runner.invoke(app, ["-v", "version", "--json"])
+    assert "debug: config" in loud.stderr
+    assert "debug:" not in runner.invoke(app, ["version", "--json"]).stderr
