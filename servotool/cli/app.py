@@ -18,7 +18,6 @@ from typer.core import TyperCommand, TyperGroup
 
 from servotool import __version__
 from servotool.cli.common import OUTPUT
-from servotool.cli.config import apply_config_defaults, config_app
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
@@ -68,6 +67,8 @@ COMMANDS: tuple[LazyCommand, ...] = (
     LazyCommand("sim", "servotool.cli.sim", "sim_app",
                 "Run a device simulator standalone for other programs and SDKs.",
                 help="Run a device simulator standalone for other programs and SDKs."),
+    LazyCommand("config", "servotool.cli.config", "config_app",
+                "Show and set the defaults commands use when an option is not given (the user config file)."),
 )
 
 EPILOG = (
@@ -208,10 +209,9 @@ def _root(
     OUTPUT.verbose = verbose
     OUTPUT.quiet = quiet
     if ctx.invoked_subcommand != "config":
+        from servotool.cli.config import apply_config_defaults  # YAML is read only when a command runs
+
         apply_config_defaults(ctx)
-
-
-app.add_typer(config_app, name="config")
 
 
 def main() -> None:
