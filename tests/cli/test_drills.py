@@ -32,6 +32,7 @@ from servotool.io.csvlog import read_csv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from simproc import SimProcess  # noqa: E402
+from warmcmd import WarmCommand  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -188,20 +189,23 @@ def _lock_held(folder: Path) -> bool:
     return folder.is_dir() and any(p.read_text().strip() for p in folder.glob("*.lock"))
 
 
-@pytest.mark.parametrize("after_s", [0.3, 3.0])
-def test_a_second_run_on_the_same_controller_is_refused(tmp_path: Path, env: dict[str, str], after_s: float):
+@pytest.mark.parametrize("phase", ["start", "stream"])
+def test_a_second_run_on_the_same_controller_is_refused(tmp_path: Path, env: dict[str, str], phase: str):
+    """The second command comes while the first holds the lock: as it starts, or mid-stream."""
     sim, url = _sim(SEED)
+    second_cmd = WarmCommand(env)  # started beforehand: it acts at the phase, however slow a start-up is
     try:
         first_args = ["lag", "--sweep", "10", "--speeds", "10,20", "--settle-ms", "200", "--no-realtime"]
         first = _start(first_args, url, tmp_path / "first", env)
         _wait(lambda: _lock_held(Path(env["SERVOTOOL_LOCK_DIR"])), "the first run's lock", first)
-        time.sleep(after_s)
+        if phase == "stream":
+            _wait(lambda: sim.state()["servo_active"], "the first run's stream", first)
         assert first.poll() is None
-        argv = [sys.executable, "-m", "servotool", *STEP_ARGS, "--robot", url, "--out", str(tmp_path / "b")]
-        second = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        second = second_cmd.run([*STEP_ARGS, "--robot", url, "--out", str(tmp_path / "b")])
         _, stderr = first.communicate(timeout=120)
         faults = sim.state()["main_code"]
     finally:
+        second_cmd.close()
         sim.stop()
     assert second.returncode == 2, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.startswith("error:")]
@@ -222,18 +226,18 @@ def test_a_run_from_another_host_is_refused_by_the_controller_state(tmp_path: Pa
     if not hasattr(FairinoArm, "busy_reason"):
         pytest.skip("the FAIRINO client does not read busy evidence from the state stream yet")
     sim, url = _sim(SEED + 100)
+    # started beforehand (a start-up can outlast a short run on a loaded machine), with a lock dir of its own
+    second_cmd = WarmCommand(dict(env, SERVOTOOL_LOCK_DIR=str(tmp_path / "other-host-locks")))
     try:
-        # about 7.6 s of stream: the second command's start-up (2-4 s on a loaded machine) fits inside it
+        # about 7.6 s of stream: the second command's open and busy check fit inside it on a loaded machine
         first_args = ["lag", "--sweep", "10", "--speeds", "5,10", "--settle-ms", "200", "--no-realtime"]
         first = _start(first_args, url, tmp_path / "first", env)
-        _wait(lambda: (tmp_path / "first").is_dir() and any((tmp_path / "first").glob("*.csv")), "the stream",
-              first)
-        other = dict(env, SERVOTOOL_LOCK_DIR=str(tmp_path / "other-host-locks"))
-        argv = [sys.executable, "-m", "servotool", *STEP_ARGS, "--robot", url, "--out", str(tmp_path / "b")]
-        second = subprocess.run(argv, capture_output=True, text=True, env=other, timeout=120)
+        _wait(lambda: sim.state()["servo_active"], "the stream", first)
+        second = second_cmd.run([*STEP_ARGS, "--robot", url, "--out", str(tmp_path / "b")])
         _, stderr = first.communicate(timeout=120)
         faults = sim.state()["main_code"]
     finally:
+        second_cmd.close()
         sim.stop()
     assert second.returncode == 2, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.startswith("error:")]
