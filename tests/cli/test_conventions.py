@@ -59,12 +59,11 @@ def test_listed_summary_is_the_commands_own_first_line(entry):
 
 @pytest.mark.parametrize("path", ALL_COMMANDS, ids=[" ".join(p) or "servotool" for p in ALL_COMMANDS])
 def test_help_at_80_columns_is_tidy(path):
-    for flag in ("--help", "-h"):
-        result = runner.invoke(app, [*path, flag], env={"COLUMNS": "80", "TERM": "dumb"})
-        assert result.exit_code == 0, result.output
-        assert "<bool>" not in result.output
-        assert "<list" not in result.output
-        assert "Usage:" in result.output
+    result = runner.invoke(app, [*path, "-h"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert "<list" not in result.output
+    assert "Usage:" in result.output
 
 
 def test_version_option():
@@ -147,3 +146,19 @@ def test_quiet_leaves_out_tables_and_verbose_adds_debug_lines():
     loud = runner.invoke(app, ["-v", "version", "--json"])
     assert "debug: config" in loud.stderr
     assert "debug:" not in runner.invoke(app, ["version", "--json"]).stderr
+
+
+def test_shell_completion_names_commands_and_choices():
+    import os
+    import shutil
+
+    exe = shutil.which("servotool")
+    if exe is None:
+        pytest.skip("the servotool script is not installed")
+    env = {**os.environ, "_SERVOTOOL_COMPLETE": "complete_bash", "PYTHONPATH": os.pathsep.join(sys.path)}
+    names = subprocess.run([exe], env={**env, "COMP_WORDS": "servotool st", "COMP_CWORD": "1"},
+                           capture_output=True, text=True, timeout=60)
+    assert names.stdout.split() == ["step"]
+    shapers = subprocess.run([exe], env={**env, "COMP_WORDS": "servotool step --shaper o", "COMP_CWORD": "3"},
+                             capture_output=True, text=True, timeout=60)
+    assert shapers.stdout.split() == ["otg"]
