@@ -63,6 +63,19 @@ def test_short_run_prints_a_panel():
     assert "120, 120, 120, 180, 180, 180 deg/s" in result.stdout
 
 
+def read_until(pipe, marker: bytes, timeout: float = 20.0) -> bytes:
+    """What the pipe gave until `marker` appeared in it (or the deadline passed)."""
+    out, deadline = b"", time.monotonic() + timeout
+    while marker not in out and time.monotonic() < deadline:
+        ready, _, _ = select.select([pipe], [], [], 0.1)
+        if ready:
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
 def start_standalone(*args: str) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     proc = subprocess.Popen(
@@ -94,8 +107,10 @@ def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_
         q[5] += 5.0
         for _ in range(10):
             arm.servo_j(q, 0.01)
-            time.sleep(0.01)
-        time.sleep(0.1)
+            time.sleep(0.01)  # paces the stream at 100 Hz
+        deadline = time.monotonic() + 10
+        while abs(arm.latest_state().q[5] - q[5]) > 0.05 and time.monotonic() < deadline:
+            time.sleep(0.005)
         assert arm.latest_state().q[5] == pytest.approx(q[5], abs=0.05)
         arm.poll_states()
         t_kill = time.perf_counter()
@@ -129,10 +144,10 @@ def test_standalone_simulator_logs_faults_and_stops_cleanly(sig):
         assert rpc.ServoJ(q, [0] * 4, 0, 0, 0.01, 0, 0, 0) == 0
         q[0] += 30
         assert rpc.ServoJ(q, [0] * 4, 0, 0, 0.01, 0, 0, 0) == 14
-        time.sleep(0.3)
+        logged = read_until(proc.stderr, b"axis 1 command speed")  # the fault is logged before the signal
         proc.send_signal(sig)
         assert proc.wait(10) == 0
-        err_text = proc.stderr.read().decode()
+        err_text = (logged + proc.stderr.read()).decode()
         assert "fault" in err_text and "axis 1 command speed" in err_text and "simulator stopped" in err_text
     finally:
         proc.kill()

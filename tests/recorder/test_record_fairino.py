@@ -42,7 +42,7 @@ def test_runaway_on_fr3_is_captured_with_its_lead_up(tmp_path):
                 arm.servo_j(q0 if k < 300 else step, 0.01)
             except Exception:
                 return
-            time.sleep(0.01)
+            time.sleep(0.01)  # paces the stimulus at 100 Hz
 
     stimulus = threading.Thread(target=provoke, daemon=True)
     stimulus.start()

@@ -143,7 +143,7 @@ def udp_exchange(sim, sock, count, cmd, content):
     return p.decode_udp(sock.recvfrom(65535)[0])
 
 
-def test_udp_commands_in_both_servoj_forms_are_answered(sim):
+def test_udp_commands_in_both_servoj_forms_are_answered(sim, fx):
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(1)
     q = tuple(sim.snapshot().q)
@@ -151,7 +151,8 @@ def test_udp_commands_in_both_servoj_forms_are_answered(sim):
     assert udp_exchange(sim, sock, 5, 376, flat) == p.UdpFrame(5, 376, "101")
     xmlrpc.client.ServerProxy(f"http://{sim.host}:{sim.ports.rpc}").RobotEnable(1)
     assert udp_exchange(sim, sock, 6, 689, "ServoMoveStart()").content == "0"
-    time.sleep(0.06)
+    rpc = xmlrpc.client.ServerProxy(f"http://{sim.host}:{sim.ports.rpc}")
+    assert fx.wait_until(lambda: rpc.ServoJ(list(q), [0] * 4, 0, 0, 0.01, 0, 0, 0) == 0, 10.0)  # window over
     braced = p.encode_servoj(p.ServoJCommand(q, cmd_t=0.01), braces=True)
     before = sim.snapshot().cmd_num
     assert udp_exchange(sim, sock, 7, 376, braced) == p.UdpFrame(7, 376, "0")
@@ -204,12 +205,11 @@ def test_stop_closes_everything_and_frees_the_ports(fx):
     state.sendall(p.encode_frame(p.FrameType.OUTPUT_CONFIG, p.encode_output_config(8, ["main_code"])))
     state.sendall(p.encode_frame(p.FrameType.START))
     xmlrpc.client.ServerProxy(f"http://{s.host}:{ports.rpc}").GetControllerIP()
-    time.sleep(0.05)
+    state.settimeout(10)
+    data = state.recv(65536)  # the stream is up: its threads run when stop() comes
     s.stop()
     s.stop()  # idempotent
     assert not s.running
-    state.settimeout(1)
-    data = b""
     while chunk := state.recv(65536):  # the client sees the end of the stream
         data += chunk
     state.close()
