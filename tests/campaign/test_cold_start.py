@@ -12,9 +12,10 @@ from servotool.runs.ramp import RampSettings
 
 def test_cold_start_runs_away_and_ends_through_the_braked_stop(tmp_path):
     clock = MonotonicClock()
-    arm = open_arm("sim:fr3?enable_ms=400&silence_ms=2000&seed=1", now=clock.now)
+    # a window long enough that a late start on a loaded machine still streams into it
+    arm = open_arm("sim:fr3?enable_ms=1000&silence_ms=2000&seed=1", now=clock.now)
     try:
-        run = run_cold_ramp(arm, RampSettings(joint=0, sweep_deg=10, speeds_deg_s=(20.0,), realtime=False),
+        run = run_cold_ramp(arm, RampSettings(joint=0, sweep_deg=10, speeds_deg_s=(10.0,), realtime=False),
                             clock=clock, out_dir=tmp_path)
     finally:
         arm.close()
