@@ -84,3 +84,15 @@ def test_fr20_protocol_lag_and_tuning(tmp_path):
         assert all(math.isfinite(p.lag_ms) and 100 <= p.lag_ms <= 120 for p in r.passes)
     tuning = build_report(folder).tuning
     assert "lag_s: 0.12" in tuning and "a_max_deg_s2: 500" in tuning
+
+
+def test_simmachine_lag_on_both_transports_and_no_runaway(tmp_path):
+    state, files, _ = run_shipped("fairino-1-simmachine-baseline", tmp_path)
+    assert state.done and all(r.status == "complete" for r in state.runs)
+    lags = {fa.meta.config["transport"]: fa.result for fa in files if isinstance(fa.result, LagResult)}
+    assert lags["udp"].fit.lag_ms == pytest.approx(39.0, abs=3.0)
+    assert lags["rpc"].fit.lag_ms == pytest.approx(39.0, abs=3.0)
+    assert lags["udp"].model.constant  # the same L at 5, 10, 20 and 40 deg/s
+    steps = step_metrics(files)
+    assert len(steps) == 4 and not any(m.runaway or m.faults for m in steps)
+    assert all(25 <= m.first_move_ms <= 45 for m in steps)  # the ~33 ms step-response lag
