@@ -386,7 +386,6 @@ class _RowSink:
         self.end_lines: list[tuple[int, str]] = []
         self.last_bad: int | None = None
         self.calls = 0
-        self.unnumbered = False  # a row other than the one end line came without its line number
 
     def reset(self) -> None:
         """Forget what a failed parse attempt collected."""
@@ -395,7 +394,6 @@ class _RowSink:
         self.end_lines.clear()
         self.last_bad = None
         self.calls = 0
-        self.unnumbered = False
 
     def line_of(self, number: int | None) -> int:
         n = int(number or 0)
@@ -408,8 +406,6 @@ class _RowSink:
         self.calls += 1
         line = self.line_of(row.number)
         text = str(row.text)
-        if row.number is None and (self.end_lines or not text.startswith(_END)):
-            self.unnumbered = True
         if text.startswith(_END):
             self.end_lines.append((line, text[len(_END) :].strip()))
         elif len(text) > MAX_ROW_BYTES:
@@ -421,19 +417,17 @@ class _RowSink:
         return "skip"
 
 
-def _parse_body(
-    open_body: Callable[[], Any], header: Sequence[str], sink: _RowSink, threads: bool = False
-) -> pa.Table:
+def _parse_body(open_body: Callable[[], Any], header: Sequence[str], sink: _RowSink) -> pa.Table:
     """Parse the rows with pyarrow; a column whose cells do not all convert to numbers is read as text
-    instead (the analyses coerce it and count what is lost). With threads, rows the parser refuses carry
-    no line number: parse again without threads when one is needed (see _RowSink.numbers_needed)."""
+    instead (the analyses coerce it and count what is lost). One thread, so that every row the parser
+    refuses comes with its line number."""
     as_text: set[str] = set()
     while True:
         try:
             return pacsv.read_csv(
                 open_body(),
                 memory_pool=_pool(),
-                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=threads),
+                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=False),
                 parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
                 convert_options=pacsv.ConvertOptions(
                     column_types=_column_types(header, as_text),
