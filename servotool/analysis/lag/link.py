@@ -39,6 +39,20 @@ class _StatePath:
     drift_ppm: float = math.nan
 
 
+def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(d, x) of the frame with the smallest x in each bin, bins in order (the first such frame on ties)."""
+    if len(idx) and np.all(idx[1:] >= idx[:-1]):  # frames in controller-time order: bins are contiguous
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
+        mins = np.minimum.reduceat(x, starts)
+        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x))))
+        hit = np.flatnonzero(x == mins[group])
+        _, first = np.unique(group[hit], return_index=True)
+        return d[hit[first]], x[hit[first]]
+    order = np.lexsort((x, idx))  # by bin, fastest first inside each bin
+    first_of_bin = np.concatenate([[True], np.diff(idx[order]) > 0])
+    return d[order][first_of_bin], x[order][first_of_bin]
+
+
 def _state_path(rec: Recording) -> _StatePath:
     ts, dev = rec.state_t, rec.state_dev
     mapped = ts.copy()
@@ -50,9 +64,7 @@ def _state_path(rec: Recording) -> _StatePath:
     # drift between the two clocks
     edges = np.arange(d.min(), d.max() + DRIFT_BIN_S, DRIFT_BIN_S)
     idx = np.clip(np.searchsorted(edges, d, side="right") - 1, 0, max(len(edges) - 1, 0))
-    order = np.lexsort((x, idx))  # by bin, fastest first inside each bin
-    first = np.concatenate([[True], np.diff(idx[order]) > 0])
-    mins_d, mins_x = d[order][first], x[order][first]
+    mins_d, mins_x = _fastest_per_bin(idx, d, x)
     # a drift only shows over a long run: on a short one the minima's scatter would fake one
     if len(mins_d) >= 3 and np.ptp(mins_d) >= DRIFT_MIN_SPAN_S:
         slope, icpt = (float(c) for c in np.polyfit(mins_d, mins_x, 1))

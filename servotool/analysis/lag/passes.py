@@ -52,8 +52,8 @@ def slope(t: np.ndarray, q: np.ndarray) -> float:
     """Least-squares slope dq/dt; NaN with fewer than two distinct times."""
     if len(t) < 2 or np.ptp(t) <= 0:
         return math.nan
-    tc = t - t.mean()
-    return float(np.dot(tc, q - q.mean()) / np.dot(tc, tc))
+    tc = t - float(t.sum()) / len(t)
+    return float(np.dot(tc, q - float(q.sum()) / len(q)) / np.dot(tc, tc))
 
 
 def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: float) -> float:
@@ -71,7 +71,7 @@ def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: 
     if near.sum() >= 3:
         # a straight line through the nearby samples, by its closed form
         x, y = t[near] - t_raw, q[near]
-        xm, ym = float(x.mean()), float(y.mean())
+        xm, ym = float(x.sum()) / len(x), float(y.sum()) / len(y)
         sxx = float(np.dot(x - xm, x - xm))
         if sxx > 0:
             sl = float(np.dot(x - xm, y - ym)) / sxx
