@@ -132,11 +132,14 @@ def analyze(
 ) -> None:
     """Recognise each run from its header (ramp, step or sweep) and recompute what the live command reported.
 
-    Ramp files are combined into one lag fit per device, joint and transport (never across devices, never a
-    simulated run with a real one). A foreign or damaged file gets one line saying why; the others are
-    still analysed. Malformed rows are left out and reported with their line numbers. An interrupted run
-    is analysed up to where it ends, and flagged. Exit 0 when at least one file was analysed, 1 when none
-    was (or, with --strict, when any holds a fault, a runaway or an interrupted run), 2 for bad options.
+    Folders are analysed on a process per core, with a progress bar.
+    Ramp files are combined into one lag fit per device, joint and transport, never real with simulated.
+    Sweep files give the limit per servo and direction.
+    A foreign or damaged file gets one line saying why; the others are still analysed.
+    Malformed rows are left out and reported with their line numbers.
+    An interrupted run is analysed up to where it ends, and flagged.
+    Exit 0 when a file was analysed, 1 when none was, 2 for bad options.
+    With --strict, exit 1 when any file holds a controller fault, a runaway or an interrupted run.
     """
     if table is not None:
         try:

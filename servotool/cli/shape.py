@@ -122,9 +122,10 @@ def shape(
 ) -> None:
     """Replay a recorded run's raw targets through a shaper, offline: what would the wire have carried?
 
-    Reports peak velocity, acceleration and jerk, arrival times, the largest per-tick velocity change against
-    the runaway band, and the trail behind a moving target. Nothing is sent to any device. Malformed rows
-    are left out and reported with their line numbers; a damaged file gets one error line and exit 2.
+    Reports peak velocity, acceleration and jerk, arrival times, and the trail behind a moving target.
+    The largest per-tick velocity change is set against the runaway band. Nothing is sent to any device.
+    Malformed rows are left out and reported with their line numbers.
+    A damaged file gets one error line and exit 2.
     """
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     data = fr.to_dict()
