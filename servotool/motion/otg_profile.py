@@ -539,9 +539,7 @@ def _solve_peak(
     return min(vmax, max(-vmax, u))
 
 
-def _newton_peak(
-    state: _State, xa: float, fa: float, xb: float, fb: float, x: float, ftol: float
-) -> float:
+def _newton_peak(state: _State, xa: float, fa: float, xb: float, fb: float, x: float, ftol: float) -> float:
     """Root of S(x) = dx on the bracket (xa, fa), (xb, fb), by Newton steps from x, Brent's as a guard.
 
     Every evaluated point tightens the bracket; at a step that would leave it Brent's method takes over,
@@ -623,40 +621,34 @@ def stretch_to(
     if abs(peak) <= 1e-9 * vmax:
         # Braking onto the target, give or take rounding: no peak worth lowering.
         return None
-    args = (duration, dx, v0, a0, amax, jmax)
     tol = 1e-7 * duration
     at_rest = v0 == 0.0 and a0 == 0.0
-    if hint is not None and not at_rest and 0.0 < hint / peak < 1.0:
-        # The previous cycle's stretched peak is the root or close to it: polish it with a short secant.
-        # T grows without bound as the peak goes to zero, hence the infinite value at that end.
-        # (From rest the model below is exact, so no hint is needed.)
-        inf = float("inf")
-        probe = 1e-7 * hint
-        u, ua, ga, ub, gb = _polish(
-            _residual_stretch, args, hint, peak, best - duration, 0.0, inf, probe, tol
-        )
-        if u is None and gb != inf and ga != inf:
-            u = _root(_residual_stretch, args, ua, ga, ub, gb, 0.0, tol)
-        if u is not None:
-            plan = _stretched(u, duration, dx, v0, a0, amax, jmax)
-            if plan is not None:
-                return plan
+    # From rest the model below is exact, so no hint is needed there.
+    hinted = hint is not None and not at_rest and 0.0 < hint / peak < 1.0
     # Model: T(u) ~ tau(|u|) + e/u + c, exact from rest (tau: time to brake from |u|, e = dx, c = 0). Here
-    # e = dx - S(0) (beyond the stopping point) and c is fitted at the optimum, then refitted once at the
-    # model's answer; from those two nearby points secant steps converge in a few evaluations. Every
-    # evaluated point also tightens the bracket [lo, hi] (g(lo) > 0 > g(hi)) kept for the fallback.
+    # e = dx - S(0) (beyond the stopping point) and c is fitted at the hint (the previous cycle's stretched
+    # peak) or at the optimum, then refitted once at the first evaluated peak; from those two nearby points
+    # secant steps converge in a few evaluations. Every evaluated point also tightens the bracket [lo, hi]
+    # (g(lo) > 0 > g(hi)) kept for the fallback.
     e = dx
     if not at_rest:
         stop = _shape(v0, a0, 0.0, amax, jmax)[0]
         e = dx - stop
         if abs(e) <= 1e-12 * (abs(dx) + abs(stop)) or (e > 0.0) != (peak > 0.0):
-            # Braking onto the target (or reversing toward it): there is no cruise to lengthen.
-            return None
+            # Braking onto the target (or reversing toward it): there is no cruise to lengthen, though a
+            # previous stretched peak may still be polished into a plan.
+            return (
+                _polish_stretch(duration, dx, v0, a0, peak, best, amax, jmax, hint)
+                if hint and hinted
+                else None
+            )
     hi, g_hi = peak, best - duration
     lo: float | None = None
     g_lo = 0.0
-    c = best - _brake_time(abs(peak), amax, jmax) - e / peak
-    u = _model_peak(duration - c, e, peak, amax, jmax)
+    u: float | None = hint
+    if not hinted:
+        c = best - _brake_time(abs(peak), amax, jmax) - e / peak
+        u = _model_peak(duration - c, e, peak, amax, jmax)
     u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
@@ -669,13 +661,14 @@ def stretch_to(
             break
         g = t + cruise - duration
         if abs(g) <= tol:
-            return _stretched(u, duration, dx, v0, a0, amax, jmax)
+            return _stretched(u, duration, dx, v0, a0, amax, jmax, s)
         if g > 0.0:
             lo, g_lo = u, g
         else:
             hi, g_hi = u, g
         if k == 0:
-            u_next = _model_peak(duration - c - g, e, peak, amax, jmax)
+            c = t + cruise - _brake_time(abs(u), amax, jmax) - e / u
+            u_next = _model_peak(duration - c, e, peak, amax, jmax)
         else:
             u_next = u - g * (u - u_prev) / (g - g_prev) if g != g_prev else None
         u_prev, g_prev, u = u, g, u_next
@@ -693,8 +686,35 @@ def stretch_to(
             lo *= 0.5
         else:
             return None
+    args = (duration, dx, v0, a0, amax, jmax)
     u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
     return _stretched(u, duration, dx, v0, a0, amax, jmax)
+
+
+def _polish_stretch(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    peak: float,
+    best: float,
+    amax: float,
+    jmax: float,
+    hint: float,
+) -> Plan | None:
+    """The previous stretched peak `hint` (0 < hint / peak < 1) polished by a short secant into a plan.
+
+    T grows without bound as the peak goes to zero, hence the infinite value at that end of the bracket.
+    """
+    args = (duration, dx, v0, a0, amax, jmax)
+    tol = 1e-7 * duration
+    inf = float("inf")
+    u, ua, ga, ub, gb = _polish(
+        _residual_stretch, args, hint, peak, best - duration, 0.0, inf, 1e-7 * hint, tol
+    )
+    if u is None and gb != inf and ga != inf:
+        u = _root(_residual_stretch, args, ua, ga, ub, gb, 0.0, tol)
+    return None if u is None else _stretched(u, duration, dx, v0, a0, amax, jmax)
 
 
 def _brake_time(speed: float, amax: float, jmax: float) -> float:
@@ -736,9 +756,18 @@ def _model_peak(r: float, e: float, peak: float, amax: float, jmax: float) -> fl
 
 
 def _stretched(
-    u: float, duration: float, dx: float, v0: float, a0: float, amax: float, jmax: float
+    u: float,
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    amax: float,
+    jmax: float,
+    s: float | None = None,
 ) -> Plan | None:
-    s = _shape(v0, a0, u, amax, jmax)[0]
+    """The plan cruising at u, or None if it would cruise backward or miss `duration`; s is S(u) if known."""
+    if s is None:
+        s = _shape(v0, a0, u, amax, jmax)[0]
     cruise = (dx - s) / u
     if cruise < 0.0:
         return None
