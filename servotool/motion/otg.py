@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import sqrt
+from math import isfinite, sqrt
 
 import numpy as np
 import numpy.typing as npt
@@ -223,9 +223,12 @@ def _vector(values: npt.ArrayLike, n: int | None, name: str) -> list[float]:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
     if n is not None and arr.size != n:
         raise ValueError(f"{name} must have {n} values, got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {values!r}")
-    return [float(x) for x in arr]
+    out: list[float] = arr.tolist()
+    # A scalar loop over a handful of axes is cheaper than np.isfinite and a reduction.
+    for x in out:
+        if not isfinite(x):
+            raise ValueError(f"{name} must be finite, got {values!r}")
+    return out
 
 
 class MultiOtg:
