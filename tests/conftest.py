@@ -18,3 +18,9 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     base = tmp_path_factory.mktemp("servotool-env")
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(base / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(base / "locks"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first (otherwise in collection order): with two workers (pytest-xdist) the long
+    real-time tests overlap the many short ones instead of ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -2,6 +2,7 @@
 and the report recomputed from the CSVs."""
 
 import json
+import re
 import signal
 
 import pytest
@@ -101,7 +102,8 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
     assert [row[0] for row in steps] == ["run 2", "run 3"]
     assert steps[0][1] == "raw" and steps[0][-1] == "runaway"
     assert steps[1][1].startswith("shaped") and steps[1][10] == "0" and steps[1][11] == "0"
-    assert "divergence_guard:" in report.tuning and "lag_s: 0.08" in report.tuning  # fr3: L = 78 ms
+    # fr3: L = 78 ms, lag_s rounded up to 0.08; a loaded host adds a few ms of scheduling delay (0.09)
+    assert "divergence_guard:" in report.tuning and re.search(r"lag_s: 0\.0[89]\b", report.tuning)
     expected = {"lag-fit", "step-responses", "runaway-travel", "shaped-arrival"}
     assert {f.name for f in report.figures} >= expected
     md, page = write_report(cr.folder)
@@ -134,7 +136,7 @@ def test_sweep_campaign_maps_limits(write_campaign, tmp_path, monkeypatch):
     c = load_campaign(write_campaign("""
 name: limits
 purpose: one joint, fast
-device: sim:rosorin-arm
+device: sim:rosorin-arm?timeout_ms=500
 safety: {joints: [3], max_speed_pulses_s: 300}
 runs:
   - why: the elbow

@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from servotool import __version__
@@ -25,6 +26,7 @@ def test_version_json():
     assert info["dependencies"]["numpy"]
 
 
+@pytest.mark.slow
 def test_python_dash_m_works():
     out = subprocess.run(
         [sys.executable, "-m", "servotool", "version", "--json"],

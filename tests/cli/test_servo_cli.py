@@ -13,7 +13,8 @@ def own_state_dir(tmp_path, monkeypatch):
     """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-FAST = "timeout_ms=20"
+# short enough that silent servos cost little; long enough that a loaded machine does not silence a live one
+FAST = "timeout_ms=150"
 
 
 def invoke(*args):

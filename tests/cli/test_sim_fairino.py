@@ -96,6 +96,7 @@ def start_standalone(*args: str) -> tuple[subprocess.Popen, dict]:
     raise AssertionError(f"no address from the simulator: {out!r} {proc.stderr.read()!r}")
 
 
+@pytest.mark.slow
 def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_within_100_ms():
     proc, info = start_standalone("--profile", "simmachine", "--param", "enable_ms=50")
     try:
@@ -134,6 +135,7 @@ def test_standalone_simulator_serves_the_client_and_a_kill_is_a_connection_lost_
         proc.stderr.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_standalone_simulator_logs_faults_and_stops_cleanly(sig):
     proc, info = start_standalone("--param", "enable_ms=0", "--param", "noise_deg=0")

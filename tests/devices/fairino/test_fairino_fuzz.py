@@ -13,6 +13,7 @@ import contextlib
 import struct
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,6 +130,7 @@ def mutations(pool: list[bytes], seed: int, n: int = N_MUTATIONS):
 # --- the seeded 100k runs ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cnde_decoders_take_100k_mutated_frames():
     rng = np.random.default_rng(SEED)
     pool = valid_cnde(rng)
@@ -144,6 +146,7 @@ def test_cnde_decoders_take_100k_mutated_frames():
     assert splitter.pending <= p.MAX_DATA + p.OVERHEAD
 
 
+@pytest.mark.slow
 def test_udp_decoders_take_100k_mutated_frames():
     rng = np.random.default_rng(SEED + 2)
     for buf in mutations(valid_udp(rng), SEED + 3):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +60,7 @@ def _mutate(raw: bytes, rng: random.Random) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.slow
 def test_100k_random_and_mutated_frames_resynchronise():
     rng = random.Random(20261130)
     parser = p.FrameParser()
