@@ -142,10 +142,14 @@ class _Hooks:
             self.bar = None
         o = run.options
         size, joint = float(o.get("size", 10.0)), int(o.get("joint", 0))
-        warning = (f"RAW steps on a real arm ({url}), {run.label}: the controller may run away for 14-35x "
+        what, phrase = "RAW steps", f"RAW {size:g} J{joint + 1}"
+        if not o.get("raw", False):
+            a_max = float(o.get("a_max", 0.0))
+            what, phrase = f"Shaped steps at a_max {a_max:g} deg/s^2", f"AMAX {a_max:g} J{joint + 1}"
+        warning = (f"{what} on a real arm ({url}), {run.label}: the controller may run away for 14-35x "
                    "the step. E-stop in hand, clear the joint's arc.")
         try:
-            confirm_typed(warning, f"RAW {size:g} J{joint + 1}")
+            confirm_typed(warning, phrase)
         except Refused as exc:
             err_console.print(f"[bold red]{escape(str(exc))}[/]", highlight=False)
             return False

@@ -32,7 +32,7 @@ from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.preflight import profile_ranges
-from servotool.runs.settings import SHAPER_KINDS, validate_step
+from servotool.runs.settings import SHAPER_KINDS, needs_test_arm_probe, validate_step
 from servotool.runs.step import StepSettings, run_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
@@ -83,14 +83,18 @@ GuardOpt = Annotated[
 PlotOpt = Annotated[bool, typer.Option("--plot", help="Also write a PNG of the steps next to the CSV.")]
 
 
-def confirm_raw(robot: str, size: float, joint: int) -> None:
-    """The typed confirmation of a raw step on a real arm, on the terminal (never a pipe); exit 2 without."""
+def confirm_raw(robot: str, size: float, joint: int, a_max: float | None = None) -> None:
+    """The typed confirmation of a raw step (or, given a_max, of a shaped a_max probe above the braked-stop
+    bound) on a real arm, on the terminal (never a pipe); exit 2 without."""
+    what, phrase = "RAW steps", f"RAW {size:g} J{joint + 1}"
+    if a_max is not None:
+        what, phrase = f"Shaped steps at a_max {a_max:g} deg/s^2", f"AMAX {a_max:g} J{joint + 1}"
     warning = (
-        f"RAW steps on a real arm ({robot}): the controller may run away for 14-35x the step. "
+        f"{what} on a real arm ({robot}): the controller may run away for 14-35x the step. "
         "E-stop in hand, clear the joint's arc."
     )
     try:
-        confirm_typed(warning, f"RAW {size:g} J{joint + 1}")
+        confirm_typed(warning, phrase)
     except Refused as exc:
         refuse([str(exc)])
 
@@ -137,8 +141,9 @@ def step(
         refuse([str(exc)])
     problems = validate_step(settings, simulated=simulated, test_arm=test_arm, ranges=profile_ranges(robot))
     preflight_or_refuse(problems, out_dir(out))
-    if not settings.shaped and not simulated:
-        confirm_raw(robot, size, joint)  # on the terminal, before the arm is even opened
+    if (not settings.shaped or needs_test_arm_probe(settings)) and not simulated:
+        # on the terminal, before the arm is even opened
+        confirm_raw(robot, size, joint, a_max if settings.shaped else None)
         settings.confirmed = True
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):

@@ -39,6 +39,7 @@ from servotool.runs.cold_start import run_cold_ramp
 from servotool.runs.outcome import RunStatus
 from servotool.runs.ownership import DeviceBusy, claim, require_free
 from servotool.runs.ramp import run_ramp
+from servotool.runs.settings import needs_test_arm_probe
 from servotool.runs.signals import StopSignals
 from servotool.runs.step import run_step
 from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
@@ -221,13 +222,15 @@ def _stream_record(run: RunSpec, result: Any, folder: Path) -> RunRecord:
 
 
 def _confirmed_step(run: RunSpec, url: str, hooks: CampaignHooks) -> Any:
-    """The step settings of a run; a raw step on a device that is not a simulator is asked its typed
+    """The step settings of a run; a raw step (or an a_max probe above the braked-stop bound) on a device that
+    is not a simulator is asked its typed
     confirmation here, before the device opens (RunRefused when it is not given)."""
     step = step_settings(run.options)
-    if not step.shaped and not device_facts(url).simulated:
+    if (not step.shaped or needs_test_arm_probe(step)) and not device_facts(url).simulated:
         step.confirmed = bool(step.test_arm and hooks.confirm and hooks.confirm(run, url))
         if not step.confirmed:
-            raise RunRefused("the typed confirmation of a raw step on a real arm was not given")
+            what = "a raw step" if not step.shaped else f"a shaped step at a_max {step.a_max:g}"
+            raise RunRefused(f"the typed confirmation of {what} on a real arm was not given")
     return step
 
 

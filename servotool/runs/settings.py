@@ -39,6 +39,9 @@ MAX_SWEEP_DEG = 360.0
 MAX_STEP_DEG = 180.0
 # the braked stop falls by a_max * period per tick: past this bound it is a jump, not a braked stop
 MAX_A_DEG_S2 = 2000.0
+# A shaped step may probe above that, up to the runaway trigger (seed 000: a_max * cmdT^2 = 1 deg per tick
+# near 10,000 deg/s^2), to find the clean ceiling; on a real arm only as a test-arm trial, like a raw step.
+MAX_PROBE_A_DEG_S2 = 20000.0
 MAX_V_DEG_S = 360.0
 MAX_J_DEG_S3 = 1.0e6
 MAX_LAG_MS = 2000.0
@@ -143,9 +146,11 @@ def _period(period_s: object) -> list[str]:
     return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
 
 
-def _common(period_s: object, a_max: object, v_max: object, warmup_s: object) -> list[str]:
+def _common(
+    period_s: object, a_max: object, v_max: object, warmup_s: object, a_cap: float = MAX_A_DEG_S2
+) -> list[str]:
     problems = _period(period_s)
-    problems += _in(a_max, "--a-max", 0.0, MAX_A_DEG_S2, unit=" deg/s^2", lo_open=True)
+    problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
     problems += _in(warmup_s, "warm-up timeout", 0.0, MAX_WARMUP_S, unit=" s", lo_open=True)
     return problems
@@ -222,19 +227,29 @@ def validate_lag(
 
 
 def validate_shaper(
-    kind: object, v_max: object, a_max: object, j_max: object, cmd_period_s: object = None
+    kind: object,
+    v_max: object,
+    a_max: object,
+    j_max: object,
+    cmd_period_s: object = None,
+    a_cap: float = MAX_A_DEG_S2,
 ) -> list[str]:
-    """The stream shaper's kind and bounds (deg/s, deg/s^2, deg/s^3, and the tick period in s when given);
-    for `shape` and `step`."""
+    """The stream shaper's kind and bounds (deg/s, deg/s^2 up to a_cap, deg/s^3, and the tick period in s when
+    given); for `shape` and `step`."""
     problems: list[str] = []
     if cmd_period_s is not None:
         problems += _period(cmd_period_s)
     if kind not in SHAPER_KINDS:
         problems.append(f"--shaper {kind!r}: must be {' or '.join(SHAPER_KINDS)}")
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
-    problems += _in(a_max, "--a-max", 0.0, MAX_A_DEG_S2, unit=" deg/s^2", lo_open=True)
+    problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
     problems += _in(j_max, "--j-max", 0.0, MAX_J_DEG_S3, unit=" deg/s^3", lo_open=True)
     return problems
+
+
+def needs_test_arm_probe(s: StepLike) -> bool:
+    """True when a shaped step's a_max lies above the braked-stop bound: a ceiling probe, a test-arm trial."""
+    return bool(s.shaped and _finite(s.a_max) and s.a_max > MAX_A_DEG_S2)
 
 
 def validate_step(
@@ -249,9 +264,17 @@ def validate_step(
     device URL says; a raw step on a device that is not a simulator needs `test_arm` (its typed confirmation
     is the command line's to ask)."""
     problems = _joint(s.joint, n_joints)
-    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s)
+    a_cap = MAX_PROBE_A_DEG_S2 if s.shaped else MAX_A_DEG_S2
+    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, a_cap)
     # --v-max and --a-max are in the common checks already
-    problems += [p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max) if p not in problems]
+    problems += [
+        p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap) if p not in problems
+    ]
+    if needs_test_arm_probe(s) and not simulated and not test_arm:
+        problems.append(
+            f"--a-max {s.a_max:g}: above {MAX_A_DEG_S2:g} deg/s^2 a shaped step probes for the runaway "
+            "trigger; on a device that is not a simulator it is only done on a test arm: add --test-arm"
+        )
     if _finite(s.size_deg) and s.size_deg == 0:
         problems.append("--size 0: must not be 0")
     else:

@@ -45,7 +45,7 @@ from servotool.runs.arm_run import (
     StreamSetup,
 )
 from servotool.runs.prepare import Prepared, RunRefused
-from servotool.runs.settings import Ranges, step_goal_problems, validate_step
+from servotool.runs.settings import Ranges, needs_test_arm_probe, step_goal_problems, validate_step
 from servotool.runs.signals import StopSignals
 from servotool.runs.stream import StreamPlan, TickInfo
 
@@ -102,8 +102,9 @@ class StepRun(RunResult):
 
 
 def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
-    """True when this run would put raw steps on a device that is not a simulator."""
-    return not s.shaped and not arm.simulated
+    """True when this run would put raw steps, or shaped steps probing above the braked-stop a_max bound, on a
+    device that is not a simulator."""
+    return (not s.shaped or needs_test_arm_probe(s)) and not arm.simulated
 
 
 def check_settings(s: StepSettings, arm: Arm | None = None) -> None:

@@ -175,3 +175,18 @@ def test_whatever_passes_is_finite_bounded_and_inside(sweep, ramp, settle, a, v,
     assert 0 < speed <= v and speed / ramp <= a <= S.MAX_A_DEG_S2
     assert S.lag_duration_s(s) <= S.MAX_RUN_S
     assert abs(sweep) <= 350.0
+
+
+def test_a_shaped_a_max_probe_above_the_stop_bound_is_a_test_arm_trial():
+    probe = replace(Step(), a_max=12500.0)
+    assert S.needs_test_arm_probe(probe)
+    assert S.validate_step(probe, simulated=True) == []
+    refused = S.validate_step(probe, simulated=False, test_arm=False)
+    assert any("--test-arm" in p and "--a-max 12500" in p for p in refused)
+    assert S.validate_step(probe, simulated=False, test_arm=True) == []
+    # a raw step never takes the probe's bound, and no step goes past the probe's own ceiling
+    assert any("--a-max" in p for p in S.validate_step(replace(probe, shaped=False), simulated=True))
+    too_high = S.validate_step(replace(Step(), a_max=S.MAX_PROBE_A_DEG_S2 * 1.01), simulated=True)
+    assert any("--a-max" in p for p in too_high)
+    # lag runs keep the braked-stop bound
+    assert any("--a-max" in p for p in S.validate_lag(replace(Lag(), a_max=4000.0)))
