@@ -5,6 +5,12 @@ real ones. A test that sets these variables itself overrides them.
 """
 
 import pytest
+from hypothesis import settings
+
+# every hypothesis draw seeded (derandomize: the examples follow from the test), no per-example deadline
+# (a loaded machine is slow, not wrong), no example database written into the work tree
+settings.register_profile("servotool", derandomize=True, deadline=None, database=None)
+settings.load_profile("servotool")
 
 
 @pytest.fixture(autouse=True)

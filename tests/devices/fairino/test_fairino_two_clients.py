@@ -45,7 +45,7 @@ class Streamer:
 
 def settled(sim) -> bool:
     before = sim.snapshot().cmd_num
-    time.sleep(0.2)
+    time.sleep(0.2)  # an observation window: no condition tells that nothing more arrives
     return sim.snapshot().cmd_num == before
 
 
