@@ -11,6 +11,7 @@ from rich.table import Table
 
 from servotool.cli.common import choices, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
+from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.settings import validate_shaper
 
 if TYPE_CHECKING:
@@ -106,9 +107,9 @@ def shape(
         typer.Option("--shaper", **choices(SHAPERS),
                      help="accel (acceleration-bounded) or otg (jerk-limited)."),
     ] = "accel",
-    v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = 130.0,
-    a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = 500.0,
-    j_max: Annotated[float, typer.Option("--j-max", help="Jerk limit, deg/s^3 (otg only).")] = 10000.0,
+    v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = V_MAX_DEG_S,
+    a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = A_MAX_DEG_S2,
+    j_max: Annotated[float, typer.Option("--j-max", help="Jerk limit, deg/s^3 (otg only).")] = J_MAX_DEG_S3,
     cmd_ms: Annotated[
         float | None, typer.Option("--cmd-ms", help="Tick period, ms (default: the run's own).")
     ] = None,

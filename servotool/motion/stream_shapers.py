@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.motion.otg import MultiOtg, OtgLimits
 from servotool.motion.shaper import ShaperNotPrimedError, StreamShaper
 
@@ -97,9 +98,9 @@ class ShaperSpec:
     """A shaper's kind and limits (deg, s), as recorded in a run's header."""
 
     kind: str = "accel"
-    v_max: float = 130.0
-    a_max: float = 500.0
-    j_max: float = 10000.0
+    v_max: float = V_MAX_DEG_S
+    a_max: float = A_MAX_DEG_S2
+    j_max: float = J_MAX_DEG_S3
     dt: float = 0.01
 
     def __post_init__(self) -> None:

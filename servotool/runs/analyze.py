@@ -28,6 +28,7 @@ from servotool.analysis.step import StepResult, analyze_step
 from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
 from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
+from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
 
 MODES = ("ramp", "step", "sweep")
 Progress = Callable[[int, int, Path], None]  # (files done, files in all, the file just done)
@@ -177,8 +178,8 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
             rec,
             joint=joint,
             cmd_period_s=period,
-            a_max=float(_cfg(meta, "a_max", 500.0)),
-            v_max=float(_cfg(meta, "v_max", 130.0)),
+            a_max=float(_cfg(meta, "a_max", A_MAX_DEG_S2)),
+            v_max=float(_cfg(meta, "v_max", V_MAX_DEG_S)),
         )
     margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
     return analyze_step(

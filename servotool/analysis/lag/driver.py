@@ -37,6 +37,7 @@ from servotool.analysis.lag.results import (
     ms,
 )
 from servotool.analysis.recording import Recording, RecordingError, check_joint
+from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
 
 MIN_MID_WINDOW_S = 0.025  # the midpoint crossing is refined over at least this window ...
 MID_WINDOW_PERIODS = 2.5  # ... or this many state periods
@@ -242,8 +243,8 @@ def analyze_lag(
     *,
     joint: int,
     cmd_period_s: float,
-    a_max: float = 500.0,
-    v_max: float = 130.0,
+    a_max: float = A_MAX_DEG_S2,
+    v_max: float = V_MAX_DEG_S,
     start_deg: float | None = None,
     correct_link: bool = True,
 ) -> LagResult:

@@ -118,9 +118,10 @@ def _varying_message(good: Sequence[PassLag], tol: float, friction: float, omb: 
 
 
 def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck | None:
-    """L constant across speeds and directions within max(1.5 ms, 3 % of L)? None with under two lags."""
+    """L constant across speeds and directions within max(1.5 ms, 3 % of L)? None with under two lags or
+    under two distinct speeds: one speed says nothing of how L varies with speed (out and back do not)."""
     good = [p for p in passes if finite(p.lag_ms)]
-    if fit is None or len(good) < 2:
+    if fit is None or len(good) < 2 or len({round(p.speed_deg_s, 6) for p in good}) < 2:
         return None
     lags = np.array([p.lag_ms for p in good])
     v = np.array([p.speed_deg_s for p in good])
