@@ -24,7 +24,7 @@ T = 0.01
 SHORT = ["--sweep", "5", "--speeds", "10,20", "--ramp-ms", "100", "--settle-ms", "300"]
 
 
-def test_lag_ramp_json_plot_and_analyze_agree(tmp_path):
+def test_lag_ramp_json_plot_and_analyze_agree(tmp_path, slack):
     res = runner.invoke(
         app,
         ["lag", "--ramp", "--robot", "sim:simmachine?silence_ms=2000", *SHORT, "--out", str(tmp_path),
@@ -35,9 +35,8 @@ def test_lag_ramp_json_plot_and_analyze_agree(tmp_path):
     live = json.loads(res.stdout)
     assert live["run"]["status"] == "complete"
     result = live["analysis"]["result"]
-    # 39 ms to within 0.5 ms is tests/runs/test_ramp_run.py's claim; here a loaded host's scheduling may add
-    # a fraction of a millisecond to the in-process simulator
-    assert result["fit"]["lag_ms"] == pytest.approx(39.0, abs=1.5)
+    late = live["run"]["late_ticks"]
+    assert result["fit"]["lag_ms"] == pytest.approx(39.0, abs=slack(0.5, 39.0, late)), late
     assert result["midpoint"]["agrees"]
     assert len(result["passes"]) == 4
     for key in ("fit", "host_fit", "guard_fit", "link", "model", "dynamics", "noise", "tuning"):

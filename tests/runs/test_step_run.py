@@ -37,7 +37,7 @@ def test_a_shaped_10_deg_step_arrives_smoothly(tmp_path):
     assert analyze_file(run.path).to_dict() == run.analysis.to_dict()
 
 
-def test_a_raw_2_5_deg_step_runs_away_and_the_guard_sees_it(tmp_path):
+def test_a_raw_2_5_deg_step_runs_away_and_the_guard_sees_it(tmp_path, slack):
     run = _run(tmp_path, "sim:fr3", size_deg=2.5, steps=1, shaped=False, transport="rpc")
     assert run.outcome.status == FAULT and run.outcome.fault == (1, 32)
     res = run.analysis.result
@@ -47,8 +47,9 @@ def test_a_raw_2_5_deg_step_runs_away_and_the_guard_sees_it(tmp_path):
     assert s.faults == 1 and s.fault_codes == "1/32"
     assert s.rejects >= 20  # every command during the ~0.9 s fault window, each answered over XML-RPC
     assert 150.0 <= s.peak_speed_deg_s <= 200.0
-    # the guard tripped on the sweep within two ticks of the arm crossing its allowance
-    assert s.guard_after_crossing_ms <= 20.0
+    # the guard tripped on the sweep within two ticks of the arm crossing its allowance (a loaded host's late
+    # ticks and late frames delay it by their lateness)
+    assert s.guard_after_crossing_ms <= 20.0 + slack(0.0, 80.0, run.outcome.late_ticks)
     assert s.guard_trip_ms > s.fault_ms
     meta = run.analysis.meta
     assert not meta.complete and "main 1 sub 32" in meta.end_reason
