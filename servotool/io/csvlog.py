@@ -1,8 +1,8 @@
 """servotool-csv v1: the timestamped recording every run writes, and its reader.
 
-Layout (design.md): comment header lines `# key: value` (servotool-csv, created, tool, command, device, any
-extra keys such as realtime, then config and units as one-line JSON), one column header line, one row per
-event in time order, and a closing `# end: complete` or `# end: interrupted: <reason>`.
+Layout (README, "The CSV format"): comment header lines `# key: value` (servotool-csv, created, tool,
+command, device, any extra keys such as realtime, then config and units as one-line JSON), one column header
+line, one row per event in time order, and a closing `# end: complete` or `# end: interrupted: <reason>`.
 
 Guarantees: every row is flushed to the OS as it is written, so a crash loses at most the row being written;
 a file without its end line reads back as interrupted; a file that is not servotool-csv is refused with one

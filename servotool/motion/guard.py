@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from servotool.errors import SettingsError
 from servotool.motion.limits import JointLimits
 from servotool.motion.shaper import ShaperConfig, StreamShaper, max_trail
 
@@ -48,7 +49,7 @@ LAG_STEP_S = 0.01
 MARGIN_STEP_DEG = 0.1
 
 
-class UnsafeConfigError(ValueError):
+class UnsafeConfigError(SettingsError):
     """A safety configuration that leaves the stream half-protected or tuned below its measured floors."""
 
 

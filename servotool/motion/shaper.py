@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from servotool.errors import ServotoolError
+
 __all__ = [
     "JumpEvent",
     "ShaperConfig",
@@ -66,7 +68,7 @@ def max_trail(v: npt.ArrayLike, a_max: npt.ArrayLike, dt: float) -> Any:
     return float(trail) if trail.ndim == 0 else trail
 
 
-class ShaperNotPrimedError(RuntimeError):
+class ShaperNotPrimedError(ServotoolError, RuntimeError):
     """The shaper was stepped before prime() gave it a starting pose."""
 
 

@@ -31,7 +31,7 @@ class RunStatus(str, enum.Enum):
 
     @property
     def exit_code(self) -> ExitCode:
-        """The exit status of a command whose run ended so (design.md, "Errors and exit codes")."""
+        """The exit status of a command whose run ended so (servotool.errors.ExitCode, the README's table)."""
         return _EXITS.get(self, ExitCode.FAULT)
 
 

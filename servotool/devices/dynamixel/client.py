@@ -132,7 +132,7 @@ class ErrorSweep:
 
 
 @dataclass
-class BusStats:
+class DxlBusStats:
     packets_sent: int = 0
     answers: int = 0
     no_answer: int = 0  # an expected status packet that never came (or came garbled)
@@ -190,7 +190,7 @@ class DxlBus:
         self._simulated = simulated
         self.server = server
         self.clock: Clock = clock or MonotonicClock()
-        self.stats = BusStats()
+        self.stats = DxlBusStats()
         self.silent: set[int] = set()
         self._last_position: dict[int, int] = {}
         self._lock = threading.RLock()

@@ -34,7 +34,7 @@ from servotool.devices.dynamixel import protocol as p
 from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.physics import DEFAULT_PHYSICS, AxisPhysics, SimAxis
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
-from servotool.devices.dynamixel.sim_params import SimParams, parse_sim_params
+from servotool.devices.dynamixel.sim_params import DxlSimParams, parse_sim_params
 
 SUBSTEP_S = 0.005
 IDLE_STEP_S = 0.25  # when every servo is settled only temperature drifts: coarse steps suffice
@@ -53,7 +53,7 @@ class _Overload:
 class DxlSim:
     """The bus and its servos. Feed it packets with `handle`; it returns the status bytes to send back."""
 
-    def __init__(self, profile: DxlProfile, params: SimParams, clock: Clock | None = None,
+    def __init__(self, profile: DxlProfile, params: DxlSimParams, clock: Clock | None = None,
                  physics: AxisPhysics = DEFAULT_PHYSICS) -> None:
         self.profile = profile
         self.params = params

@@ -45,7 +45,7 @@ class FaultSpec:
 
 
 @dataclass(frozen=True)
-class SimParams:
+class DxlSimParams:
     seed: int = 0
     overloads: tuple[FaultSpec, ...] = ()
     overload_ramp_s: float = 2.5
@@ -140,7 +140,7 @@ def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
                                      f"(servos {', '.join(map(str, profile.ids))})")
 
 
-def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> SimParams:
+def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> DxlSimParams:
     """Resolve query parameters against a profile. DeviceURLError names a bad key or value."""
     parsed: dict[str, Any] = {}
     loads: dict[int, float] = {}
@@ -157,10 +157,10 @@ def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> SimParam
         except ValueError as exc:
             raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
     _check_ids(parsed, profile)
-    return SimParams(load_ma=loads, **parsed)
+    return DxlSimParams(load_ma=loads, **parsed)
 
 
-def describe(params: SimParams) -> dict[str, Any]:
+def describe(params: DxlSimParams) -> dict[str, Any]:
     """A JSON-friendly view of resolved parameters (for `servotool sim dynamixel --json`)."""
     out: dict[str, Any] = {}
     for f in fields(params):

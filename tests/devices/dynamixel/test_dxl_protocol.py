@@ -10,7 +10,7 @@ from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel import protocol as p
 from servotool.devices.dynamixel.profiles import MICRODUCK
 from servotool.devices.dynamixel.sim import DxlSim
-from servotool.devices.dynamixel.sim_params import SimParams
+from servotool.devices.dynamixel.sim_params import DxlSimParams
 from servotool.errors import ProtocolError
 
 # Packets from the Protocol 2.0 description, with what they mean.
@@ -157,7 +157,7 @@ def _drive(sim, parser, chunk):
 def test_fuzz_parser_decoder_and_sim_take_100k_packets_and_resynchronise():
     rng = random.Random(20261130)
     clock = FakeClock()
-    sim = DxlSim(MICRODUCK, SimParams(seed=1, silent=()), clock)
+    sim = DxlSim(MICRODUCK, DxlSimParams(seed=1, silent=()), clock)
     parser = p.PacketParser()
     for i in range(100_000):
         kind = i % 4
@@ -194,7 +194,7 @@ def test_decoders_raise_only_their_protocol_error(data):
 @settled
 @given(st.sampled_from([10, 22, 30, 0xFE, 0, 200]), st.integers(0, 0xFF), st.binary(max_size=40))
 def test_sim_answers_any_framed_packet_with_status_packets_only(pid, inst, params):
-    sim = DxlSim(MICRODUCK, SimParams(seed=2), FakeClock())
+    sim = DxlSim(MICRODUCK, DxlSimParams(seed=2), FakeClock())
     out = sim.handle(p.Packet(pid, inst, params))
     parser = p.PacketParser()
     replies = parser.feed(out)
