@@ -1,1 +1,2 @@
-"""Files: the servotool-csv format, output and state folders."""
+"""Files: the servotool-csv format and its fleet table, capture publishing, device locks, campaign and limits
+YAML (line-numbered, comment-preserving), the user config, output and state folders."""

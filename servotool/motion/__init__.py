@@ -1,5 +1,6 @@
-"""Pure motion math: stream shaper, divergence guard, joint limits, ramp and step profiles, minimum-jerk
-moves and servo units. No I/O, no clock, no printing; every function is deterministic."""
+"""Pure motion math: stream shapers (acceleration-bounded and jerk-limited OTG), divergence guard, joint
+limits, ramp and step profiles, minimum-jerk moves and the default bounds (defaults.py). No I/O, no clock, no
+printing; every function is deterministic."""
 
 from servotool.motion.guard import (
     DivergenceGuard,
