@@ -76,8 +76,23 @@ def simulate(
     grid = np.arange(t0, t1 + h, h)
     u = np.interp(grid - lag_s, t_cmd, q_cmd)
     y = first_order_response(u, h, tau_s)
-    dy = np.gradient(y, h)
-    return np.interp(t_eval, grid, y), np.interp(t_eval, grid, dy)
+    return _on_grid(y, t0, h, t_eval)
+
+
+def _on_grid(y: np.ndarray, t0: float, h: float, t_eval: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """y (sampled every h from t0) and its central-difference slope, linearly interpolated at t_eval.
+
+    The same values as np.interp over np.gradient(y, h), but the grid is uniform, so the cell of each
+    t_eval is found by arithmetic and the slope is taken only in the cells used, not over the whole grid."""
+    n = len(y)
+    pos = np.clip((np.asarray(t_eval, float) - t0) / h, 0.0, n - 1.0)
+    j = np.minimum(pos.astype(np.intp), n - 2)
+    f = pos - j
+    idx = np.stack([j, j + 1])
+    lo, hi = np.maximum(idx - 1, 0), np.minimum(idx + 1, n - 1)
+    slope = (y[hi] - y[lo]) / ((hi - lo) * h)
+    y0, y1 = y[j], y[j + 1]
+    return y0 + f * (y1 - y0), slope[0] + f * (slope[1] - slope[0])
 
 
 def _least_squares(
@@ -94,9 +109,9 @@ def _least_squares(
             x_scale=0.01,
             diff_step=1e-4,
             method="trf",
-            xtol=1e-10,
-            ftol=1e-12,
-            gtol=1e-12,
+            xtol=1e-7,
+            ftol=1e-10,
+            gtol=1e-10,
             max_nfev=200,
             **robust,
         )
@@ -113,9 +128,12 @@ def _param_se(res: optimize.OptimizeResult, dof: float) -> list[float]:
 def _linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Least-squares coefficients of the two linear terms (friction, bias): the 2x2 normal equations, which
     are well conditioned here (a tanh column and a constant); a general solver when they are singular."""
-    ata = a.T @ a
-    if abs(float(np.linalg.det(ata))) > 1e-12 * float(np.trace(ata)) ** 2:
-        return np.asarray(np.linalg.solve(ata, a.T @ r))
+    c0, c1 = a[:, 0], a[:, 1]
+    s00, s01, s11 = float(c0 @ c0), float(c0 @ c1), float(c1 @ c1)
+    det = s00 * s11 - s01 * s01
+    if abs(det) > 1e-12 * (s00 + s11) ** 2:
+        r0, r1 = float(c0 @ r), float(c1 @ r)
+        return np.array([(s11 * r0 - s01 * r1) / det, (s00 * r1 - s01 * r0) / det])
     coef, *_ = np.linalg.lstsq(a, r, rcond=None)
     return np.asarray(coef)
 
