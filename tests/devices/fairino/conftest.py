@@ -32,6 +32,13 @@ class Record:
     def codes(self) -> list[int]:
         return [r.errcode for r in self.replies]
 
+    def late_ticks(self, period: float = PERIOD) -> int:
+        """Sends that went out more than half a period after their deadline (a starved host)."""
+        if not self.sent_t:
+            return 0
+        t0 = self.sent_t[0]
+        return sum(1 for k, t in enumerate(self.sent_t) if t - (t0 + k * period) > period / 2)
+
 
 def stream(arm, setpoints: Sequence[Sequence[float]], period: float = PERIOD, rec: Record | None = None,
            clock: MonotonicClock | None = None) -> Record:
