@@ -13,6 +13,7 @@ from rich.table import Table
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import RunProgress
+from servotool.cli.render import compact_table, report_table
 from servotool.errors import ExitCode, FileFormatError, Refused
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir
@@ -60,9 +61,9 @@ def _load(path: Path, robot: str | None) -> Campaign:
 
 
 def _plan_table(campaign: Campaign) -> Table:
-    table = Table(title=f"{campaign.name}: {campaign.purpose}", show_header=True, header_style="bold")
+    table = compact_table(f"{campaign.name}: {campaign.purpose}")
     for col in ("#", "command", "options", "why"):
-        table.add_column(col, justify="right" if col == "#" else "left")
+        table.add_column(col, justify="right" if col == "#" else "left", overflow="fold")
     for run in campaign.runs:
         opts = ", ".join(f"{k}={v}" for k, v in run.options.items())
         table.add_row(str(run.index + 1), run.command, escape(opts), escape(run.why))
@@ -81,9 +82,9 @@ def check(
     if json_out:
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
         return
-    console.print(_plan_table(campaign))
     device = robot or campaign.device
     console.print(f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False)
+    console.print(_plan_table(campaign))
 
 
 @campaign_app.command("list")
@@ -105,13 +106,16 @@ def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print th
         return
     if not rows:
         fail("no shipped campaign found (campaigns/ next to the package, or <prefix>/share/servotool)", 1)
-    table = Table(show_header=True, header_style="bold")
+    bad = sum(1 for r in rows if r["problems"])
+    console.print(f"{len(rows)} shipped campaign(s)" + (f", [red]{bad} with problems[/]" if bad else "")
+                  + f", files in {Path(rows[0]['file']).parent}", highlight=False)
+    table = compact_table("")
     for col in ("campaign", "device", "runs", "purpose"):
-        table.add_column(col, no_wrap=col != "purpose")
+        table.add_column(col, justify="right" if col == "runs" else "left", overflow="fold",
+                         no_wrap=col in ("campaign", "device"))
     for r in rows:
         table.add_row(r["name"], r["device"], str(r["runs"]), escape(r["purpose"]))
     console.print(table)
-    console.print(f"[dim]files in {Path(rows[0]['file']).parent}[/]", highlight=False)
 
 
 class _Hooks:
@@ -156,15 +160,11 @@ class _Hooks:
         return True
 
 
-def _render_summary(report: Report) -> None:
-    """The report's tables and tuning on the terminal (the files hold the same and the plots)."""
+def _render_summary(report: Report, wide: bool = False) -> None:
+    """The report's tables (short at 80 columns, every column with wide) and tuning on the terminal (the
+    files hold the same and the plots)."""
     for t in report.tables:
-        table = Table(title=t.title, show_header=True, header_style="bold")
-        for h in t.headers:
-            table.add_column(h, justify="left" if h in ("run", "kind", "verdict") else "right")
-        for row in t.rows:
-            table.add_row(*(escape(c) for c in row))
-        console.print(table)
+        console.print(report_table(t.title, t.headers, t.rows, wide))
     for block in (report.limits, report.tuning):
         if block:
             console.print(block, highlight=False, markup=False)
@@ -205,6 +205,7 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Go on in the newest unfinished folder of this "
                                 "campaign under --out, from the run where it stopped."),
     json_out: bool = typer.Option(False, "--json", help="Print the final state as JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column of the summary tables (wider than 80)."),
 ) -> None:
     """Run every run of a campaign in order, each CSV into one folder, then write report.md and report.html.
 
@@ -216,9 +217,9 @@ def run(
     """
     campaign = _load(file, robot)
     if dry_run:
-        console.print(_plan_table(campaign))
         console.print(f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
                       f"new folder under {out_dir(out)}; nothing was opened", highlight=False)
+        console.print(_plan_table(campaign))
         return
     cr = _open_folder(campaign, out, robot, resume)
     err_console.print(f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
@@ -230,18 +231,19 @@ def run(
         state = run_campaign(campaign, cr, hooks)
     summary = build_report(cr.folder)
     report = write_report(cr.folder, summary)
-    if not json_out:
-        _render_summary(summary)
     if json_out:
         print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
     if state.stopped:
-        err_console.print(f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished "
-                          f"run(s) kept in {cr.folder}", highlight=False)
-        if state.stop_status != FAULTED or campaign.safety.faults_allowed:
-            err_console.print(f"go on with: servotool campaign run {file} --resume"
-                              + (f" --out {out}" if out else ""), highlight=False)
+        verdict = (f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished run(s) kept "
+                   f"in {cr.folder}")
     else:
-        err_console.print(f"[green]done[/]: {len(state.runs)} run(s) in {cr.folder}", highlight=False)
+        verdict = f"[green]done[/]: {len(state.runs)} run(s) of {campaign.name} in {cr.folder}"
+    (err_console if json_out else console).print(verdict, highlight=False)
+    if not json_out:
+        _render_summary(summary, wide)
+    if state.stopped and (state.stop_status != FAULTED or campaign.safety.faults_allowed):
+        err_console.print(f"go on with: servotool campaign run {file} --resume"
+                          + (f" --out {out}" if out else ""), highlight=False)
     for path in report if not json_out else []:
         console.print(f"report: {path}", highlight=False)
     code = _exit_status(state)

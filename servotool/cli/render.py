@@ -51,6 +51,12 @@ class Col:
     left: bool = False
 
 
+def compact_table(title: str = "") -> Table:
+    """An empty table in the compact style every command uses: a rule under the header, no outer edge."""
+    return Table(title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 header_style="bold", title_justify="left")
+
+
 def _table(title: str, cols: Sequence[Col], rows: Sequence[Any], wide: bool) -> Table:
     """A compact table (no outer edge): the short columns, or all of them when wide."""
     table = Table(
@@ -356,3 +362,60 @@ def render_guard_setup(g: GuardSetup) -> None:
         f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
         highlight=False,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# campaign report tables
+
+# The columns each report table shows at 80 columns (by header); a table not listed shows every column.
+REPORT_SHORT = {
+    "step runs": ("run", "kind", "size deg", "first move ms", "arrive ms", "travel deg", "peak deg/s",
+                  "faults", "verdict"),
+    "lag runs (ramps)": ("run", "joint", "speeds deg/s", "L ms", "± ms", "midpoint L ms", "L vs speed",
+                         "complete"),
+}
+_UNITS = ("ms", "deg", "deg/s", "pulses", "(pulses)")
+_TEXT_HEADERS = ("run", "kind", "verdict", "complete", "L vs speed", "transport", "direction")
+
+
+# Shorter names for the 80-column view (the same words the lag and step tables use).
+_SHORT_HEADERS = {"first move ms": "first\nms", "midpoint L ms": "mid L\nms", "stop (pulses)": "stop\npulses",
+                  "gap at fault deg": "gap\ndeg"}
+
+
+def _two_line(header: str) -> str:
+    """`travel deg` as `travel` over `deg`, so a unit never widens its column."""
+    if header in _SHORT_HEADERS:
+        return _SHORT_HEADERS[header]
+    head, _, unit = header.rpartition(" ")
+    return f"{head}\n{unit}" if head and unit in _UNITS else header
+
+
+def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], wide: bool) -> Table:
+    """One report table, compact: the short columns (REPORT_SHORT) or all with wide; joints shown as J1..Jn.
+    Number columns never wrap; text columns wrap at spaces rather than truncate."""
+    keep = [i for i, h in enumerate(headers) if wide or h in REPORT_SHORT.get(title, headers)]
+    if not wide and len(rows) > 1:  # a text column with one value for every row goes into the title
+        same = [i for i in keep if headers[i] in (*_TEXT_HEADERS, "joint") and headers[i] != "run"
+                and len({r[i] for r in rows}) == 1]
+        if same:
+            title += ": " + ", ".join(f"{headers[i]} {_report_cell(headers[i], rows[0][i])}" for i in same)
+            keep = [i for i in keep if i not in same]
+    table = compact_table(title)
+    for i in keep:
+        text = headers[i] in _TEXT_HEADERS
+        longest_word = max((len(w) for r in rows for w in str(r[i]).split()), default=1)
+        table.add_column(_two_line(headers[i]), justify="left" if text else "right", no_wrap=not text,
+                         overflow="fold", min_width=longest_word)
+    for row in rows:
+        cells = [row[i] for i in keep]
+        table.add_row(*(_report_cell(headers[i], c) for i, c in zip(keep, cells, strict=True)))
+    return table
+
+
+def _report_cell(header: str, cell: str) -> str:
+    from rich.markup import escape
+
+    if header == "joint" and cell.isdigit():
+        return joint_name(int(cell))
+    return escape(cell)

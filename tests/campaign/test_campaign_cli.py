@@ -72,3 +72,16 @@ def test_run_then_analyze_report(write_campaign, tmp_path):
     assert again == md  # recomputed from the CSVs alone
     row = next(ln for ln in again.splitlines() if ln.startswith("| run 1 |"))
     assert float(row.split("|")[6]) > 0  # L itself: test_shipped_campaigns (one short pass is load-sensitive)
+
+
+def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    path = write_campaign(SHORT)
+    for args in (["campaign", "check", str(path)], ["campaign", "list"],
+                 ["campaign", "run", str(path), "--dry-run", "--out", str(tmp_path / "o")]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        first = result.stdout.splitlines()[0]
+        assert first.startswith(("valid:", "dry run:")) or "shipped campaign(s)" in first, first
+        assert "…" not in result.stdout
+        assert all(len(line.rstrip()) <= 80 for line in result.stdout.splitlines())
