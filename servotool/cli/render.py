@@ -405,8 +405,9 @@ def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
     for i in keep:
         text = headers[i] in _TEXT_HEADERS
         longest_word = max((len(w) for r in rows for w in str(r[i]).split()), default=1)
-        table.add_column(_two_line(headers[i]), justify="left" if text else "right", no_wrap=not text,
-                         overflow="fold", min_width=longest_word)
+        header = headers[i] if wide else _two_line(headers[i])
+        table.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold",
+                         min_width=longest_word)
     for row in rows:
         cells = [row[i] for i in keep]
         table.add_row(*(_report_cell(headers[i], c) for i, c in zip(keep, cells, strict=True)))
