@@ -218,8 +218,13 @@ class FairinoArm:
 
     # --- XML-RPC ------------------------------------------------------------------------------------------
 
-    def _call(self, method: str, *args: Any) -> Any:
-        self._check()
+    def _call(self, method: str, *args: Any, cleanup: bool = False) -> Any:
+        """One XML-RPC call. A lost link refuses it, except a `cleanup` call (ServoMoveEnd, RobotEnable(0)):
+        a silent state stream says nothing of XML-RPC, so ending servo mode is still tried."""
+        if cleanup and self._closed:
+            raise DeviceError(f"{self.url}: the client is closed")
+        if not cleanup:
+            self._check()
         with self._rpc_lock:
             self._transport.set_timeout(self._timeouts[0] if method == "ServoJ" else self._timeouts[1])
             try:
@@ -232,8 +237,8 @@ class FairinoArm:
                     self._lose(f"XML-RPC {method} {why}")
                 raise ConnectionLost(self._lost or f"{self.url}: connection lost") from None
 
-    def _code(self, method: str, *args: Any) -> int:
-        result = self._call(method, *args)
+    def _code(self, method: str, *args: Any, cleanup: bool = False) -> int:
+        result = self._call(method, *args, cleanup=cleanup)
         if isinstance(result, (list, tuple)):
             result = result[0]
         return int(result)
@@ -266,7 +271,7 @@ class FairinoArm:
 
     def disable(self) -> int:
         """RobotEnable(0); returns the errcode (not raised: disabling is part of every cleanup)."""
-        return self._code("RobotEnable", 0)
+        return self._code("RobotEnable", 0, cleanup=True)
 
     def servo_start(self) -> int:
         """ServoMoveStart over XML-RPC (whatever the transport, to get its answer); returns the errcode."""
@@ -276,7 +281,7 @@ class FairinoArm:
 
     def servo_end(self) -> int:
         """ServoMoveEnd over XML-RPC; returns the errcode."""
-        code = self._code("ServoMoveEnd")
+        code = self._code("ServoMoveEnd", cleanup=True)
         self._servo_on = False
         return code
 

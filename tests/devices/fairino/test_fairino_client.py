@@ -260,3 +260,26 @@ def test_the_silence_rule_is_100_ms_by_default():
     from servotool.devices.fairino.client import FairinoArm
 
     assert inspect.signature(FairinoArm).parameters["silence_s"].default <= 0.1
+
+
+def test_a_silent_state_stream_still_ends_servo_mode_and_disables(open_sim, fx):
+    # the state stream going quiet says nothing of XML-RPC: the cleanup calls are still tried, so a
+    # hiccup does not leave the controller in servo mode (every later run would be refused as busy)
+    arm = open_sim("sim:fr3?silence_ms=60&" + FAST)
+    arm.enable()
+    assert arm.servo_start() == 0
+    arm.sim.hold_stream(True)
+
+    def lost():
+        try:
+            arm.poll_states()
+        except ConnectionLost:
+            return True
+        return False
+
+    assert fx.wait_until(lost, 0.5, step=0.001)
+    assert arm.servo_end() == 0
+    assert arm.disable() == 0
+    assert not arm.sim.snapshot().servo_active
+    with pytest.raises(ConnectionLost, match="no state frame"):
+        arm.servo_j(arm.latest_state().q, 0.01)  # streaming stays refused
