@@ -11,9 +11,9 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from servotool.cli.common import console, debug, fail, print_json
+from servotool.cli.render import compact_table
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
 
@@ -78,9 +78,12 @@ def show(json_out: bool = JsonOption) -> None:
                     "values": {row.key: {"value": row.value, "source": row.source,
                                          "envvar": KEYS[row.key].envvar} for row in rows}})
         return
-    table = Table(title=f"config {escape(str(path))}" + ("" if path.exists() else " (not created yet)"))
+    set_here = sum(1 for row in rows if row.source not in ("built-in", "unset"))
+    console.print(f"config {escape(str(path))}" + ("" if path.exists() else " (not created yet)")
+                  + f": {set_here} of {len(rows)} key(s) set outside the built-ins", highlight=False)
+    table = compact_table()
     for column in ("key", "value", "from", "used as"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold", no_wrap=column in ("key", "from"))
     for row in rows:
         table.add_row(row.key, escape(row.value or "-"), row.source, KEYS[row.key].meaning)
     console.print(table)

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from serial.tools import list_ports
 
 from servotool.cli.common import console, err_console, print_json
+from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError
 from servotool.io.devlock import DeviceBusy, DeviceLock
@@ -108,9 +108,13 @@ def ports(
     if not listed:
         err_console.print("no serial ports found")
         return
-    table = Table(title="serial ports")
+    answered = sum(1 for e in listed if e["answers"] and (e["answers"]["hiwonder"] or any(
+        (e["answers"]["dynamixel"] or {}).values())))
+    console.print(f"{len(listed)} serial port(s)" + (f", {answered} answered the probe" if probe else
+                  ", not probed"), highlight=False)
+    table = compact_table()
     for col in ("port", "description", "answers"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold", no_wrap=col == "port")
     for entry in listed:
         answers = _answers(entry["answers"]) if entry["answers"] is not None else "[dim]not probed[/]"
         table.add_row(entry["device"], entry["description"], answers)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from servotool.cli.common import choices, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
+from servotool.cli.render import compact_table
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.settings import validate_shaper
 
@@ -37,18 +38,26 @@ def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, c
         fail(str(exc) or type(exc).__name__)
 
 
+def _shape_verdict(fr: FileReplay, shaper: str) -> str:
+    """One line: the largest step per tick on the wire, raw and shaped, against the runaway band."""
+    lo, _hi = fr.result.runaway_band_deg
+    raw, shaped = max(fr.result.raw_figures.max_dv_per_tick), max(fr.result.shaped_figures.max_dv_per_tick)
+    mark = "[green]below[/]" if shaped < lo else "[red]inside/above[/]"
+    return f"{shaper}: {shaped:.3f} deg per tick at most, {mark} the runaway band ({lo:g} deg); raw {raw:.3f}"
+
+
 def _figures_table(fr: FileReplay, shaper: str) -> Table:
     r = fr.result
-    table = Table(title="what the wire carries (largest over joints)")
+    table = compact_table("what the wire carries (largest over joints)")
     table.add_column("stream")
     for col in (
-        "peak v (deg/s)",
-        "peak a (deg/s^2)",
-        "peak jerk (deg/s^3)",
-        "max dv per tick (deg)",
-        "runaway band",
+        "peak v\ndeg/s",
+        "peak a\ndeg/s^2",
+        "peak jerk\ndeg/s^3",
+        "max dv per\ntick deg",
+        "runaway band\ndeg",
     ):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     lo, hi = r.runaway_band_deg
     for name, figs in (("raw", r.raw_figures), (shaper, r.shaped_figures)):
         dv = max(figs.max_dv_per_tick)
@@ -68,8 +77,8 @@ def _arrivals_table(fr: FileReplay) -> Table | None:
     steps = [a for a in fr.result.arrivals if abs(a.size) > 0.05]
     if not steps or len(steps) > 40:
         return None
-    t2 = Table(title="arrivals (within 1 % of each raw step)")
-    for col in ("t (s)", "joint", "step (deg)", "arrive (ms)"):
+    t2 = compact_table("arrivals (1 % of each step)")
+    for col in ("t\ns", "joint", "step\ndeg", "arrive\nms"):
         t2.add_column(col, justify="right")
     for a in steps:
         arrive = "-" if a.arrive_s is None else f"{a.arrive_s * 1e3:.0f}"
@@ -81,6 +90,7 @@ def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float,
     v_max, a_max, j_max = limits
     r = fr.result
     what = f"{fr.meta.mode} run on {escape(fr.meta.device)}, replaying the {fr.source}"
+    console.print(_shape_verdict(fr, shaper), highlight=False)
     console.print(f"[bold]{escape(str(file))}[/]: {what}", highlight=False)
     console.print(
         f"shaper {shaper}: v_max {v_max:g} deg/s, a_max {a_max:g} deg/s^2"

@@ -69,3 +69,21 @@ def test_campaign_summary_renders_at_80(monkeypatch: pytest.MonkeyPatch) -> None
     campaign_cli._render_summary(_report())
     text = out.export_text()
     assert "…" not in text and all(len(ln.rstrip()) <= 80 for ln in text.splitlines())
+
+
+def test_config_show_and_ports_verdict_first_at_80(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "c" / "config.yaml"))
+    runner = CliRunner()
+    res = runner.invoke(app, ["config", "show"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("config ") and "key(s) set" in res.stdout
+    assert "…" not in res.stdout and all(len(line.rstrip()) <= 80 for line in lines)
+    res = runner.invoke(app, ["ports", "--no-probe", "--port", "/dev/servotool-none"])
+    assert res.exit_code == 0, res.output
+    assert "serial port(s)" in res.stdout.splitlines()[0] and "…" not in res.stdout
