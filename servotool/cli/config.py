@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from servotool.cli.common import console, debug, fail, print_json
 from servotool.cli.render import compact_table
+from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
 
@@ -105,8 +106,14 @@ def set_cmd(
     value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Write KEY: VALUE into the config file (creating it), keeping the other keys."""
+    """Write KEY: VALUE into the config file (creating it), keeping the other keys. A robot or bus value must
+    be a device URL (its parameters are checked when a command opens it)."""
     path = config_path()
+    if key in ("robot", "bus"):
+        try:
+            parse_url(value)
+        except DeviceURLError as exc:
+            fail(f"{key}: {exc}")
     try:
         values = set_value(path, key, value)
     except ServotoolError as exc:

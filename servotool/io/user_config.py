@@ -93,11 +93,14 @@ def load_config(path: Path) -> dict[str, str]:
 
 def set_value(path: Path, key: str, value: str | None) -> dict[str, str]:
     """Write `key: value` into the file (creating it and its folder), or remove the key when value is None;
-    the other keys are kept. Returns the values now in the file."""
+    the other keys are kept. Returns the values now in the file. Refuses an unknown key, and an empty value or
+    one with control characters (a newline, a NUL)."""
     if key not in KEYS:
         raise SettingsError(f"unknown key {key!r} (known: {', '.join(KEYS)})")
     if value is not None and not value.strip():
         raise SettingsError(f"{key}: the value must not be empty")
+    if value is not None and not value.isprintable():
+        raise SettingsError(f"{key}: the value must be one line of printable text, not {value!r}")
     values = load_config(path)
     if value is None:
         values.pop(key, None)

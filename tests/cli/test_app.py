@@ -90,6 +90,16 @@ def test_config_refuses_unknown_keys_and_bad_files(tmp_path):
     assert runner.invoke(app, ["config", "path"], env=env).exit_code == 0
 
 
+@pytest.mark.parametrize("key,value", [("robot", "fairino://"), ("bus", "dxl://"), ("robot", "garbage"),
+                                       ("out", "runs\nelsewhere"), ("robot", "sim:fr3\x00")])
+def test_config_set_refuses_a_value_no_command_could_use(tmp_path, key, value):
+    cfg = tmp_path / "config.yaml"
+    result = runner.invoke(app, ["config", "set", key, value], env={"SERVOTOOL_CONFIG": str(cfg)})
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error:") and "Traceback" not in result.output
+    assert not cfg.exists()
+
+
 def test_out_folder_precedence(tmp_path):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(f"out: {tmp_path / 'from-config'}\n")
