@@ -88,11 +88,11 @@ def _on_grid(y: np.ndarray, t0: float, h: float, t_eval: np.ndarray) -> tuple[np
     pos = np.clip((np.asarray(t_eval, float) - t0) / h, 0.0, n - 1.0)
     j = np.minimum(pos.astype(np.intp), n - 2)
     f = pos - j
-    idx = np.stack([j, j + 1])
-    lo, hi = np.maximum(idx - 1, 0), np.minimum(idx + 1, n - 1)
-    slope = (y[hi] - y[lo]) / ((hi - lo) * h)
-    y0, y1 = y[j], y[j + 1]
-    return y0 + f * (y1 - y0), slope[0] + f * (slope[1] - slope[0])
+    # one sample extrapolated at each end: the central difference there equals np.gradient's one-sided one
+    yp = np.concatenate(([2.0 * y[0] - y[1]], y, [2.0 * y[-1] - y[-2]]))
+    ym, y0, y1, y2 = yp[j], yp[j + 1], yp[j + 2], yp[j + 3]
+    s0, s1 = (y1 - ym) / (2.0 * h), (y2 - y0) / (2.0 * h)
+    return y0 + f * (y1 - y0), s0 + f * (s1 - s0)
 
 
 def _least_squares(
