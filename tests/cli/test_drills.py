@@ -207,6 +207,7 @@ def test_a_second_run_on_the_same_controller_is_refused(tmp_path: Path, env: dic
     finally:
         second_cmd.close()
         sim.stop()
+    assert first.returncode == 0, stderr  # the first ran to its end: it held the lock all along
     assert second.returncode == 2, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "in use by another servotool process" in lines[0], second.stderr
