@@ -29,6 +29,7 @@ from servotool.cli.bus_common import (
     url_simulated,
 )
 from servotool.cli.common import OUTPUT, choices, console, err_console, fail, print_json
+from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
@@ -121,9 +122,10 @@ class SweepProgress:
 
 
 def _table(run: SweepRun) -> Table:
-    table = Table(title="limit sweeps")
+    table = compact_table("limit sweeps")
     for col in ("servo", "dir", "start", "stored", "stop", "how", "limit", "back at"):
-        table.add_column(col, justify="left" if col in ("dir", "how") else "right")
+        header = col if col in ("servo", "dir", "how") else f"{col}\npulses"
+        table.add_column(header, justify="left" if col in ("dir", "how") else "right", no_wrap=col != "how")
     for r in run.results:
         table.add_row(str(r.joint), r.direction, str(r.start), str(r.bound),
                       "-" if r.stop is None else str(r.stop), r.reason,
@@ -163,6 +165,9 @@ def _render(record: SweepRecord, json_out: bool) -> None:
     if json_out:
         print_json({**record.result, "outputs": record.outputs, "notes": record.notes})
     else:
+        found = "; ".join(f"servo {j} {f.lo}..{f.hi}" for j, f in record.found.items())
+        console.print(f"{len(run.results)} sweep(s), limits in pulses: {found or 'none found'}",
+                      highlight=False)
         console.print(_table(run))
         for j, f in record.found.items():
             console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")

@@ -330,3 +330,14 @@ def test_a_yaml_that_is_not_a_limits_file_is_refused(tmp_path):
     result = sweep("--limits", str(campaign), "--update-limits", "--force-sim", "--out", str(tmp_path))
     assert result.exit_code == 2 and "not a limits parameter file" in result.stderr
     assert campaign.read_text() == before
+
+
+def test_sweep_human_output_reads_at_80_columns(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740", "--joint", "2", "--direction", "down",
+                   "--speed", "300", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("1 sweep(s), limits in pulses: servo 2 "), lines[0]
+    assert "pulses" in lines[3] and "…" not in result.stdout
+    assert all(len(line.rstrip()) <= 80 for line in lines)
