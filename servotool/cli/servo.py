@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from servotool.cli.bus_common import (
@@ -24,6 +25,7 @@ from servotool.cli.bus_common import (
     url_profile,
 )
 from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
@@ -63,17 +65,17 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int, str]) -> Table:
-    table = Table(title=title)
-    for col in ("id", "joint", "position", "voltage", "temp", "torque"):
-        table.add_column(col, justify="right" if col != "joint" else "left")
+    table = compact_table(title)
+    for col in ("servo\nid", "joint", "position\npulses", "voltage\nV", "temp\nC", "torque"):
+        table.add_column(col, justify="right" if col != "joint" else "left", no_wrap=True)
     for sid, r in records.items():
         if r.silent:
             table.add_row(str(sid), names.get(sid, ""), "[bold red]silent[/]", "", "", "")
             continue
         volts = None if r.voltage_mv is None else f"{r.voltage_mv / 1000:.2f}"
         torque = None if r.torque is None else ("on" if r.torque else "[yellow]off[/]")
-        table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts, " V"),
-                      _fmt(r.temperature_c, " C"), _fmt(torque))
+        table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts), _fmt(r.temperature_c),
+                      _fmt(torque))
     return table
 
 
@@ -135,6 +137,9 @@ def read_cmd(
         print_json({"device": bus, "simulated": dev.simulated, "model": dev.model, "silent": silent,
                     "servos": _records_json(records, names)})
         return
+    answered = len(records) - len(silent)
+    quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
+    console.print(f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}", highlight=False)
     console.print(_records_table(f"servos on {bus}", records, names))
     optional = set(dev.optional_ids)
     for sid in silent:

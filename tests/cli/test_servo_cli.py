@@ -25,8 +25,13 @@ def test_read_table_and_simulated_announcement():
     result = invoke("read")
     assert result.exit_code == 0, result.output
     assert "SIMULATED rosorin-arm" in result.stderr
-    for text in ("shoulder", "776", "12.50 V", "38 C", "on"):
-        assert text in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("6 of 6 servo(s) answered")
+    (row,) = [line for line in lines if "shoulder" in line]
+    assert row.split()[-4:] == ["776", "12.50", "38", "on"]  # volts and degrees C: the units head the columns
+    units = next(line for line in lines if "pulses" in line).split()
+    assert units[-4:-1] == ["pulses", "V", "C"]
+    assert "…" not in result.stdout
 
 
 def test_read_json_shows_a_silent_servo():
