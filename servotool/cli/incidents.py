@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from servotool.cli.common import console, fail, print_json
+from servotool.cli.render import compact_table
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture
 from servotool.recorder.summary import AxisSummary, summarize
@@ -49,9 +49,11 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
     if not entries:
         console.print(f"no captures in {folder}", highlight=False)
         return
-    table = Table(header_style="bold", box=None)
-    for col in ("#", "id", "device", "axes", "bits", "lead-up s", "tail s", "end"):
-        table.add_column(col, justify="right" if col in ("#", "lead-up s", "tail s") else "left")
+    console.print(f"{len(entries)} capture(s) in {folder}", highlight=False)
+    table = compact_table()
+    for col in ("#", "id", "device", "axes", "bits", "lead-up\ns", "tail\ns", "end"):
+        table.add_column(col, justify="right" if col in ("#", "lead-up\ns", "tail\ns") else "left",
+                         overflow="fold", no_wrap=col in ("#", "lead-up\ns", "tail\ns"))
     for i, (path, h) in enumerate(entries, start=1):
         if h is None:
             table.add_row(str(i), path.name, "[yellow]unreadable[/]", "", "", "", "", "")
@@ -61,7 +63,6 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
                       ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
                       _num(h.get("lead_up_s")), _num(h.get("tail_observed_s")), str(h.get("end")))
     console.print(table)
-    console.print(f"{len(entries)} capture(s) in {folder}", highlight=False)
 
 
 def _load(ref: str, dest: Path | None) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
@@ -83,6 +84,9 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     dev = h.get("device") or {}
     counts = h.get("counts") or {}
     sim = ", SIMULATED" if dev.get("simulated") else ""
+    axes = ", ".join(f"{t['axis']} ({_bits(t['bits'])})" for t in h.get("trigger") or []) or "no axis"
+    console.print(f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
+                  f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}", highlight=False)
     console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
     console.print(f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}",
                   highlight=False)
@@ -100,8 +104,13 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
         console.print(f"  {e['t']:+8.3f} s  {e['kind']}: {e['text']}", highlight=False)
 
 
+_FIELD_HEAD = {"current": "I", "gap": "gap", "temperature": "temp"}
+_FIELD_UNIT = {"current": "mA", "gap": "pos. unit", "temperature": "C"}
+
+
 @incidents_app.command("show")
-def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False) -> None:
+def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
+         wide: bool = typer.Option(False, "--wide", help="Also the lead-up median of each field.")) -> None:
     """One capture's header, and per axis the lead-up median and the extreme around the trigger of
     current, position gap and temperature (trigger axes first, then the largest current change)."""
     path, header, samples = _load(ref, dest)
@@ -112,17 +121,19 @@ def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False) -> 
     _render_header(path, header)
     names = [n for n in ("current", "gap", "temperature")
              if any(s.fields[n].before is not None or s.fields[n].extreme is not None for s in summaries)]
-    table = Table(header_style="bold", box=None)
+    table = compact_table()
     table.add_column("axis")
+    parts = ("before", "peak", "change") if wide else ("peak", "change")
     for name in names:
-        for part in ("before", "peak", "change"):
-            table.add_column(f"{name} {part}", justify="right")
-    table.add_column("silent", justify="right")
+        for part in parts:
+            head = f"{_FIELD_HEAD[name]} {part}\n{_FIELD_UNIT[name]}"
+            table.add_column(head, justify="right", no_wrap=True)
+    table.add_column("silent\nsamples", justify="right", no_wrap=True)
     for s in summaries:
         cells = []
         for name in names:
             f = s.fields[name]
-            cells += [_num(f.before), _num(f.extreme), _num(f.change, "+.1f")]
+            cells += ([_num(f.before)] if wide else []) + [_num(f.extreme), _num(f.change, "+.1f")]
         name = f"[bold red]{s.axis}[/]" if s.trigger else s.axis
         table.add_row(name, *cells, str(s.silent_samples))
     console.print(table)

@@ -107,3 +107,21 @@ def test_record_refuses_a_destination_it_cannot_write(tmp_path):
     res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "1",
                               "--dest", str(blocker / "caps")])
     assert res.exit_code == 2 and "not a folder" in res.output
+
+
+def test_incidents_read_at_80_columns(captures, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("1 capture(s) in ")
+    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("fault latch on 12 ")
+    assert "mA" in res.stdout and "I before" not in res.stdout  # --wide only
+    for out in (res.stdout, runner.invoke(app, ["incidents", "list", "--dest", str(captures)]).stdout):
+        assert "…" not in out and all(len(line.rstrip()) <= 80 for line in out.splitlines())
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures), "--wide"])
+    assert wide.exit_code == 0 and "I before" in wide.stdout
