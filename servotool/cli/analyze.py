@@ -9,14 +9,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from servotool.analysis.lag import LagResult
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep_record import SweepFileResult
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.quiet import stdout_to_stderr
-from servotool.cli.render import render_combined, render_lag, render_step, save_plot
+from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
 from servotool.io.table import TableWriteError, check_table_path, write_table
 from servotool.runs.analyze import TABLE_COLUMNS, AnalyzeReport, FileAnalysis, SweepAnalysis, analyze_paths
 from servotool.runs.report import write_report
@@ -42,9 +41,14 @@ def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
 
 
 def _render_sweep(result: SweepFileResult) -> None:
-    table = Table(title=f"limits found (speed {result.speed:g} pulses/s, {result.inside} pulses inside)")
-    for col in ("servo", "direction", "ticks", "stop", "limit", "verdict"):
-        table.add_column(col)
+    found = "; ".join(f"servo {s.joint} {s.direction} {s.limit}" for s in result.sweeps
+                      if s.limit is not None)
+    console.print(f"{len(result.sweeps)} sweep(s), limits in pulses: {found or 'none found'}",
+                  highlight=False)
+    table = compact_table(f"limits found (speed {result.speed:g} pulses/s, {result.inside} pulses inside)")
+    for col in ("servo", "direction", "ticks", "stop\npulses", "limit\npulses", "verdict"):
+        table.add_column(col, justify="left" if col in ("direction", "verdict") else "right",
+                         overflow="fold", no_wrap=col != "verdict")
     for s in result.sweeps:
         table.add_row(
             str(s.joint), s.direction, str(s.ticks), str(s.stop if s.stop is not None else "-"),
@@ -53,7 +57,7 @@ def _render_sweep(result: SweepFileResult) -> None:
     console.print(table)
 
 
-def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None) -> None:
+def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool = False) -> None:
     m = fa.meta
     flag = "" if m.complete else f" [bold yellow](interrupted: {escape(str(m.end_reason))})[/]"
     sim = " SIMULATED" if m.simulated else ""
@@ -62,9 +66,9 @@ def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None) -> None:
         highlight=False,
     )
     if isinstance(fa.result, LagResult):
-        render_lag(fa.result)
+        render_lag(fa.result, wide=wide)
     elif isinstance(fa.result, StepResult):
-        render_step(fa.result)
+        render_step(fa.result, wide=wide)
     else:
         _render_sweep(fa.result)
     if plot is not None:
@@ -129,6 +133,7 @@ def analyze(
         help="Also write report.md and report.html (plots inline) into each folder given, from its CSVs "
         "(a campaign folder).",
     ),
+    wide: bool = typer.Option(False, "--wide", help="Every column of the pass and step tables."),
 ) -> None:
     """Recognise each run from its header (ramp, step or sweep) and recompute what the live command reported.
 
@@ -168,12 +173,24 @@ def analyze(
             data["table"] = str(table)
         print_json(data)
     else:
+        console.print(_analyze_verdict(report), highlight=False)
         for item in report.analysed:
-            _render_file(item, plots.get(str(item.path)))
+            _render_file(item, plots.get(str(item.path)), wide)
         _render_groups(report)
         if table is not None:
             console.print(f"\ntable: {escape(str(table))} ({len(report.table())} rows)", highlight=False)
     _finish(report, strict)
+
+
+def _analyze_verdict(report: AnalyzeReport) -> str:
+    """One line: how many files were analysed, of which kind, and how many were skipped."""
+    kinds: dict[str, int] = {}
+    for item in report.analysed:
+        kinds[item.mode] = kinds.get(item.mode, 0) + 1
+    what = ", ".join(f"{n} {mode}" for mode, n in sorted(kinds.items())) or "none"
+    skipped = f", [yellow]{len(report.problems)} skipped[/]" if report.problems else ""
+    groups = f", {len(report.groups)} combined lag fit(s)" if report.groups else ""
+    return f"[bold]{len(report.analysed)} file(s) analysed[/] ({what}){groups}{skipped}"
 
 
 def _finish(report: AnalyzeReport, strict: bool) -> None:

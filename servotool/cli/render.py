@@ -227,8 +227,8 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Cons
 def render_combined(combined: CombinedLag, out: Console | None = None) -> None:
     """The lag fitted over several ramp files."""
     con = _out(out)
-    con.print(f"[bold]combined over {combined.n_files} ramp files[/]")
     con.print(lag_verdict(combined), highlight=False)
+    con.print(f"[bold]combined over {combined.n_files} ramp files[/]")
     con.print(_fit_line("lag L", combined.fit), highlight=False)
     if combined.guard_fit is not None:
         con.print(f"guard-view lag: {combined.guard_fit.lag_ms:.2f} ms")

@@ -113,6 +113,9 @@ def test_a_folder_is_searched_and_every_problem_gets_one_line(tmp_path):
     skipped = [line for line in text.stderr.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 2 and any("foreign.csv" in line for line in skipped)
     assert "interrupted" in text.stdout and "combined over 3 ramp files" in text.stdout
+    first = text.stdout.splitlines()[0]
+    assert first.startswith("3 file(s) analysed (3 ramp), 1 combined lag fit(s), 2 skipped"), first
+    assert "…" not in text.stdout and all(len(line.rstrip()) <= 80 for line in text.stdout.splitlines())
 
 
 def test_nothing_analysable_exits_non_zero(tmp_path):
