@@ -79,7 +79,7 @@ def real_looking_arm():
     assert info is not None, text
     yield (
         f"fairino://127.0.0.1?rpc_port={info['rpc_port']}&cnde_port={info['cnde_port']}"
-        f"&udp_port={info['udp_port']}"
+        f"&udp_port={info['udp_port']}&silence_ms=2000"  # link watchdog slack for a loaded host
     )
     proc.terminate()
     proc.wait(timeout=10)
