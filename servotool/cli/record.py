@@ -40,6 +40,12 @@ def _f(x: Any, fmt: str = ".0f") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+def _axis_name(axis: Any) -> str:
+    """An arm's joint as J1..Jn (the recorder names them j1..jn); a bus servo by its id."""
+    text = str(axis)
+    return text.upper() if text[:1] == "j" and text[1:].isdigit() else text
+
+
 def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
     if sweep is None:
         return []
@@ -48,9 +54,9 @@ def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
         bits = latched.get(axis)
         latch = f"[bold red]0x{bits:02x}[/]" if bits else "[green]ok[/]"
         if s is None:
-            rows.append([str(axis), sweep.group, "[yellow]silent[/]", "", "", "", "", latch])
+            rows.append([_axis_name(axis), sweep.group, "[yellow]silent[/]", "", "", "", "", latch])
             continue
-        rows.append([str(axis), sweep.group, _f(s.position, ".1f"), _f(s.gap, ".1f"), _f(s.current),
+        rows.append([_axis_name(axis), sweep.group, _f(s.position, ".1f"), _f(s.gap, ".1f"), _f(s.current),
                      _f(s.temperature), _f(s.voltage, ".2f"), latch])
     return rows
 
@@ -58,8 +64,8 @@ def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
 def render_view(p: RecordProgress, dest: Path) -> Group:
     """The live view: one row per axis (fast and context groups), then the recorder's state."""
     table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("axis", "group", "position", "gap", "current", "temp", "volts", "latch"):
-        table.add_column(col, justify="left" if col in ("group", "latch") else "right")
+    for col in ("axis", "group", "position", "gap", "current\nmA", "temp\nC", "volts\nV", "latch"):
+        table.add_column(col, justify="left" if col in ("group", "latch") else "right", no_wrap=True)
     for row in _rows(p.fast, p.latched) + _rows(p.context, p.latched):
         table.add_row(*row)
     others = {k: v for k, v in p.latched.items()
@@ -179,9 +185,9 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
     else:
         if not console.is_terminal:
             console.print()  # the live view's last render ends without a newline off a terminal
-        console.print(f"recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns): "
-                      f"{len(out.captures)} capture(s) in {dest}; {out.status}"
-                      + (f" ({out.reason})" if out.reason else ""), highlight=False)
+        console.print(f"{out.status}" + (f" ({out.reason})" if out.reason else "")
+                      + f": recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns), "
+                      f"{len(out.captures)} capture(s) in {dest}", highlight=False)
         for c in out.captures:
             console.print(f"  capture {c.path} (axes {c.header['trigger_axes']}, {c.header['end']}, "
                           f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",

@@ -122,6 +122,10 @@ def test_incidents_read_at_80_columns(captures, monkeypatch):
     assert "mA" in res.stdout and "I before" not in res.stdout  # --wide only
     for out in (res.stdout, runner.invoke(app, ["incidents", "list", "--dest", str(captures)]).stdout):
         assert "…" not in out and all(len(line.rstrip()) <= 80 for line in out.splitlines())
-    monkeypatch.setenv("COLUMNS", "200")
+    from rich.console import Console
+
+    import servotool.cli.incidents as incidents_cli
+
+    monkeypatch.setattr(incidents_cli, "console", Console(width=200))  # --wide is for a wider terminal
     wide = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures), "--wide"])
     assert wide.exit_code == 0 and "I before" in wide.stdout
