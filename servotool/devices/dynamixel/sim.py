@@ -16,13 +16,11 @@ the run to run in lock-step, faster than real time. Deterministic for a given se
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
 import select
 import threading
-import tty
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.physics import DEFAULT_PHYSICS, AxisPhysics, SimAxis
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
 from servotool.devices.dynamixel.sim_params import DxlSimParams, parse_sim_params
+from servotool.devices.pty_server import PtyServer
 
 SUBSTEP_S = 0.005
 IDLE_STEP_S = 0.25  # when every servo is settled only temperature drifts: coarse steps suffice
@@ -357,26 +356,15 @@ class DxlSim:
                     "voltage_v": self.voltage}
 
 
-class PtyDxlServer:
+class PtyDxlServer(PtyServer):
     """Serve a DxlSim on a pseudo-terminal from a background thread. `path` is the pty to open."""
 
     def __init__(self, sim: DxlSim) -> None:
+        super().__init__()
         self.sim = sim
-        self._master, self._slave = os.openpty()
-        tty.setraw(self._slave)  # raw from the start: the line discipline must not echo packets back
-        os.set_blocking(self._master, False)
-        self.path = os.ttyname(self._slave)
-        self._wake_r, self._wake_w = os.pipe()
-        self._stop = threading.Event()
         self.parser = p.PacketParser()
-        self.dropped_writes = 0
         self.packets_done = 0  # packets taken and answered (the answer is in the pty when this counts it)
-        self._thread = threading.Thread(target=self._serve, name=f"dynamixel-sim {self.path}", daemon=True)
-        self._thread.start()
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+        self._start("dynamixel-sim")
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -401,33 +389,6 @@ class PtyDxlServer:
                 if out and not self._send(out):
                     return
                 self.packets_done += 1
-
-    def _send(self, out: bytes) -> bool:
-        try:
-            os.write(self._master, out)
-        except (BlockingIOError, InterruptedError):
-            self.dropped_writes += 1  # nobody reads the port: drop, never block the bus
-        except OSError:
-            return False
-        return True
-
-    def close(self) -> None:
-        """Stop the thread and release the pty (idempotent)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
-        self._thread.join(timeout=2.0)
-        for fd in (self._master, self._slave, self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def __enter__(self) -> PtyDxlServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def start_sim(profile: str | DxlProfile, params: Mapping[str, str] | None = None,

@@ -20,21 +20,20 @@ share one time base and nothing waits. Deterministic for a given seed.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
 import select
 import threading
 import time
-import tty
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.sim_params import ServoParams, SimParams, parse_sim_params
+from servotool.devices.pty_server import PtyServer
 
 SUBSTEP_S = 0.005
 
@@ -277,26 +276,14 @@ class BoardSim:
             self.servos[sid].dead = silent
 
 
-class PtyBoardServer:
+class PtyBoardServer(PtyServer):
     """Serve a BoardSim on a pseudo-terminal from a background thread. `path` is the pty to open."""
 
     def __init__(self, sim: BoardSim) -> None:
+        super().__init__()
         self.sim = sim
-        self._master, self._slave = os.openpty()
-        # raw from the start: no echo of host frames back to the host before anyone configured the port
-        tty.setraw(self._slave)
-        os.set_blocking(self._master, False)
-        self.path = os.ttyname(self._slave)
-        self._wake_r, self._wake_w = os.pipe()
-        self._stop = threading.Event()
         self._parser = p.FrameParser()
-        self.dropped_writes = 0
-        self._thread = threading.Thread(target=self._serve, name=f"hiwonder-sim {self.path}", daemon=True)
-        self._thread.start()
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+        self._start("hiwonder-sim")
 
     def _serve(self) -> None:
         delay = self.sim.params.reply_delay_ms / 1000.0
@@ -316,30 +303,8 @@ class PtyBoardServer:
                     continue
                 if delay > 0:
                     time.sleep(delay)
-                try:
-                    os.write(self._master, out)
-                except (BlockingIOError, InterruptedError):
-                    self.dropped_writes += 1  # nobody reads the port: drop, never block the board
-                except OSError:
+                if not self._send(out):
                     return
-
-    def close(self) -> None:
-        """Stop the thread and release the pty (idempotent)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
-        self._thread.join(timeout=2.0)
-        for fd in (self._master, self._slave, self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def __enter__(self) -> PtyBoardServer:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def start_sim(profile: str | ArmProfile, params: Mapping[str, str] | None = None,
