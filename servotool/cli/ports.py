@@ -1,8 +1,9 @@
 """`servotool ports`: the serial ports of this computer, and which answer as a servo board.
 
-Each port is probed with harmless reads only: a Hiwonder-style board is asked for servo positions; a
-Dynamixel bus is pinged through `servotool.devices.dynamixel.probe(port, baud) -> list[int]` when that module
-is installed. Nothing is ever written to a servo but read and ping requests.
+Each port is probed with harmless reads only: a Hiwonder-style board is asked for servo positions; a port
+where none answers is pinged as a Dynamixel bus through `servotool.devices.dynamixel.probe(port, baud) ->
+list[int]` when that module is installed (a broadcast ping waits ~1 s per baud, and a board that answered is
+no Dynamixel bus). Nothing is ever written to a servo but read and ping requests.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
 
 
 def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
-    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe,
-    "busy": None or who holds it}. A port another servotool process holds is not probed (a probe would
-    interleave with its traffic)."""
+    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe
+    or a Hiwonder board answered, "busy": None or who holds it}. A port another servotool process holds is
+    not probed (a probe would interleave with its traffic)."""
     key = device_key(f"hiwonder://{device}")
     try:
         with DeviceLock(key) if key else contextlib.nullcontext():
@@ -64,7 +65,7 @@ def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict
 
 def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
     found: dict[str, Any] = {"hiwonder": hiwonder_probe(device), "dynamixel": None, "busy": None}
-    if dxl is not None:
+    if dxl is not None and not found["hiwonder"]:
         found["dynamixel"] = {}
         for baud in DYNAMIXEL_BAUDS:
             try:

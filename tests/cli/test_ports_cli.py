@@ -5,6 +5,7 @@ import sys
 import types
 
 import pytest
+from serial.tools import list_ports
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
@@ -17,6 +18,13 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def own_lock_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+
+
+@pytest.fixture(autouse=True)
+def no_host_ports(monkeypatch):
+    """Only the ports a test names are probed: never this computer's own serial ports (a robot may be on
+    one, and each costs a Dynamixel broadcast ping of about a second per baud)."""
+    monkeypatch.setattr(list_ports, "comports", lambda: [])
 
 
 @pytest.fixture
@@ -32,6 +40,7 @@ def test_a_simulated_board_answers_with_its_servos(board):
     data = json.loads(result.stdout)
     entry = next(e for e in data["ports"] if e["device"] == board.path)
     assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    assert data["dynamixel_probe"] is True  # the dynamixel backend provides its probe
     # only reads went out
     sent = [r.command for r in board.sim.received]
     assert sent and all(isinstance(c, p.ServoRequest) and c.sub in p.READ_SUBS for c in sent)
@@ -57,11 +66,28 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
     fake = types.ModuleType("servotool.devices.dynamixel")
     fake.probe = probe
     monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
-    result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+    quiet = "/dev/servotool-no-board"  # no Hiwonder board answers there
+    result = runner.invoke(app, ["ports", "--port", board.path, "--port", quiet, "--json"])
     data = json.loads(result.stdout)
-    entry = next(e for e in data["ports"] if e["device"] == board.path)
+    entry = next(e for e in data["ports"] if e["device"] == quiet)
     assert data["dynamixel_probe"] is True and entry["answers"]["dynamixel"] == {"1000000": [1, 2]}
-    assert (board.path, 57600) in calls
+    assert (quiet, 57600) in calls
+    # the board answered as a Hiwonder board: it is not pinged as a Dynamixel bus
+    board_entry = next(e for e in data["ports"] if e["device"] == board.path)
+    assert board_entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    assert board_entry["answers"]["dynamixel"] is None
+    assert all(port != board.path for port, _ in calls)
+
+
+def test_the_host_serial_ports_are_listed_and_probed(board, monkeypatch):
+    host_port = types.SimpleNamespace(device=board.path, description="USB serial",
+                                      hwid="USB VID:PID=1A86:7523")
+    monkeypatch.setattr(list_ports, "comports", lambda: [host_port])
+    result = runner.invoke(app, ["ports", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["ports"]
+    assert entry["device"] == board.path and entry["description"] == "USB serial"
+    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
 
 
 def test_a_port_held_by_another_servotool_process_is_not_probed(board):
