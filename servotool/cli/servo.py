@@ -18,6 +18,7 @@ from rich.table import Table
 from servotool.cli.bus_common import (
     BusOption,
     JsonOption,
+    bus_clock,
     bus_command,
     fail_all,
     limits_problem,
@@ -183,7 +184,7 @@ def move_cmd(
             err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
         with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
-            result = move_to(dev, MonotonicClock(), goal, limits=lim, speed=speed,
+            result = move_to(dev, bus_clock(dev), goal, limits=lim, speed=speed,
                              abort_requested=lambda: signals.requested is not None)
     if result.aborted:
         stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
@@ -246,7 +247,7 @@ def relax_cmd(
     tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
     tol = prof.tuck_tolerance if tolerance is None else tolerance
     with bus_command(bus, keep_sim_pose=True) as dev:
-        result = relax(dev, MonotonicClock(), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force)
+        result = relax(dev, bus_clock(dev), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force)
     if json_out:
         print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,
                     "forced": result.forced, "attempts": result.attempts})

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from servotool.cli.bus_common import (
     DEFAULT_BUS,
+    bus_clock,
     bus_command,
     fail_all,
     limits_problem,
@@ -30,7 +31,6 @@ from servotool.cli.bus_common import (
 )
 from servotool.cli.common import OUTPUT, choices, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
-from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.csvlog import command_line
@@ -256,7 +256,7 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
             progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
         else:
             progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
-        record = record_sweeps(dev, MonotonicClock(), config, files,
+        record = record_sweeps(dev, bus_clock(dev), config, files,
                                abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
                                on_event=SweepProgress(progress))
     return record, signals

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from servotool.clock import FakeClock
 from servotool.errors import SettingsError
 
 SIM_SCHEME = "sim"
@@ -73,4 +74,15 @@ def parse_url(url: str) -> DeviceURL:
     return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
 
 
-__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "parse_url"]
+def pop_sim_clock(params: dict[str, str], url: str) -> FakeClock | None:
+    """Takes a bus simulator URL's `clock` key out of `params`: `clock=sim` gives a new FakeClock (the
+    simulator and the run that keeps the bus's clock go in lock-step, taking no wall-clock time for their
+    waits), `clock=host` (the default) None: real time. DeviceURLError for any other value."""
+    value = params.pop("clock", "host")
+    if value not in ("host", "sim"):
+        raise DeviceURLError(f"device URL {url!r}: clock={value!r}: want clock=host (real time) or clock=sim "
+                             "(simulated time)")
+    return FakeClock() if value == "sim" else None
+
+
+__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "parse_url", "pop_sim_clock"]

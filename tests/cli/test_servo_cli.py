@@ -10,11 +10,16 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def own_state_dir(tmp_path, monkeypatch):
-    """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
+    """A simulated arm keeps its pose between commands in the state dir: each test gets its own. The
+    default bus runs on simulated time (`clock=sim`): moves take no wall-clock time."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-# short enough that silent servos cost little; long enough that a loaded machine does not silence a live one
-FAST = "timeout_ms=150"
+    monkeypatch.setenv("SERVOTOOL_BUS", "sim:rosorin-arm?clock=sim")
+
+
+# a silent servo costs little; a loaded machine still cannot silence a live one: the client waits for the
+# simulator to have answered before the reply timeout starts
+FAST = "timeout_ms=20&clock=sim"
 
 
 def invoke(*args):
@@ -97,7 +102,7 @@ def test_relax_is_refused_unless_resting_or_forced():
     result = invoke("relax")
     assert result.exit_code == 2
     assert "not resting on itself" in result.stderr and "servo 2 at 776 (tuck 980)" in result.stderr
-    result = invoke("relax", "--bus", "sim:rosorin-arm?pose=pretuck", "--json")
+    result = invoke("relax", "--bus", "sim:rosorin-arm?pose=pretuck&clock=sim", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["still_on"] == []
     result = invoke("relax", "--force", "--json")
@@ -223,6 +228,7 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
     import sys
 
     env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("SERVOTOOL_BUS")  # the default bus, in real time
     proc = subprocess.Popen([sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json",
                              "--period", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True)
@@ -249,8 +255,8 @@ def test_a_bus_held_by_another_servotool_process_is_refused(dead_port):
 
 def test_a_bus_without_a_hiwonder_profile_is_checked_against_its_own_range():
     # the Dynamixel simulator speaks ticks 0-4095: 2100 is a fine goal there, 5000 is not
-    result = invoke("move", "--bus", "sim:microduck", "--to", "11=2100", "--json")
+    result = invoke("move", "--bus", "sim:microduck?clock=sim", "--to", "11=2100", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["goal"] == {"11": 2100}
-    result = invoke("move", "--bus", "sim:microduck", "--to", "11=5000")
+    result = invoke("move", "--bus", "sim:microduck?clock=sim", "--to", "11=5000")
     assert result.exit_code == 2 and "[0, 4095]" in result.stderr

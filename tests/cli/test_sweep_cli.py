@@ -1,4 +1,4 @@
-"""`servotool sweep` end to end on the real-time simulator: fast sweeps (high speed, obstacles close by)."""
+"""`servotool sweep` end to end on the simulator, on simulated time (`clock=sim`) but for the signal drill."""
 
 import json
 import shutil
@@ -17,9 +17,13 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def own_state_dir(tmp_path, monkeypatch):
-    """A simulated arm keeps its pose between commands in the state dir: each test gets its own."""
+    """A simulated arm keeps its pose between commands in the state dir: each test gets its own. The
+    default bus runs on simulated time (`clock=sim`): sweeps take no wall-clock time."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_BUS", "sim:rosorin-arm?clock=sim&clock=sim")
+
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "params" / "rosorin-arm-limits.yaml"
 
 
@@ -36,8 +40,8 @@ def limits_file(tmp_path):
 
 def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
     out = tmp_path / "out"
-    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740&noise=1", "--joint", "2", "--direction", "down",
-                   "--speed", "300", "--out", str(out), "--plot", "--json")
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740&noise=1", "--joint", "2",
+                   "--direction", "down", "--speed", "300", "--out", str(out), "--plot", "--json")
     assert result.exit_code == 0, result.output
     assert "SIMULATED" in result.stderr and "no stop key" in result.stderr
     data = json.loads(result.stdout)
@@ -55,7 +59,7 @@ def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
 
 def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
     before = limits_file.read_text()
-    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740", "--joint", "2", "--direction", "down",
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
                    "--speed", "300", "--limits", str(limits_file), "--out", str(tmp_path / "o"), "--json")
     assert result.exit_code == 0, result.output
     assert limits_file.read_text() == before  # never edited without --update-limits
@@ -73,8 +77,9 @@ def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
 def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_file):
     limits_file.chmod(0o640)
     before = limits_file.read_text()
-    args = ("--bus", "sim:rosorin-arm?obstacle_4=200", "--joint", "4", "--direction", "up", "--speed", "300",
-            "--limits", str(limits_file), "--update-limits", "--force-sim", "--out", str(tmp_path))
+    args = ("--bus", "sim:rosorin-arm?clock=sim&obstacle_4=200", "--joint", "4", "--direction", "up",
+            "--speed", "300", "--limits", str(limits_file), "--update-limits", "--force-sim",
+            "--out", str(tmp_path))
     result = sweep(*args)
     assert result.exit_code == 0, result.output
     assert Path(str(limits_file) + ".bak").read_text() == before
@@ -121,7 +126,7 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
 
 
 def test_sweep_refuses_a_silent_joint_servo(tmp_path):
-    result = sweep("--bus", "sim:rosorin-arm?silent_3=1&timeout_ms=20", "--joint", "2",
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&silent_3=1&timeout_ms=20", "--joint", "2",
                    "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "3 not answering" in result.stderr
@@ -292,6 +297,7 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
 
     env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
            "SERVOTOOL_LOCK_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("SERVOTOOL_BUS")  # real time: the signal lands mid-sweep
     out = tmp_path / "out"
     args = ["sweep", "--joint", "2", "--direction", "down", "--speed", "10", "--out", str(out), "--json"]
     proc = subprocess.Popen([sys.executable, "-m", "servotool", *args],
@@ -315,7 +321,8 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
 
 
 def test_a_sweep_on_a_noisy_link_finishes_and_reports_the_damage(tmp_path):
-    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740&crc_error_rate=0.05&garbage_rate=0.05&seed=3",
+    noisy = "obstacle_2=740&crc_error_rate=0.05&garbage_rate=0.05&seed=3"
+    result = sweep("--bus", f"sim:rosorin-arm?clock=sim&{noisy}",
                    "--joint", "2", "--direction", "down", "--speed", "300", "--out", str(tmp_path), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -334,7 +341,7 @@ def test_a_yaml_that_is_not_a_limits_file_is_refused(tmp_path):
 
 def test_sweep_human_output_reads_at_80_columns(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    result = sweep("--bus", "sim:rosorin-arm?obstacle_2=740", "--joint", "2", "--direction", "down",
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
                    "--speed", "300", "--out", str(tmp_path / "o"))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

@@ -9,7 +9,9 @@ given up.
 * ``dxl:///dev/ttyUSB0?baud=1000000&ids=10-14,20-24,30-33`` a real bus (ids as lists and ranges; without
   ids, the profile's, else whoever answers a broadcast ping at open);
 * ``sim:microduck[?overload=12@5.0&silent=22&seed=3]`` the simulator, started on a pty in a background
-  thread and opened with this same client; closing the client stops it.
+  thread and opened with this same client; closing the client stops it. ``clock=sim`` runs it on simulated
+  time: the bus's `clock` is a FakeClock the simulator follows in lock-step (``clock=host``, the default:
+  real time).
 
 Guarantees:
 * one silent or garbled servo never raises: sweeps return a per-axis "no answer" marker (`answered=False`,
@@ -50,6 +52,7 @@ from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
 from servotool.devices.dynamixel.protocol import MAX_ID
 from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
+from servotool.devices.url import pop_sim_clock
 from servotool.errors import ConnectionLost, DeviceError, Refused
 
 DEFAULT_BAUD = 1_000_000
@@ -606,6 +609,8 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     opts = _client_options(params, parsed.raw)
     clock = kwargs.get("clock")
     if parsed.simulated:
+        own = pop_sim_clock(params, parsed.raw)
+        clock = clock or own
         profile = _profile(opts["profile"] or parsed.target)
         assert profile is not None
         server = start_sim(profile, params, clock=clock)

@@ -5,9 +5,12 @@ key to the simulator, see sim_params):
 
 * ``hiwonder:///dev/ttyAMA0?baud=1000000`` a real board;
 * ``sim:rosorin-arm[?obstacle_2=562&silent_10=1...]`` the simulator, started on a pty in a background thread
-  and opened with this same client. Closing the client stops it.
+  and opened with this same client. Closing the client stops it. ``clock=sim`` runs it on simulated time:
+  the bus's `clock` is a FakeClock the simulator follows in lock-step, so a run that keeps that clock takes
+  no wall-clock time for its sleeps (``clock=host``, the default: real time).
 
-Guarantees: each read waits at most timeout_ms per attempt and is retried `retries` times (a corrupted reply
+Guarantees: each read waits at most timeout_ms per attempt (on a simulator, counted from when it has answered,
+so a slow simulator thread never passes for a silent servo) and is retried `retries` times (a corrupted reply
 is retried at once); a servo that does not answer reads as None and is added to `silent`, never an exception,
 so one silent servo never stops reads of the others. Only motion, hold and torque-off commands and reads are
 ever written: the protocol module cannot encode EEPROM writes.
@@ -24,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import serial
 
+from servotool.clock import Clock, MonotonicClock
 from servotool.devices.bus import ServoRecord, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
+from servotool.devices.url import pop_sim_clock
 from servotool.errors import DeviceError
 
 if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
@@ -39,6 +44,7 @@ DEFAULT_TIMEOUT_S = 0.1
 DEFAULT_RETRIES = 2
 CLIENT_KEYS = ("baud", "timeout_ms", "retries", "profile")
 POLL_S = 0.005
+SIM_ANSWER_S = 2.0  # the longest a simulated board is waited for before the reply timeout starts
 
 
 @dataclass
@@ -63,6 +69,8 @@ class HiwonderBus:
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
     server: PtyBoardServer | None = None
+    # the time base a run on this bus keeps: the host's, or the simulator's own (lock-step, `clock=sim`)
+    clock: Clock = field(default_factory=MonotonicClock)
     silent: set[int] = field(default_factory=set)
     last_position: dict[int, int] = field(default_factory=dict)
     stats: BusStats = field(default_factory=BusStats)
@@ -139,12 +147,23 @@ class HiwonderBus:
             self.port.reset_input_buffer()
         self._parser.reset()
 
+    def _await_sim(self) -> None:
+        """Simulated bus: wait (a condition, at most SIM_ANSWER_S) until the simulator has taken and answered
+        every frame written so far; past that the reply timeout decides, as on a real line."""
+        server = self.server
+        if server is None:
+            return
+        deadline = time.monotonic() + SIM_ANSWER_S
+        while server.frames_done < self.stats.frames_sent and server.running:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.0001)
+
     def _await(self, sid: int, sub: p.SubCommand, deadline: float) -> p.ServoReply | None:
+        """The reply to one request, None when none came by the deadline (or a corrupted frame came). Bytes
+        already received are always read first: a late-scheduled caller never discards a reply it has."""
         bad_before = self._parser.bad_frames
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
             try:
                 # the port's own timeout is a short poll (set once at open): re-setting it per read would
                 # reconfigure the tty every time
@@ -167,6 +186,8 @@ class HiwonderBus:
                 # a corrupted frame arrived: it was most likely our reply, so ask again now
                 self.stats.bad_frames += self._parser.bad_frames - bad_before
                 return None
+            if time.monotonic() >= deadline:
+                return None
 
     def _query(self, sub: p.SubCommand, sid: int) -> Any:
         frame = p.request_frame(sub, sid)
@@ -176,6 +197,7 @@ class HiwonderBus:
                     self.stats.retries += 1
                 self._drain()
                 self._write(frame)
+                self._await_sim()
                 reply = self._await(sid, sub, time.monotonic() + self.timeout_s)
                 if reply is None:
                     self.stats.timeouts += 1
@@ -321,7 +343,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
             raise DeviceURLError(str(exc.args[0])) from None
         from servotool.devices.hiwonder.sim import start_sim
 
-        server = start_sim(profile, params, clock=kwargs.get("clock"))
+        own = pop_sim_clock(params, parsed.raw)
+        clock: Any = kwargs.get("clock") or own  # the simulator's time base: any object with now()
+        server = start_sim(profile, params, clock=clock)
         try:
             port = _open_port(server.path, opts["baud"], parsed.raw)
         except BaseException:
@@ -329,7 +353,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
             raise
         bus = HiwonderBus(port, parsed.raw, profile, simulated=True, timeout_s=opts["timeout_s"],
                           retries=opts["retries"], server=server)
-        attach = getattr(kwargs.get("clock"), "attach", None)
+        if hasattr(clock, "sleep_until"):  # a whole Clock: runs on this bus keep it
+            bus.clock = clock
+        attach = getattr(clock, "attach", None)
         if attach is not None:
             attach(bus.sync)  # a lock-step FakeClock waits for the board before time moves on
         return bus

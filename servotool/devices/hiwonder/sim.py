@@ -283,6 +283,9 @@ class PtyBoardServer(PtyServer):
         super().__init__()
         self.sim = sim
         self._parser = p.FrameParser()
+        # frames taken and answered (a reply written, or none due): a client waits for this before its reply
+        # timeout starts, so a slow serving thread on a loaded host never passes for a silent servo
+        self.frames_done = 0
         self._start("hiwonder-sim")
 
     def _serve(self) -> None:
@@ -299,12 +302,15 @@ class PtyBoardServer(PtyServer):
                 break
             for frame in self._parser.feed(data):
                 out = self.sim.handle(frame)
-                if not out:
-                    continue
-                if delay > 0:
+                if out and delay > 0:
+                    self.frames_done += 1  # a late reply (reply_ms) is late for the client's timeout too
                     time.sleep(delay)
-                if not self._send(out):
+                    if not self._send(out):
+                        return
+                    continue
+                if out and not self._send(out):
                     return
+                self.frames_done += 1
 
 
 def start_sim(profile: str | ArmProfile, params: Mapping[str, str] | None = None,

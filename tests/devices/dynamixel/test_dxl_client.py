@@ -105,6 +105,16 @@ def test_overload_lead_up_seen_through_the_client_in_lock_step(bus_factory):
     assert bus.read_torque(12) is False
 
 
+def test_clock_sim_gives_the_bus_its_own_lock_step_clock(bus_factory):
+    bus = bus_factory("sim:microduck?clock=sim&overload=12@3.0&overload_ramp_s=2.0")
+    clock = bus.clock
+    assert isinstance(clock, FakeClock) and bus.sim.clock is clock
+    clock.sleep(3.5)  # three and a half simulated seconds, at once
+    assert bus.read_hardware_errors().latched == {12: HardwareError.OVERLOAD}
+    with pytest.raises(DeviceURLError, match="clock"):
+        open_bus("sim:microduck?clock=wall")
+
+
 def test_eeprom_writes_are_refused_before_anything_is_sent(bus_factory):
     bus = bus_factory()
     sent = bus.stats.packets_sent

@@ -205,3 +205,47 @@ def test_the_real_client_never_loads_the_simulator() -> None:
         "assert 'servotool.devices.hiwonder.sim' not in sys.modules, 'simulator loaded by the client'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- simulated time and a slow simulator thread ------------------------------------------------------------
+
+
+def test_clock_sim_runs_the_simulator_in_lock_step_with_the_bus_clock(bus_factory):
+    from servotool.runs.servo import move_to, read_limits
+
+    bus = bus_factory("sim:rosorin-arm?clock=sim")
+    assert isinstance(bus.clock, FakeClock) and bus.sim.clock is bus.clock
+    start = bus.clock.now()
+    result = move_to(bus, bus.clock, {2: 700}, limits=read_limits(bus), speed=250.0)
+    # the move's 40 ms deadlines were kept on simulated time, and the simulated servo followed
+    assert bus.clock.now() - start >= result.duration_s > 0.4 and result.frames > 10
+    assert abs(bus.read_position(2) - 700) <= 2
+    assert bus.sim.frames_seen == bus.stats.frames_sent
+
+
+def test_the_default_clock_is_the_host_clock(bus_factory):
+    from servotool.clock import MonotonicClock
+
+    assert isinstance(bus_factory("sim:rosorin-arm?clock=host").clock, MonotonicClock)
+    assert isinstance(bus_factory("sim:rosorin-arm").clock, MonotonicClock)
+
+
+@pytest.mark.parametrize("url", ["sim:rosorin-arm?clock=fast", "hiwonder:///dev/null?clock=sim"])
+def test_a_clock_other_than_host_or_sim_or_on_a_real_board_is_refused(url):
+    with pytest.raises(DeviceURLError, match="clock"):
+        open_bus(url)
+
+
+def test_a_slow_simulator_thread_is_waited_for_and_never_reads_as_silent(bus_factory, monkeypatch):
+    bus = bus_factory("sim:rosorin-arm?timeout_ms=5&retries=0")
+    handle = bus.sim.handle
+
+    def starved(frame):  # the serving thread gets no CPU for 100 ms, 20 times the reply timeout
+        time.sleep(0.1)
+        return handle(frame)
+
+    monkeypatch.setattr(bus.sim, "handle", starved)
+    assert bus.read_position(2) == 776 and not bus.silent
+    assert bus.read_position(10) == 499
+    bus.sim.set_silent(3)
+    assert bus.read_position(3) is None and bus.silent == {3}  # a silent servo still times out
