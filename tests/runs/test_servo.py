@@ -82,14 +82,14 @@ def test_plan_move_checks_every_sample():
 
 
 def test_silent_joint_refuses(arm):
-    bus, clock = arm("silent_2=1&timeout_ms=150")
+    bus, clock = arm("silent_2=1&timeout_ms=20")
     with pytest.raises(Refused, match="2 not answering"):
         move_to(bus, clock, {1: 600}, limits={1: (10, 990)})
     assert bus.sim.commands(p.Move) == []
 
 
 def test_silent_claw_is_carried_and_the_arm_still_moves(arm):
-    bus, clock = arm("timeout_ms=150")
+    bus, clock = arm("timeout_ms=20")
     assert bus.read_position(10) == 499
     bus.sim.set_silent(10)
     limits = read_limits(bus)
