@@ -24,9 +24,10 @@ from servotool.io.devlock import DeviceBusy, DeviceLock
 from servotool.runs.ownership import device_key
 
 DYNAMIXEL_BAUDS = (57600, 1_000_000)
+PROBE_TIMEOUT_MS = 50  # per servo: a board relays a read in a few ms, a USB adapter's latency timer adds 16
 
 
-def hiwonder_probe(device: str, baud: int = 1_000_000, timeout_ms: int = 50) -> list[int]:
+def hiwonder_probe(device: str, baud: int = 1_000_000, timeout_ms: int = PROBE_TIMEOUT_MS) -> list[int]:
     """Ids of the servos that answer a position read through a Hiwonder-style board on `device` ([] when
     nothing answers or the port cannot be opened)."""
     try:
@@ -51,20 +52,23 @@ def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
     return None
 
 
-def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
+def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None,
+               timeout_ms: int = PROBE_TIMEOUT_MS) -> dict[str, Any]:
     """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe
     or a Hiwonder board answered, "busy": None or who holds it}. A port another servotool process holds is
     not probed (a probe would interleave with its traffic)."""
     key = device_key(f"hiwonder://{device}")
     try:
         with DeviceLock(key) if key else contextlib.nullcontext():
-            return _probe_free_port(device, dxl)
+            return _probe_free_port(device, dxl, timeout_ms)
     except DeviceBusy as exc:
         return {"hiwonder": [], "dynamixel": None, "busy": str(exc)}
 
 
-def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None) -> dict[str, Any]:
-    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device), "dynamixel": None, "busy": None}
+def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None,
+                     timeout_ms: int) -> dict[str, Any]:
+    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device, timeout_ms=timeout_ms), "dynamixel": None,
+                             "busy": None}
     if dxl is not None and not found["hiwonder"]:
         found["dynamixel"] = {}
         for baud in DYNAMIXEL_BAUDS:
@@ -94,6 +98,8 @@ def ports(
     extra: Annotated[list[str] | None, typer.Option(
         "--port", help="Also probe this device path (e.g. a simulator's pty); repeatable.")] = None,
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    timeout_ms: int = typer.Option(PROBE_TIMEOUT_MS, "--timeout-ms", min=1, max=2000, help="How long each "
+                                   "servo is given to answer the board probe's read, ms."),
 ) -> None:
     """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."""
     listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
@@ -102,7 +108,7 @@ def ports(
                if d not in {x["device"] for x in listed}]
     dxl = dynamixel_probe() if probe else None
     for entry in listed:
-        entry["answers"] = probe_port(entry["device"], dxl) if probe else None
+        entry["answers"] = probe_port(entry["device"], dxl, timeout_ms) if probe else None
     if json_out:
         print_json({"ports": listed, "dynamixel_probe": dxl is not None})
         return

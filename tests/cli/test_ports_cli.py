@@ -27,19 +27,25 @@ def no_host_ports(monkeypatch):
     monkeypatch.setattr(list_ports, "comports", lambda: [])
 
 
+# the simulated board answers from a thread of this process: a loaded host must not pass for a silent servo
+PATIENT = ("--timeout-ms", "1000")
+
+
 @pytest.fixture
 def board():
-    server = start_sim("rosorin-arm", {"silent_10": "1"})
+    """A board whose every servo answers (only a silent one costs the probe's timeout)."""
+    server = start_sim("rosorin-arm")
     yield server
     server.close()
 
 
-def test_a_simulated_board_answers_with_its_servos(board):
-    result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+def test_a_simulated_board_answers_with_its_servos():
+    with start_sim("rosorin-arm", {"silent_10": "1"}) as board:
+        result = runner.invoke(app, ["ports", "--port", board.path, "--timeout-ms", "300", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     entry = next(e for e in data["ports"] if e["device"] == board.path)
-    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]  # the silent claw is not listed
     assert data["dynamixel_probe"] is True  # the dynamixel backend provides its probe
     # only reads went out
     sent = [r.command for r in board.sim.received]
@@ -47,11 +53,12 @@ def test_a_simulated_board_answers_with_its_servos(board):
 
 
 def test_table_and_no_probe(board):
-    result = runner.invoke(app, ["ports", "--port", board.path])
+    result = runner.invoke(app, ["ports", "--port", board.path, *PATIENT])
     assert result.exit_code == 0
-    assert "hiwonder board (servos 1, 2, 3, 4, 5)" in " ".join(result.stdout.split())
+    assert "hiwonder board (servos 1, 2, 3, 4, 5, 10)" in " ".join(result.stdout.split())
     before = len(board.sim.received)
     result = runner.invoke(app, ["ports", "--port", board.path, "--no-probe", "--json"])
+    assert result.exit_code == 0
     entry = next(e for e in json.loads(result.stdout)["ports"] if e["device"] == board.path)
     assert entry["answers"] is None and len(board.sim.received) == before
 
@@ -67,14 +74,14 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
     fake.probe = probe
     monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
     quiet = "/dev/servotool-no-board"  # no Hiwonder board answers there
-    result = runner.invoke(app, ["ports", "--port", board.path, "--port", quiet, "--json"])
+    result = runner.invoke(app, ["ports", "--port", board.path, "--port", quiet, *PATIENT, "--json"])
     data = json.loads(result.stdout)
     entry = next(e for e in data["ports"] if e["device"] == quiet)
     assert data["dynamixel_probe"] is True and entry["answers"]["dynamixel"] == {"1000000": [1, 2]}
     assert (quiet, 57600) in calls
     # the board answered as a Hiwonder board: it is not pinged as a Dynamixel bus
     board_entry = next(e for e in data["ports"] if e["device"] == board.path)
-    assert board_entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    assert board_entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5, 10]
     assert board_entry["answers"]["dynamixel"] is None
     assert all(port != board.path for port, _ in calls)
 
@@ -83,11 +90,11 @@ def test_the_host_serial_ports_are_listed_and_probed(board, monkeypatch):
     host_port = types.SimpleNamespace(device=board.path, description="USB serial",
                                       hwid="USB VID:PID=1A86:7523")
     monkeypatch.setattr(list_ports, "comports", lambda: [host_port])
-    result = runner.invoke(app, ["ports", "--json"])
+    result = runner.invoke(app, ["ports", *PATIENT, "--json"])
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["ports"]
     assert entry["device"] == board.path and entry["description"] == "USB serial"
-    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5]
+    assert entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5, 10]
 
 
 def test_a_port_held_by_another_servotool_process_is_not_probed(board):
@@ -96,6 +103,12 @@ def test_a_port_held_by_another_servotool_process_is_not_probed(board):
 
     with DeviceLock(device_key(f"hiwonder://{board.path}")):
         before = len(board.sim.received)
-        result = runner.invoke(app, ["ports", "--port", board.path, "--json"])
+        result = runner.invoke(app, ["ports", "--port", board.path, *PATIENT, "--json"])
     entry = next(e for e in json.loads(result.stdout)["ports"] if e["device"] == board.path)
     assert "in use" in entry["answers"]["busy"] and len(board.sim.received) == before
+
+
+@pytest.mark.parametrize("value", ["0", "2001", "soon"])
+def test_a_bad_probe_timeout_is_one_line(value):
+    result = runner.invoke(app, ["ports", "--timeout-ms", value])
+    assert result.exit_code == 2 and "--timeout-ms" in result.output and "Traceback" not in result.output

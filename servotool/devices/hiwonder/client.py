@@ -9,11 +9,11 @@ key to the simulator, see sim_params):
   the bus's `clock` is a FakeClock the simulator follows in lock-step, so a run that keeps that clock takes
   no wall-clock time for its sleeps (``clock=host``, the default: real time).
 
-Guarantees: each read waits at most timeout_ms per attempt (on a simulator, counted from when it has answered,
-so a slow simulator thread never passes for a silent servo) and is retried `retries` times (a corrupted reply
-is retried at once); a servo that does not answer reads as None and is added to `silent`, never an exception,
-so one silent servo never stops reads of the others. Only motion, hold and torque-off commands and reads are
-ever written: the protocol module cannot encode EEPROM writes.
+Guarantees: each read waits at most timeout_ms per attempt (on a simulator, a reply it has sent is waited for
+as a condition, so a loaded host never turns a live simulated servo silent) and is retried `retries` times (a
+corrupted reply is retried at once); a servo that does not answer reads as None and is added to `silent`,
+never an exception, so one silent servo never stops reads of the others. Only motion, hold and torque-off
+commands and reads are ever written: the protocol module cannot encode EEPROM writes.
 """
 
 from __future__ import annotations
@@ -147,17 +147,23 @@ class HiwonderBus:
             self.port.reset_input_buffer()
         self._parser.reset()
 
-    def _await_sim(self) -> None:
-        """Simulated bus: wait (a condition, at most SIM_ANSWER_S) until the simulator has taken and answered
-        every frame written so far; past that the reply timeout decides, as on a real line."""
+    def _sim_replies(self) -> int:
+        return self.server.replies_sent if self.server is not None else 0
+
+    def _reply_window(self, replies_before: int) -> float:
+        """How long the reply to the frame just written is waited for: timeout_s, as on a real line. On a
+        simulator, first (a condition, at most SIM_ANSWER_S) until it has taken every frame written so far;
+        then SIM_ANSWER_S when it did send a reply (its bytes are on their way through the pty, however
+        loaded the host), else timeout_s (a silent servo costs what it costs on a real line)."""
         server = self.server
         if server is None:
-            return
+            return self.timeout_s
         deadline = time.monotonic() + SIM_ANSWER_S
         while server.frames_done < self.stats.frames_sent and server.running:
             if time.monotonic() > deadline:
-                return
+                return self.timeout_s
             time.sleep(0.0001)
+        return SIM_ANSWER_S if server.replies_sent > replies_before else self.timeout_s
 
     def _await(self, sid: int, sub: p.SubCommand, deadline: float) -> p.ServoReply | None:
         """The reply to one request, None when none came by the deadline (or a corrupted frame came). Bytes
@@ -196,9 +202,10 @@ class HiwonderBus:
                 if attempt:
                     self.stats.retries += 1
                 self._drain()
+                before = self._sim_replies()
                 self._write(frame)
-                self._await_sim()
-                reply = self._await(sid, sub, time.monotonic() + self.timeout_s)
+                window = self._reply_window(before)
+                reply = self._await(sid, sub, time.monotonic() + window)
                 if reply is None:
                     self.stats.timeouts += 1
                     continue

@@ -283,9 +283,11 @@ class PtyBoardServer(PtyServer):
         super().__init__()
         self.sim = sim
         self._parser = p.FrameParser()
-        # frames taken and answered (a reply written, or none due): a client waits for this before its reply
-        # timeout starts, so a slow serving thread on a loaded host never passes for a silent servo
+        # frames taken and answered (a reply written, or none due), and the replies among them: a client
+        # waits for these (conditions) instead of a timeout, so a slow serving thread or pty on a loaded host
+        # never passes for a silent servo
         self.frames_done = 0
+        self.replies_sent = 0
         self._start("hiwonder-sim")
 
     def _serve(self) -> None:
@@ -308,8 +310,11 @@ class PtyBoardServer(PtyServer):
                     if not self._send(out):
                         return
                     continue
-                if out and not self._send(out):
-                    return
+                if out:
+                    dropped = self.dropped_writes
+                    if not self._send(out):
+                        return
+                    self.replies_sent += self.dropped_writes == dropped
                 self.frames_done += 1
 
 
