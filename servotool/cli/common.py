@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -106,14 +106,3 @@ def announce_device(url: str, simulated: bool, model: str = "") -> None:
         err_console.print(f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False)
     else:
         err_console.print(f"[bold]device[/] {url}", highlight=False)
-
-
-def choices(values: Iterable[str]) -> dict[str, Any]:
-    """typer.Option settings that list `values` in help (`<a|b>`) and complete them in the shell. The command
-    still checks the value itself, so a bad one is refused with every other problem, in the same words."""
-    names = tuple(values)
-
-    def complete(incomplete: str) -> list[str]:
-        return [name for name in names if name.startswith(incomplete)]
-
-    return {"metavar": "<" + "|".join(names) + ">", "autocompletion": complete}

@@ -7,7 +7,8 @@ naming the key's environment variable (envvar="SERVOTOOL_OUT" for an output fold
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -17,6 +18,16 @@ from servotool.cli.render import compact_table
 from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
+
+
+class ConfigKeyName(str, Enum):
+    """The config file's keys as `config set|unset` take them (io.user_config.KEYS; a test keeps them
+    equal)."""
+
+    ROBOT = "robot"
+    BUS = "bus"
+    OUT = "out"
+    LIMITS = "limits"
 
 
 def default_map_for(command: Any, values: dict[str, str]) -> dict[str, Any]:
@@ -102,40 +113,42 @@ def path_cmd(json_out: bool = JsonOption) -> None:
 
 @config_app.command("set")
 def set_cmd(
-    key: str = typer.Argument(..., help=f"One of: {', '.join(KEYS)}."),
+    key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to set.")],
     value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
     json_out: bool = JsonOption,
 ) -> None:
     """Write KEY: VALUE into the config file (creating it), keeping the other keys. A robot or bus value must
     be a device URL (its parameters are checked when a command opens it)."""
+    name = key.value
     path = config_path()
-    if key in ("robot", "bus"):
+    if name in ("robot", "bus"):
         try:
             parse_url(value)
         except DeviceURLError as exc:
-            fail(f"{key}: {exc}")
+            fail(f"{name}: {exc}")
     try:
-        values = set_value(path, key, value)
+        values = set_value(path, name, value)
     except ServotoolError as exc:
         fail(str(exc))
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{key} = {escape(value)} ({escape(str(path))})", highlight=False)
+    console.print(f"{name} = {escape(value)} ({escape(str(path))})", highlight=False)
 
 
 @config_app.command("unset")
 def unset_cmd(
-    key: str = typer.Argument(..., help=f"One of: {', '.join(KEYS)}."),
+    key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to remove.")],
     json_out: bool = JsonOption,
 ) -> None:
     """Remove KEY from the config file; its option falls back to the environment or the built-in default."""
+    name = key.value
     path = config_path()
     try:
-        values = set_value(path, key, None)
+        values = set_value(path, name, None)
     except ServotoolError as exc:
         fail(str(exc))
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{key} removed ({escape(str(path))})", highlight=False)
+    console.print(f"{name} removed ({escape(str(path))})", highlight=False)

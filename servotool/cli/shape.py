@@ -9,17 +9,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import choices, console, err_console, fail, print_json, refuse
+from servotool.cli.common import console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
-from servotool.runs.settings import validate_shaper
+from servotool.runs.settings import ShaperKind, validate_shaper
 
 if TYPE_CHECKING:
     from servotool.runs.shape import FileReplay
-
-SHAPERS = ("accel", "otg")
-
 
 def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, cmd_ms: float | None) -> Any:
     from servotool.errors import ServotoolError
@@ -112,11 +109,11 @@ def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float,
 
 def shape(
     file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
-    shaper: Annotated[
-        str,
-        typer.Option("--shaper", **choices(SHAPERS),
+    shaper_kind: Annotated[
+        ShaperKind,
+        typer.Option("--shaper", case_sensitive=False,
                      help="accel (acceleration-bounded) or otg (jerk-limited)."),
-    ] = "accel",
+    ] = ShaperKind.ACCEL,
     v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = V_MAX_DEG_S,
     a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = A_MAX_DEG_S2,
     j_max: Annotated[float, typer.Option("--j-max", help="Jerk limit, deg/s^3 (otg only).")] = J_MAX_DEG_S3,
@@ -138,6 +135,7 @@ def shape(
     Malformed rows are left out and reported with their line numbers.
     A damaged file gets one error line and exit 2.
     """
+    shaper = shaper_kind.value
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     data = fr.to_dict()
     if plot or plot_dir is not None:

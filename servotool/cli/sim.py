@@ -6,18 +6,29 @@ import queue
 import signal
 import threading
 import time
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from servotool.cli.common import choices, console, err_console, fail, print_json, user_errors
+from servotool.cli.common import console, err_console, fail, print_json, user_errors
 from servotool.cli.sim_dynamixel import sim_dynamixel
 from servotool.cli.sim_hiwonder import sim_hiwonder
 from servotool.devices.fairino.physics import FaultEvent
-from servotool.devices.fairino.profiles import PARAM_HELP, PROFILES, ProfileError
+from servotool.devices.fairino.profiles import PARAM_HELP, ProfileError
 from servotool.devices.fairino.sim import FairinoSim, SimError
+
+
+class FairinoProfile(str, Enum):
+    """--profile: the names of the controller profiles (devices.fairino.profiles.PROFILES; a test keeps them
+    equal)."""
+
+    SIMMACHINE = "simmachine"
+    FR3 = "fr3"
+    FR20 = "fr20"
+
 
 sim_app = typer.Typer(
     help="Run a device simulator standalone and print its address; it serves until Ctrl-C.",
@@ -65,8 +76,9 @@ def _panel(info: dict[str, Any]) -> Panel:
 
 @sim_app.command("fairino")
 def fairino(
-    profile: str = typer.Option("fr3", "--profile", **choices(PROFILES),
-                                 help=f"Controller profile: {', '.join(PROFILES)}."),
+    profile: Annotated[FairinoProfile, typer.Option(
+        "--profile", case_sensitive=False, help="Controller profile (the arm model it behaves as).",
+    )] = FairinoProfile.FR3,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on (loopback by default)."),
     rpc_port: int = typer.Option(20003, "--rpc-port", help="XML-RPC port; 0 picks a free one."),
     cnde_port: int = typer.Option(20005, "--cnde-port", help="CNDE state-stream port; 0 picks a free one."),
@@ -98,7 +110,8 @@ def fairino(
     )
     with user_errors(ProfileError, SimError):
         sim = FairinoSim(
-            profile, host=host, rpc_port=rpc_port, cnde_port=cnde_port, udp_port=udp_port, overrides=overrides
+            profile.value, host=host, rpc_port=rpc_port, cnde_port=cnde_port, udp_port=udp_port,
+            overrides=overrides,
         )
         sim.start()
     log = err_console if json_out else console

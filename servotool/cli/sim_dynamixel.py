@@ -6,20 +6,29 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from enum import Enum
 from typing import Annotated
 
 import typer
 
-from servotool.cli.common import choices, console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json
 from servotool.devices.dynamixel.control_table import describe_hardware_error
-from servotool.devices.dynamixel.profiles import PROFILES, get_profile
+from servotool.devices.dynamixel.profiles import get_profile
 from servotool.devices.dynamixel.sim import describe_sim, start_sim
 from servotool.devices.dynamixel.sim_params import KNOWN_KEYS, describe
 from servotool.devices.registry import DeviceURLError
 
-PROFILE_HELP = f"Robot profile: {', '.join(PROFILES)}."
+PROFILE_HELP = "Robot profile (its servo ids and models)."
 PARAM_HELP = ("A simulator parameter as key=value, repeatable (overload=12@5.0, latched=30, silent=22, "
               f"load_13=300). Keys: {', '.join(KNOWN_KEYS)}.")
+
+
+
+class DynamixelProfile(str, Enum):
+    """--profile: the names of the robot profiles (devices.dynamixel.profiles.PROFILES; a test keeps them
+    equal)."""
+
+    MICRODUCK = "microduck"
 
 
 def _params(items: list[str] | None) -> dict[str, str]:
@@ -37,7 +46,9 @@ def _params(items: list[str] | None) -> dict[str, str]:
 def sim_dynamixel(
     params: Annotated[list[str] | None, typer.Argument(help="Parameters as key=value, the same as --param.",
                                                        show_default=False)] = None,
-    profile: str = typer.Option("microduck", "--profile", **choices(PROFILES), help=PROFILE_HELP),
+    profile: Annotated[DynamixelProfile, typer.Option(
+        "--profile", case_sensitive=False, help=PROFILE_HELP,
+    )] = DynamixelProfile.MICRODUCK,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     seed: int | None = typer.Option(None, "--seed", help="Random seed: same seed, same behaviour."),
     json_out: bool = typer.Option(False, "--json", help="Print the pty path and parameters as JSON."),
@@ -53,7 +64,7 @@ def sim_dynamixel(
     if seed is not None:
         values["seed"] = str(seed)
     try:
-        server = start_sim(get_profile(profile), values)
+        server = start_sim(get_profile(profile.value), values)
     except KeyError as exc:
         fail(str(exc.args[0]))
     except DeviceURLError as exc:

@@ -6,19 +6,28 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from enum import Enum
 from typing import Annotated
 
 import typer
 
-from servotool.cli.common import choices, console, err_console, fail, print_json
-from servotool.devices.hiwonder.profiles import PROFILES, get_profile
+from servotool.cli.common import console, err_console, fail, print_json
+from servotool.devices.hiwonder.profiles import get_profile
 from servotool.devices.hiwonder.sim import start_sim
 from servotool.devices.hiwonder.sim_params import KNOWN_KEYS, describe
 from servotool.devices.registry import DeviceURLError
 
-PROFILE_HELP = f"Arm profile: {', '.join(PROFILES)}."
+PROFILE_HELP = "Arm profile (its servo ids, ranges and poses)."
 PARAM_HELP = ("A simulator parameter as key=value, repeatable; per servo as key_ID (obstacle_2=562, "
               f"silent_10=1, crc_error_rate=0.05). Keys: {', '.join(KNOWN_KEYS)}.")
+
+
+
+class HiwonderProfile(str, Enum):
+    """--profile: the names of the arm profiles (devices.hiwonder.profiles.PROFILES; a test keeps them
+    equal)."""
+
+    ROSORIN_ARM = "rosorin-arm"
 
 
 def _params(items: list[str] | None) -> dict[str, str]:
@@ -35,7 +44,9 @@ def _params(items: list[str] | None) -> dict[str, str]:
 def sim_hiwonder(
     params: Annotated[list[str] | None, typer.Argument(help="Parameters as key=value, the same as --param.",
                                                        show_default=False)] = None,
-    profile: str = typer.Option("rosorin-arm", "--profile", **choices(PROFILES), help=PROFILE_HELP),
+    profile: Annotated[HiwonderProfile, typer.Option(
+        "--profile", case_sensitive=False, help=PROFILE_HELP,
+    )] = HiwonderProfile.ROSORIN_ARM,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     seed: int | None = typer.Option(None, "--seed", help="Random seed: same seed, same behaviour."),
     json_out: bool = typer.Option(False, "--json", help="Print the pty path and parameters as JSON."),
@@ -50,7 +61,7 @@ def sim_hiwonder(
     if seed is not None:
         resolved["seed"] = str(seed)
     try:
-        prof = get_profile(profile)
+        prof = get_profile(profile.value)
         server = start_sim(prof, resolved)
     except KeyError as exc:
         fail(str(exc.args[0]))

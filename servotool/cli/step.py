@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from servotool.analysis.step import StepResult
-from servotool.cli.common import choices, refuse
+from servotool.cli.common import refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -32,7 +32,7 @@ from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.preflight import profile_ranges
-from servotool.runs.settings import SHAPER_KINDS, needs_test_arm_probe, validate_step
+from servotool.runs.settings import ShaperKind, needs_test_arm_probe, validate_step
 from servotool.runs.step import StepSettings, run_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
@@ -49,10 +49,10 @@ ShapedOpt = Annotated[
 VMaxOpt = Annotated[float, typer.Option("--v-max", help="Shaper speed bound, deg/s.")]
 AMaxOpt = Annotated[float, typer.Option("--a-max", help="Shaper acceleration bound, deg/s².")]
 ShaperOpt = Annotated[
-    str,
+    ShaperKind,
     typer.Option(
         "--shaper",
-        **choices(SHAPER_KINDS),
+        case_sensitive=False,
         help="accel: acceleration-bounded (C1 wire); otg: jerk-limited trajectory generator (C2 wire).",
     ),
 ]
@@ -109,7 +109,7 @@ def step(
     shaped: ShapedOpt = True,
     v_max: VMaxOpt = V_MAX_DEG_S,
     a_max: AMaxOpt = A_MAX_DEG_S2,
-    shaper: ShaperOpt = "accel",
+    shaper: ShaperOpt = ShaperKind.ACCEL,
     j_max: JMaxOpt = J_MAX_DEG_S3,
     lag_ms: LagMsOpt = None,
     rpc: RpcOpt = False,
@@ -132,7 +132,7 @@ def step(
     """
     settings = StepSettings(
         joint=joint, size_deg=size, steps=steps, hold_s=hold_ms / 1e3, cmd_period_s=cmd_ms / 1e3,
-        shaped=shaped, shaper=shaper, v_max=v_max, a_max=a_max, j_max=j_max, guard=guard, lag_ms=lag_ms,
+        shaped=shaped, shaper=shaper.value, v_max=v_max, a_max=a_max, j_max=j_max, guard=guard, lag_ms=lag_ms,
         keep=keep, test_arm=test_arm, realtime=rt, transport="rpc" if rpc else "udp",
     )
     try:

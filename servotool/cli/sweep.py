@@ -12,6 +12,7 @@ import os
 import select
 import sys
 import threading
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +30,7 @@ from servotool.cli.bus_common import (
     url_profile,
     url_simulated,
 )
-from servotool.cli.common import OUTPUT, choices, console, err_console, fail, print_json
+from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
@@ -37,7 +38,6 @@ from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals
 from servotool.runs.sweep import (
-    DIRECTIONS,
     SweepConfig,
     SweepEvent,
     SweepRun,
@@ -45,6 +45,14 @@ from servotool.runs.sweep import (
     directions_for,
 )
 from servotool.runs.sweep_record import SweepFiles, SweepRecord, file_problems, record_sweeps
+
+
+class SweepDirection(str, Enum):
+    """--direction: one way (a value of the runs' DIRECTIONS) or both, down first."""
+
+    UP = "up"
+    DOWN = "down"
+    BOTH = "both"
 
 
 class KeyWatcher:
@@ -191,8 +199,9 @@ def sweep(
         "--joint", help="Servo id to sweep (repeat for several; default: every joint of the arm, not the "
         "claw).",
     )] = None,
-    direction: str = typer.Option("both", "--direction", **choices((*DIRECTIONS, "both")),
-                                  help="up, down or both (down first)."),
+    direction: Annotated[SweepDirection, typer.Option(
+        "--direction", case_sensitive=False, help="up, down or both (down first).",
+    )] = SweepDirection.BOTH,
     speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (above 0, at most 300). A "
                                 "stall is called about 0.5 s after contact: the command is then about half a "
                                 "second's travel past the stop."),
@@ -227,7 +236,7 @@ def sweep(
     """
     files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
                        force_sim=force_sim, plot=plot, command=command_line())
-    config = _settings(bus, joint, direction, speed, inside, files)
+    config = _settings(bus, joint, direction.value, speed, inside, files)
     lf, problems = limits_problem(limits)
     if problems:
         fail_all(problems)

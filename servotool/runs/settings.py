@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import Enum
 from typing import Protocol
 
 from servotool.errors import SettingsError
@@ -46,7 +47,16 @@ MAX_V_DEG_S = 360.0
 MAX_J_DEG_S3 = 1.0e6
 MAX_LAG_MS = 2000.0
 MAX_GUARD_NOISE_DEG = 1.0
-SHAPER_KINDS = ("accel", "otg")
+
+
+class ShaperKind(str, Enum):
+    """The stream shapers a step (and `shape`) may use; a setting carries the value string."""
+
+    ACCEL = "accel"  # acceleration-bounded: a C1 wire
+    OTG = "otg"  # the jerk-limited trajectory generator: a C2 wire
+
+
+SHAPER_KINDS = tuple(kind.value for kind in ShaperKind)
 
 Ranges = Sequence[tuple[float, float]]
 

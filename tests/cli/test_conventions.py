@@ -119,12 +119,50 @@ def test_choices_are_listed_in_help(path, listed):
     assert listed in result.output
 
 
-def test_choices_complete_in_the_shell():
-    from servotool.cli.common import choices
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["step", "--shaper", "spline"], "--shaper"),
+        (["shape", "run.csv", "--shaper", "spline"], "--shaper"),
+        (["sweep", "--direction", "sideways"], "--direction"),
+        (["sim", "fairino", "--profile", "fr9"], "--profile"),
+        (["sim", "hiwonder", "--profile", "ur5"], "--profile"),
+        (["sim", "dynamixel", "--profile", "ur5"], "--profile"),
+        (["config", "set", "colour", "red"], "'key'"),
+        (["config", "unset", "colour"], "'key'"),
+    ],
+)
+def test_a_value_outside_the_choices_is_a_usage_error(args, option):
+    result = runner.invoke(app, args, env={"COLUMNS": "200", "TERM": "dumb"})
+    assert result.exit_code == 2
+    assert "Invalid value for" in result.stderr and option in result.stderr, result.stderr
+    assert "Traceback" not in result.output
 
-    settings = choices(("accel", "otg"))
-    assert settings["metavar"] == "<accel|otg>"
-    assert settings["autocompletion"]("o") == ["otg"]
+
+def test_choices_take_any_case_and_carry_the_value_string(tmp_path):
+    env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml")}
+    result = runner.invoke(app, ["config", "set", "OUT", "runs-here", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["values"] == {"out": "runs-here"}
+
+
+def test_the_choices_are_the_registries_names():
+    from servotool.cli.config import ConfigKeyName
+    from servotool.cli.sim import FairinoProfile
+    from servotool.cli.sim_dynamixel import DynamixelProfile
+    from servotool.cli.sim_hiwonder import HiwonderProfile
+    from servotool.cli.sweep import SweepDirection
+    from servotool.devices.dynamixel.profiles import PROFILES as DXL
+    from servotool.devices.fairino.profiles import PROFILES as FAIRINO
+    from servotool.devices.hiwonder.profiles import PROFILES as HIWONDER
+    from servotool.io.user_config import KEYS
+    from servotool.runs.sweep import DIRECTIONS
+
+    assert [p.value for p in FairinoProfile] == list(FAIRINO)
+    assert [p.value for p in HiwonderProfile] == list(HIWONDER)
+    assert [p.value for p in DynamixelProfile] == list(DXL)
+    assert [k.value for k in ConfigKeyName] == list(KEYS)
+    assert {d.value for d in SweepDirection} == {*DIRECTIONS, "both"}
 
 
 @pytest.mark.parametrize(

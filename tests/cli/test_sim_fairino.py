@@ -37,7 +37,7 @@ def test_help_lists_the_options():
     [
         (["--param", "bogus=1"], "unknown simulator parameter"),
         (["--param", "lag_ms"], "expected key=value"),
-        (["--profile", "fr9"], "unknown FAIRINO profile"),
+        (["--profile", "fr9"], "Invalid value for '--profile'"),
         (["--lag-ms", "-5"], "must not be negative"),
     ],
 )

@@ -31,6 +31,6 @@ def test_sim_dynamixel_refuses_bad_parameters():
     result = runner.invoke(app, ["sim", "dynamixel", "--param", "warp=9", "--duration", "0"])
     assert result.exit_code == 2 and "unknown simulator parameter 'warp'" in result.stderr
     result = runner.invoke(app, ["sim", "dynamixel", "--profile", "ur5", "--duration", "0"])
-    assert result.exit_code == 2 and "unknown Dynamixel profile" in result.stderr
+    assert result.exit_code == 2 and "Invalid value for '--profile'" in result.stderr
     result = runner.invoke(app, ["sim", "dynamixel", "overload", "--duration", "0"])
     assert result.exit_code == 2 and "want key=value" in result.stderr

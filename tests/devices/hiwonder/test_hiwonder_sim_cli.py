@@ -29,4 +29,4 @@ def test_sim_hiwonder_refuses_bad_parameters():
     result = runner.invoke(app, ["sim", "hiwonder", "--param", "warp=9", "--duration", "0"])
     assert result.exit_code == 2 and "unknown simulator parameter" in result.stderr
     result = runner.invoke(app, ["sim", "hiwonder", "--profile", "ur5", "--duration", "0"])
-    assert result.exit_code == 2 and "unknown arm profile" in result.stderr
+    assert result.exit_code == 2 and "Invalid value for '--profile'" in result.stderr
