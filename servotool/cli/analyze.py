@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from servotool.analysis.lag import LagResult
-from servotool.analysis.step import StepResult
-from servotool.analysis.sweep_record import SweepFileResult
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
-from servotool.io.table import TableWriteError, check_table_path, write_table
-from servotool.runs.analyze import TABLE_COLUMNS, AnalyzeReport, FileAnalysis, SweepAnalysis, analyze_paths
-from servotool.runs.report import write_report
+
+if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are analysed, not for `analyze -h`
+    from servotool.analysis.sweep_record import SweepFileResult
+    from servotool.runs.analyze import AnalyzeReport, FileAnalysis, SweepAnalysis
 
 
 def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
     """Analyse with a progress bar on stderr; numerical noise kept off stdout."""
+    from servotool.runs.analyze import analyze_paths
+
     columns = (
         TextColumn("analysing"),
         BarColumn(),
@@ -65,6 +65,9 @@ def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool 
         f"\n[bold]{escape(str(fa.path))}[/]: {fa.mode} run on {escape(m.device)}{sim}, {m.created}{flag}",
         highlight=False,
     )
+    from servotool.analysis.lag import LagResult
+    from servotool.analysis.step import StepResult
+
     if isinstance(fa.result, LagResult):
         render_lag(fa.result, wide=wide)
     elif isinstance(fa.result, StepResult):
@@ -146,6 +149,10 @@ def analyze(
     Exit 0 when a file was analysed, 1 when none was, 2 for bad options.
     With --strict, exit 1 when any file holds a controller fault, a runaway or an interrupted run.
     """
+    from servotool.io.table import TableWriteError, check_table_path, write_table
+    from servotool.runs.analyze import TABLE_COLUMNS
+    from servotool.runs.report import write_report
+
     if table is not None:
         try:
             check_table_path(table)

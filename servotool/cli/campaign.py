@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -17,24 +17,12 @@ from servotool.cli.render import compact_table, report_table
 from servotool.errors import ExitCode, FileFormatError, Refused
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir
-from servotool.runs.campaign import Campaign, CampaignInvalid, RunSpec, load_campaign, parse_campaign
-from servotool.runs.campaign_run import (
-    DONE,
-    FAULTED,
-    REFUSED,
-    STOPPED,
-    UNREACHABLE,
-    CampaignHooks,
-    CampaignRun,
-    CampaignState,
-    RunRecord,
-    find_resumable,
-    resume_campaign,
-    run_campaign,
-    start_campaign,
-)
-from servotool.runs.report import Report, build_report, write_report
 from servotool.runs.signals import StopSignals
+
+if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matplotlib) load when one runs
+    from servotool.runs.campaign import Campaign, RunSpec
+    from servotool.runs.campaign_run import CampaignRun, CampaignState, RunRecord
+    from servotool.runs.report import Report
 
 campaign_app = typer.Typer(
     help="Measurement campaigns as files: a device, safety rules and a series of runs, checked before "
@@ -50,6 +38,8 @@ RobotOption = typer.Option(
 
 def _load(path: Path, robot: str | None) -> Campaign:
     """The validated campaign, or every problem on stderr (one line each) and exit 2."""
+    from servotool.runs.campaign import CampaignInvalid, load_campaign
+
     try:
         return load_campaign(path, robot)
     except CampaignInvalid as exc:
@@ -90,11 +80,12 @@ def check(
 @campaign_app.command("list")
 def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
     """The campaigns shipped with servotool, with their one-line purpose."""
+    from servotool.io.campaign_file import read_campaign_file
+    from servotool.runs.campaign import parse_campaign
+
     rows: list[dict[str, Any]] = []
     for path in shipped_campaign_files():
         try:
-            from servotool.io.campaign_file import read_campaign_file
-
             campaign, problems = parse_campaign(read_campaign_file(path))
             rows.append({"name": campaign.name, "purpose": campaign.purpose, "device": campaign.device,
                          "runs": len(campaign.runs), "file": str(path), "problems": problems})
@@ -129,6 +120,8 @@ class _Hooks:
         err_console.print(f"[bold]{run.label} of {total}[/]: {escape(run.why)}", highlight=False)
 
     def end(self, run: RunSpec, record: RunRecord) -> None:
+        from servotool.runs.campaign_run import DONE, FAULTED
+
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
@@ -171,6 +164,8 @@ def _render_summary(report: Report, wide: bool = False) -> None:
 
 
 def _exit_status(state: CampaignState) -> int:
+    from servotool.runs.campaign_run import FAULTED, REFUSED, STOPPED, UNREACHABLE
+
     return {
         None: ExitCode.DONE,
         FAULTED: ExitCode.FAULT,
@@ -181,6 +176,9 @@ def _exit_status(state: CampaignState) -> int:
 
 
 def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume: bool) -> CampaignRun:
+    from servotool.runs.campaign import CampaignInvalid
+    from servotool.runs.campaign_run import find_resumable, resume_campaign, start_campaign
+
     base = out_dir(out)
     try:
         if resume:
@@ -215,6 +213,9 @@ def run(
     Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable or lost, 130 Ctrl-C
     (143 SIGTERM, 129 SIGHUP).
     """
+    from servotool.runs.campaign_run import FAULTED, STOPPED, CampaignHooks, run_campaign
+    from servotool.runs.report import build_report, write_report
+
     campaign = _load(file, robot)
     if dry_run:
         console.print(f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from servotool.analysis.lag import LagResult
 from servotool.cli.common import fail
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -25,12 +24,10 @@ from servotool.cli.live import (
 )
 from servotool.cli.render import render_lag
 from servotool.clock import MonotonicClock
-from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.motion.ramp import LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG
 from servotool.runs.preflight import profile_ranges, profile_speed_limits
-from servotool.runs.ramp import RampSettings, run_ramp
 from servotool.runs.settings import validate_lag
 
 RampOpt = Annotated[
@@ -103,6 +100,11 @@ def lag(
     Exit 0 complete, 1 fault or guard, 2 refused before anything moved, 3 device unreachable or lost,
     130/143/129 Ctrl-C/SIGTERM/SIGHUP (after the braked stop).
     """
+    # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
+    from servotool.analysis.lag import LagResult
+    from servotool.io.csvlog import command_line
+    from servotool.runs.ramp import RampSettings, run_ramp
+
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
     settings = RampSettings(

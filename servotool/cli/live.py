@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
@@ -25,12 +25,14 @@ from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
 from servotool.errors import ExitCode, Refused, ServotoolError, StopSignal, exit_code_of
-from servotool.runs.arm_run import RunResult
-from servotool.runs.outcome import StreamOutcome
+from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.ownership import claim
 from servotool.runs.preflight import before_open
 from servotool.runs.signals import StopSignals
-from servotool.runs.stream import COMPLETE, TickInfo
+
+if TYPE_CHECKING:  # the run's modules (numpy, pandas, scipy) load when a command runs, not for `-h`
+    from servotool.runs.arm_run import RunResult
+    from servotool.runs.stream import TickInfo
 
 DEFAULT_ROBOT = "sim:fr3"
 
@@ -137,7 +139,7 @@ def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None
     """Notes and an early end on stderr, the recording's path on stdout."""
     for note in notes:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    if outcome.status != COMPLETE:
+    if outcome.status != RunStatus.COMPLETE:
         err_console.print(f"[bold red]run ended early:[/] {outcome.reason}", highlight=False)
     if outcome.late_ticks:
         err_console.print(

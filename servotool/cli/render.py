@@ -12,17 +12,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from servotool.analysis.lag import CombinedLag, LagResult, OriginFit, PassLag
-from servotool.analysis.step import StepMetrics, StepResult
 from servotool.cli import common
-from servotool.runs.analyze import FileAnalysis
-from servotool.runs.step import GuardSetup
+
+if TYPE_CHECKING:  # the analysis (scipy, pandas) is imported by whoever made the results, not by `-h`
+    from servotool.analysis.lag import CombinedLag, LagResult, OriginFit, PassLag
+    from servotool.analysis.step import StepMetrics, StepResult
+    from servotool.runs.analyze import FileAnalysis
+    from servotool.runs.step import GuardSetup
 
 
 def fmt(x: Any, spec: str = ".2f", unit: str = "") -> str:
@@ -82,6 +84,8 @@ def _speeds(result: LagResult) -> list[float]:
 def lag_verdict(result: LagResult | CombinedLag) -> str:
     """One line: L with its 95 % CI half-width, whether it is constant across speeds (or that the check
     needs two speeds), and the kind of lag the dynamic fit found."""
+    from servotool.analysis.lag import LagResult
+
     fit = result.fit
     if fit is None:
         return "[bold red]L not measurable[/]: no pass had a cruise long enough (see the notes)"
@@ -245,6 +249,8 @@ def save_plot(fa: FileAnalysis, folder: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     meta = fa.meta
     device = f"{meta.device}{' SIMULATED' if meta.simulated else ''}"
+    from servotool.analysis.lag import LagResult
+
     if isinstance(fa.result, LagResult):
         from servotool.plots.lag import save_lag_plot
 

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from servotool.analysis.step import StepResult
 from servotool.cli.common import refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
@@ -28,12 +27,10 @@ from servotool.cli.render import render_guard_setup, render_step
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
-from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.preflight import profile_ranges
 from servotool.runs.settings import ShaperKind, needs_test_arm_probe, validate_step
-from servotool.runs.step import StepSettings, run_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
 StepsOpt = Annotated[int, typer.Option("--steps", min=1, help="Number of level changes.")]
@@ -130,6 +127,11 @@ def step(
     Every setting is checked before the arm is opened, +X and -X against the joint's range. Exit 0 complete,
     1 fault or guard, 2 refused before anything moved, 3 device lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP.
     """
+    # the run and its analysis (numpy, pandas, scipy) load here, not when `step -h` parses the options
+    from servotool.analysis.step import StepResult
+    from servotool.io.csvlog import command_line
+    from servotool.runs.step import StepSettings, run_step
+
     settings = StepSettings(
         joint=joint, size_deg=size, steps=steps, hold_s=hold_ms / 1e3, cmd_period_s=cmd_ms / 1e3,
         shaped=shaped, shaper=shaper.value, v_max=v_max, a_max=a_max, j_max=j_max, guard=guard, lag_ms=lag_ms,

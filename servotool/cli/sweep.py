@@ -14,7 +14,7 @@ import sys
 import threading
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -34,7 +34,6 @@ from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, ServotoolError
-from servotool.io.csvlog import command_line
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals
 from servotool.runs.sweep import (
@@ -44,7 +43,9 @@ from servotool.runs.sweep import (
     SweepSettingsError,
     directions_for,
 )
-from servotool.runs.sweep_record import SweepFiles, SweepRecord, file_problems, record_sweeps
+
+if TYPE_CHECKING:  # the recording side (numpy, pandas) loads when a sweep runs, not for `sweep -h`
+    from servotool.runs.sweep_record import SweepFiles, SweepRecord
 
 
 class SweepDirection(str, Enum):
@@ -162,6 +163,8 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
                              return_speed=max(100.0, speed) if speed == speed else 100.0)
     except SweepSettingsError as exc:
         problems += exc.problems
+    from servotool.runs.sweep_record import file_problems
+
     problems += file_problems(files, url_simulated(bus))
     if problems or config is None:
         fail_all(problems or ["invalid sweep settings"])
@@ -234,6 +237,9 @@ def sweep(
 
     Never commands past a stored limit; never writes servo EEPROM.
     """
+    from servotool.io.csvlog import command_line
+    from servotool.runs.sweep_record import SweepFiles
+
     files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
                        force_sim=force_sim, plot=plot, command=command_line())
     config = _settings(bus, joint, direction.value, speed, inside, files)
@@ -255,6 +261,8 @@ def sweep(
 
 def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord, StopSignals]:
     """The sweeps with a progress bar; any key, Ctrl-C, SIGTERM or SIGHUP stops them with a hold."""
+    from servotool.runs.sweep_record import record_sweeps
+
     err_console.print(f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
                       f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
                       highlight=False)

@@ -252,17 +252,17 @@ def test_a_utf8_bom_is_accepted(tmp_path):
 def test_numerical_noise_on_descriptor_1_never_reaches_stdout(tmp_path, capfd, monkeypatch):
     import os
 
-    import servotool.cli.analyze as cli_analyze
+    import servotool.runs.analyze as runs_analyze  # the command imports it when it runs
 
     path = write_ramp(tmp_path / "a.csv", 0.078, seed=10)
-    real = cli_analyze.analyze_paths
+    real = runs_analyze.analyze_paths
 
     def noisy(*args, **kwargs):
         # what LAPACK does from Fortran: straight to file descriptor 1, past sys.stdout
         os.write(1, b" ** On entry to DLASCL parameter number  4 had an illegal value\n")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cli_analyze, "analyze_paths", noisy)
+    monkeypatch.setattr(runs_analyze, "analyze_paths", noisy)
     res = runner.invoke(app, ["analyze", str(path), "--json", "--workers", "1"])
     assert res.exit_code == 0
     json.loads(res.stdout)  # the JSON alone
