@@ -61,10 +61,12 @@ def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
     return rows
 
 
-def render_view(p: RecordProgress, dest: Path) -> Group:
-    """The live view: one row per axis (fast and context groups), then the recorder's state."""
+def render_view(p: RecordProgress, unit: str = "") -> Group:
+    """The live view at 80 columns: one row per axis (fast and context groups) with positions in `unit` (the
+    device's: deg on an arm, pulse on a bus), then the recorder's state on two short lines."""
     table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("axis", "group", "position", "gap", "current\nmA", "temp\nC", "volts\nV", "latch"):
+    for col in ("axis", "group", f"position\n{unit}", f"gap\n{unit}", "current\nmA", "temp\nC", "volts\nV",
+                "latch"):
         table.add_column(col, justify="left" if col in ("group", "latch") else "right", no_wrap=True)
     for row in _rows(p.fast, p.latched) + _rows(p.context, p.latched):
         table.add_row(*row)
@@ -72,14 +74,20 @@ def render_view(p: RecordProgress, dest: Path) -> Group:
               if not any(s is not None and k in s.axes for s in (p.fast, p.context))}
     for axis, bits in others.items():
         table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]")
-    window = "[bold yellow]capture window open[/]" if p.window_open else "idle"
+    window = "[bold yellow]capture window open[/]" if p.window_open else "watching"
     codes = p.fast.codes if p.fast is not None and p.fast.codes else None
     if codes:
         window += "  codes " + " ".join(f"{k} {v}" for k, v in codes.items())
-    status = Text.from_markup(
-        f"t {p.t:7.1f} s  frames {p.frames}  fast ring {p.fast_count}  context {p.context_count}  "
-        f"{window}  captures {len(p.captures)}  overruns {p.overruns}  -> {dest}")
-    return Group(table, status)
+    counts = Text.from_markup(
+        f"{p.t:.1f} s  {p.frames} frames  rings: fast {p.fast_count}, context {p.context_count}  "
+        f"{len(p.captures)} capture(s)  {p.overruns} overrun(s)")
+    return Group(table, counts, Text.from_markup(window))
+
+
+def position_unit(describe: dict[str, Any]) -> str:
+    """The unit of a source's positions for a column header: deg (an arm), pulse (a bus), "" unknown."""
+    text = str(describe.get("units", {}).get("position", ""))
+    return text.split(" ")[0]
 
 
 def _event_line(e: RecorderEvent) -> str:
@@ -104,6 +112,8 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
 def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> RecordOutcome:
     shown_captures = 0
     view_t = -math.inf
+    unit = position_unit(source.describe())
+    console.print(f"captures go to {settings.dest}", highlight=False, soft_wrap=True)
     with Live(console=console, refresh_per_second=5, transient=False) as live:
         def progress(p: RecordProgress) -> None:
             nonlocal shown_captures, view_t
@@ -115,7 +125,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
                                    f"written in {c.write_ms:.0f} ms)", highlight=False)
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
-                live.update(render_view(p, settings.dest))
+                live.update(render_view(p, unit))
                 view_t = p.t
 
         return run_record(source, clock, settings, on_progress=progress,

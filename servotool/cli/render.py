@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from servotool.cli import common
@@ -398,14 +399,14 @@ def _two_line(header: str) -> str:
 
 
 def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], wide: bool) -> Table:
-    """One report table, compact: the short columns (REPORT_SHORT) or all with wide; joints shown as J1..Jn.
+    """One report table, compact: the short columns (REPORT_SHORT) or all with wide (joints come as J1..Jn).
     Number columns never wrap; text columns wrap at spaces rather than truncate."""
     keep = [i for i, h in enumerate(headers) if wide or h in REPORT_SHORT.get(title, headers)]
     if not wide and len(rows) > 1:  # a text column with one value for every row goes into the title
         same = [i for i in keep if headers[i] in (*_TEXT_HEADERS, "joint") and headers[i] != "run"
                 and len({r[i] for r in rows}) == 1]
         if same:
-            title += ": " + ", ".join(f"{headers[i]} {_report_cell(headers[i], rows[0][i])}" for i in same)
+            title += ": " + ", ".join(f"{headers[i]} {escape(rows[0][i])}" for i in same)
             keep = [i for i in keep if i not in same]
     table = compact_table(title)
     for i in keep:
@@ -416,13 +417,6 @@ def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
                          min_width=longest_word)
     for row in rows:
         cells = [row[i] for i in keep]
-        table.add_row(*(_report_cell(headers[i], c) for i, c in zip(keep, cells, strict=True)))
+        table.add_row(*(escape(c) for c in cells))
     return table
 
-
-def _report_cell(header: str, cell: str) -> str:
-    from rich.markup import escape
-
-    if header == "joint" and cell.isdigit():
-        return joint_name(int(cell))
-    return escape(cell)

@@ -35,6 +35,7 @@ from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
+    MoveResult,
     hold,
     move_problems,
     move_to,
@@ -77,6 +78,37 @@ def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int,
         torque = None if r.torque is None else ("on" if r.torque else "[yellow]off[/]")
         table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts), _fmt(r.temperature_c),
                       _fmt(torque))
+    return table
+
+
+def move_verdict(result: MoveResult, to: str) -> str:
+    """One line: how many servos reached the goal `to` and how far off the farthest one ended (pulses)."""
+    misses = [abs(f - result.goal[sid]) for sid, f in result.final.items()
+              if f is not None and sid in result.goal]
+    worst = max(misses, default=0)
+    unread = sum(1 for sid in result.goal if result.final.get(sid) is None)
+    n = len(result.goal)
+    text = f"[bold]moved {n} servo{'s' if n != 1 else ''} to {escape(to)}[/]"
+    if misses:
+        text += f", within {worst} pulse{'s' if worst != 1 else ''}" if worst else ", on the goal"
+    if unread:
+        text += f"; [yellow]{unread} not read back[/]"
+    if result.skipped:
+        text += f"; [yellow]{len(result.skipped)} silent, not moved[/]"
+    return text
+
+
+def move_table(result: MoveResult, speed: float) -> Table:
+    """Per servo: start, goal, final and the limits checked (pulses), at 80 columns."""
+    table = compact_table(f"move: {result.duration_s:.2f} s, {result.frames} frames, cap {speed:g} pulses/s")
+    for col in ("servo\nid", "start\npulses", "goal\npulses", "final\npulses", "off\npulses",
+                "limits\npulses"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for sid, g in result.goal.items():
+        lo, hi = result.limits[sid]
+        final = result.final.get(sid)
+        off = None if final is None else final - g
+        table.add_row(str(sid), str(result.start[sid]), str(g), _fmt(final), _fmt(off), f"{lo}..{hi}")
     return table
 
 
@@ -199,13 +231,8 @@ def move_cmd(
                     "speed": speed, "limits": {k: list(v) for k, v in result.limits.items()},
                     "silent": result.silent, "notes": notes})
         return
-    table = Table(title=f"move in {result.duration_s:.2f} s ({result.frames} frames, cap {speed:g} pulses/s)")
-    for col in ("id", "start", "goal", "final", "limits"):
-        table.add_column(col, justify="right")
-    for sid, g in result.goal.items():
-        lo, hi = result.limits[sid]
-        table.add_row(str(sid), str(result.start[sid]), str(g), _fmt(result.final.get(sid)), f"{lo}-{hi}")
-    console.print(table)
+    console.print(move_verdict(result, to), highlight=False)
+    console.print(move_table(result, speed))
     for note in notes:
         err_console.print(f"[yellow]{note}[/]")
 

@@ -51,7 +51,7 @@ def _figures_table(fr: FileReplay, shaper: str) -> Table:
         "peak v\ndeg/s",
         "peak a\ndeg/s^2",
         "peak jerk\ndeg/s^3",
-        "max dv per\ntick deg",
+        "max dv/tick\ndeg",
         "runaway band\ndeg",
     ):
         table.add_column(col, justify="right", no_wrap=True)

@@ -6,10 +6,10 @@ import platform
 from importlib import metadata
 
 import typer
-from rich.table import Table
 
 from servotool import __version__
-from servotool.cli.common import console, print_json
+from servotool.cli.common import OUTPUT, console, print_json
+from servotool.cli.render import compact_table
 
 KEY_DEPENDENCIES = ("typer", "rich", "numpy", "scipy", "pandas", "pyserial", "matplotlib", "PyYAML",
                     "ruamel.yaml", "platformdirs", "dynamixel-sdk", "pyarrow", "ruckig")
@@ -23,7 +23,10 @@ def _installed(name: str) -> str | None:
 
 
 def version(json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
-    """Print servotool's version, Python's, and the versions of its key dependencies."""
+    """Print servotool's version, Python's, and the versions of its key dependencies.
+
+    The first line is the verdict (versions, and which key dependency is missing); the table and the
+    platform follow (--quiet keeps the first line alone)."""
     dependencies = {name: _installed(name) for name in KEY_DEPENDENCIES}
     info = {
         "servotool": __version__,
@@ -34,10 +37,17 @@ def version(json_out: bool = typer.Option(False, "--json", help="Print JSON inst
     if json_out:
         print_json(info)
         return
-    table = Table(title=f"servotool {__version__}", show_header=True)
-    table.add_column("component")
-    table.add_column("version")
-    table.add_row("python", platform.python_version())
+    missing = [name for name, ver in dependencies.items() if ver is None]
+    installed = f"{len(dependencies) - len(missing)} of {len(dependencies)}"
+    verdict = f"[bold]servotool {__version__}[/] on Python {info['python']}, key dependencies: {installed}"
+    if missing:
+        verdict += f" ([yellow]missing {', '.join(missing)}[/])"
+    console.print(verdict, highlight=False)
+    table = compact_table()
+    table.add_column("dependency")
+    table.add_column("version", overflow="fold")
     for name, ver in dependencies.items():
-        table.add_row(name, ver or "[dim]not installed[/]")
+        table.add_row(name, ver or "[yellow]not installed[/]")
     console.print(table)
+    if not OUTPUT.quiet:  # a detail line: --quiet keeps the verdict alone
+        console.print(f"platform: {info['platform']}", highlight=False, soft_wrap=True)

@@ -113,7 +113,7 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
         cfg = fa.meta.config
         fit, mid = r.fit, r.midpoint
         speeds = ",".join(f"{v:g}" for v in cfg.get("speeds_deg_s", []))
-        rows.append([_label(fa), str(r.joint), _transport(cfg), speeds, f"{cfg.get('sweep_deg', 0):g}",
+        rows.append([_label(fa), f"J{r.joint + 1}", _transport(cfg), speeds, f"{cfg.get('sweep_deg', 0):g}",
                      _f(fit.lag_ms, ".1f") if fit else "-", _f(fit.se_ms, ".2f") if fit else "-",
                      _f(mid.mean_ms, ".1f") if mid else "-",
                      ("constant" if r.model.constant else "varies") if r.model else "-",
@@ -157,7 +157,7 @@ def cold_table(files: Sequence[FileAnalysis]) -> ReportTable:
         ts, qs = rec.measured(j)
         travel = float(np.nanmax(np.abs(qs - start))) if len(qs) else math.nan
         speed = float(np.nanmax(np.abs(np.diff(qs) / np.diff(ts)))) if len(qs) > 2 else math.nan
-        rows.append([_label(fa), str(j), _f(gap, ".1f"), "yes" if math.isfinite(fault_t) else "no",
+        rows.append([_label(fa), f"J{j + 1}", _f(gap, ".1f"), "yes" if math.isfinite(fault_t) else "no",
                      _f(travel, ".1f"), _f(travel / gap if gap else math.nan, ".1f"), _f(speed, ".0f")])
     return ReportTable("ramps from a disabled robot (cold start)",
                  ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"], rows)

@@ -64,7 +64,7 @@ def test_run_then_analyze_report(write_campaign, tmp_path):
     folder = out / data["folder"].split("/")[-1]
     assert data["next_index"] == 1 and data["runs"][0]["status"] == "complete"
     md = (folder / "report.md").read_text()
-    assert "| run 1 | 0 | udp | 10 | 8 |" in md
+    assert "| run 1 | J1 | udp | 10 | 8 |" in md
     (folder / "report.md").unlink()
     result = runner.invoke(app, ["analyze", str(folder), "--report"])
     assert result.exit_code == 0, result.output

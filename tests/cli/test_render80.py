@@ -24,8 +24,8 @@ def _report() -> Report:
         ["run 3", "raw", "udp", "+30", "-", "-", "-", "-", "-", "-", "0", "1 (1/23)", "no step measured"],
     ]
     lags = [
-        ["run 1", "0", "udp", "5,10,20,40", "30", "79.6", "1.46", "78.3", "constant", "8", "yes"],
-        ["run 2", "5", "rpc", "10,20", "60", "111.2", "0.21", "111.0", "varies", "4",
+        ["run 1", "J1", "udp", "5,10,20,40", "30", "79.6", "1.46", "78.3", "constant", "8", "yes"],
+        ["run 2", "J6", "rpc", "10,20", "60", "111.2", "0.21", "111.0", "varies", "4",
          "no: connection lost: no state frame for 112 ms"],
     ]
     return Report("r", tables=[ReportTable("step runs", STEP_HEADERS, steps),
@@ -87,3 +87,69 @@ def test_config_show_and_ports_verdict_first_at_80(tmp_path, monkeypatch: pytest
     res = runner.invoke(app, ["ports", "--no-probe", "--port", "/dev/servotool-none"])
     assert res.exit_code == 0, res.output
     assert "serial port(s)" in res.stdout.splitlines()[0] and "…" not in res.stdout
+
+
+def test_record_live_view_fits_80_columns_with_position_units() -> None:
+    from servotool.cli.record import position_unit, render_view
+    from servotool.recorder import Sweep
+    from servotool.recorder.frames import AxisSample
+    from servotool.runs.record import RecordProgress
+
+    sample = AxisSample(position=-2047.5, target=2047.5, current=-1234.0, voltage=12.34, temperature=85.0)
+    fast = Sweep(t=1.0, group="legs", axes={10: sample, 11: None, 24: sample},
+                 codes={"main_code": 123456, "sub_code": 654321})
+    progress = RecordProgress(t=86399.9, frames=2_591_999, fast=fast, context=None, latched={10: 0x24, 99: 1},
+                              window_open=True, fast_count=240, context_count=36, captures=[], events=[],
+                              overruns=123456)
+    assert position_unit({"units": {"position": "pulse (4096 a turn)"}}) == "pulse"
+    assert position_unit({"units": {"position": "deg"}}) == "deg"
+    lines = _render(lambda con: con.print(render_view(progress, "pulse")))
+    header = "\n".join(lines[:2])
+    assert "position" in header and header.count("pulse") == 2  # position and gap
+    assert any("overrun" in ln for ln in lines) and any("capture window open" in ln for ln in lines)
+
+
+def test_servo_move_verdict_first_with_units_at_80() -> None:
+    from servotool.cli.servo import move_table, move_verdict
+    from servotool.runs.servo import MoveResult
+
+    result = MoveResult(start={1: 500, 2: 776, 3: 211}, goal={1: 500, 2: 793, 3: 51},
+                        final={1: 500, 2: 791, 3: None}, duration_s=2.11, frames=31, silent=[10],
+                        carried={}, skipped={10: 499}, limits={1: (10, 990), 2: (80, 960), 3: (0, 1000)})
+    lines = _render(lambda con: (con.print(move_verdict(result, "drive")),
+                                 con.print(move_table(result, 250.0))))
+    assert lines[0].startswith("moved 3 servos to drive, within 2 pulses")
+    assert "1 not read back" in lines[0] and "1 silent, not moved" in lines[0]
+    header = "\n".join(lines[1:4])
+    assert header.count("pulses") == 6 and "2.11 s" in header  # title's cap; start, goal, final, off, limits
+
+
+def test_version_verdict_first_at_80(monkeypatch: pytest.MonkeyPatch) -> None:
+    from servotool.cli import version as version_cli
+
+    out = Console(width=80, record=True, emoji=False)
+    monkeypatch.setattr(version_cli, "console", out)
+    monkeypatch.setattr(version_cli, "_installed", lambda name: None if name == "ruckig" else "1.2.3")
+    version_cli.version(json_out=False)
+    lines = out.export_text().splitlines()
+    assert lines[0].startswith("servotool ") and "12 of 13" in lines[0] and "ruckig" in lines[0]
+    assert all(len(ln.rstrip()) <= 80 for ln in lines) and "…" not in "\n".join(lines)
+    assert lines[-1].startswith("platform: ")
+
+
+def test_shape_tables_carry_units_at_80(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+    from tests.cli.test_analyze_cli import write_ramp
+
+    monkeypatch.setenv("COLUMNS", "80")
+    runner = CliRunner()
+    csv = write_ramp(tmp_path / "ramp.csv", 0.078)
+    res = runner.invoke(app, ["shape", str(csv)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("accel: ") and "runaway band" in lines[0]
+    assert "…" not in res.stdout and all(len(line.rstrip()) <= 80 for line in lines)
+    for unit in ("deg/s", "deg/s^2", "deg/s^3", "deg"):
+        assert any(ln.split() and unit in ln.split() for ln in lines), unit
