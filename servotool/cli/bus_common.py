@@ -14,7 +14,6 @@ import typer
 from rich.markup import escape
 
 from servotool.cli.common import announce_device, err_console, fail
-from servotool.clock import Clock, MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
@@ -91,13 +90,6 @@ def open_arm_bus(url: str, *, keep_sim_pose: bool = False, announce: bool = True
     if announce:
         announce_device(url, bus.simulated, bus.model)
     return bus
-
-
-def bus_clock(bus: Bus) -> Clock:
-    """The time base a run on this bus keeps: a simulator's own on a `clock=sim` URL (lock-step simulated
-    time), else the host's."""
-    clock = getattr(bus, "clock", None)
-    return clock if clock is not None else MonotonicClock()
 
 
 def save_sim_pose(url: str, bus: Bus) -> None:

@@ -18,7 +18,6 @@ from rich.table import Table
 from servotool.cli.bus_common import (
     BusOption,
     JsonOption,
-    bus_clock,
     bus_command,
     fail_all,
     limits_problem,
@@ -28,7 +27,7 @@ from servotool.cli.bus_common import (
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
-from servotool.devices.bus import Bus, ServoRecord, read_records
+from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.errors import ExitCode
 from servotool.io.sim_state import forget_sim_state

@@ -22,7 +22,6 @@ from rich.table import Table
 
 from servotool.cli.bus_common import (
     DEFAULT_BUS,
-    bus_clock,
     bus_command,
     fail_all,
     limits_problem,
@@ -32,7 +31,7 @@ from servotool.cli.bus_common import (
 )
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
-from servotool.devices.bus import Bus
+from servotool.devices.bus import Bus, bus_clock
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals

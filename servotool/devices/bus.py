@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from servotool.clock import Clock, MonotonicClock
+
 
 @dataclass(frozen=True)
 class ServoRecord:
@@ -131,3 +133,10 @@ def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoR
         out[sid] = ServoRecord(sid, pos, bus.read_voltage(sid), bus.read_temperature(sid),
                                bus.read_torque(sid))
     return out
+
+
+def bus_clock(bus: Bus) -> Clock:
+    """The time base a run on this bus keeps: the bus's own when it has one (a `clock=sim` simulator runs on
+    a FakeClock it follows in lock-step), else the host's."""
+    clock = getattr(bus, "clock", None)
+    return clock if clock is not None else MonotonicClock()

@@ -22,6 +22,7 @@ from typing import Any
 
 from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import Arm
+from servotool.devices.bus import bus_clock
 from servotool.devices.registry import DeviceURLError, open_arm, open_bus
 from servotool.errors import DeviceError, Refused, StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
@@ -273,7 +274,7 @@ def _run_sweep(campaign: Campaign, run: RunSpec, url: str, folder: Path) -> RunR
                             columns=CSV_COLUMNS, command=_command_line(campaign, run), created=when)
 
     with contextlib.closing(bus):
-        result = run_sweeps(bus, MonotonicClock(), config, writer_factory=writer)
+        result = run_sweeps(bus, bus_clock(bus), config, writer_factory=writer)
     status = FAULTED if result.error else STOPPED if result.aborted else DONE
     reason = result.error or ("aborted" if result.aborted else None)
     return RunRecord(run.index, run.command, run.why, status, files, reason, 1 if result.error else 0)

@@ -225,9 +225,12 @@ def test_clock_sim_runs_the_simulator_in_lock_step_with_the_bus_clock(bus_factor
 
 def test_the_default_clock_is_the_host_clock(bus_factory):
     from servotool.clock import MonotonicClock
+    from servotool.devices.bus import bus_clock
 
     assert isinstance(bus_factory("sim:rosorin-arm?clock=host").clock, MonotonicClock)
-    assert isinstance(bus_factory("sim:rosorin-arm").clock, MonotonicClock)
+    assert isinstance(bus_clock(bus_factory("sim:rosorin-arm")), MonotonicClock)
+    lock_step = bus_factory("sim:rosorin-arm?clock=sim")
+    assert bus_clock(lock_step) is lock_step.clock  # what servo move, sweep and campaign sweeps keep
 
 
 @pytest.mark.parametrize("url", ["sim:rosorin-arm?clock=fast", "hiwonder:///dev/null?clock=sim"])
