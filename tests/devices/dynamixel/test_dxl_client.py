@@ -153,7 +153,8 @@ def test_ram_writes_torque_and_goals(bus_factory):
 def test_scan_and_real_url_on_the_simulators_pty():
     server = start_sim("microduck", {"silent": "14"})
     try:
-        with open_bus(f"dxl://{server.path}?baud=1000000&ids=10-14,30") as bus:
+        # a real URL: nothing waits for the simulator's thread, so a loaded host gets a patient adapter
+        with open_bus(f"dxl://{server.path}?baud=1000000&ids=10-14,30&latency_ms=100") as bus:
             assert not bus.simulated and bus.ids == (10, 11, 12, 13, 14, 30)
             assert bus.scan() == {sid: ct.MODEL_XL330_M288 for sid in (10, 11, 12, 13, 30)}
             assert bus.read_telemetry().silent == (14,)
