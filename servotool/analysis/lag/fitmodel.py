@@ -1,0 +1,210 @@
+"""The dynamic model's residuals and their exact derivatives, for the dynamic fit.
+
+The model is the one `simulate` computes (the commanded stream joined linearly between its send times,
+through the exact discrete first-order filter on a uniform FIT_GRID_S grid, read by linear interpolation,
+its slope by interpolated central differences), with one change that makes it cheap: the grid is laid on
+the command, not on the measured frames, so the filter depends on tau alone and the dead time L only moves
+where the frames read the filtered command. The two differ by where the grid points fall between
+setpoints, a second-order effect of a few microseconds of lag at most. The friction and bias terms are
+linear and solved for each (L, tau) (variable projection); the Jacobian is differentiated through that
+solve as well, so the optimizer needs no finite differences.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import signal
+
+FIT_GRID_S = 0.001  # simulation step of the dynamic model
+FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
+TINY_TAU_S = 1e-9  # below this the filter is the identity
+LEAD_CELLS = 2  # grid cells before the first command or frame of a stretch (the model is at rest there)
+SINGULAR_RATIO = 1e-12  # a 2x2 normal matrix with det below this times its squared trace is singular
+
+
+@dataclass
+class _Stretch:
+    """One stretch of frames simulated on its own: the filtered command on a uniform grid from t0, at rest
+    before it; its frames are t_meas[i0:i1]."""
+
+    t0: float
+    i0: int
+    i1: int
+    u: np.ndarray  # the command on the grid
+
+
+def _cells(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(place in cell, previous, this, next, one after) samples of w around each t, for read_grid."""
+    n = len(w)
+    pos = np.clip((t - t0) / h, 0.0, n - 1.0)
+    j = np.minimum(pos.astype(np.intp), n - 2)
+    # one sample extrapolated at each end: the central difference there equals np.gradient's one-sided one
+    wp = np.concatenate(([2.0 * w[0] - w[1]], w, [2.0 * w[-1] - w[-2]]))
+    return pos - j, wp[j], wp[j + 1], wp[j + 2], wp[j + 3]
+
+
+def read_grid(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """w (sampled every h from t0, at rest at its first value before) linearly interpolated at t, and its
+    central-difference slope likewise: the values of np.interp over w and np.gradient(w, h), found by
+    arithmetic on the uniform grid and with the slope taken only in the cells used."""
+    f, wm, w0, w1, w2 = _cells(w, t0, h, t)
+    s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
+    return w0 + f * (w1 - w0), s0 + f * (s1 - s0)
+
+
+def _read_grid_rates(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
+    """read_grid's two values and, exactly, their derivatives by t (the slopes of the interpolants)."""
+    f, wm, w0, w1, w2 = _cells(w, t0, h, t)
+    s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
+    return w0 + f * (w1 - w0), s0 + f * (s1 - s0), (w1 - w0) / h, (s1 - s0) / h
+
+
+def _filter_coefficients(h: float, tau: float) -> tuple[float, float, float]:
+    """(a, b0, b1) of the exact response to an input linear between samples: y[n] = a y[n-1] + b0 u[n] +
+    b1 u[n-1]."""
+    a = math.exp(-h / tau)
+    g = (1.0 - a) * tau / h
+    return a, 1.0 - g, g - a
+
+
+def filtered(u: np.ndarray, h: float, tau: float, jac: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The first-order filter's exact response to u (linear between samples h apart, at rest at u[0]) and,
+    with jac, its derivative by tau (that of the discrete recursion; at tau = 0 its limit)."""
+    if tau <= TINY_TAU_S:
+        if not jac:
+            return u, None
+        return u, np.concatenate(([0.0], (u[:-1] - u[1:]) / h))
+    a, b0, b1 = _filter_coefficients(h, tau)
+    # at rest at u[0]: the filter state lfiltic gives for y = x = u[0]
+    y, _ = signal.lfilter([b0, b1], [1.0, -a], u, zi=[(b1 + a) * u[0]])
+    if not jac:
+        return y, None
+    da = a * h / tau**2
+    dg = (1.0 - a) / h - a / tau
+    drive = np.empty_like(y)
+    drive[0] = 0.0  # y[0] = u[0] whatever tau
+    drive[1:] = da * y[:-1] - dg * u[1:] + (dg - da) * u[:-1]
+    return y, signal.lfilter([1.0], [1.0, -a], drive)
+
+
+@dataclass
+class _Response:
+    """The model at the frames: position, slope, and their derivatives by L and tau (None: not asked)."""
+
+    y: np.ndarray
+    dy: np.ndarray
+    y_l: np.ndarray | None = None
+    dy_l: np.ndarray | None = None
+    y_t: np.ndarray | None = None
+    dy_t: np.ndarray | None = None
+
+
+class FitModel:
+    """The measured frames of one fit and the command they follow; residuals and Jacobians on demand.
+
+    The command is sampled once on a uniform grid per stretch and filtered there (the filter depends on tau
+    alone, and is kept for the last tau asked); the dead time only moves where the frames read that grid.
+    windows: (start time, first frame, end frame) of each stretch simulated on its own (the command still at
+    its start); None simulates all frames in one stretch from the first command."""
+
+    def __init__(
+        self,
+        t_cmd: np.ndarray,
+        q_cmd: np.ndarray,
+        t_meas: np.ndarray,
+        q_meas: np.ndarray,
+        windows: Sequence[tuple[float, int, int]] | None = None,
+        h: float = FIT_GRID_S,
+    ) -> None:
+        self.t_meas, self.q_meas, self.h = t_meas, q_meas, h
+        whole = [(float(t_cmd[0]), 0, len(t_meas))] if len(t_meas) else []
+        spans: Sequence[tuple[float, int, int]] = whole if windows is None else windows
+        self.stretches = []
+        for t_from, i0, i1 in spans:
+            if i1 > i0:
+                # from the setpoint before t_from: the command moves towards the one at t_from already
+                k = int(np.searchsorted(t_cmd, t_from, side="left")) - 1
+                t_rest = float(t_cmd[k]) if k >= 0 else t_from
+                t0 = min(t_rest, float(t_meas[i0])) - LEAD_CELLS * h
+                n = int(math.floor((float(t_meas[i1 - 1]) - t0) / h)) + LEAD_CELLS + 2
+                u = np.interp(t0 + h * np.arange(n), t_cmd, q_cmd)
+                self.stretches.append(_Stretch(t0, i0, i1, u))
+        self._cache: tuple[float, bool, list[tuple[np.ndarray, np.ndarray | None]]] | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.t_meas)
+
+    def _filtered(self, tau: float, jac: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        if self._cache is None or self._cache[0] != tau or (jac and not self._cache[1]):
+            self._cache = (tau, jac, [filtered(st.u, self.h, tau, jac) for st in self.stretches])
+        return self._cache[2]
+
+    def response(self, lag: float, tau: float, jac: bool = False) -> _Response:
+        """The model at every frame (with jac, its derivatives by L and tau too)."""
+        n, h = self.n, self.h
+        out = _Response(np.empty(n), np.empty(n))
+        if jac:
+            out.y_l, out.dy_l, out.y_t, out.dy_t = (np.empty(n) for _ in range(4))
+        for st, (w, w_t) in zip(self.stretches, self._filtered(tau, jac), strict=True):
+            sl = slice(st.i0, st.i1)
+            t = self.t_meas[sl] - lag
+            if not jac or w_t is None:
+                out.y[sl], out.dy[sl] = read_grid(w, st.t0, h, t)
+                continue
+            out.y[sl], out.dy[sl], ddt, dsdt = _read_grid_rates(w, st.t0, h, t)
+            out.y_l[sl], out.dy_l[sl] = -ddt, -dsdt  # type: ignore[index]
+            out.y_t[sl], out.dy_t[sl] = read_grid(w_t, st.t0, h, t)  # type: ignore[index]
+        return out
+
+    def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        """(model position at the frames, the linear terms' columns: friction and bias)."""
+        resp = self.response(lag, tau)
+        return resp.y, _columns(resp.dy)
+
+    def residual(self, x: np.ndarray, fit_tau: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
+        solved by least squares; the Jacobian includes how those terms move with L and tau."""
+        lag, tau = float(x[0]), float(x[1]) if fit_tau else 0.0
+        resp = self.response(lag, tau, jac=True)
+        cols = _columns(resp.dy)
+        e = self.q_meas - resp.y
+        g_inv = _inverse_normal(cols)
+        coef = g_inv @ (cols.T @ e)
+        r = e - cols @ coef
+        # d(friction column)/d(slope): the tanh's derivative
+        dcol = -(1.0 - cols[:, 0] ** 2) / FRICTION_V_EPS
+        derivs = [(resp.y_l, resp.dy_l)] + ([(resp.y_t, resp.dy_t)] if fit_tau else [])
+        jac = np.empty((self.n, len(derivs)))
+        for p, (y_p, dy_p) in enumerate(derivs):
+            da0 = dcol * dy_p  # type: ignore[operator]
+            v = y_p + da0 * coef[0]
+            back = g_inv @ (cols.T @ v) - g_inv @ np.array([float(da0 @ r), 0.0])
+            jac[:, p] = cols @ back - v
+        return r, jac
+
+
+def _columns(slope: np.ndarray) -> np.ndarray:
+    """The linear terms' columns: friction against the direction of motion, and a constant."""
+    out = np.empty((len(slope), 2))
+    out[:, 0] = -np.tanh(slope / FRICTION_V_EPS)
+    out[:, 1] = 1.0
+    return out
+
+
+def _inverse_normal(a: np.ndarray) -> np.ndarray:
+    """(A^T A)^-1 for the two columns, closed form; the pseudo-inverse when it is singular."""
+    g = a.T @ a
+    det = float(g[0, 0] * g[1, 1] - g[0, 1] * g[1, 0])
+    if abs(det) > SINGULAR_RATIO * float(g[0, 0] + g[1, 1]) ** 2:
+        return np.array([[g[1, 1], -g[0, 1]], [-g[1, 0], g[0, 0]]]) / det
+    return np.asarray(np.linalg.pinv(g))
+
+
+def linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients of the linear terms' columns a for the residual r."""
+    return np.asarray(_inverse_normal(a) @ (a.T @ r))
