@@ -408,14 +408,17 @@ def _plan_from_rest(dx: float, vmax: float, amax: float, jmax: float) -> Plan:
     s_max = vmax * _brake_time(vmax, amax, jmax)
     if dist >= s_max:
         return _cruise_plan(0.0, 0.0, copysign(vmax, dx), (dist - s_max) / vmax, amax, jmax)
+    return _cruise_plan(0.0, 0.0, copysign(min(_rest_peak(dist, amax, jmax), vmax), dx), 0.0, amax, jmax)
+
+
+def _rest_peak(dist: float, amax: float, jmax: float) -> float:
+    """The peak speed u of the rest-to-rest move over dist >= 0 without a velocity limit: u tau(u) = dist."""
     if dist * jmax * jmax <= 2.0 * amax * amax * amax:
         # No acceleration hold: 2 u^1.5 / sqrt(j) = dist.
-        u = (0.5 * dist * sqrt(jmax)) ** (2.0 / 3.0)
-    else:
-        # Holding a_max: u^2 / a + u a / j = dist.
-        ca = amax / jmax
-        u = 0.5 * amax * (sqrt(ca * ca + 4.0 * dist / amax) - ca)
-    return _cruise_plan(0.0, 0.0, copysign(min(u, vmax), dx), 0.0, amax, jmax)
+        return (0.5 * dist * sqrt(jmax)) ** (2.0 / 3.0)
+    # Holding a_max: u^2 / a + u a / j = dist.
+    ca = amax / jmax
+    return 0.5 * amax * (sqrt(ca * ca + 4.0 * dist / amax) - ca)
 
 
 def plan_to_rest(
@@ -434,6 +437,19 @@ def plan_to_rest(
     """
     if v0 == 0.0 and a0 == 0.0:
         return _plan_from_rest(dx, vmax, amax, jmax)
+    h = 0.5 * a0 * a0
+    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    if -vmax < v_rd < vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax:
+        plan = _plan_inside(dx, v0, a0, v_rd, vmax, amax, jmax, hint)
+        if plan is not None:
+            return plan
+    return _plan_search(dx, v0, a0, vmax, amax, jmax, hint)
+
+
+def _plan_search(
+    dx: float, v0: float, a0: float, vmax: float, amax: float, jmax: float, hint: float | None
+) -> Plan:
+    """The general search of plan_to_rest: every piece of the domain that brackets dx is solved."""
     sp = _shape(v0, a0, vmax, amax, jmax)[0]
     if sp <= dx:
         return _cruise_plan(v0, a0, vmax, (dx - sp) / vmax, amax, jmax)
@@ -463,6 +479,120 @@ def plan_to_rest(
         else:
             found.append((_solve_peak(state, xa, fa, xb, fb, hint, ftol), None))
     return _shortest(found, v0, a0, amax, jmax)
+
+
+def _plan_inside(
+    dx: float,
+    v0: float,
+    a0: float,
+    v_rd: float,
+    vmax: float,
+    amax: float,
+    jmax: float,
+    hint: float | None,
+) -> Plan | None:
+    """plan_to_rest for a moving state inside the limits: one piece solved; None leaves it to the search.
+
+    S(x) rises monotonically on the side of v_rd where the transfer keeps the sign of a0, and on the other
+    side (where the acceleration ramps through zero) rises to a local maximum above S0 = S(v_rd) and falls
+    back to S0. So a target beyond S0 has exactly one root, on the far side (where a0 decelerates toward
+    v_rd, the eased brake takes the peaks between v_rd and 0), and one short of S0 exactly one root, on the
+    rising branch of the near side; it is the time-optimal plan (checked against the full search and ruckig).
+    """
+    s0, ds0, _, _, _ = _shape_x(0.0, v0, a0, v_rd, amax, jmax)
+    f0 = s0 - dx
+    if f0 == 0.0:
+        return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax)
+    side = 1.0 if f0 < 0.0 else -1.0  # the sign of x at the root
+    x_start, f_start = 0.0, f0
+    state = (dx, v0, a0, v_rd, vmax, amax, jmax)
+    if a0 * v_rd < 0.0 and (a0 > 0.0) == (side > 0.0):
+        # Decelerating toward v_rd with the target ahead of S0: the eased brake covers S0 .. S(0).
+        f_zero = _shape(v0, a0, 0.0, amax, jmax)[0] - dx
+        if f_zero * side >= 0.0:
+            ftol = 4.0 * _EPS * (abs(s0) + abs(f_zero) + abs(dx))
+            return _shortest([_solve_eased(state, f_zero, f0, True, ftol)], v0, a0, amax, jmax)
+        x_start, f_start = _x_of(0.0, v_rd, jmax), f_zero
+    x_end = _x_of(side * vmax, v_rd, jmax)
+    u_start = v_rd + x_start * abs(x_start) / jmax
+    if hint is not None and side * (hint - u_start) > 0.0 and -vmax < hint < vmax:
+        # Along an unchanged target the peak stays put, so the previous one is the root or close to it.
+        x = _x_of(hint, v_rd, jmax)
+    else:
+        # Model: a move from v_rd at zero acceleration to rest through the peak u covers about what a move
+        # from rest does, less the part from rest to v_rd: u tau(u) = dx - S0 + v_rd tau(v_rd).
+        d = dx - s0 + v_rd * _brake_time(abs(v_rd), amax, jmax)
+        u = copysign(_rest_peak(abs(d), amax, jmax), d)
+        if side * (u - side * vmax) >= 0.0:
+            x = x_end
+        elif side * (u - u_start) > 0.0:
+            x = _x_of(u, v_rd, jmax)
+        elif x_start == 0.0 and ds0 > 0.0:
+            x = -f0 / ds0
+        else:
+            x = 0.5 * (x_start + x_end)
+    inf = float("inf")
+    if side > 0.0:
+        lo, flo, hi, fhi = x_start, f_start, x_end, inf
+    else:
+        lo, flo, hi, fhi = x_end, -inf, x_start, f_start
+    if not lo < x < hi and x != x_end:
+        x = 0.5 * (lo + hi)
+    ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
+    x, f_end = _newton_side(state, lo, flo, hi, fhi, x_end, x, ftol)
+    if f_end is not None:
+        u = side * vmax
+        return _cruise_plan(v0, a0, u, -f_end / u, amax, jmax)
+    u = v_rd + x * abs(x) / jmax
+    return _cruise_plan(v0, a0, min(vmax, max(-vmax, u)), 0.0, amax, jmax)
+
+
+def _newton_side(
+    state: _State, lo: float, flo: float, hi: float, fhi: float, x_end: float, x: float, ftol: float
+) -> tuple[float, float | None]:
+    """Root of S(x) = dx on (lo, hi) by Newton steps from x, bisection as their guard.
+
+    S < dx left of the root and S > dx right of it; flo, fhi are S - dx at the ends (+-inf where unknown).
+    x_end (lo or hi) is the end of the domain (peak at +-v_max), evaluated only when a step heads beyond it:
+    if S there falls short of dx (or beyond it, at the low end), the plan cruises and (x_end, S(x_end) - dx)
+    is returned, else (root, None). The root is found when |S - dx| <= ftol, or is the end of a Newton step
+    below 1e-9 of x (Newton's error squares every step); where rounding leaves no such point, the bracket's
+    end nearer to dx.
+    """
+    dx, v0, a0, v_rd, _, amax, jmax = state
+    end_open = True
+    at_hi = x_end == hi
+    # x known to this fraction of the domain is as close as the plan's rounding allows.
+    xtol = 1e-12 * abs(x_end)
+    f_prev = float("inf")
+    for _ in range(_MAX_ITER):
+        s, ds, _, _, _ = _shape_x(x, v0, a0, v_rd, amax, jmax)
+        f = s - dx
+        if x == x_end and end_open:
+            end_open = False
+            if (f <= 0.0) == at_hi:
+                return x, f
+        if -ftol <= f <= ftol:
+            return x, None
+        if f < 0.0:
+            lo, flo = x, f
+        else:
+            hi, fhi = x, f
+        xn = x - f / ds if ds != 0.0 else lo
+        # Newton where it helps; where rounding flattens S it stops improving, and bisection takes over.
+        if lo < xn < hi and abs(f) < abs(f_prev):
+            step = xn - x
+            if -1e-9 * abs(x) <= step <= 1e-9 * abs(x):
+                return xn, None
+        elif end_open:
+            xn = x_end
+        else:
+            xn = 0.5 * (lo + hi)
+        if hi - lo <= xtol:
+            return (lo if -flo < fhi else hi), None
+        x = xn
+        f_prev = f
+    return x, None
 
 
 # A root of the search: (u, None) in the seven-segment family or (a1, sign) in the eased one.
