@@ -167,6 +167,7 @@ class Otg:
         if x != self._x:
             self._x = x
             self._plan = None
+            self._peak = None  # a guess for the old target only
 
     def set_position(self, position: float) -> None:
         """Re-anchor the commanded position (e.g. on the robot's echo of it) and re-plan from there.
@@ -318,6 +319,13 @@ class MultiOtg:
         """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite."""
         x = _vector(targets, self._n, "targets")
         if x != self._x:
+            # The previous peaks are guesses for unchanged targets only; the common duration changes with
+            # any target, so every stretched peak is stale.
+            peaks = self._peaks
+            for i, (new, old) in enumerate(zip(x, self._x, strict=True)):
+                if new != old:
+                    peaks[i] = None
+            self._stretched = [None] * self._n
             self._x = x
             self._plans = None
 

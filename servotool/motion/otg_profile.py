@@ -481,6 +481,28 @@ def _plan_search(
     return _shortest(found, v0, a0, amax, jmax)
 
 
+def _ramp_down(v0: float, a0: float, jmax: float) -> float:
+    """Displacement of ramping the acceleration straight to zero (ending at v_rd), in |a0| / j_max s."""
+    t = abs(a0) / jmax
+    return t * (v0 + t * (0.5 * a0 - copysign(jmax, a0) * t / 6.0))
+
+
+def _stop(v0: float, a0: float, v_rd: float, amax: float, jmax: float) -> float:
+    """S at peak 0: the displacement of the fastest stop, in closed form (as _shape(v0, a0, 0) computes it).
+
+    When v_rd has the sign of a0 (or is 0) the stop ramps the acceleration to zero and brakes from v_rd.
+    Otherwise it is the tail of a symmetric transfer to rest from w = v0 - a0 |a0| / (2 j_max) at zero
+    acceleration, less the part before (v0, a0).
+    """
+    if (v_rd >= 0.0) == (a0 >= 0.0) or v_rd == 0.0:
+        return _ramp_down(v0, a0, jmax) + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
+    h = 0.5 * a0 * abs(a0) / jmax
+    w = v0 - h
+    t = abs(a0) / jmax
+    before = t * (w + h / 3.0)  # from (w, 0) to (v0, a0): w t + j t^3 / 6, with t = |a0| / j
+    return 0.5 * w * _brake_time(abs(w), amax, jmax) - before
+
+
 def _plan_inside(
     dx: float,
     v0: float,
@@ -499,7 +521,7 @@ def _plan_inside(
     v_rd, the eased brake takes the peaks between v_rd and 0), and one short of S0 exactly one root, on the
     rising branch of the near side; it is the time-optimal plan (checked against the full search and ruckig).
     """
-    s0, ds0, _, _, _ = _shape_x(0.0, v0, a0, v_rd, amax, jmax)
+    s0 = _ramp_down(v0, a0, jmax) + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
     f0 = s0 - dx
     if f0 == 0.0:
         return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax)
@@ -508,7 +530,7 @@ def _plan_inside(
     state = (dx, v0, a0, v_rd, vmax, amax, jmax)
     if a0 * v_rd < 0.0 and (a0 > 0.0) == (side > 0.0):
         # Decelerating toward v_rd with the target ahead of S0: the eased brake covers S0 .. S(0).
-        f_zero = _shape(v0, a0, 0.0, amax, jmax)[0] - dx
+        f_zero = _stop(v0, a0, v_rd, amax, jmax) - dx
         if f_zero * side >= 0.0:
             ftol = 4.0 * _EPS * (abs(s0) + abs(f_zero) + abs(dx))
             return _shortest([_solve_eased(state, f_zero, f0, True, ftol)], v0, a0, amax, jmax)
@@ -527,8 +549,6 @@ def _plan_inside(
             x = x_end
         elif side * (u - u_start) > 0.0:
             x = _x_of(u, v_rd, jmax)
-        elif x_start == 0.0 and ds0 > 0.0:
-            x = -f0 / ds0
         else:
             x = 0.5 * (x_start + x_end)
     inf = float("inf")
@@ -762,7 +782,8 @@ def stretch_to(
     # (g(lo) > 0 > g(hi)) kept for the fallback.
     e = dx
     if not at_rest:
-        stop = _shape(v0, a0, 0.0, amax, jmax)[0]
+        h = 0.5 * a0 * a0
+        stop = _stop(v0, a0, v0 + (h if a0 >= 0.0 else -h) / jmax, amax, jmax)
         e = dx - stop
         if abs(e) <= 1e-12 * (abs(dx) + abs(stop)) or (e > 0.0) != (peak > 0.0):
             # Braking onto the target (or reversing toward it): there is no cruise to lengthen, though a
@@ -779,6 +800,15 @@ def stretch_to(
     if not hinted:
         c = best - _brake_time(abs(peak), amax, jmax) - e / peak
         u = _model_peak(duration - c, e, peak, amax, jmax)
+    if not at_rest:
+        um = hint
+        if not hinted:
+            c = best - _brake_time(abs(peak), amax, jmax) - e / peak
+            um = _model_peak(duration - c, e, peak, amax, jmax)
+        if um is not None and 0.0 < um / peak < 1.0:
+            plan = _stretch_newton(duration, dx, v0, a0, um, peak, amax, jmax, tol)
+            if plan is not None:
+                return plan
     u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
@@ -819,6 +849,50 @@ def stretch_to(
     args = (duration, dx, v0, a0, amax, jmax)
     u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
     return _stretched(u, duration, dx, v0, a0, amax, jmax)
+
+
+def _stretch_newton(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    u: float,
+    peak: float,
+    amax: float,
+    jmax: float,
+    tol: float,
+) -> Plan | None:
+    """The stretched plan by Newton steps from the peak u (0 < u / peak < 1) on g = T + cruise - duration.
+
+    Steps in 1 / u (the slopes from _shape_x); a plan is returned only at an evaluated peak with |g| <= tol
+    and a cruise >= 0. None when a step leaves (0, peak) or they do not settle within a few steps: the
+    bracketing secant of stretch_to then decides.
+    """
+    h = 0.5 * a0 * a0
+    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    x = _x_of(u, v_rd, jmax)
+    for _ in range(6):
+        s, ds, t, dt, u = _shape_x(x, v0, a0, v_rd, amax, jmax)
+        r = u / peak
+        if not 0.0 < r < 1.0:
+            return None
+        cruise = (dx - s) / u
+        if cruise < 0.0:
+            return None
+        g = t + cruise - duration
+        if -tol <= g <= tol:
+            return _stretched(u, duration, dx, v0, a0, amax, jmax, s)
+        # dg/dx = dT/dx - (dS/dx) / u - cruise / u * du/dx, with du/dx = 2 |x| / j_max. The step is taken
+        # in 1 / u, in which g (dominated by the cruise, about e / u) is nearly linear.
+        dudx = 2.0 * abs(x) / jmax
+        dg = dt - (ds + cruise * dudx) / u
+        if dg == 0.0 or dudx == 0.0:
+            return None
+        w = 1.0 / u + g * dudx / (dg * u * u)
+        if w == 0.0:
+            return None
+        x = _x_of(1.0 / w, v_rd, jmax)
+    return None
 
 
 def _polish_stretch(
