@@ -54,23 +54,27 @@ _EMPTY_PLAN: Plan = ((), 0.0, 0.0)
 
 
 def _transfer(
-    v0: float, a0: float, u: float, amax: float, jmax: float
+    v0: float, a0: float, u: float, amax: float, jmax: float, x: float | None = None
 ) -> tuple[float, float, float, float, float, float]:
     """Durations and jerks (t1, j1, t2, ap, t3, j3) of the time-optimal move from (v0, a0) to (u, 0).
 
     Segment 1 ramps the acceleration from a0 to the peak ap with jerk j1, segment 2 holds ap for t2, segment 3
     ramps it to zero with jerk j3. |ap| <= a_max; an a0 beyond a_max is ramped back first. The arithmetic is
-    exactly _shape's, so that a plan built here has the duration and displacement the search saw.
+    exactly _shape's, so that a plan built here has the duration and displacement the search saw. Given x
+    (the search variable of u, see _lean_s), the peak acceleration comes from x itself, which keeps its
+    precision where u is within rounding of v_rd.
     """
     h = 0.5 * a0 * a0
-    w = jmax * (u - v0)
-    # u >= v_rd  <=>  j (u - v0) >= a0 |a0| / 2
-    if w >= (h if a0 >= 0.0 else -h):
+    if x is not None:
+        d = 1.0 if x >= 0.0 else -1.0
+        sq = x * x + (a0 * a0 if (x >= 0.0) == (a0 >= 0.0) else 0.0)
+    elif jmax * (u - v0) >= (h if a0 >= 0.0 else -h):
+        # u >= v_rd  <=>  j (u - v0) >= a0 |a0| / 2
         d = 1.0
-        sq = h + w
+        sq = h + jmax * (u - v0)
     else:
         d = -1.0
-        sq = h - w
+        sq = h - jmax * (u - v0)
     a2 = amax * amax
     if sq > a2:
         ap = d * amax
@@ -365,12 +369,15 @@ def _x_of(u: float, v_rd: float, jmax: float) -> float:
     return copysign(sqrt(jmax * abs(w)), w)
 
 
-def _segments(v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float) -> Segments:
+def _segments(
+    v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float, x: float | None = None
+) -> Segments:
     """Flat (duration, jerk, ...) tuple of the plan: transfer to (u, 0), cruise, brake to rest.
 
     Always seven segments, some possibly of zero duration; following a zero-duration segment is a no-op.
+    x, when known, is u's search variable (see _transfer).
     """
-    t1, j1, t2, ap, t3, j3 = _transfer(v0, a0, u, amax, jmax)
+    t1, j1, t2, ap, t3, j3 = _transfer(v0, a0, u, amax, jmax, x)
     au = abs(u)
     if au * jmax <= amax * amax:
         tb1 = sqrt(au / jmax)
@@ -395,8 +402,10 @@ def _ease_segments(v0: float, a0: float, a1: float, sign: float, amax: float, jm
     return (t1, j, t2, -j, th, 0.0, t3, j)
 
 
-def _cruise_plan(v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float) -> Plan:
-    segs = _segments(v0, a0, u, cruise, amax, jmax)
+def _cruise_plan(
+    v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float, x: float | None = None
+) -> Plan:
+    segs = _segments(v0, a0, u, cruise, amax, jmax, x)
     return segs, _duration(segs), u
 
 
@@ -524,7 +533,7 @@ def _plan_inside(
     s0 = _ramp_down(v0, a0, jmax) + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
     f0 = s0 - dx
     if f0 == 0.0:
-        return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax)
+        return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax, 0.0)
     side = 1.0 if f0 < 0.0 else -1.0  # the sign of x at the root
     x_start, f_start = 0.0, f0
     state = (dx, v0, a0, v_rd, vmax, amax, jmax)
@@ -559,16 +568,77 @@ def _plan_inside(
     if not lo < x < hi and x != x_end:
         x = 0.5 * (lo + hi)
     ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
-    x, f_end = _newton_side(state, lo, flo, hi, fhi, x_end, x, ftol)
+    h = 0.5 * a0 * abs(a0) / jmax
+    same = (side > 0.0) == (a0 >= 0.0)
+    # What the transfer covers outside its symmetric part (see _lean_s).
+    lead = -abs(a0) / jmax * (v0 - h + h / 3.0) if same else _ramp_down(v0, a0, jmax)
+    shape = (a0, v_rd, v0 - h, lead, same, amax, jmax)
+    x, f_end = _newton_side(dx, shape, lo, flo, hi, fhi, x_end, x, ftol)
     if f_end is not None:
         u = side * vmax
         return _cruise_plan(v0, a0, u, -f_end / u, amax, jmax)
     u = v_rd + x * abs(x) / jmax
-    return _cruise_plan(v0, a0, min(vmax, max(-vmax, u)), 0.0, amax, jmax)
+    if not -vmax <= u <= vmax:
+        return _cruise_plan(v0, a0, side * vmax, 0.0, amax, jmax)
+    return _cruise_plan(v0, a0, u, 0.0, amax, jmax, x)
+
+
+def _lean_s(
+    x: float, a0: float, v_rd: float, w: float, lead: float, same: bool, amax: float, jmax: float
+) -> tuple[float, float]:
+    """(S, dS/dx) at the peak u = v_rd + x |x| / j_max, from the transfer's symmetric decomposition.
+
+    On the side of a0 (`same`: x a0 >= 0) the transfer is the tail of a symmetric one from
+    w = v0 - a0 |a0| / (2 j) at zero acceleration to u, `lead` being the displacement of its part before
+    (v0, a0) (negated); on the other side it ramps the acceleration to zero, covering `lead`, then is
+    symmetric from v_rd to u. A symmetric transfer over a velocity change c takes tau(c) (the brake time)
+    and covers c tau(c) / 2 plus the start velocity times tau(c). The same S as _shape to rounding, in
+    about half the operations.
+    """
+    ax = x if x >= 0.0 else -x
+    u = v_rd + x * ax / jmax
+    dudx = 2.0 * ax / jmax
+    a2 = amax * amax
+    if same:
+        q2 = a0 * a0 + x * x
+        if q2 <= a2:
+            q = sqrt(q2)
+            tau = 2.0 * q / jmax
+            dtau = 2.0 * x / (jmax * q) if q > 0.0 else 0.0
+        else:
+            tau = q2 / (jmax * amax) + amax / jmax
+            dtau = 2.0 * x / (jmax * amax)
+        base = w
+    else:
+        if ax <= amax:
+            tau = 2.0 * ax / jmax
+            dtau = 2.0 / jmax if x >= 0.0 else -2.0 / jmax
+        else:
+            tau = x * x / (jmax * amax) + amax / jmax
+            dtau = 2.0 * x / (jmax * amax)
+        base = v_rd
+    s = lead + 0.5 * (base + u) * tau
+    ds = 0.5 * (dudx * tau + (base + u) * dtau)
+    au = u if u >= 0.0 else -u
+    if au * jmax <= a2:
+        tb = 2.0 * sqrt(au / jmax)
+        ds += 0.75 * tb * dudx
+    else:
+        tb = au / amax + amax / jmax
+        ds += (0.5 * tb + 0.5 * au / amax) * dudx
+    return s + 0.5 * u * tb, ds
 
 
 def _newton_side(
-    state: _State, lo: float, flo: float, hi: float, fhi: float, x_end: float, x: float, ftol: float
+    dx: float,
+    shape: tuple[float, float, float, float, bool, float, float],
+    lo: float,
+    flo: float,
+    hi: float,
+    fhi: float,
+    x_end: float,
+    x: float,
+    ftol: float,
 ) -> tuple[float, float | None]:
     """Root of S(x) = dx on (lo, hi) by Newton steps from x, bisection as their guard.
 
@@ -577,16 +647,15 @@ def _newton_side(
     if S there falls short of dx (or beyond it, at the low end), the plan cruises and (x_end, S(x_end) - dx)
     is returned, else (root, None). The root is found when |S - dx| <= ftol, or is the end of a Newton step
     below 1e-9 of x (Newton's error squares every step); where rounding leaves no such point, the bracket's
-    end nearer to dx.
+    end nearer to dx. `shape` holds the arguments of _lean_s after x.
     """
-    dx, v0, a0, v_rd, _, amax, jmax = state
     end_open = True
     at_hi = x_end == hi
     # x known to this fraction of the domain is as close as the plan's rounding allows.
     xtol = 1e-12 * abs(x_end)
     f_prev = float("inf")
     for _ in range(_MAX_ITER):
-        s, ds, _, _, _ = _shape_x(x, v0, a0, v_rd, amax, jmax)
+        s, ds = _lean_s(x, *shape)
         f = s - dx
         if x == x_end and end_open:
             end_open = False
