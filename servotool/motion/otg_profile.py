@@ -390,10 +390,7 @@ def _segments(
 
 
 def _duration(segs: Segments) -> float:
-    total = 0.0
-    for k in range(0, len(segs), 2):
-        total += segs[k]
-    return total
+    return sum(segs[0::2])
 
 
 def _ease_segments(v0: float, a0: float, a1: float, sign: float, amax: float, jmax: float) -> Segments:
@@ -568,11 +565,7 @@ def _plan_inside(
     if not lo < x < hi and x != x_end:
         x = 0.5 * (lo + hi)
     ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
-    h = 0.5 * a0 * abs(a0) / jmax
-    same = (side > 0.0) == (a0 >= 0.0)
-    # What the transfer covers outside its symmetric part (see _lean_s).
-    lead = -abs(a0) / jmax * (v0 - h + h / 3.0) if same else _ramp_down(v0, a0, jmax)
-    shape = (a0, v_rd, v0 - h, lead, same, amax, jmax)
+    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
     x, f_end = _newton_side(dx, shape, lo, flo, hi, fhi, x_end, x, ftol)
     if f_end is not None:
         u = side * vmax
@@ -583,23 +576,41 @@ def _plan_inside(
     return _cruise_plan(v0, a0, u, 0.0, amax, jmax, x)
 
 
-def _lean_s(
-    x: float, a0: float, v_rd: float, w: float, lead: float, same: bool, amax: float, jmax: float
-) -> tuple[float, float]:
-    """(S, dS/dx) at the peak u = v_rd + x |x| / j_max, from the transfer's symmetric decomposition.
+# The constants of _lean_s after x: (a0, v_rd, w, t, lead on the side of a0, lead on the other, a_max, j_max).
+_Lean = tuple[float, float, float, float, float, float, float, float]
 
-    On the side of a0 (`same`: x a0 >= 0) the transfer is the tail of a symmetric one from
-    w = v0 - a0 |a0| / (2 j) at zero acceleration to u, `lead` being the displacement of its part before
-    (v0, a0) (negated); on the other side it ramps the acceleration to zero, covering `lead`, then is
-    symmetric from v_rd to u. A symmetric transfer over a velocity change c takes tau(c) (the brake time)
-    and covers c tau(c) / 2 plus the start velocity times tau(c). The same S as _shape to rounding, in
-    about half the operations.
+
+def _lean_consts(v0: float, a0: float, v_rd: float, amax: float, jmax: float) -> _Lean:
+    h = 0.5 * a0 * abs(a0) / jmax
+    t = abs(a0) / jmax
+    return (a0, v_rd, v0 - h, t, -t * (v0 - h + h / 3.0), _ramp_down(v0, a0, jmax), amax, jmax)
+
+
+def _lean_s(
+    x: float,
+    a0: float,
+    v_rd: float,
+    w: float,
+    t: float,
+    lead_same: float,
+    lead_other: float,
+    amax: float,
+    jmax: float,
+) -> tuple[float, float, float, float, float]:
+    """(S, dS/dx, T, dT/dx, u) at the peak u = v_rd + x |x| / j_max, from symmetric transfers.
+
+    On the side of a0 (x a0 >= 0) the transfer is the tail of a symmetric one from w = v0 - a0 |a0| / (2 j)
+    at zero acceleration to u, less its first t = |a0| / j s (lead_same: minus what they cover); on the
+    other side it ramps the acceleration to zero in t s, covering lead_other, then is symmetric from v_rd
+    to u. A symmetric transfer over a velocity change c takes tau(c) (the brake time) and covers its start
+    velocity times tau(c) plus c tau(c) / 2. The same S and T as _shape to rounding, in about half the
+    operations (see _lean_consts for the constants).
     """
     ax = x if x >= 0.0 else -x
     u = v_rd + x * ax / jmax
     dudx = 2.0 * ax / jmax
     a2 = amax * amax
-    if same:
+    if (x >= 0.0) == (a0 >= 0.0):
         q2 = a0 * a0 + x * x
         if q2 <= a2:
             q = sqrt(q2)
@@ -608,7 +619,9 @@ def _lean_s(
         else:
             tau = q2 / (jmax * amax) + amax / jmax
             dtau = 2.0 * x / (jmax * amax)
-        base = w
+        s = lead_same + 0.5 * (w + u) * tau
+        ds = 0.5 * (dudx * tau + (w + u) * dtau)
+        total = tau - t
     else:
         if ax <= amax:
             tau = 2.0 * ax / jmax
@@ -616,22 +629,28 @@ def _lean_s(
         else:
             tau = x * x / (jmax * amax) + amax / jmax
             dtau = 2.0 * x / (jmax * amax)
-        base = v_rd
-    s = lead + 0.5 * (base + u) * tau
-    ds = 0.5 * (dudx * tau + (base + u) * dtau)
-    au = u if u >= 0.0 else -u
+        s = lead_other + 0.5 * (v_rd + u) * tau
+        ds = 0.5 * (dudx * tau + (v_rd + u) * dtau)
+        total = tau + t
+    # The brake from (u, 0): tb = tau(|u|), covering u tb / 2.
+    if u >= 0.0:
+        au, su = u, dudx
+    else:
+        au, su = -u, -dudx
     if au * jmax <= a2:
         tb = 2.0 * sqrt(au / jmax)
         ds += 0.75 * tb * dudx
+        dtb = 2.0 * su / (jmax * tb) if tb > 0.0 else 0.0
     else:
         tb = au / amax + amax / jmax
         ds += (0.5 * tb + 0.5 * au / amax) * dudx
-    return s + 0.5 * u * tb, ds
+        dtb = su / amax
+    return s + 0.5 * u * tb, ds, total + tb, dtau + dtb, u
 
 
 def _newton_side(
     dx: float,
-    shape: tuple[float, float, float, float, bool, float, float],
+    shape: _Lean,
     lo: float,
     flo: float,
     hi: float,
@@ -655,7 +674,7 @@ def _newton_side(
     xtol = 1e-12 * abs(x_end)
     f_prev = float("inf")
     for _ in range(_MAX_ITER):
-        s, ds = _lean_s(x, *shape)
+        s, ds, _, _, _ = _lean_s(x, *shape)
         f = s - dx
         if x == x_end and end_open:
             end_open = False
@@ -869,15 +888,10 @@ def stretch_to(
     if not hinted:
         c = best - _brake_time(abs(peak), amax, jmax) - e / peak
         u = _model_peak(duration - c, e, peak, amax, jmax)
-    if not at_rest:
-        um = hint
-        if not hinted:
-            c = best - _brake_time(abs(peak), amax, jmax) - e / peak
-            um = _model_peak(duration - c, e, peak, amax, jmax)
-        if um is not None and 0.0 < um / peak < 1.0:
-            plan = _stretch_newton(duration, dx, v0, a0, um, peak, amax, jmax, tol)
-            if plan is not None:
-                return plan
+    if not at_rest and u is not None and 0.0 < u / peak < 1.0:
+        plan = _stretch_newton(duration, dx, v0, a0, u, peak, amax, jmax, tol)
+        if plan is not None:
+            return plan
     u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
@@ -940,8 +954,9 @@ def _stretch_newton(
     h = 0.5 * a0 * a0
     v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
     x = _x_of(u, v_rd, jmax)
+    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
     for _ in range(6):
-        s, ds, t, dt, u = _shape_x(x, v0, a0, v_rd, amax, jmax)
+        s, ds, t, dt, u = _lean_s(x, *shape)
         r = u / peak
         if not 0.0 < r < 1.0:
             return None
@@ -950,7 +965,7 @@ def _stretch_newton(
             return None
         g = t + cruise - duration
         if -tol <= g <= tol:
-            return _stretched(u, duration, dx, v0, a0, amax, jmax, s)
+            return _stretched(u, duration, dx, v0, a0, amax, jmax, s, x)
         # dg/dx = dT/dx - (dS/dx) / u - cruise / u * du/dx, with du/dx = 2 |x| / j_max. The step is taken
         # in 1 / u, in which g (dominated by the cruise, about e / u) is nearly linear.
         dudx = 2.0 * abs(x) / jmax
@@ -1023,7 +1038,8 @@ def _model_peak(r: float, e: float, peak: float, amax: float, jmax: float) -> fl
         sv -= step
         if sv <= 0.0:
             return None
-        if abs(step) <= 1e-15 * sv:
+        if abs(step) <= 1e-10 * sv:
+            # A model's root: closer is pointless.
             break
     return copysign(sv * sv, peak)
 
@@ -1037,14 +1053,18 @@ def _stretched(
     amax: float,
     jmax: float,
     s: float | None = None,
+    x: float | None = None,
 ) -> Plan | None:
-    """The plan cruising at u, or None if it would cruise backward or miss `duration`; s is S(u) if known."""
+    """The plan cruising at u, or None if it would cruise backward or miss `duration`; s is S(u) if known.
+
+    x, when known, is u's search variable (see _transfer).
+    """
     if s is None:
         s = _shape(v0, a0, u, amax, jmax)[0]
     cruise = (dx - s) / u
     if cruise < 0.0:
         return None
-    segs = _segments(v0, a0, u, cruise, amax, jmax)
+    segs = _segments(v0, a0, u, cruise, amax, jmax, x)
     total = _duration(segs)
     if abs(total - duration) > 1e-6 * duration:
         return None
