@@ -7,7 +7,10 @@ errors never accumulate into drift the way `sleep(period)` in a loop does.
 `FakeClock` only moves when slept on or advanced, so tests never wait on the wall clock. It serves both as the
 fake run clock and as the lock-step time base of a simulator: before time moves on it calls its barrier (for
 example a client's `sync`, which waits until the simulated device has taken every frame written so far), then
-every `on_advance` listener, so each command is applied at the simulated time it was sent.
+every `on_advance` listener, so each command is applied at the simulated time it was sent. A simulator that
+must act at instants of its own (a state frame every 8 ms) names them with `wake_at`: an advance then stops
+at each such instant on its way, so whatever happens there is stamped with that instant, not the end of the
+sleep.
 
 The bottom of the package: devices, runs and the recorder all import it; it imports nothing of servotool.
 """
@@ -16,9 +19,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
+@runtime_checkable
 class Clock(Protocol):
     """What a run, a recorder or a simulator needs of time (seconds, monotonic, arbitrary origin)."""
 
@@ -65,14 +69,16 @@ class MonotonicClock:
 class FakeClock:
     """A clock that only moves when told to: sleeping advances it instantly, so tests never wait.
 
-    Guarantees: now() never decreases; a non-positive advance changes nothing and calls nobody. On each real
-    advance the barrier (if attached) runs first, then every `on_advance(t)` listener with the new time.
+    Guarantees: now() never decreases; a non-positive advance changes nothing and calls nobody. An advance
+    moves in steps: to each wake-up instant (see `wake_at`) strictly inside it, then to its end; at each step
+    the barrier (if attached) runs first, then every `on_advance(t)` listener with the new time.
     """
 
     def __init__(self, start: float = 0.0) -> None:
         self._t = float(start)
         self._listeners: list[Callable[[float], object]] = []
         self._barrier: Callable[[], object] | None = None
+        self._wakers: list[Callable[[], float | None]] = []
 
     def now(self) -> float:
         return self._t
@@ -84,14 +90,31 @@ class FakeClock:
     def on_advance(self, callback: Callable[[float], object]) -> None:
         self._listeners.append(callback)
 
+    def wake_at(self, next_wake: Callable[[], float | None]) -> None:
+        """Stop every advance at the instant `next_wake()` names (None: none), asked afresh at each step."""
+        self._wakers.append(next_wake)
+
+    def _next_step(self, end: float) -> float:
+        step = end
+        for waker in list(self._wakers):
+            at = waker()
+            if at is not None and self._t < at < step:
+                step = at
+        return step
+
     def advance(self, seconds: float) -> float:
-        if seconds > 0:
+        if seconds <= 0:
+            return self._t
+        end = self._t + seconds
+        while True:
+            step = self._next_step(end)
             if self._barrier is not None:
                 self._barrier()
-            self._t += seconds
+            self._t = step
             for cb in list(self._listeners):
                 cb(self._t)
-        return self._t
+            if step >= end:
+                return self._t
 
     def sleep_until(self, deadline: float) -> float:
         return self.advance(deadline - self._t)

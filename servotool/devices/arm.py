@@ -2,7 +2,9 @@
 
 A backend (FAIRINO today: devices.fairino.client.FairinoArm, for a real controller and for the simulator
 alike) implements `Arm`. Joint values are degrees, speeds deg/s, times seconds on the host monotonic clock
-that was handed to the backend as `now` (so the run and the transport stamp on one clock).
+that was handed to the backend as `now` (so the run and the transport stamp on one clock). A backend that
+runs on a clock of its own (a simulator in simulated time) offers it as its `clock` attribute, and every
+run on that arm streams on it: `clock_of(arm)`.
 
 Errors: `DeviceError` (the device refused or failed, exit 3) and `ConnectionLost` (the link went away) are
 the package-wide classes of servotool.errors, re-exported here for the callers that import them from this
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from servotool.clock import Clock
 from servotool.errors import ConnectionLost, DeviceError
 
 JointRanges = tuple[tuple[float, float], ...]  # (lo, hi) in degrees, one pair per joint
@@ -128,4 +131,12 @@ class Arm(Protocol):
         ...
 
 
-__all__ = ["Arm", "ConnectionLost", "DeviceError", "JointRanges", "Reply", "StateFrame"]
+def clock_of(arm: object) -> Clock | None:
+    """The clock `arm` runs on when it carries one (its optional `clock` attribute: a simulator in
+    lock-step on a FakeClock), else None. A run on such an arm must take its time from this clock: on any
+    other, the simulated arm would never move."""
+    clock = getattr(arm, "clock", None)
+    return clock if isinstance(clock, Clock) else None
+
+
+__all__ = ["Arm", "clock_of", "ConnectionLost", "DeviceError", "JointRanges", "Reply", "StateFrame"]

@@ -10,7 +10,8 @@
 | dxl:///dev/ttyX[?baud=1000000&ids=10-14] | dynamixel | a real Dynamixel Protocol 2.0 bus (dynamixel-sdk)|
 
 Each family is one `Family` entry in FAMILIES: its kind (arm or bus), its real-device schemes, its opener
-and where its simulator profile names live. The `sim:` names are the family's own profile table (one
+(and, where the real client must not know its simulator, the opener of its `sim:` URLs) and where its
+simulator profile names live. The `sim:` names are the family's own profile table (one
 list, not two). Modules are imported only when a URL needs them, so a missing optional dependency
 (dynamixel-sdk) only matters for that family's URLs; a profile table must therefore live in a module that
 imports nothing optional.
@@ -42,7 +43,8 @@ class Family:
 
     kind: ARM or BUS; schemes: the URL schemes of its real devices; opener: "module:function" called as
     `function(parsed_url, **kwargs)`; profiles: "module:attribute" naming its simulator profiles (a mapping
-    or an iterable of names, or a function returning one), in a module free of optional dependencies.
+    or an iterable of names, or a function returning one), in a module free of optional dependencies;
+    sim_opener: the opener of its `sim:` URLs when it is not `opener`.
     """
 
     name: str
@@ -50,11 +52,12 @@ class Family:
     schemes: tuple[str, ...]
     opener: str
     profiles: str
+    sim_opener: str | None = None
 
 
 FAMILIES: tuple[Family, ...] = (
     Family("fairino", ARM, ("fairino",), "servotool.devices.fairino.client:open_url",
-           "servotool.devices.fairino.profiles:PROFILES"),
+           "servotool.devices.fairino.profiles:PROFILES", "servotool.devices.fairino.sim:open_url"),
     Family("hiwonder", BUS, ("hiwonder",), "servotool.devices.hiwonder.client:open_url",
            "servotool.devices.hiwonder.profiles:PROFILES"),
     Family("dynamixel", BUS, ("dxl",), "servotool.devices.dynamixel:open_url",
@@ -111,7 +114,9 @@ def family_of(parsed: DeviceURL, kind: str | None = None) -> Family:
 
 
 def _opener(kind: str, parsed: DeviceURL) -> Callable[..., Any]:
-    return cast(Callable[..., Any], _load(family_of(parsed, kind).opener))
+    fam = family_of(parsed, kind)
+    spec = fam.sim_opener if parsed.simulated and fam.sim_opener else fam.opener
+    return cast(Callable[..., Any], _load(spec))
 
 
 def open_arm(url: str, **kwargs: Any) -> Arm:

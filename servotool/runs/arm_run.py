@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm
+from servotool.devices.arm import Arm, clock_of
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.analyze import FileAnalysis, analyze_written
@@ -256,6 +256,7 @@ class ArmRun:
         left out of servo mode, and disabled unless keep, whatever happens."""
         self.check_settings()
         self.job.check_arm(arm)
+        self.clock = clock_of(arm) or self.clock  # an arm in simulated time moves only on its own clock
         self.take_ownership(arm)  # before the safe ending is armed: a refusal undoes nothing on the arm
         with realtime(self.job.options.realtime) as rt:
             try:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm
+from servotool.devices.arm import Arm, clock_of
 from servotool.motion.ramp import ramp_profile
 from servotool.runs.analyze import analyze_written
 from servotool.runs.prepare import RunRefused, finish, wait_for_state
@@ -51,6 +51,7 @@ def run_cold_ramp(
                          f"not {arm.url}")
     s = settings
     check_settings(s, arm)
+    clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
     say = on_status or (lambda _msg: None)
     notes: list[str] = []
     try:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame
+from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame, clock_of
 from servotool.errors import StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
@@ -48,6 +48,8 @@ from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
 from servotool.runs.signals import StopSignals
 
+# the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)
+SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the simulator's lock-step time"
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
 
@@ -232,7 +234,7 @@ class Streamer:
         if not (period_s > 0 and math.isfinite(period_s)):
             raise ValueError(f"command period must be > 0 s, got {period_s!r}")
         self.arm = arm
-        self.clock = clock
+        self.clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
         self.writer = writer
         self.period = float(period_s)
         self.shaper = shaper
@@ -624,6 +626,9 @@ def open_run_csv(
     """A new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never overwriting) with the
     columns and units of a streamed run."""
     path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
+    if clock_of(arm) is not None:
+        # every time of the file (lateness included) is simulated time: the header says so
+        header = {**header, "clock": SIMULATED_CLOCK}
     return CsvLogWriter(
         path,
         device=arm.url,

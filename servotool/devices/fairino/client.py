@@ -3,7 +3,10 @@
 Transports: XML-RPC for commands that need an answer (enable, mode, servo start/end, reset, and ServoJ when
 transport=rpc), UDP for ServoJ when transport=udp (fire and forget: no return code; reply frames, if the
 controller sends any, are collected by `replies()`), and the CNDE stream for state (stream.StateStream).
-Frames and replies are stamped on arrival with the `now` clock the client was given.
+Frames and replies are stamped on arrival with the `now` clock the client was given. Its own waits (enable
+window, warm-up, busy check) sleep on the `clock` it was given (the host monotonic clock by default), so a
+simulator in lock-step on a FakeClock (sim.LockStep) moves with it; `settle()` is the hook such a lock-step
+waits on.
 
 Link loss (state stream closed or reset, no state frame for `silence_s`, an XML-RPC call failing or timing
 out, the UDP port refused) is reported as one ConnectionLost, raised by the next call (poll_states and
@@ -23,6 +26,7 @@ import xmlrpc.client
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import Arm, JointRanges, Reply, StateFrame
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.busy import busy_evidence
@@ -31,9 +35,6 @@ from servotool.devices.fairino.profiles import (
     CONSERVATIVE_LIMITS,
     CONSERVATIVE_RANGES,
     PROFILES,
-    ProfileError,
-    valid_params,
-    with_overrides,
 )
 from servotool.devices.fairino.rpc import server_proxy
 from servotool.devices.fairino.stream import StateStream
@@ -41,7 +42,7 @@ from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import ConnectionLost, DeviceError
 
 if TYPE_CHECKING:
-    # the simulator is imported by open_url for sim: URLs only, never by a client of a real controller
+    # the simulator imports this module (sim: URLs are opened there), never the other way round
     from servotool.devices.fairino.sim import FairinoSim
 
 _CMD_NAMES = {
@@ -59,7 +60,10 @@ class FairinoArm:
     leaves nothing open. `sim` is an embedded FairinoSim that close() stops.
 
     Timeouts: an XML-RPC ServoJ gets `rpc_timeout_s`, other commands `command_timeout_s`; a dead link is
-    found sooner by the state-stream watchdog (`silence_s`), which aborts any call in flight.
+    found sooner by the state-stream watchdog (`silence_s`, on `clock`), which aborts any call in flight.
+
+    `clock`: what the client's waits sleep on and the watchdog measures with (default: the host monotonic
+    clock); when given, it is also `now` unless that is given too, and it is offered to runs as `.clock`.
     """
 
     def __init__(
@@ -71,7 +75,8 @@ class FairinoArm:
         cnde_port: int = 20005,
         udp_port: int = 20007,
         state_ms: int = 8,
-        now: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] | None = None,
+        clock: Clock | None = None,
         silence_s: float = 0.1,
         rpc_timeout_s: float = 0.5,
         command_timeout_s: float = 5.0,
@@ -105,7 +110,13 @@ class FairinoArm:
         self.enable_wait_s = float(enable_wait_s)
         self._state_period_s = int(state_ms) / 1000.0
         self._timeouts = (float(rpc_timeout_s), float(command_timeout_s))
+        self.clock = clock  # a run on this arm streams on it (a lock-step simulator's FakeClock)
+        self._clock: Clock = clock or MonotonicClock(spin_s=0.0)
+        now = now or (clock.now if clock is not None else time.monotonic)
         self._now = now
+        self.datagrams_sent = 0  # UDP datagrams sent (a lock-step simulator waits until it took them all)
+        self._replies_in = 0  # UDP frames received, readable or not
+        self._rx = threading.Condition()
         self._lock = threading.Lock()
         self._rpc_lock = threading.Lock()
         self._replies: collections.deque[Reply] = collections.deque(maxlen=65536)
@@ -119,11 +130,12 @@ class FairinoArm:
         self._stream: StateStream | None = None
         self._udp: socket.socket | None = None
         self._udp_reader: threading.Thread | None = None
+        self._udp_address: tuple[str, int] | None = None
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
         try:
             self._stream = StateStream(
                 host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
-                timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url,
+                timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url, watch=self._clock.now,
             )
             self._check_rpc(rpc_port, float(connect_timeout_s))
             self._controller_ranges = self._read_soft_limits()
@@ -144,6 +156,7 @@ class FairinoArm:
     def _open_udp(self, port: int) -> None:
         self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._udp.connect((self.host, port))
+        self._udp_address = self._udp.getsockname()[:2]
         self._udp.settimeout(0.05)
         self._udp_reader = threading.Thread(target=self._udp_loop, daemon=True, name="fairino-udp")
         self._udp_reader.start()
@@ -191,17 +204,58 @@ class FairinoArm:
                 if not self._closing.is_set():
                     self._lose(f"UDP command port failed: {exc}")
                 return
-            t = self._now()
-            try:
-                frame = p.decode_udp(data)
-                code = int(frame.content.strip())
-            except (p.UdpFrameError, ValueError):
-                self.bad_replies += 1
-                continue
-            with self._lock:
-                self._replies.append(Reply(t, code, _CMD_NAMES.get(frame.cmd_id, str(frame.cmd_id))))
-                self._code_seq += 1
-                self._codes.append((self._code_seq, code))
+            self._take_reply(data, self._now())
+            with self._rx:
+                self._replies_in += 1
+                self._rx.notify_all()
+
+    def _take_reply(self, data: bytes, t: float) -> None:
+        try:
+            frame = p.decode_udp(data)
+            code = int(frame.content.strip())
+        except (p.UdpFrameError, ValueError):
+            self.bad_replies += 1
+            return
+        with self._lock:
+            self._replies.append(Reply(t, code, _CMD_NAMES.get(frame.cmd_id, str(frame.cmd_id))))
+            self._code_seq += 1
+            self._codes.append((self._code_seq, code))
+
+    # --- lock-step hooks ----------------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        """Open and not lost."""
+        return not self._closed and self._lost is None
+
+    @property
+    def state_address(self) -> tuple[str, int]:
+        """This end of the state stream (host, port)."""
+        assert self._stream is not None
+        return self._stream.local_address
+
+    @property
+    def command_address(self) -> tuple[str, int] | None:
+        """This end of the UDP command socket (host, port); None with transport=rpc."""
+        return self._udp_address
+
+    def settle(self, states: int | None = None, replies: int | None = None, timeout_s: float = 10.0) -> None:
+        """Return once the state stream has taken `states` data frames and the UDP port `replies` frames
+        since connecting (None: no wait), then check the state watchdog: a lock-step simulator, having sent
+        them, waits here before its clock moves on. Raises DeviceError after `timeout_s` of real time;
+        returns at once on a closed or lost link (the next call reports it)."""
+        if replies is not None:
+            with self._rx:
+                ok = self._rx.wait_for(lambda: self._replies_in >= replies or not self.connected, timeout_s)
+            if not ok:
+                raise DeviceError(
+                    f"{self.url}: {self._replies_in} of {replies} UDP answers in {timeout_s:g} s"
+                )
+        if self._stream is not None and self.connected:
+            if states is not None and not self._stream.await_frames(states, timeout_s):
+                have = self._stream.frames_in
+                raise DeviceError(f"{self.url}: {have} of {states} state frames in {timeout_s:g} s")
+            self._stream.check_silence()
 
     def _lose(self, why: str) -> None:
         with self._lock:
@@ -209,6 +263,8 @@ class FairinoArm:
                 self._lost = f"{self.url}: connection lost: {why}"
         # a call blocked on XML-RPC fails at once instead of waiting for its timeout
         self._transport.abort()
+        with self._rx:
+            self._rx.notify_all()
 
     def _check(self) -> None:
         if self._closed:
@@ -249,7 +305,8 @@ class FairinoArm:
         """RobotEnable(1) and Mode(0) (automatic), then wait out the enable window (`enable_wait_s`, at most
         timeout_s) until the state reports the drives enabled. Raises DeviceError when refused or if the
         state does not report enabled in time. The window is only nominal: warm_up() checks execution."""
-        start = time.monotonic()
+        clock = self._clock
+        start = clock.now()
         err = self._code("RobotEnable", 1)
         if err != ErrCode.OK:
             raise DeviceError(f"{self.url}: RobotEnable(1) answered {describe_errcode(err)}")
@@ -261,13 +318,13 @@ class FairinoArm:
         until = start + min(self.enable_wait_s, timeout_s)
         while True:
             self._check()
-            now = time.monotonic()
+            now = clock.now()
             latest = self._stream.latest if self._stream else None
             if now >= until and latest is not None and latest.enabled:
                 return
             if now - start > timeout_s:
                 raise DeviceError(f"{self.url}: drives not reported enabled within {timeout_s:.1f} s")
-            time.sleep(min(0.01, max(0.0, until - now)) or 0.01)
+            clock.sleep(min(0.01, max(0.0, until - now)) or 0.01)
 
     def disable(self) -> int:
         """RobotEnable(0); returns the errcode (not raised: disabling is part of every cleanup)."""
@@ -294,9 +351,9 @@ class FairinoArm:
         first = self.wait_state(1.0)
         sent0 = self._sent
         frames = [first]
-        end = time.monotonic() + max(float(window_s), 3 * self._state_period_s)
-        while time.monotonic() < end:
-            time.sleep(0.002)
+        end = self._clock.now() + max(float(window_s), 3 * self._state_period_s)
+        while self._clock.now() < end:
+            self._clock.sleep(0.002)
             latest = self.latest_state()
             if latest is not None and latest.t != frames[-1].t:
                 frames.append(latest)
@@ -333,6 +390,7 @@ class FairinoArm:
         assert self._udp is not None
         try:
             self._udp.send(frame)
+            self.datagrams_sent += 1
         except OSError as exc:
             self._lose(f"UDP command send failed: {exc}")
             raise ConnectionLost(self._lost or f"{self.url}: connection lost") from None
@@ -369,14 +427,14 @@ class FairinoArm:
 
     def wait_state(self, timeout_s: float = 1.0) -> StateFrame:
         """The newest state frame, waiting up to timeout_s for a first one; raises DeviceError if none."""
-        end = time.monotonic() + timeout_s
+        end = self._clock.now() + timeout_s
         while True:
             latest = self.latest_state()
             if latest is not None:
                 return latest
-            if time.monotonic() > end:
+            if self._clock.now() > end:
                 raise DeviceError(f"{self.url}: no state frame within {timeout_s:.1f} s")
-            time.sleep(0.002)
+            self._clock.sleep(0.002)
 
     def warm_up(
         self,
@@ -416,19 +474,18 @@ class FairinoArm:
     ) -> float:
         assert self._stream is not None
         settle_ticks = max(3, int(settle_ticks))
-        start = time.monotonic()
+        clock = self._clock
+        start = clock.now()
         hold = tuple(float(x) for x in (q_hold if q_hold is not None else self.wait_state(timeout_s).q))
         # per tick: (all answers since the previous tick were 0 and there is evidence, ServoJ count)
         window: collections.deque[tuple[bool, int | None]] = collections.deque(maxlen=settle_ticks + 1)
         started = False
         seen_seq = self._code_seq
         last_code: int | None = None
-        deadline = time.monotonic()
-        while time.monotonic() - start <= timeout_s:
+        deadline = clock.now()
+        while clock.now() - start <= timeout_s:
             deadline += cmd_period_s
-            delay = deadline - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+            clock.sleep_until(deadline)
             if not started:
                 err = self.servo_start()
                 if err not in (ErrCode.OK, ErrCode.NOT_ENABLED):
@@ -457,7 +514,7 @@ class FairinoArm:
                 taken = state.setpoint if state is not None else None
                 if taken is not None and _max_diff(taken, hold) > 0.01:
                     continue
-            return time.monotonic() - start
+            return clock.now() - start
         hint = ""
         if self._stream.cmd_num is None and last_code is None:
             hint = " (no servoJ_cmd_num in the state and no command answers: try transport=rpc)"
@@ -472,6 +529,8 @@ class FairinoArm:
             return
         self._closed = True
         self._closing.set()
+        with self._rx:
+            self._rx.notify_all()
         if self._stream is not None:
             self._stream.close()
         if self._udp_reader is not None:
@@ -499,13 +558,13 @@ class FairinoArm:
 # --- URLs ---------------------------------------------------------------------------------------------------
 
 # URL parameter -> FairinoArm keyword and converter
-_CLIENT_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
+CLIENT_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "transport": ("transport", str),
     "silence_ms": ("silence_s", lambda v: float(v) / 1000.0),
     "timeout_ms": ("rpc_timeout_s", lambda v: float(v) / 1000.0),
 }
 _REAL_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    **_CLIENT_PARAMS,
+    **CLIENT_PARAMS,
     "rpc_port": ("rpc_port", int),
     "cnde_port": ("cnde_port", int),
     "udp_port": ("udp_port", int),
@@ -514,7 +573,7 @@ _REAL_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-def _client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]],
+def client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]],
                    params: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in [k for k in params if k in table]:
@@ -531,20 +590,22 @@ def _client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str]
 
 def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
     """Open `fairino://HOST[?transport=udp|rpc&rpc_port=&cnde_port=&udp_port=&state_ms=&silence_ms=&timeout_ms=
-    &model=fr3|fr20]` or `sim:fr3|fr20|simmachine[?param=value...]` (simulator parameters from
-    profiles.PARAM_HELP plus transport, silence_ms, timeout_ms). A sim URL starts a FairinoSim on free
-    loopback ports and connects this same client to it. Unknown parameters or models raise DeviceURLError
-    listing the valid ones, before anything is opened; extra keyword arguments go to FairinoArm."""
+    &model=fr3|fr20]`, a real controller (`sim:` URLs are opened by sim.open_url, through the registry).
+    Unknown parameters or models raise DeviceURLError listing the valid ones, before anything is opened;
+    extra keyword arguments go to FairinoArm."""
     if parsed.simulated:
-        return _open_sim(parsed, now, kwargs)
+        # the simulator is none of the real client's business: devices.registry opens sim: URLs through sim.py
+        raise DeviceURLError(f"{parsed.raw}: a simulator URL: open it with devices.registry.open_arm")
     params = dict(parsed.params)
     host = parsed.target
     if not host or "/" in host:
         raise DeviceURLError(f"{parsed.raw}: expected fairino://HOST")
-    client = _client_kwargs(parsed, _REAL_PARAMS, params)
+    client = client_kwargs(parsed, _REAL_PARAMS, params)
     if params:
         unknown, valid = ", ".join(sorted(params)), ", ".join(sorted(_REAL_PARAMS))
         raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {unknown}; valid: {valid}")
+    if hasattr(kwargs.get("clock"), "attach"):
+        raise DeviceURLError(f"{parsed.raw}: a real controller runs in real time, not on a simulated clock")
     model = client.pop("model", "fairino")
     if model != "fairino" and model not in PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
@@ -558,44 +619,6 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, joint_ranges=ranges,
         nominal_lag_ms=lag_ms, **{**client, **kwargs},
     )
-
-
-def _open_sim(parsed: DeviceURL, now: Callable[[], float], kwargs: dict[str, Any]) -> FairinoArm:
-    # the simulator module is loaded here, for sim: URLs only
-    from servotool.devices.fairino.sim import FairinoSim
-
-    params = dict(parsed.params)
-    client = _client_kwargs(parsed, _CLIENT_PARAMS, params)
-    unknown = sorted(set(params) - set(valid_params()))
-    if unknown:
-        valid = ", ".join(sorted(set(valid_params()) | set(_CLIENT_PARAMS)))
-        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
-    try:
-        profile = with_overrides(parsed.target, params)
-    except ProfileError as exc:
-        raise DeviceURLError(f"{parsed.raw}: {exc}") from None
-    sim = FairinoSim(profile, host="127.0.0.1", rpc_port=0, cnde_port=0, udp_port=0).start()
-    try:
-        return FairinoArm(
-            "127.0.0.1",
-            rpc_port=sim.ports.rpc,
-            cnde_port=sim.ports.cnde,
-            udp_port=sim.ports.udp,
-            state_ms=profile.state_ms,
-            now=now,
-            enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
-            model=profile.name,
-            simulated=True,
-            url=parsed.raw,
-            joint_speed_limits=profile.joint_speed_limits,
-            joint_ranges=profile.joint_ranges,
-            nominal_lag_ms=profile.lag_ms,
-            sim=sim,
-            **{**client, **kwargs},
-        )
-    except BaseException:
-        sim.stop()
-        raise
 
 
 def _max_diff(a: Sequence[float], b: Sequence[float]) -> float:

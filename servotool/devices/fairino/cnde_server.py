@@ -2,7 +2,8 @@
 
 The session runs in one thread: it waits on the socket until the next frame is due, answers what arrived,
 and sends each data frame with a single send() (the vendor client reads one frame per recv(), and
-TCP_NODELAY is set so frames are not merged).
+TCP_NODELAY is set so frames are not merged). In lock-step (`timed=False`) the thread only answers what
+arrives; the data frames are sent by `emit_due(t)`, called by whoever moves simulated time.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -36,6 +38,7 @@ class CndeSession:
         version: str,
         clock: Callable[[], float] = time.monotonic,
         default_period_ms: int = 8,
+        timed: bool = True,
     ) -> None:
         self.sock = sock
         self._state = state
@@ -49,8 +52,11 @@ class CndeSession:
         self._streaming = False
         self._next = 0.0
         self._closed = False
+        self._timed = timed
+        self._send_lock = threading.Lock()  # lock-step: data frames and answers come from two threads
         self.splitter = p.FrameSplitter()
         self.frames_sent = 0
+        self.peer: tuple[Any, ...] = ()  # the client's address, as accepted
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setblocking(True)
 
@@ -66,7 +72,7 @@ class CndeSession:
         try:
             while not self._closed:
                 wait = 0.1
-                if self._streaming:
+                if self._streaming and self._timed:
                     wait = max(0.0, self._next - self._clock())
                 readable, _, _ = select.select([self.sock], [], [], wait)
                 if readable:
@@ -75,7 +81,7 @@ class CndeSession:
                         break
                     for frame in self.splitter.feed(chunk):
                         self._handle(frame)
-                if self._streaming and self._clock() >= self._next:
+                if self._timed and self._streaming and self._clock() >= self._next:
                     self._tick()
         except (OSError, ValueError):
             pass  # peer reset or socket closed under us: the session simply ends
@@ -86,8 +92,30 @@ class CndeSession:
 
     def _send(self, ftype: int, data: bytes) -> None:
         # one call per whole frame: never a frame split over two writes, never a partial one
-        self.sock.sendall(p.encode_frame(ftype, data, self._count))
-        self._count = (self._count + 1) & 0xFF
+        with self._send_lock:
+            self.sock.sendall(p.encode_frame(ftype, data, self._count))
+            self._count = (self._count + 1) & 0xFF
+
+    def next_due(self) -> float | None:
+        """When the next data frame is due (clock time), None while not streaming."""
+        return self._next if self._streaming and not self._closed else None
+
+    def emit_due(self, t: float) -> None:
+        """Lock-step: send the data frame due at or before `t` (the clock stops at each one, so at most
+        one per call); a peer gone away ends the session quietly, as in timed mode."""
+        if not self._streaming or self._closed or self._next > t:
+            return
+        self._next += self._period
+        if self._next <= t:
+            self._next = t + self._period
+        if self._layout is None or self._paused():
+            return
+        try:
+            self._send(p.FrameType.OUTPUT_DATA, self._layout.pack(self._state()))
+        except (OSError, ValueError):
+            self.close()
+            return
+        self.frames_sent += 1
 
     def _reply(self, status: int, text: str = "") -> None:
         self._send(p.FrameType.MESSAGE, p.encode_message(status, text))

@@ -11,6 +11,13 @@ Port 0 picks a free port; `.ports` reports what was bound. The joints follow phy
 simulator's own monotonic clock, advanced by a physics thread every `physics_ms` and at every command and
 state sample. Every fault latched is put on `.faults` (a queue of FaultEvent) and passed to `on_fault`.
 
+In lock-step (`lockstep=` a servotool.clock.FakeClock) there is no physics thread and no state-frame timer:
+time is the FakeClock's, the clock stops at every instant a state frame is due and the simulator sends it
+then, sampled at that instant. `LockStep` (below) ties the clients opened on it to the same clock, so that
+time only moves once the simulator has taken every command sent, and the clients have taken every frame
+sent: each command is applied at the simulated time it was sent, whatever the load on the machine.
+`open_url` opens `sim:` URLs: the simulator, then the real client connected to it.
+
 Several clients, as on a real controller: any number of XML-RPC sessions and UDP senders drive the one
 controller. Enable, servo mode and faults are the controller's, not a session's (a second client's
 RobotEnable is a no-op on an enabled arm, its ServoMoveEnd ends everyone's servo mode), and every ServoJ is
@@ -40,11 +47,14 @@ from dataclasses import dataclass
 from typing import Any
 from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
+from servotool.clock import FakeClock
 from servotool.devices.fairino import protocol as p
+from servotool.devices.fairino.client import CLIENT_PARAMS, FairinoArm, client_kwargs
 from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
-from servotool.devices.fairino.profiles import SimProfile, with_overrides
+from servotool.devices.fairino.profiles import ProfileError, SimProfile, valid_params, with_overrides
+from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
@@ -119,6 +129,8 @@ class FairinoSim:
 
     Lifecycle: `start()` binds and starts daemon threads (raises SimError if a port is taken), `stop()`
     closes every socket and joins the threads; also a context manager. Not restartable.
+
+    `lockstep`: a FakeClock that is the simulator's time (then `clock` is not used): see the module docstring.
     """
 
     def __init__(
@@ -132,8 +144,12 @@ class FairinoSim:
         overrides: Mapping[str, Any] | None = None,
         on_fault: Callable[[FaultEvent], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        lockstep: FakeClock | None = None,
     ) -> None:
         self.profile = with_overrides(profile, overrides)
+        self.lockstep = lockstep
+        if lockstep is not None:
+            clock = lockstep.now
         self.host = host
         self._want = SimPorts(rpc_port, cnde_port, udp_port)
         self._ports: SimPorts | None = None
@@ -155,6 +171,9 @@ class FairinoSim:
                       "cnde_refused": 0}
         self._senders: dict[str, float] = {}  # ServoJ sender -> time of its last command (sim clock)
         self._last_sender: str | None = None
+        self._taken = threading.Condition()  # lock-step: counts of what the UDP port took and answered
+        self._datagrams = 0
+        self._answered: dict[tuple[str, int], int] = {}
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
@@ -175,7 +194,11 @@ class FairinoSim:
         self._spawn(lambda: rpc.serve_forever(poll_interval=0.05), "rpc")
         self._spawn(self._accept_loop, "cnde-accept")
         self._spawn(self._udp_loop, "udp")
-        self._spawn(self._physics_loop, "physics")
+        if self.lockstep is None:
+            self._spawn(self._physics_loop, "physics")
+        else:
+            self.lockstep.on_advance(self._on_advance)
+            self.lockstep.wake_at(self._next_frame_due)
         return self
 
     def _bind(self) -> None:
@@ -396,7 +419,7 @@ class FairinoSim:
         assert self._cnde_sock is not None
         while not self._stop.is_set():
             try:
-                conn, _ = self._cnde_sock.accept()
+                conn, peer = self._cnde_sock.accept()
             except TimeoutError:
                 continue
             except OSError:
@@ -408,7 +431,9 @@ class FairinoSim:
                 f"SIM-{self.profile.name} {FIRMWARE}",
                 self._clock,
                 self.profile.state_ms,
+                timed=self.lockstep is None,
             )
+            session.peer = peer
             with self._sessions_lock:
                 if self._stop.is_set():
                     _hard_close(conn)
@@ -444,17 +469,30 @@ class FairinoSim:
                 continue
             except OSError:
                 break
-            try:
-                frame = p.decode_udp(data)
-            except p.UdpFrameError:
-                self.stats["udp_bad"] += 1
-                continue
-            self.stats["udp_frames"] += 1
-            err = self._udp_command(frame, f"udp {addr[0]}:{addr[1]}")
-            if err is not None and self.profile.udp_reply:
-                # the sender may have gone away: UDP is fire and forget
-                with contextlib.suppress(OSError):
-                    sock.sendto(p.encode_udp(frame.count, frame.cmd_id, str(err)), addr)
+            answered = self._udp_datagram(sock, data, addr)
+            with self._taken:
+                self._datagrams += 1
+                if answered:
+                    key = (str(addr[0]), int(addr[1]))
+                    self._answered[key] = self._answered.get(key, 0) + 1
+                self._taken.notify_all()
+
+    def _udp_datagram(self, sock: socket.socket, data: bytes, addr: Any) -> bool:
+        """Execute one datagram; True when an answer was sent back."""
+        try:
+            frame = p.decode_udp(data)
+        except p.UdpFrameError:
+            self.stats["udp_bad"] += 1
+            return False
+        self.stats["udp_frames"] += 1
+        err = self._udp_command(frame, f"udp {addr[0]}:{addr[1]}")
+        if err is None or not self.profile.udp_reply:
+            return False
+        try:
+            sock.sendto(p.encode_udp(frame.count, frame.cmd_id, str(err)), addr)
+        except OSError:
+            return False  # the sender may have gone away: UDP is fire and forget
+        return True
 
     def _udp_command(self, frame: p.UdpFrame, sender: str) -> int | None:
         m = self._model
@@ -472,6 +510,48 @@ class FairinoSim:
             return self._command(m.servo_end)
         return None
 
+    # --- lock-step ----------------------------------------------------------------------------------------
+
+    def await_datagrams(self, count: int, timeout_s: float) -> None:
+        """Lock-step: return once the UDP port has taken `count` datagrams in all (executed and answered);
+        SimError after `timeout_s` of real time (a datagram lost on loopback, or a stopped simulator)."""
+        with self._taken:
+            if not self._taken.wait_for(lambda: self._datagrams >= count or not self.running, timeout_s):
+                raise SimError(
+                    f"lock-step: the simulator took {self._datagrams} of {count} UDP commands "
+                    f"in {timeout_s:g} s"
+                )
+
+    def answers_sent_to(self, addr: tuple[str, int]) -> int:
+        """UDP answers sent to `addr` so far."""
+        with self._taken:
+            return self._answered.get((str(addr[0]), int(addr[1])), 0)
+
+    def frames_sent_to(self, addr: tuple[str, int]) -> int | None:
+        """State data frames sent to the CNDE client at `addr` so far; None when no session serves it."""
+        with self._sessions_lock:
+            for s in self._sessions:
+                if tuple(s.peer) == tuple(addr):
+                    return s.frames_sent
+        return None
+
+    def _next_frame_due(self) -> float | None:
+        if not self.running:
+            return None
+        with self._sessions_lock:
+            due = [t for s in self._sessions if (t := s.next_due()) is not None]
+        return min(due) if due else None
+
+    def _on_advance(self, t: float) -> None:
+        if not self.running:
+            return
+        with self._lock:
+            self._model.advance(t)
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for s in sessions:
+            s.emit_due(t)
+
     # --- physics ----------------------------------------------------------------------------------------
 
     def _physics_loop(self) -> None:
@@ -486,3 +566,106 @@ class FairinoSim:
                 deadline = self._clock()
             with self._lock:
                 self._model.advance(self._clock())
+
+
+# --- lock-step wiring and sim: URLs ---------------------------------------------------------------------
+
+LOCKSTEP_TIMEOUT_S = 10.0  # real seconds a lock-step wait may take before it fails (never hangs)
+
+
+class LockStep:
+    """One simulator, the clients connected to it and the FakeClock they share, moving in lock-step.
+
+    Before the clock moves on (its barrier), the simulator has executed every UDP command the clients sent
+    and each client has taken every answer to them; at each instant the clock stops (after the simulator
+    has sent the state frames due then), each client has taken every state frame sent to it. A wait that
+    does not end within `timeout_s` of real time raises (SimError or DeviceError): lock-step never hangs.
+    """
+
+    def __init__(self, sim: FairinoSim, clock: FakeClock, timeout_s: float = LOCKSTEP_TIMEOUT_S) -> None:
+        if sim.lockstep is not clock:
+            raise SimError("lock-step needs the simulator to run on the same FakeClock")
+        self.sim, self.clock, self.timeout_s = sim, clock, float(timeout_s)
+        self.arms: list[FairinoArm] = []
+        clock.attach(self._barrier)
+        clock.on_advance(self._after)  # registered after the simulator's own listener (start())
+
+    def add(self, arm: FairinoArm) -> FairinoArm:
+        """Take `arm` (connected to this simulator, on this clock) into the lock-step; returns it."""
+        self.arms.append(arm)
+        return arm
+
+    def _live(self) -> list[FairinoArm]:
+        return [a for a in self.arms if a.connected]
+
+    def _barrier(self) -> None:
+        arms = self._live()
+        if not arms or not self.sim.running:
+            return
+        self.sim.await_datagrams(sum(a.datagrams_sent for a in self.arms), self.timeout_s)
+        for arm in arms:
+            addr = arm.command_address
+            if addr is not None:
+                arm.settle(replies=self.sim.answers_sent_to(addr), timeout_s=self.timeout_s)
+
+    def _after(self, t: float) -> None:
+        if not self.sim.running:
+            return
+        for arm in self._live():
+            sent = self.sim.frames_sent_to(arm.state_address)
+            arm.settle(states=sent, timeout_s=self.timeout_s)
+
+
+def _lockstep_clock(params: dict[str, str], kwargs: dict[str, Any], raw: str) -> FakeClock | None:
+    """The FakeClock a sim: URL runs on: the caller's (kwargs clock=FakeClock), or a new one for
+    `realtime=0`; None for real time. Consumes `realtime` from params and `clock` from kwargs."""
+    flag = params.pop("realtime", "1").strip().lower()
+    if flag not in ("0", "1", "false", "true", "no", "yes"):
+        raise DeviceURLError(f"{raw}: parameter realtime={flag!r} is not valid (1 real time, 0 simulated)")
+    given = kwargs.pop("clock", None)
+    if isinstance(given, FakeClock):
+        return given
+    if given is not None:
+        kwargs["now"] = given.now
+    return FakeClock() if flag in ("0", "false", "no") else None
+
+
+def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
+    """Open `sim:fr3|fr20|simmachine[?param=value...]`: simulator parameters from profiles.PARAM_HELP, the
+    client's transport, silence_ms and timeout_ms, and `realtime=0` (simulated time: the simulator and the
+    client in lock-step on a FakeClock, as fast as the machine allows; the arm's `clock` is then that clock,
+    and every run on the arm must use it). A caller's FakeClock (`clock=`) is used the same way. Starts a
+    FairinoSim on free loopback ports and connects the real client to it; unknown parameters or models
+    raise DeviceURLError listing the valid ones before anything is opened; extra keyword arguments go to
+    FairinoArm."""
+    params = dict(parsed.params)
+    kwargs = dict(kwargs)
+    clock = _lockstep_clock(params, kwargs, parsed.raw)
+    client = client_kwargs(parsed, CLIENT_PARAMS, params)
+    unknown = sorted(set(params) - set(valid_params()))
+    if unknown:
+        valid = ", ".join(sorted({*valid_params(), *CLIENT_PARAMS, "realtime"}))
+        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
+    try:
+        profile = with_overrides(parsed.target, params)
+    except ProfileError as exc:
+        raise DeviceURLError(f"{parsed.raw}: {exc}") from None
+    stamp = kwargs.pop("now", now)
+    if clock is not None:
+        stamp = clock.now  # stamps are the simulated time, like everything else
+        kwargs["clock"] = clock
+    sim = FairinoSim(profile, host="127.0.0.1", rpc_port=0, cnde_port=0, udp_port=0, lockstep=clock).start()
+    link = LockStep(sim, clock) if clock is not None else None
+    try:
+        arm = FairinoArm(
+            "127.0.0.1", rpc_port=sim.ports.rpc, cnde_port=sim.ports.cnde, udp_port=sim.ports.udp,
+            state_ms=profile.state_ms, now=stamp, enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
+            model=profile.name, simulated=True, url=parsed.raw, joint_speed_limits=profile.joint_speed_limits,
+            joint_ranges=profile.joint_ranges, nominal_lag_ms=profile.lag_ms, sim=sim, **{**client, **kwargs},
+        )
+    except BaseException:
+        sim.stop()
+        raise
+    if link is not None:
+        link.add(arm)
+    return arm

@@ -2,7 +2,7 @@
 
 Each data frame becomes a StateFrame stamped with the host clock `now` when its bytes arrive. The stream is
 declared lost (once, through `on_lost`) when the controller closes or resets it, or sends no data frame for
-`silence_s` (checked every 10 ms).
+`silence_s` on the `watch` clock (checked every 10 ms, and at each `check_silence()`).
 """
 
 from __future__ import annotations
@@ -50,8 +50,12 @@ class StateStream:
         on_lost: Callable[[str], None],
         label: str,
         fields: Sequence[str] = REQUIRED_FIELDS + OPTIONAL_FIELDS,
+        watch: Callable[[], float] = time.monotonic,
     ) -> None:
         self._now = now
+        self._watch = watch
+        self.frames_in = 0  # data frames taken, readable or not
+        self._arrived = threading.Condition()
         self._silence = silence_s
         self._timeout = timeout_s
         self._on_lost = on_lost
@@ -76,11 +80,13 @@ class StateStream:
             self._sock.close()
             raise
         self._sock.setblocking(False)
-        self._last_rx = time.monotonic()
+        self.local_address: tuple[str, int] = self._sock.getsockname()[:2]
+        self._last_rx = watch()
         t = now()
         for frame in self._pending:
             if frame.type == p.FrameType.OUTPUT_DATA:
                 self._on_data(frame.data, t)
+                self.frames_in += 1
         self._pending.clear()
         self._reader = threading.Thread(target=self._read_loop, daemon=True, name="fairino-state")
         self._reader.start()
@@ -166,16 +172,40 @@ class StateStream:
                     if chunk == b"":
                         self._lose("the controller closed the state stream")
                         return
-                    for frame in self._splitter.feed(chunk or b""):
-                        if frame.type == p.FrameType.OUTPUT_DATA:
-                            self._on_data(frame.data, t)
-                            self._last_rx = time.monotonic()
-                silent = time.monotonic() - self._last_rx
-                if silent > self._silence:
-                    self._lose(f"no state frame for {silent * 1000:.0f} ms")
+                    self._take(chunk or b"", t)
+                if not self.check_silence():
                     return
         except (OSError, ValueError) as exc:
             self._lose(f"state stream failed: {exc}")
+        finally:
+            with self._arrived:
+                self._arrived.notify_all()
+
+    def _take(self, chunk: bytes, t: float) -> None:
+        frames = [f for f in self._splitter.feed(chunk) if f.type == p.FrameType.OUTPUT_DATA]
+        for frame in frames:
+            self._on_data(frame.data, t)
+            self._last_rx = self._watch()
+        if frames:
+            with self._arrived:
+                self.frames_in += len(frames)
+                self._arrived.notify_all()
+
+    def check_silence(self) -> bool:
+        """False (and the stream declared lost) when no data frame came for more than `silence_s`."""
+        silent = self._watch() - self._last_rx
+        if silent > self._silence:
+            self._lose(f"no state frame for {silent * 1000:.0f} ms")
+            return False
+        return True
+
+    def await_frames(self, count: int, timeout_s: float) -> bool:
+        """Wait until `count` data frames in all were taken (True), the reader ended (True: the loss is
+        reported) or `timeout_s` of real time passed (False)."""
+        with self._arrived:
+            return self._arrived.wait_for(
+                lambda: self.frames_in >= count or not self._reader.is_alive(), timeout_s
+            )
 
     def _lose(self, why: str) -> None:
         if not self._closing.is_set():
