@@ -2,7 +2,7 @@
 
 import pytest
 
-from servotool.clock import MonotonicClock
+from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.csvlog import read_csv
 from servotool.runs.cold_start import run_cold_ramp
@@ -11,9 +11,8 @@ from servotool.runs.ramp import RampSettings
 
 
 def test_cold_start_runs_away_and_ends_through_the_braked_stop(tmp_path):
-    clock = MonotonicClock()
-    # a window long enough that a late start on a loaded machine still streams into it
-    arm = open_arm("sim:fr3?enable_ms=1000&silence_ms=2000&seed=1", now=clock.now)
+    clock = FakeClock()  # lock-step: the stream meets the enable window at the same instant whatever the load
+    arm = open_arm("sim:fr3?enable_ms=1000&seed=1", clock=clock)
     try:
         run = run_cold_ramp(arm, RampSettings(joint=0, sweep_deg=10, speeds_deg_s=(10.0,), realtime=False),
                             clock=clock, out_dir=tmp_path)

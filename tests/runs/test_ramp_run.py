@@ -1,4 +1,5 @@
-"""Ramp runs end to end on the FAIRINO simulator (real client, real sockets, real time: kept short)."""
+"""Ramp runs end to end on the FAIRINO simulator (real client, real sockets): in simulated time (lock-step on a
+FakeClock, as fast as the machine allows), and against a standalone simulator in real time (slow)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servotool.clock import MonotonicClock
+from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.csvlog import read_meta
 from servotool.runs.analyze import analyze_file
@@ -22,8 +23,8 @@ SHORT = {"sweep_deg": 5.0, "speeds_deg_s": (10.0, 20.0), "ramp_s": 0.1, "settle_
 
 
 def test_ramp_on_the_embedded_simulator(tmp_path, slack):
-    clock = MonotonicClock()
-    arm = open_arm("sim:simmachine?silence_ms=2000", now=clock.now)  # link watchdog slack for a loaded host
+    clock = FakeClock()
+    arm = open_arm("sim:simmachine", clock=clock)  # lock-step: every figure is the same whatever the load
     seen_passes: list[int] = []
     try:
         run = run_ramp(
@@ -40,6 +41,7 @@ def test_ramp_on_the_embedded_simulator(tmp_path, slack):
     assert [p for p in seen_passes if p >= 0] == [0, 1, 2, 3]
     meta = read_meta(run.path)
     assert meta.complete and meta.simulated and meta.mode == "ramp"
+    assert meta.extra["clock"].startswith("simulated")  # its times are simulated time, and it says so
     assert meta.extra["realtime"]  # the outcome of the real-time request is recorded, granted or not
     res = run.analysis.result
     assert res.fit.lag_ms == pytest.approx(39.0, abs=slack(0.5, 39.0, run.outcome.late_ticks))

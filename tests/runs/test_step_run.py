@@ -1,10 +1,13 @@
-"""Step runs end to end on the FAIRINO simulator: the shaped fix, the raw runaway, and the refusals."""
+"""Step runs end to end on the FAIRINO simulator: the shaped fix, the raw runaway, and the refusals.
+
+The simulator runs in lock-step with the run (simulated time on a FakeClock): the figures do not depend on how
+busy the machine is."""
 
 from __future__ import annotations
 
 import pytest
 
-from servotool.clock import MonotonicClock
+from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.runs.analyze import analyze_file
 from servotool.runs.step import StepSettings, run_step
@@ -12,10 +15,9 @@ from servotool.runs.stream import FAULT, RunRefused
 
 
 def _run(tmp_path, url: str, **kw):
-    clock = MonotonicClock()
+    clock = FakeClock()
     transport = kw.pop("transport", "udp")
-    # silence_ms: link watchdog slack for a loaded host (the 100 ms rule has its own test)
-    arm = open_arm(url + "?silence_ms=2000", now=clock.now, transport=transport)
+    arm = open_arm(url, clock=clock, transport=transport)
     try:
         return run_step(arm, StepSettings(**kw), clock=clock, out_dir=tmp_path, command="test")
     finally:
