@@ -115,7 +115,7 @@ class FairinoArm:
         now = now or (clock.now if clock is not None else time.monotonic)
         self._now = now
         self.datagrams_sent = 0  # UDP datagrams sent (a lock-step simulator waits until it took them all)
-        self._replies_in = 0  # UDP frames received, readable or not
+        self.answers_received = 0  # UDP frames received from the controller, readable or not
         self._rx = threading.Condition()
         self._lock = threading.Lock()
         self._rpc_lock = threading.Lock()
@@ -206,7 +206,7 @@ class FairinoArm:
                 return
             self._take_reply(data, self._now())
             with self._rx:
-                self._replies_in += 1
+                self.answers_received += 1
                 self._rx.notify_all()
 
     def _take_reply(self, data: bytes, t: float) -> None:
@@ -246,10 +246,10 @@ class FairinoArm:
         returns at once on a closed or lost link (the next call reports it)."""
         if replies is not None:
             with self._rx:
-                ok = self._rx.wait_for(lambda: self._replies_in >= replies or not self.connected, timeout_s)
+                ok = self._rx.wait_for(lambda: self.answers_received >= replies or not self.connected, timeout_s)
             if not ok:
                 raise DeviceError(
-                    f"{self.url}: {self._replies_in} of {replies} UDP answers in {timeout_s:g} s"
+                    f"{self.url}: {self.answers_received} of {replies} UDP answers in {timeout_s:g} s"
                 )
         if self._stream is not None and self.connected:
             if states is not None and not self._stream.await_frames(states, timeout_s):

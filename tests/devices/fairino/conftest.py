@@ -1,4 +1,8 @@
-"""Fixtures and streaming/measuring functions shared by the FAIRINO tests (they come through `fx`)."""
+"""Fixtures and streaming/measuring functions shared by the FAIRINO tests (they come through `fx`).
+
+`open_sim(url, lockstep=True)` opens the embedded simulator in lock-step on a FakeClock of its own (the arm's
+`clock`): the streaming functions below then sleep on that clock, so what a test measures is simulated time
+and does not depend on the load on the machine. Without lockstep they run in real time."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from servotool.clock import MonotonicClock
+from servotool.clock import Clock, FakeClock, MonotonicClock
 from servotool.devices.arm import Reply, StateFrame
 from servotool.devices.registry import open_arm
 
@@ -40,12 +44,17 @@ class Record:
         return sum(1 for k, t in enumerate(self.sent_t) if t - (t0 + k * period) > period / 2)
 
 
+def _clock(arm) -> Clock | None:
+    return getattr(arm, "clock", None)
+
+
 def stream(arm, setpoints: Sequence[Sequence[float]], period: float = PERIOD, rec: Record | None = None,
-           clock: MonotonicClock | None = None) -> Record:
+           clock: Clock | None = None) -> Record:
     """Send each setpoint on an absolute deadline (sleep, then spin the last ms, like runs/ does), stamping
-    each send before it goes out; collects replies (returned or asynchronous) and state frames."""
+    each send before it goes out; collects replies (returned or asynchronous) and state frames. The clock is
+    the arm's own in lock-step, else the host's."""
     rec = rec or Record()
-    clock = clock or MonotonicClock()
+    clock = clock or _clock(arm) or MonotonicClock()
     start = clock.now()
     for k, q in enumerate(setpoints):
         clock.sleep_until(start + k * period)
@@ -60,10 +69,11 @@ def stream(arm, setpoints: Sequence[Sequence[float]], period: float = PERIOD, re
 
 
 def collect(arm, seconds: float, rec: Record) -> Record:
-    """Keep polling (without sending) for a while."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        time.sleep(0.005)
+    """Keep polling (without sending) for a while (on the arm's clock in lock-step)."""
+    clock = _clock(arm) or MonotonicClock(spin_s=0.0)
+    end = clock.now() + seconds
+    while clock.now() < end:
+        clock.sleep(0.005)
         rec.replies.extend(arm.replies())
         rec.states.extend(arm.poll_states())
     rec.replies.extend(arm.replies())
@@ -110,12 +120,15 @@ def measured_lag(rec: Record, joint: int, lo: float, hi: float) -> list[float]:
     return lags
 
 
-def wait_until(cond: Callable[[], bool], timeout: float, step: float = 0.002) -> bool:
-    end = time.perf_counter() + timeout
-    while time.perf_counter() < end:
+def wait_until(cond: Callable[[], bool], timeout: float, step: float = 0.002, clock: Clock | None = None) -> bool:
+    """Poll `cond` every `step` until it holds (True) or `timeout` passed (False), on `clock` (a lock-step
+    arm's, so time moves while waiting) or on the host's."""
+    clock = clock or MonotonicClock(spin_s=0.0)
+    end = clock.now() + timeout
+    while clock.now() < end:
         if cond():
             return True
-        time.sleep(step)
+        clock.sleep(step)
     return cond()
 
 
@@ -130,10 +143,16 @@ def fx():
 
 @pytest.fixture
 def open_sim():
-    """Open sim: URLs with the real client (stamping on perf_counter); everything opened is closed after."""
+    """Open sim: URLs with the real client; everything opened is closed after. In real time it stamps on
+    perf_counter, with the link watchdog's slack; with lockstep=True on a FakeClock of its own (arm.clock),
+    where the 100 ms rule holds as it is (simulated time)."""
     arms = []
 
-    def _open(url: str, **kwargs):
+    def _open(url: str, lockstep: bool = False, **kwargs):
+        if lockstep:
+            arm = open_arm(url, clock=FakeClock(), **kwargs)
+            arms.append(arm)
+            return arm
         if "silence_ms" not in url:
             url += ("&" if "?" in url else "?") + SLACK
         arm = open_arm(url, now=time.perf_counter, **kwargs)
