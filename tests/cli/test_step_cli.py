@@ -22,7 +22,9 @@ LOCKSTEP = ["--robot", "sim:fr3?realtime=0"]
 
 
 def test_shaped_step_json(tmp_path):
-    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "10", "--steps", "2", "--out", str(tmp_path), "--json"])
+    res = runner.invoke(
+        app, ["step", *LOCKSTEP, "--size", "10", "--steps", "2", "--out", str(tmp_path), "--json"]
+    )
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
     result = out["analysis"]["result"]
@@ -33,7 +35,9 @@ def test_shaped_step_json(tmp_path):
 
 def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     res = runner.invoke(
-        app, ["step", *LOCKSTEP, "--raw", "--size", "2.5", "--steps", "1", "--rpc", "--out", str(tmp_path), "--plot"]
+        app,
+        ["step", *LOCKSTEP, "--raw", "--size", "2.5", "--steps", "1", "--rpc", "--out", str(tmp_path),
+         "--plot"],
     )
     assert res.exit_code == 1
     assert "runaway" in res.stdout

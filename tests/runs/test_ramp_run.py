@@ -1,5 +1,5 @@
-"""Ramp runs end to end on the FAIRINO simulator (real client, real sockets): in simulated time (lock-step on a
-FakeClock, as fast as the machine allows), and against a standalone simulator in real time (slow)."""
+"""Ramp runs end to end on the FAIRINO simulator (real client, real sockets): in simulated time (lock-step on
+a FakeClock, as fast as the machine allows), and against a standalone simulator in real time (slow)."""
 
 from __future__ import annotations
 

@@ -246,7 +246,9 @@ class FairinoArm:
         returns at once on a closed or lost link (the next call reports it)."""
         if replies is not None:
             with self._rx:
-                ok = self._rx.wait_for(lambda: self.answers_received >= replies or not self.connected, timeout_s)
+                ok = self._rx.wait_for(
+                    lambda: self.answers_received >= replies or not self.connected, timeout_s
+                )
             if not ok:
                 raise DeviceError(
                     f"{self.url}: {self.answers_received} of {replies} UDP answers in {timeout_s:g} s"

@@ -148,6 +148,7 @@ class FairinoSim:
     ) -> None:
         self.profile = with_overrides(profile, overrides)
         self.lockstep = lockstep
+        self.link: LockStep | None = None  # the clients in lock-step with it (set by LockStep)
         if lockstep is not None:
             clock = lockstep.now
         self.host = host
@@ -587,6 +588,7 @@ class LockStep:
             raise SimError("lock-step needs the simulator to run on the same FakeClock")
         self.sim, self.clock, self.timeout_s = sim, clock, float(timeout_s)
         self.arms: list[FairinoArm] = []
+        sim.link = self
         clock.attach(self._barrier)
         clock.on_advance(self._after)  # registered after the simulator's own listener (start())
 
@@ -594,6 +596,17 @@ class LockStep:
         """Take `arm` (connected to this simulator, on this clock) into the lock-step; returns it."""
         self.arms.append(arm)
         return arm
+
+    def connect(self, **kwargs: Any) -> FairinoArm:
+        """Another client of this simulator, on the same clock, connected as another program would connect
+        (by its address: a real client of a `fairino://` controller, not announced as simulated); keyword
+        arguments go to FairinoArm (model, transport, enable_wait_s, ...)."""
+        ports = self.sim.ports
+        arm = FairinoArm(
+            self.sim.host, rpc_port=ports.rpc, cnde_port=ports.cnde, udp_port=ports.udp,
+            state_ms=self.sim.profile.state_ms, clock=self.clock, url=self.sim.address()["url"], **kwargs,
+        )
+        return self.add(arm)
 
     def _live(self) -> list[FairinoArm]:
         return [a for a in self.arms if a.connected]

@@ -120,7 +120,9 @@ def measured_lag(rec: Record, joint: int, lo: float, hi: float) -> list[float]:
     return lags
 
 
-def wait_until(cond: Callable[[], bool], timeout: float, step: float = 0.002, clock: Clock | None = None) -> bool:
+def wait_until(
+    cond: Callable[[], bool], timeout: float, step: float = 0.002, clock: Clock | None = None
+) -> bool:
     """Poll `cond` every `step` until it holds (True) or `timeout` passed (False), on `clock` (a lock-step
     arm's, so time moves while waiting) or on the host's."""
     clock = clock or MonotonicClock(spin_s=0.0)

@@ -4,48 +4,68 @@ joint sweeps by itself (the defect seen on a bench: 20-46 deg sweeps)."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
 from servotool.devices.arm import DeviceError
 from servotool.devices.fairino.codes import RUNAWAY_FAULT
 
-# a loaded test host can starve the state stream for a while: the link-loss watchdog is not under test here
-URL = "sim:fr3?enable_ms=100&seed=7&silence_ms=2000"
+# both clients on the simulator's clock, in lock-step: the same interleaving whatever the load on the machine
+URL = "sim:fr3?enable_ms=100&seed=7"
+PERIOD = 0.01
 
 
 class Streamer:
-    """Client A: streams its setpoints from a thread until they run out or stop() is called."""
+    """Client A: streams its setpoints, one per 10 ms tick of the shared simulated clock, from a listener of
+    that clock, while the block lasts: whatever client B does moves the clock, and A's stream goes on."""
 
     def __init__(self, arm, fx, setpoints):
         self.arm, self.fx, self.setpoints = arm, fx, setpoints
-        self.stopped = threading.Event()
-        self.sent = threading.Event()
         self.rec = fx.Record()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.errors: list[BaseException] = []
+        self.active = False
+        self.k = 0
+        self.start = 0.0
+        arm.clock.wake_at(lambda: self.start + self.k * PERIOD if self.active else None)
+        arm.clock.on_advance(self._tick)
 
-    def _run(self):
-        for k in range(0, len(self.setpoints), 5):
-            if self.stopped.is_set():
-                return
-            self.fx.stream(self.arm, self.setpoints[k : k + 5], rec=self.rec)
-            self.sent.set()
+    def _tick(self, t):
+        if not self.active or t < self.start + self.k * PERIOD - 1e-9:
+            return
+        if self.k >= len(self.setpoints):
+            self.active = False
+            return
+        q = self.setpoints[self.k]
+        self.k += 1
+        self.rec.sent_t.append(t)
+        self.rec.sent_q.append(tuple(q))
+        try:
+            reply = self.arm.servo_j(q, PERIOD)
+            if reply is not None:
+                self.rec.replies.append(reply)
+            self.rec.replies.extend(self.arm.replies())
+            self.rec.states.extend(self.arm.poll_states())
+        except Exception as exc:  # noqa: BLE001 - kept for the test to see; B's call must not get it
+            self.errors.append(exc)
+            self.active = False
 
     def __enter__(self):
-        self.thread.start()
-        assert self.sent.wait(5.0)
+        self.start = self.arm.clock.now()
+        self.active = True
+        self._tick(self.start)
+        self.arm.clock.sleep(4 * PERIOD)  # five setpoints sent before B comes
+        assert self.k == 5 and not self.errors, self.errors
         return self
 
     def __exit__(self, *exc):
-        self.stopped.set()
-        self.thread.join(5.0)
+        self.active = False
+        if exc[0] is None:
+            self.arm.clock.sleep(PERIOD)  # the clock's barrier: the answers to the last setpoints are in
+            self.rec.replies.extend(self.arm.replies())
 
 
-def settled(sim) -> bool:
+def settled(sim, clock) -> bool:
     before = sim.snapshot().cmd_num
-    time.sleep(0.2)  # an observation window: no condition tells that nothing more arrives
+    clock.sleep(0.2)  # an observation window: no condition tells that nothing more arrives
     return sim.snapshot().cmd_num == before
 
 
@@ -55,38 +75,40 @@ def fault(arm) -> tuple[int, int]:
 
 
 def first_client(open_sim):
-    arm = open_sim(URL)
+    arm = open_sim(URL, lockstep=True)
     arm.enable()
     arm.warm_up(cmd_period_s=0.01, timeout_s=3.0)
     return arm, arm.latest_state().q
 
 
-def second_client(open_sim, first, transport="udp"):
-    # the same controller reached as a real one, by its address (as another program would)
-    return open_sim(first.sim.address()["url"] + f"&model=fr3&transport={transport}&silence_ms=2000",
-                    enable_wait_s=0.15)
+def second_client(first, transport="udp"):
+    # the same controller reached as a real one, by its address (as another program would), on its clock
+    return first.sim.link.connect(model="fr3", transport=transport, enable_wait_s=0.15)
 
 
 def test_a_second_client_sees_the_arm_busy_before_it_enables(open_sim, fx):
     a, q0 = first_client(open_sim)
-    with Streamer(a, fx, fx.hold(q0, 300)):
-        b = second_client(open_sim, a)
+    with Streamer(a, fx, fx.hold(q0, 300)) as stream:
+        b = second_client(a)
         state = b.wait_state()
         assert state.enabled and state.servo_active
+        assert not b.simulated and b.clock is a.clock
         why = b.busy_reason(window_s=0.5)
-    assert why is not None
+    assert why is not None and not stream.errors
     assert "another client is streaming ServoJ" in why and "servo mode" in why and "enabled" in why
-    # the last UDP setpoint may still be in flight: wait until the controller's count stands still
-    assert fx.wait_until(lambda: settled(a.sim), 3.0)
+    assert fx.wait_until(lambda: settled(a.sim, a.clock), 3.0)
     a.servo_end()
     assert b.busy_reason() is None  # nobody streams now: an enabled, still arm is free
+    b.close()
 
 
 def test_a_second_client_sees_a_moving_arm(open_sim, fx):
     a, q0 = first_client(open_sim)
     with Streamer(a, fx, fx.trapezoid(q0, 5, speed=20.0, cruise_s=4.0)):
-        fx.wait_until(lambda: abs(a.latest_state().q[5] - q0[5]) > 1.0, 3.0)
-        why = second_client(open_sim, a).busy_reason()
+        assert fx.wait_until(lambda: abs(a.latest_state().q[5] - q0[5]) > 1.0, 3.0, clock=a.clock)
+        b = second_client(a)
+        why = b.busy_reason()
+    b.close()
     assert why is not None and "the arm is moving (J6" in why
 
 
@@ -99,12 +121,15 @@ def test_two_interleaved_streams_latch_the_runaway(open_sim, fx, transport):
     a, q0 = first_client(open_sim)
     sim = a.sim
     with Streamer(a, fx, fx.trapezoid(q0, 0, speed=10.0, cruise_s=2.0)) as stream:
-        fx.wait_until(lambda: a.latest_state().q[0] - q0[0] > 2.0, 3.0)
-        b = second_client(open_sim, a, transport)  # a second UDP sender, or a second XML-RPC session
+        assert fx.wait_until(lambda: a.latest_state().q[0] - q0[0] > 2.0, 3.0, clock=a.clock)
+        b = second_client(a, transport)  # a second UDP sender, or a second XML-RPC session
         b.enable()
         with pytest.raises(DeviceError):
             b.warm_up(cmd_period_s=0.01, timeout_s=2.0)
-        latched = fx.wait_until(lambda: fault(a) == RUNAWAY_FAULT, 3.0)
+        latched = fx.wait_until(lambda: fault(a) == RUNAWAY_FAULT, 3.0, clock=a.clock)
+        a.clock.sleep(0.05)  # A streams on for a few ticks into the fault
+    b.close()
+    assert not stream.errors, stream.errors
     event = sim.faults.get(timeout=1.0)
     assert latched, event.text
     assert sim.stats["sender_switches"] > 0 and len(sim.servoj_senders(within_s=10.0)) >= 2
@@ -120,7 +145,7 @@ def test_two_interleaved_streams_latch_the_runaway(open_sim, fx, transport):
 def test_a_controller_serving_one_state_client_cuts_the_second_off(open_sim):
     a = open_sim("sim:fr3?cnde_clients=1")
     with pytest.raises(DeviceError, match="another program connected"):
-        second_client(open_sim, a)
+        open_sim(a.sim.address()["url"] + "&model=fr3")  # by its address, as another program would
     assert a.sim.stats["cnde_refused"] == 1
     assert a.wait_state() is not None  # the first client keeps its stream
 
