@@ -42,7 +42,8 @@ RobotOpt = Annotated[
     typer.Option(
         "--robot",
         envvar="SERVOTOOL_ROBOT",
-        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators) or fairino://HOST.",
+        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators; add ?realtime=0 for "
+        "simulated time, as fast as the CPU allows) or fairino://HOST.",
     ),
 ]
 JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from servotool.devices.arm import StateFrame
+from servotool.devices.arm import StateFrame, clock_of
 from servotool.errors import DeviceError, Refused
 from servotool.recorder import AxisKey, AxisSample, Sweep
 
@@ -190,13 +190,19 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
     """Open `url` as a bus ("bus": a Dynamixel bus) or an arm ("arm": a FAIRINO controller) for recording.
 
     A bus that cannot sweep telemetry (not a Dynamixel bus) is closed again and refused (Refused, exit 2):
-    the recorder needs the telemetry span and Hardware Error Status. DeviceURLError for a bad URL;
+    the recorder needs the telemetry span and Hardware Error Status; so is an arm in simulated time
+    (realtime=0). DeviceURLError for a bad URL;
     DeviceError when the device cannot be reached.
     """
     from servotool.devices.registry import open_arm, open_bus
 
     if kind == "arm":
-        return FairinoSource(open_arm(url, now=clock.now))
+        arm = open_arm(url, now=clock.now)
+        if clock_of(arm) is not None:
+            arm.close()
+            raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
+                          "(realtime=0) only moves under a run")
+        return FairinoSource(arm)
     bus = open_bus(url, clock=clock)
     if not hasattr(bus, "read_telemetry"):
         bus.close()

@@ -139,11 +139,12 @@ class CndeSession:
             if self._layout is None:
                 self._reply(p.MessageStatus.ERROR, "no output configuration")
                 return
-            self._reply(p.MessageStatus.OK)
             if not self._streaming:
-                # first data frame one period after the acknowledgement, never in the same segment
-                self._streaming = True
+                # first data frame one period after the acknowledgement, never in the same segment; set
+                # before the answer, so a lock-step clock moved once the client has it knows the frame is due
                 self._next = self._clock() + self._period
+                self._streaming = True
+            self._reply(p.MessageStatus.OK)
         elif kind == p.FrameType.STOP:
             self._streaming = False
             self._reply(p.MessageStatus.OK)
