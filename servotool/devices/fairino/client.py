@@ -261,10 +261,13 @@ class FairinoArm:
 
     def _lose(self, why: str) -> None:
         with self._lock:
-            if self._lost is None and not self._closed:
+            first = self._lost is None and not self._closed
+            if first:
                 self._lost = f"{self.url}: connection lost: {why}"
-        # a call blocked on XML-RPC fails at once instead of waiting for its timeout
-        self._transport.abort()
+        if first:
+            # a call blocked on XML-RPC fails at once instead of waiting for its timeout (once: a cleanup
+            # call made after the loss must not be cut by a later report of it)
+            self._transport.abort()
         with self._rx:
             self._rx.notify_all()
 

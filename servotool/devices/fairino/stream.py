@@ -63,6 +63,7 @@ class StateStream:
         self._lock = threading.Lock()
         self._frames: collections.deque[StateFrame] = collections.deque(maxlen=MAX_FRAMES)
         self._closing = threading.Event()
+        self._gone = False  # the loss was reported
         self.latest: StateFrame | None = None
         self.cmd_num: int | None = None
         self.bad_frames = 0
@@ -192,7 +193,10 @@ class StateStream:
                 self._arrived.notify_all()
 
     def check_silence(self) -> bool:
-        """False (and the stream declared lost) when no data frame came for more than `silence_s`."""
+        """False (and the stream declared lost) when no data frame came for more than `silence_s`, or the
+        stream was already lost."""
+        if self._gone:
+            return False
         silent = self._watch() - self._last_rx
         if silent > self._silence:
             self._lose(f"no state frame for {silent * 1000:.0f} ms")
@@ -208,7 +212,11 @@ class StateStream:
             )
 
     def _lose(self, why: str) -> None:
-        if not self._closing.is_set():
+        # once: the reader and a lock-step check may both find the silence, and the client must hear it once
+        with self._lock:
+            first = not self._gone and not self._closing.is_set()
+            self._gone = True
+        if first:
             self._on_lost(why)
 
     def _on_data(self, data: bytes, t: float) -> None:
