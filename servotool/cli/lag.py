@@ -25,8 +25,15 @@ from servotool.cli.live import (
 from servotool.cli.render import render_lag
 from servotool.clock import MonotonicClock
 from servotool.io.paths import out_dir
-from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
-from servotool.motion.ramp import LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG
+from servotool.motion.defaults import (
+    A_MAX_DEG_S2,
+    CMD_PERIOD_S,
+    LAG_RAMP_S,
+    LAG_SETTLE_S,
+    LAG_SPEEDS_DEG_S,
+    LAG_SWEEP_DEG,
+    V_MAX_DEG_S,
+)
 from servotool.runs.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.settings import validate_lag
 

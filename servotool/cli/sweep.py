@@ -202,7 +202,7 @@ def sweep(
         "claw).",
     )] = None,
     direction: Annotated[SweepDirection, typer.Option(
-        "--direction", case_sensitive=False, help="up, down or both (down first).",
+        "--direction", case_sensitive=False, help="Which way to sweep each joint; both: down first.",
     )] = SweepDirection.BOTH,
     speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (above 0, at most 300). A "
                                 "stall is called about 0.5 s after contact: the command is then about half a "

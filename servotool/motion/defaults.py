@@ -2,7 +2,7 @@
 
 Every command, run setting and shaper that needs a speed, acceleration or jerk bound and is not given one
 takes it from here, so `lag`, `step`, `shape` and the campaign files agree on what "the default" means.
-Units: deg/s, deg/s^2, deg/s^3 and s.
+Units: deg/s, deg/s^2, deg/s^3, deg and s. Constants only: importing it loads nothing else.
 """
 
 from __future__ import annotations
@@ -16,4 +16,22 @@ J_MAX_DEG_S3 = 10000.0
 # one setpoint every 10 ms: the FAIRINO ServoJ period
 CMD_PERIOD_S = 0.01
 
-__all__ = ["A_MAX_DEG_S2", "CMD_PERIOD_S", "J_MAX_DEG_S3", "V_MAX_DEG_S"]
+# The defaults of `lag --ramp` (4.6 s of streaming). Two speeds, because only two speeds can show that L is
+# the same at every speed. Each cruise outlasts a 200 ms lag plus its corner transient at the faster speed
+# (sweep / v - ramp = 0.4 s at 30 deg/s), and each settle outlasts the lag, so the arm is at rest before
+# it reverses. 30 deg/s over a 0.1 s ramp needs 300 deg/s^2, inside the default 500 deg/s^2 bound.
+LAG_SWEEP_DEG = 15.0
+LAG_SPEEDS_DEG_S = (15.0, 30.0)
+LAG_RAMP_S = 0.1
+LAG_SETTLE_S = 0.3
+
+__all__ = [
+    "A_MAX_DEG_S2",
+    "CMD_PERIOD_S",
+    "J_MAX_DEG_S3",
+    "LAG_RAMP_S",
+    "LAG_SETTLE_S",
+    "LAG_SPEEDS_DEG_S",
+    "LAG_SWEEP_DEG",
+    "V_MAX_DEG_S",
+]

@@ -21,7 +21,7 @@ import numpy as np
 
 from servotool.motion.checks import finite as _finite
 from servotool.motion.checks import positive as _positive
-from servotool.motion.defaults import CMD_PERIOD_S
+from servotool.motion.defaults import CMD_PERIOD_S, LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG
 
 __all__ = [
     "LAG_RAMP_S",
@@ -39,14 +39,6 @@ __all__ = [
 
 PHASES = ("ramp-up", "cruise", "ramp-down", "settle")
 
-# The defaults of `lag --ramp` (4.6 s of streaming). Two speeds, because only two speeds can show that L is
-# the same at every speed. Each cruise outlasts a 200 ms lag plus its corner transient at the faster speed
-# (sweep / v - ramp = 0.4 s at 30 deg/s), and each settle outlasts the lag, so the arm is at rest before
-# it reverses. 30 deg/s over a 0.1 s ramp needs 300 deg/s^2, inside the default 500 deg/s^2 bound.
-LAG_SWEEP_DEG = 15.0
-LAG_SPEEDS_DEG_S = (15.0, 30.0)
-LAG_RAMP_S = 0.1
-LAG_SETTLE_S = 0.3
 # Tolerance when turning a duration into a whole number of ticks, so 0.2 s / 0.01 s counts as 20, not 21.
 _TICK_EPS = 1e-9
 
