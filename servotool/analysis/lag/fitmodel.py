@@ -37,28 +37,36 @@ class _Stretch:
     u: np.ndarray  # the command on the grid
 
 
-def _cells(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(place in cell, previous, this, next, one after) samples of w around each t, for read_grid."""
-    n = len(w)
+def _padded(w: np.ndarray) -> np.ndarray:
+    """w with one sample extrapolated linearly at each end (the central difference there then equals
+    np.gradient's one-sided one)."""
+    return np.concatenate(([2.0 * w[0] - w[1]], w, [2.0 * w[-1] - w[-2]]))
+
+
+def _cells(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(place in cell, previous, this, next, one after) samples around each t of the padded grid wp."""
+    n = len(wp) - 2
     pos = np.clip((t - t0) / h, 0.0, n - 1.0)
     j = np.minimum(pos.astype(np.intp), n - 2)
-    # one sample extrapolated at each end: the central difference there equals np.gradient's one-sided one
-    wp = np.concatenate(([2.0 * w[0] - w[1]], w, [2.0 * w[-1] - w[-2]]))
     return pos - j, wp[j], wp[j + 1], wp[j + 2], wp[j + 3]
+
+
+def _read_padded(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    f, wm, w0, w1, w2 = _cells(wp, t0, h, t)
+    s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
+    return w0 + f * (w1 - w0), s0 + f * (s1 - s0)
 
 
 def read_grid(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """w (sampled every h from t0, at rest at its first value before) linearly interpolated at t, and its
     central-difference slope likewise: the values of np.interp over w and np.gradient(w, h), found by
     arithmetic on the uniform grid and with the slope taken only in the cells used."""
-    f, wm, w0, w1, w2 = _cells(w, t0, h, t)
-    s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
-    return w0 + f * (w1 - w0), s0 + f * (s1 - s0)
+    return _read_padded(_padded(w), t0, h, t)
 
 
-def _read_grid_rates(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
-    """read_grid's two values and, exactly, their derivatives by t (the slopes of the interpolants)."""
-    f, wm, w0, w1, w2 = _cells(w, t0, h, t)
+def _read_rates(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
+    """_read_padded's two values and, exactly, their derivatives by t (the slopes of the interpolants)."""
+    f, wm, w0, w1, w2 = _cells(wp, t0, h, t)
     s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
     return w0 + f * (w1 - w0), s0 + f * (s1 - s0), (w1 - w0) / h, (s1 - s0) / h
 
@@ -140,25 +148,32 @@ class FitModel:
         return len(self.t_meas)
 
     def _filtered(self, tau: float, jac: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """Per stretch, the filtered command (padded) and with jac its derivative by tau (padded); the last
+        tau's are kept, as a fit asks for the same tau with several lags."""
         if self._cache is None or self._cache[0] != tau or (jac and not self._cache[1]):
-            self._cache = (tau, jac, [filtered(st.u, self.h, tau, jac) for st in self.stretches])
+            grids = []
+            for st in self.stretches:
+                w, w_t = filtered(st.u, self.h, tau, jac)
+                grids.append((_padded(w), None if w_t is None else _padded(w_t)))
+            self._cache = (tau, jac, grids)
         return self._cache[2]
 
-    def response(self, lag: float, tau: float, jac: bool = False) -> _Response:
-        """The model at every frame (with jac, its derivatives by L and tau too)."""
+    def response(self, lag: float, tau: float, jac: bool = False, by_tau: bool = True) -> _Response:
+        """The model at every frame; with jac its derivatives by L too, and by tau unless by_tau is False."""
         n, h = self.n, self.h
         out = _Response(np.empty(n), np.empty(n))
         if jac:
             out.y_l, out.dy_l, out.y_t, out.dy_t = (np.empty(n) for _ in range(4))
-        for st, (w, w_t) in zip(self.stretches, self._filtered(tau, jac), strict=True):
+        for st, (wp, wp_t) in zip(self.stretches, self._filtered(tau, jac and by_tau), strict=True):
             sl = slice(st.i0, st.i1)
             t = self.t_meas[sl] - lag
-            if not jac or w_t is None:
-                out.y[sl], out.dy[sl] = read_grid(w, st.t0, h, t)
+            if not jac:
+                out.y[sl], out.dy[sl] = _read_padded(wp, st.t0, h, t)
                 continue
-            out.y[sl], out.dy[sl], ddt, dsdt = _read_grid_rates(w, st.t0, h, t)
+            out.y[sl], out.dy[sl], ddt, dsdt = _read_rates(wp, st.t0, h, t)
             out.y_l[sl], out.dy_l[sl] = -ddt, -dsdt  # type: ignore[index]
-            out.y_t[sl], out.dy_t[sl] = read_grid(w_t, st.t0, h, t)  # type: ignore[index]
+            if wp_t is not None:
+                out.y_t[sl], out.dy_t[sl] = _read_padded(wp_t, st.t0, h, t)  # type: ignore[index]
         return out
 
     def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +185,7 @@ class FitModel:
         """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
         solved by least squares; the Jacobian includes how those terms move with L and tau."""
         lag, tau = float(x[0]), float(x[1]) if fit_tau else 0.0
-        resp = self.response(lag, tau, jac=True)
+        resp = self.response(lag, tau, jac=True, by_tau=fit_tau)
         cols = _columns(resp.dy)
         e = self.q_meas - resp.y
         g_inv = _inverse_normal(cols)
