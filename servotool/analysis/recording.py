@@ -133,11 +133,11 @@ def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
     return np.asarray(cat.codes, dtype=np.int32), [str(c) for c in cat.categories]
 
 
-def _event_rows(codes: np.ndarray, names: list[str], order: np.ndarray, event: str) -> np.ndarray:
-    """Row indices of one event, in time order."""
+def _event_rows(ordered_codes: np.ndarray, names: list[str], order: np.ndarray, event: str) -> np.ndarray:
+    """Row indices of one event, in time order (ordered_codes: the event codes of the rows in `order`)."""
     if event not in names:
         return np.zeros(0, dtype=np.int64)
-    return order[codes[order] == names.index(event)]
+    return order[ordered_codes == names.index(event)]
 
 
 def _label_values(codes: np.ndarray, names: list[str], rows: np.ndarray) -> np.ndarray:
@@ -173,7 +173,10 @@ def recording_from_frame(df: Table) -> Recording:
     # rows are written in time order per loop tick; a frame stamped just before a send can land in the next
     # batch, so order by time here (a stable sort keeps the file order for equal stamps)
     order = np.flatnonzero(timed)
-    order = order[np.argsort(t[order], kind="stable")]
+    t_timed = t[order]
+    if not np.all(t_timed[1:] >= t_timed[:-1]):
+        order = order[np.argsort(t_timed, kind="stable")]
+    ev = ev[order]
     cmd_all = _event_rows(ev, ev_names, order, "cmd")
     st_all = _event_rows(ev, ev_names, order, "state")
     # one column at a time: a long recording never holds all joint columns at full length at once
@@ -186,8 +189,9 @@ def recording_from_frame(df: Table) -> Recording:
         del values
     cmd_ok, st_ok = np.isfinite(cmd_q).all(axis=1), np.isfinite(state_q).all(axis=1)
     skipped["nan_joint"] = int((~cmd_ok).sum() + (~st_ok).sum())
-    cmd, cmd_q = cmd_all[cmd_ok], cmd_q[cmd_ok]
-    st, state_q = st_all[st_ok], state_q[st_ok]
+    # most recordings have no row to drop: then no copy of the (long) arrays
+    cmd, cmd_q = (cmd_all, cmd_q) if cmd_ok.all() else (cmd_all[cmd_ok], cmd_q[cmd_ok])
+    st, state_q = (st_all, state_q) if st_ok.all() else (st_all[st_ok], state_q[st_ok])
     rep, flt, grd, stop = (_event_rows(ev, ev_names, order, e) for e in ("reply", "fault", "guard", "stop"))
     info, info_names = _labels(df, "info")
     phase, phase_names = _labels(df, "phase")
