@@ -23,7 +23,7 @@ from servotool.analysis.lag.fitmodel import (
     read_grid,
 )
 from servotool.analysis.lag.results import Dynamics, finite
-from servotool.analysis.lag.solver import LsqResult, solve
+from servotool.analysis.lag.solver import LsqResult, cost_of, solve
 from servotool.analysis.recording import RecordingError
 
 __all__ = ["FIT_GRID_S", "FRICTION_V_EPS", "first_order_response", "fit_dynamics", "simulate"]
@@ -31,9 +31,7 @@ __all__ = ["FIT_GRID_S", "FRICTION_V_EPS", "first_order_response", "fit_dynamics
 TAU_FLOOR_S = 0.003  # shortest first-order lag the dynamic fit reports (see _filter_is_real)
 MIN_FIT_SAMPLES = 10  # measured frames the dynamic fit needs at the least
 DEFAULT_LAG_GUESS_S = 0.05  # starting lag when no first estimate exists
-# starting tau of the filter fit, as fractions of the lag guess; 0 starts where the dead-time fit ended (more
-# starts cost a fit each and found no other optimum on any test recording)
-TAU_STARTS = (0.0,)
+TAU_SPLITS = (0.15, 0.5)  # tau as a fraction of the dead-time fit's lag, tried as starts of the filter fit
 MAD_TO_SIGMA = 1.4826  # median absolute deviation to standard deviation of a normal distribution
 SOFT_L1_SIGMAS = 3.0  # residuals beyond this many robust sigmas lose their pull on the fit
 INLIER_SIGMAS = 4.0  # residuals within this many robust sigmas take part in the filter test
@@ -114,8 +112,23 @@ class _Fits:
     scale: float  # robust sigma of the residuals (deg)
 
 
+def _filter_start(model: FitModel, pure: LsqResult, upper: np.ndarray, f_scale: float | None) -> np.ndarray:
+    """Where the dead time + filter fit starts: of no filter (the dead-time fit's end) and a few splits of
+    its lag s = L + tau (what a cruise pins down) into L and tau, the one of lowest cost. Starting at tau = 0
+    alone is not enough: the cost is flat in tau there, and a filter longer than the dead time is missed."""
+    s = float(pure.x[0])
+    best_x, best_cost = np.array([s, 0.0]), pure.cost
+    for frac in TAU_SPLITS:
+        x = np.array([s * (1.0 - frac), min(s * frac, upper[1])])
+        cost = cost_of(model.residual_only(x), f_scale)
+        if cost < best_cost:
+            best_x, best_cost = x, cost
+    return best_x
+
+
 def _run_fits(model: FitModel, guess: float) -> _Fits:
-    """A dead-time-only fit, then dead time + filter from several starts; robust once the scale is known."""
+    """A dead-time-only fit, then dead time + filter from the best of a few starts (_filter_start); robust
+    once the scale is known."""
     upper = np.array([max(1.0, 3 * guess), max(0.5, 2 * guess)])
     lower = np.zeros(2)
 
@@ -131,16 +144,10 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     scale = MAD_TO_SIGMA * float(np.median(np.abs(first.fun - np.median(first.fun))))
     f_scale = SOFT_L1_SIGMAS * scale if scale > 0 else None
     pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale)
-    best = None
-    for frac in TAU_STARTS:
-        tau0 = frac * guess
-        # no filter: start where the dead-time fit ended (a pure delay then converges in a few steps)
-        lag0 = float(pure.x[0]) if frac == 0.0 and pure is not None else guess - tau0
-        x0 = np.array([min(max(lag0, 0.0), upper[0]), min(tau0, upper[1])])
-        res = solve(full_problem, x0, lower, upper, f_scale)
-        if res is not None and (best is None or res.cost < best.cost):
-            best = res
-    if best is None or pure is None:
+    if pure is None:
+        raise RecordingError("the dynamic fit did not converge")
+    best = solve(full_problem, _filter_start(model, pure, upper, f_scale), lower, upper, f_scale)
+    if best is None:
         raise RecordingError("the dynamic fit did not converge")
     return _Fits(pure, best, scale)
 

@@ -181,6 +181,12 @@ class FitModel:
         resp = self.response(lag, tau)
         return resp.y, _columns(resp.dy)
 
+    def residual_only(self, x: np.ndarray) -> np.ndarray:
+        """The residual at x = (L, tau) alone (see residual)."""
+        y, cols = self.design(float(x[0]), float(x[1]))
+        e = self.q_meas - y
+        return np.asarray(e - cols @ linear_terms(cols, e))
+
     def residual(self, x: np.ndarray, fit_tau: bool) -> tuple[np.ndarray, np.ndarray]:
         """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
         solved by least squares; the Jacobian includes how those terms move with L and tau."""

@@ -17,7 +17,8 @@ import numpy as np
 Problem = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]  # x -> (residual, Jacobian)
 
 STEP_TOL_S = 1e-9  # converged when no parameter moves by more than this (s) ...
-COST_TOL = 1e-10  # ... or an accepted step lowers the cost by less than this fraction
+COST_TOL = 1e-10  # ... or an accepted step lowers the cost by less than this fraction (after the first
+MIN_ACCEPTED = 3  # few steps: from tau = 0, where the cost is flat in tau, the first gains are tiny)
 MAX_STEPS = 60  # accepted or rejected trial steps at the most
 DAMPING_START = 1e-6  # Marquardt damping, relative to the normal matrix's diagonal
 DAMPING_DOWN = 0.2
@@ -45,6 +46,11 @@ def _weights(r: np.ndarray, f_scale: float | None) -> tuple[float, np.ndarray, n
     root = np.sqrt(t)
     cost = f_scale**2 * float(np.sum(root - 1.0))  # 0.5 * f^2 * sum(2 (sqrt(1 + z) - 1))
     return cost, 1.0 / root, t**-0.75
+
+
+def cost_of(r: np.ndarray, f_scale: float | None = None) -> float:
+    """The cost solve minimises, at the residual r."""
+    return _weights(r, f_scale)[0]
 
 
 def _step(jac: np.ndarray, w: np.ndarray, r: np.ndarray, free: np.ndarray, damping: float) -> np.ndarray:
@@ -76,6 +82,7 @@ def solve(
         return None
     cost, w, _ = _weights(r, f_scale)
     damping = DAMPING_START
+    accepted = 0
     for _ in range(MAX_STEPS):
         grad = jac.T @ (w * r)
         held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
@@ -92,7 +99,8 @@ def solve(
             gain = cost - cost_new
             x, r, jac, cost, w = x_new, r_new, jac_new, cost_new, w_new
             damping = max(damping * DAMPING_DOWN, DAMPING_START)
-            if moved <= STEP_TOL_S or gain <= COST_TOL * cost:
+            accepted += 1
+            if moved <= STEP_TOL_S or (accepted >= MIN_ACCEPTED and gain <= COST_TOL * cost):
                 break
         else:
             damping *= DAMPING_UP
