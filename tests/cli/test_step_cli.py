@@ -48,9 +48,10 @@ def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     assert not entry["complete"] and entry["result"]["steps"][0]["verdict"] == "runaway"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def real_looking_arm():
-    """A simulator in its own process, reached through a fairino:// address: not 'simulated' to the client."""
+    """A simulator in its own process, reached through a fairino:// address: not 'simulated' to the client.
+    Real sockets on the real clock: the real path, end to end. One per module (its start-up is the cost)."""
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -157,7 +157,7 @@ class FairinoArm:
         self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._udp.connect((self.host, port))
         self._udp_address = self._udp.getsockname()[:2]
-        self._udp.settimeout(0.05)
+        self._udp.settimeout(0.01)  # close() waits at most this for the reader
         self._udp_reader = threading.Thread(target=self._udp_loop, daemon=True, name="fairino-udp")
         self._udp_reader.start()
 

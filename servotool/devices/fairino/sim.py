@@ -58,6 +58,7 @@ from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
+POLL_S = 0.01  # how often the serving threads look at the stop flag: stop() returns within a few of these
 
 
 class SimError(DeviceError):
@@ -192,7 +193,7 @@ class FairinoSim:
         self._ports = SimPorts(
             rpc.server_address[1], self._cnde_sock.getsockname()[1], self._udp_sock.getsockname()[1]
         )
-        self._spawn(lambda: rpc.serve_forever(poll_interval=0.05), "rpc")
+        self._spawn(lambda: rpc.serve_forever(poll_interval=POLL_S), "rpc")
         self._spawn(self._accept_loop, "cnde-accept")
         self._spawn(self._udp_loop, "udp")
         if self.lockstep is None:
@@ -217,14 +218,14 @@ class FairinoSim:
         except OSError as exc:
             raise SimError(f"cannot bind CNDE port {want.cnde} on {host}: {exc.strerror or exc}") from None
         cnde.listen(8)
-        cnde.settimeout(0.05)
+        cnde.settimeout(POLL_S)
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._udp_sock = udp
         try:
             udp.bind((host, want.udp))
         except OSError as exc:
             raise SimError(f"cannot bind UDP port {want.udp} on {host}: {exc.strerror or exc}") from None
-        udp.settimeout(0.05)
+        udp.settimeout(POLL_S)
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         th = threading.Thread(target=target, name=f"fairino-sim-{name}", daemon=True)
