@@ -9,21 +9,26 @@ import subprocess
 import sys
 
 HEAVY = ("scipy", "pandas", "matplotlib")
+# the commands whose options need no numpy either (the bus and simulator commands import their devices)
+NUMPY_FREE = ("lag", "step", "analyze", "shape", "record", "ports", "version", "incidents", "campaign",
+              "config")
 
 # In a fresh interpreter: every command's and subcommand's `-h`, in turn, and the heavy modules present
 # after each (the first command to list one is the one that imported it).
 PROBE = """
-import json, sys
+import itertools, json, sys
 from servotool.cli.app import COMMANDS, app, load_command
 
 def helps():
     for entry in COMMANDS:
+        if ONLY and entry.name not in ONLY:
+            continue
         yield [entry.name]
         for sub in getattr(load_command(entry), "commands", {}):
             yield [entry.name, sub]
 
 seen = []
-for path in [[]] + list(helps()):
+for path in itertools.chain([[]], helps()):  # each command loaded just before its own -h
     try:
         app([*path, "-h"], prog_name="servotool")
     except SystemExit as exc:
@@ -34,13 +39,24 @@ print(json.dumps(seen))
 """
 
 
-def test_no_command_help_imports_scipy_pandas_or_matplotlib(tmp_path):
+def _probe(tmp_path, heavy, only=()):
     env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
            "PYTHONPATH": ":".join(sys.path)}
-    proc = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{PROBE}"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    code = f"HEAVY = {heavy!r}\nONLY = {only!r}\n{PROBE}"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.splitlines()[-1])
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_no_command_help_imports_scipy_pandas_or_matplotlib(tmp_path):
+    seen = _probe(tmp_path, HEAVY)
     assert len(seen) > 20  # the root, 13 commands and their subcommands
     loaded = [(command or "servotool", heavy) for command, heavy in seen if heavy]
     assert not loaded, f"-h imported {loaded[0][1]} first at `{loaded[0][0]} -h`"
+
+
+def test_the_arm_and_file_commands_help_imports_no_numpy(tmp_path):
+    seen = _probe(tmp_path, ("numpy",), NUMPY_FREE)
+    assert {command.split()[0] for command, _ in seen if command} == set(NUMPY_FREE)
+    loaded = [command or "servotool" for command, heavy in seen if heavy]
+    assert not loaded, f"-h imported numpy first at `{loaded[0]} -h`"
