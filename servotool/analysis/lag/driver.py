@@ -17,10 +17,11 @@ from servotool.analysis.lag.link import link_latency, timing_certain
 from servotool.analysis.lag.origin import fit_through_origin, guard_advice, midpoint_check, model_check
 from servotool.analysis.lag.passes import (
     MIN_FRAMES,
+    CruiseDelta,
     PassTicks,
     between,
     crossing,
-    cruise_delta,
+    cruise_deltas,
     pass_ticks,
     rest_noise,
     slope,
@@ -193,21 +194,42 @@ def _overshoot(c: _PassContext, ps: PassTicks, q_end: float, sgn: float) -> floa
     return math.nan
 
 
-def _pass_lag(c: _PassContext, ps: PassTicks, v: float) -> tuple[PassLag, tuple[float, float] | None]:
-    """Step 3 for one pass: cruise deltas (controller and raw host times), guard view, overshoot.
+def _has_cruise(ps: PassTicks, v: float) -> bool:
+    return ps.cruise.size >= 2 and finite(v) and v != 0
+
+
+def _cruise_figures(
+    c: _PassContext, passes: Sequence[PassTicks], speeds: dict[int, float]
+) -> dict[int, tuple[CruiseDelta, CruiseDelta]]:
+    """Per pass with a cruise: its cruise deltas on controller times and on raw host times, all at once."""
+    s = c.s
+    todo = [ps for ps in passes if _has_cruise(ps, speeds.get(ps.index, math.nan))]
+    c0 = np.array([ps.cruise[0] for ps in todo], dtype=np.intp)
+    c1 = np.array([ps.cruise[-1] for ps in todo], dtype=np.intp)
+    sgn = np.sign([speeds[ps.index] for ps in todo]).astype(float)
+    ctrl = np.column_stack([s.tc[c0] + c.skip, s.tc[c1]]) if todo else np.zeros((0, 2))
+    host = np.column_stack([s.tc_raw[c0] + c.skip, s.tc_raw[c1]]) if todo else np.zeros((0, 2))
+    cr = cruise_deltas(s.tc, s.qc, s.ts, s.qs, ctrl, sgn, s.ordered)
+    hr = cruise_deltas(s.tc_raw, s.qc, s.ts_raw, s.qs, host, sgn, s.ordered)
+    return {ps.index: (a, b) for ps, a, b in zip(todo, cr, hr, strict=True)}
+
+
+def _pass_lag(
+    c: _PassContext, ps: PassTicks, v: float, figures: tuple[CruiseDelta, CruiseDelta] | None
+) -> tuple[PassLag, tuple[float, float] | None]:
+    """Step 3 for one pass: cruise deltas (controller and raw host times, from _cruise_figures), guard
+    view, overshoot.
 
     Returns the pass and its (speed, host-time delta) point, None when the pass has no cruise."""
     s = c.s
     q_a = float(s.qc[ps.idx[0]])
     q_end = float(s.qc[ps.end_idx]) if ps.end_idx is not None else float(s.qc[ps.idx[-1]])
     direction = "out" if abs(q_end - c.start) >= abs(q_a - c.start) else "back"
-    if ps.cruise.size < 2 or not finite(v) or v == 0:
+    if figures is None or not _has_cruise(ps, v):
         return _no_cruise(ps, direction, v), None
     sgn, speed = float(np.sign(v)), abs(v)
     c0, c1 = ps.cruise[0], ps.cruise[-1]
-    cr = cruise_delta(s.tc, s.qc, s.ts, s.qs, float(s.tc[c0]) + c.skip, float(s.tc[c1]), sgn, s.ordered)
-    t0_raw, t1_raw = float(s.tc_raw[c0]) + c.skip, float(s.tc_raw[c1])
-    host = cruise_delta(s.tc_raw, s.qc, s.ts_raw, s.qs, t0_raw, t1_raw, sgn, s.ordered)
+    cr, host = figures
     note = "cruise too short for the lag: lengthen --sweep or lower the speed" if cr.n < MIN_FRAMES else ""
     # guard view at the send ticks: the setpoint just sent against the newest frame received before it
     ci = ps.cruise
@@ -272,8 +294,9 @@ def analyze_lag(
     ctx = _PassContext(s, start, skip, settle_time, rec.latest_measured_at(s.tc_raw, joint), mids)
     out: list[PassLag] = []
     host_points: list[tuple[float, float]] = []
+    figures = _cruise_figures(ctx, passes, speeds)
     for ps in passes:
-        lag, point = _pass_lag(ctx, ps, speeds.get(ps.index, math.nan))
+        lag, point = _pass_lag(ctx, ps, speeds.get(ps.index, math.nan), figures.get(ps.index))
         out.append(lag)
         if point is not None:
             host_points.append(point)

@@ -114,12 +114,15 @@ class _Fits:
 
 def _filter_start(model: FitModel, pure: LsqResult, upper: np.ndarray, f_scale: float | None) -> np.ndarray:
     """Where the dead time + filter fit starts: of no filter (the dead-time fit's end) and a few splits of
-    its lag s = L + tau (what a cruise pins down) into L and tau, the one of lowest cost. Starting at tau = 0
-    alone is not enough: the cost is flat in tau there, and a filter longer than the dead time is missed."""
+    its lag s = L + tau (what a cruise pins down) into L and tau, the one of lowest cost.
+
+    A start at tau = 0 alone is not enough: the cost is flat in tau there (the corner rounding grows as
+    tau^2), so the fit cannot see a filter from it; a split at TAU_FLOOR_S tells whether the cost falls
+    towards a filter at all, the larger ones reach a filter as long as the dead time or longer."""
     s = float(pure.x[0])
     best_x, best_cost = np.array([s, 0.0]), pure.cost
-    for frac in TAU_SPLITS:
-        x = np.array([s * (1.0 - frac), min(s * frac, upper[1])])
+    for tau in (TAU_FLOOR_S, *(frac * s for frac in TAU_SPLITS)):
+        x = np.array([max(s - tau, 0.0), min(tau, float(upper[1]))])
         cost = cost_of(model.residual_only(x), f_scale)
         if cost < best_cost:
             best_x, best_cost = x, cost

@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from servotool.analysis.lag.results import Noise
 from servotool.analysis.recording import Recording
@@ -123,6 +122,52 @@ def cruise_delta(
     return CruiseDelta(n, float(d.mean()), float(d.max()))
 
 
+def cruise_deltas(
+    tc: np.ndarray,
+    qc: np.ndarray,
+    ts: np.ndarray,
+    qs: np.ndarray,
+    windows: np.ndarray,
+    sgn: np.ndarray,
+    ordered: bool,
+) -> list[CruiseDelta]:
+    """cruise_delta for many windows ((k, 2) array of [t0, t1]) at once, with the same results: on sorted
+    frames (ordered) by running sums and reductions over the slices, without a loop over the windows."""
+    if not ordered or len(windows) == 0:
+        return [
+            cruise_delta(tc, qc, ts, qs, float(a), float(b), float(g), ordered)
+            for (a, b), g in zip(windows, sgn, strict=True)
+        ]
+    lo = np.searchsorted(ts, windows[:, 0], side="left")
+    hi = np.maximum(np.searchsorted(ts, windows[:, 1], side="right"), lo)
+    d = np.zeros(len(ts) + 1)  # one spare cell: a window may end at the last frame
+    d[:-1] = np.interp(ts, tc, qc) - qs
+    sums = np.concatenate(([0.0], np.cumsum(d[:-1])))
+    bounds = np.column_stack([lo, hi]).ravel()
+    top, bottom = np.maximum.reduceat(d, bounds)[::2], np.minimum.reduceat(d, bounds)[::2]
+    out = []
+    for k, n in enumerate((hi - lo).tolist()):
+        if n < MIN_FRAMES:
+            out.append(CruiseDelta(n, math.nan, math.nan))
+            continue
+        g = float(sgn[k])
+        peak = float(top[k]) if g > 0 else -float(bottom[k])
+        out.append(CruiseDelta(n, g * float(sums[hi[k]] - sums[lo[k]]) / n, peak))
+    return out
+
+
+def _from_group_median(groups: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Each value minus the median of its group (the mean of the two middle values for an even count)."""
+    order = np.lexsort((vals, groups))  # by group, each group's values in ascending order
+    g, v = groups[order], vals[order]
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    counts = np.diff(np.append(starts, len(g)))
+    med = 0.5 * (v[starts + (counts - 1) // 2] + v[starts + counts // 2])
+    dev = np.empty_like(vals)
+    dev[order] = v - np.repeat(med, counts)
+    return dev
+
+
 def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
     """Noise of the measured joint at rest: frames whose commanded joint has not changed for settle_s.
 
@@ -147,9 +192,7 @@ def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
     rest = (ts - last_change >= settle_s) & (ts <= next_change) & (ts >= tc[0]) & np.isfinite(qs)
     if rest.sum() < MIN_REST_FRAMES:
         return None
-    groups = k[rest]
-    vals = qs[rest]
-    dev = vals - pd.Series(vals).groupby(groups).transform("median").to_numpy()
+    dev = _from_group_median(k[rest], qs[rest])
     return Noise(
         std_deg=float(np.std(dev)),
         peak_deg=float(np.max(np.abs(dev))),
