@@ -102,10 +102,13 @@ class Table(Protocol):
     def __len__(self) -> int: ...
 
 
+RELEASE_MIN_ROWS = 100_000  # shorter tables keep their read columns: dropping one costs more than it frees
+
+
 def _release(df: Table, col: str) -> None:
     # a reader that builds columns on demand can drop one once it has been read (a DataFrame cannot)
     release = getattr(df, "release", None)
-    if release is not None:
+    if release is not None and len(df) >= RELEASE_MIN_ROWS:
         release(col)
 
 
@@ -127,9 +130,12 @@ def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
         return np.full(len(df), -1, dtype=np.int32), []
     values = df[col]
     _release(df, col)
-    if not isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-        values = pd.Series(values).astype("string")
-    cat = pd.Categorical(values)
+    if isinstance(values, pd.Categorical):
+        cat = values  # already codes and labels: no second pass over the rows
+    else:
+        if not isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            values = pd.Series(values).astype("string")
+        cat = pd.Categorical(values)
     return np.asarray(cat.codes, dtype=np.int32), [str(c) for c in cat.categories]
 
 

@@ -22,8 +22,8 @@ from servotool.analysis.lag.fitmodel import (
     linear_terms,
     read_grid,
 )
-from servotool.analysis.lag.results import Dynamics, finite
-from servotool.analysis.lag.solver import LsqResult, cost_of, solve
+from servotool.analysis.lag.results import Dynamics, finite, ms
+from servotool.analysis.lag.solver import LsqResult, cost_of, result_at, solve
 from servotool.analysis.recording import RecordingError
 
 __all__ = ["FIT_GRID_S", "FRICTION_V_EPS", "first_order_response", "fit_dynamics", "simulate"]
@@ -149,7 +149,13 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale)
     if pure is None:
         raise RecordingError("the dynamic fit did not converge")
-    best = solve(full_problem, _filter_start(model, pure, upper, f_scale), lower, upper, f_scale)
+    start = _filter_start(model, pure, upper, f_scale)
+    if start[1] == 0.0:
+        # no split lowered the cost: any filter the fit could find is shorter than TAU_FLOOR_S, which is
+        # never believed (_filter_is_real), so the filter fit would only confirm the dead time
+        best: LsqResult | None = result_at(full_problem, start, f_scale)
+    else:
+        best = solve(full_problem, start, lower, upper, f_scale)
     if best is None:
         raise RecordingError("the dynamic fit did not converge")
     return _Fits(pure, best, scale)
@@ -235,7 +241,8 @@ def fit_dynamics(
     fits = _run_fits(model, guess)
     has_filter, n_eff = _filter_is_real(fits, n)
     se_scale = math.sqrt(n / n_eff)
-    tau_se = _param_se(fits.best, n - 4)[1] * se_scale
+    # at tau = 0 (on its bound, no filter found) the two columns of the Jacobian coincide: no standard error
+    tau_se = _param_se(fits.best, n - 4)[1] * se_scale if fits.best.x[1] > 0 else math.nan
     if has_filter:
         lag, tau = (float(x) for x in fits.best.x)
         lag_se = _param_se(fits.best, n - 4)[0] * se_scale
@@ -256,7 +263,7 @@ def fit_dynamics(
         lag_ms=lag * 1e3,
         lag_se_ms=lag_se * 1e3,
         tau_ms=tau * 1e3,
-        tau_se_ms=tau_se * 1e3,
+        tau_se_ms=ms(tau_se),  # math.nan itself when there is none (comparisons by identity hold)
         offset_deg=k,
         offset_se_deg=k_se,
         bias_deg=b,

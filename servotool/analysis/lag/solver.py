@@ -48,6 +48,13 @@ def _weights(r: np.ndarray, f_scale: float | None) -> tuple[float, np.ndarray, n
     return cost, 1.0 / root, t**-0.75
 
 
+def result_at(problem: Problem, x: np.ndarray, f_scale: float | None = None) -> LsqResult:
+    """What solve reports, at x itself (no step taken)."""
+    r, jac = problem(x)
+    cost, _, row_scale = _weights(r, f_scale)
+    return LsqResult(np.asarray(x, float), cost, r, jac * row_scale[:, None])
+
+
 def cost_of(r: np.ndarray, f_scale: float | None = None) -> float:
     """The cost solve minimises, at the residual r."""
     return _weights(r, f_scale)[0]
