@@ -173,7 +173,7 @@ app = typer.Typer(
         "Measure the lag between the setpoints you stream and what the controller executes, inject steps "
         "(raw or shaped) and watch for runaways, recompute every figure later from the recorded CSV, and map "
         "bus-servo joint limits. Devices are URLs: sim:fr3 (the default) runs a built-in simulator that "
-        "speaks the real wire protocol, so every command works with no hardware (sim:fr3?realtime=0: in "
+        "speaks the real wire protocol, so every command works with no hardware (sim:fr3?clock=sim: in "
         "simulated time, as fast as the CPU allows); fairino://HOST talks to a real arm."
     ),
     epilog=EPILOG,

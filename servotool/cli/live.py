@@ -42,7 +42,7 @@ RobotOpt = Annotated[
     typer.Option(
         "--robot",
         envvar="SERVOTOOL_ROBOT",
-        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators; add ?realtime=0 for "
+        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators; add ?clock=sim for "
         "simulated time, as fast as the CPU allows) or fairino://HOST.",
     ),
 ]

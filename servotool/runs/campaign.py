@@ -164,7 +164,7 @@ def device_facts(url: str) -> DeviceFacts:
     if family.name != "fairino":
         raise DeviceURLError(f"{url}: campaigns drive FAIRINO arms only, not {family.name}")
     if parsed.simulated:
-        client_keys = ("transport", "silence_ms", "timeout_ms", "realtime")
+        client_keys = ("transport", "silence_ms", "timeout_ms", "clock")
         params = {k: v for k, v in parsed.params.items() if k not in client_keys}
         try:
             profile = with_overrides(parsed.target, params)

@@ -191,7 +191,7 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
 
     A bus that cannot sweep telemetry (not a Dynamixel bus) is closed again and refused (Refused, exit 2):
     the recorder needs the telemetry span and Hardware Error Status; so is an arm in simulated time
-    (realtime=0). DeviceURLError for a bad URL;
+    (clock=sim). DeviceURLError for a bad URL;
     DeviceError when the device cannot be reached.
     """
     from servotool.devices.registry import open_arm, open_bus
@@ -201,7 +201,7 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
         if clock_of(arm) is not None:
             arm.close()
             raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
-                          "(realtime=0) only moves under a run")
+                          "(clock=sim) only moves under a run")
         return FairinoSource(arm)
     bus = open_bus(url, clock=clock)
     if not hasattr(bus, "read_telemetry"):

@@ -12,7 +12,7 @@ SHORT = """
 # L of the SimMachine, one short pass
 name: short
 purpose: a short lag campaign
-device: "sim:simmachine?enable_ms=100&realtime=0"
+device: "sim:simmachine?enable_ms=100&clock=sim"
 safety: {joints: [0], max_speed_deg_s: 10, ramp_only: true}
 runs:
   - why: one pass out and back

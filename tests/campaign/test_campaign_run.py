@@ -19,7 +19,7 @@ from servotool.runs.campaign_run import (
 )
 from servotool.runs.report import build_report, write_report
 
-SIM = "sim:fr3?enable_ms=100&seed=3&realtime=0"  # simulated time: the same runs whatever the load
+SIM = "sim:fr3?enable_ms=100&seed=3&clock=sim"  # simulated time: the same runs whatever the load
 
 TEXT = """
 # a short campaign for the tests

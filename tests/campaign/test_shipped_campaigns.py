@@ -1,6 +1,6 @@
 """The shipped seed-000 campaigns, run as files against the simulators, reproduce the campaign's findings.
 
-Each runs its simulator in simulated time (lock-step, `?realtime=0`): the findings do not depend on the load
+Each runs its simulator in simulated time (lock-step, `?clock=sim`): the findings do not depend on the load
 on the machine. Still seconds of CPU each, hence `slow`."""
 
 import math
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def run_shipped(stem, tmp_path):
     path = next(f for f in shipped_campaign_files() if f.stem == stem)
     # the file's own simulator, in simulated time
-    robot = f"{load_campaign(path).device}?realtime=0"
+    robot = f"{load_campaign(path).device}?clock=sim"
     campaign = load_campaign(path, robot)
     cr = start_campaign(campaign, tmp_path, robot)
     state = run_campaign(campaign, cr)

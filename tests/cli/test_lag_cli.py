@@ -27,7 +27,7 @@ SHORT = ["--sweep", "5", "--speeds", "10,20", "--ramp-ms", "100", "--settle-ms",
 def test_lag_ramp_json_plot_and_analyze_agree(tmp_path, slack):
     res = runner.invoke(
         app,
-        ["lag", "--ramp", "--robot", "sim:simmachine?realtime=0", *SHORT, "--out", str(tmp_path),
+        ["lag", "--ramp", "--robot", "sim:simmachine?clock=sim", *SHORT, "--out", str(tmp_path),
          "--json", "--plot"],
     )
     assert res.exit_code == 0, res.stderr
@@ -78,7 +78,7 @@ def test_lag_refuses_bad_options_with_one_line(tmp_path):
 
 def test_a_pass_too_short_to_cruise_is_reported_not_a_crash(tmp_path):
     res = runner.invoke(
-        app, ["lag", "--ramp", "--robot", "sim:fr3?realtime=0", "--sweep", "4", "--speeds", "10,40",
+        app, ["lag", "--ramp", "--robot", "sim:fr3?clock=sim", "--sweep", "4", "--speeds", "10,40",
               "--out", str(tmp_path), "--json"]
     )
     assert res.exit_code == 0, res.stderr

@@ -21,7 +21,7 @@ def test_otg_shaped_step_records_its_shaper_and_replays_offline(tmp_path):
         [
             "step",
             "--robot",
-            "sim:fr3?realtime=0",  # simulated time: the same run whatever the load on the machine
+            "sim:fr3?clock=sim",  # simulated time: the same run whatever the load on the machine
             "--shaper",
             "otg",
             "--j-max",

@@ -18,7 +18,7 @@ from servotool.cli.render import render_step
 
 runner = CliRunner()
 # the embedded simulator in simulated time (lock-step): the same run whatever the load on the machine
-LOCKSTEP = ["--robot", "sim:fr3?realtime=0"]
+LOCKSTEP = ["--robot", "sim:fr3?clock=sim"]
 
 
 def test_shaped_step_json(tmp_path):

@@ -54,7 +54,7 @@ from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
 from servotool.devices.fairino.profiles import ProfileError, SimProfile, valid_params, with_overrides
-from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.devices.url import DeviceURL, DeviceURLError, pop_sim_clock
 from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
@@ -631,22 +631,20 @@ class LockStep:
 
 
 def _lockstep_clock(params: dict[str, str], kwargs: dict[str, Any], raw: str) -> FakeClock | None:
-    """The FakeClock a sim: URL runs on: the caller's (kwargs clock=FakeClock), or a new one for
-    `realtime=0`; None for real time. Consumes `realtime` from params and `clock` from kwargs."""
-    flag = params.pop("realtime", "1").strip().lower()
-    if flag not in ("0", "1", "false", "true", "no", "yes"):
-        raise DeviceURLError(f"{raw}: parameter realtime={flag!r} is not valid (1 real time, 0 simulated)")
+    """The FakeClock a sim: URL runs on: the caller's (kwargs clock=FakeClock), or a new one for `clock=sim`;
+    None for real time. Consumes `clock` from params and from kwargs (another clock stamps the frames)."""
+    own = pop_sim_clock(params, raw)
     given = kwargs.pop("clock", None)
     if isinstance(given, FakeClock):
         return given
     if given is not None:
         kwargs["now"] = given.now
-    return FakeClock() if flag in ("0", "false", "no") else None
+    return own
 
 
 def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
     """Open `sim:fr3|fr20|simmachine[?param=value...]`: simulator parameters from profiles.PARAM_HELP, the
-    client's transport, silence_ms and timeout_ms, and `realtime=0` (simulated time: the simulator and the
+    client's transport, silence_ms and timeout_ms, and `clock=sim` (simulated time: the simulator and the
     client in lock-step on a FakeClock, as fast as the machine allows; the arm's `clock` is then that clock,
     and every run on the arm must use it). A caller's FakeClock (`clock=`) is used the same way. Starts a
     FairinoSim on free loopback ports and connects the real client to it; unknown parameters or models
@@ -658,7 +656,7 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
     client = client_kwargs(parsed, CLIENT_PARAMS, params)
     unknown = sorted(set(params) - set(valid_params()))
     if unknown:
-        valid = ", ".join(sorted({*valid_params(), *CLIENT_PARAMS, "realtime"}))
+        valid = ", ".join(sorted({*valid_params(), *CLIENT_PARAMS, "clock"}))
         raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
     try:
         profile = with_overrides(parsed.target, params)

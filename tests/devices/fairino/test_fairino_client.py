@@ -296,3 +296,19 @@ def test_a_silent_state_stream_still_ends_servo_mode_and_disables(open_sim, fx):
     assert not arm.sim.snapshot().servo_active
     with pytest.raises(ConnectionLost, match="no state frame"):
         arm.servo_j(arm.latest_state().q, 0.01)  # streaming stays refused
+
+
+def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open_sim):
+    from servotool.clock import FakeClock
+    from servotool.devices.arm import clock_of
+
+    arm = open_sim("sim:fr3?clock=sim&" + FAST)
+    assert isinstance(arm.clock, FakeClock) and clock_of(arm) is arm.clock and arm.sim.lockstep is arm.clock
+    t0 = arm.clock.now()
+    arm.enable()  # waits out the 100 ms enable window on the simulated clock
+    assert arm.clock.now() - t0 >= 0.1 and arm.latest_state().enabled
+    assert clock_of(open_sim("sim:fr3")) is None  # real time: the run keeps its own clock
+    with pytest.raises(DeviceURLError, match="clock=sim"):
+        open_arm("sim:fr3?clock=fast")
+    with pytest.raises(DeviceURLError, match="real time"):
+        open_arm("fairino://127.0.0.1", clock=FakeClock())  # a real controller never runs on a fake clock
