@@ -543,7 +543,11 @@ def _plan_inside(
         x_start, f_start = _x_of(0.0, v_rd, jmax), f_zero
     x_end = _x_of(side * vmax, v_rd, jmax)
     u_start = v_rd + x_start * abs(x_start) / jmax
-    if hint is not None and side * (hint - u_start) > 0.0 and -vmax < hint < vmax:
+    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
+    held = _held_peak(dx, side, shape)
+    if held is not None and side * (held - u_start) > 0.0 and -vmax < held < vmax:
+        x = _x_of(held, v_rd, jmax)
+    elif hint is not None and side * (hint - u_start) > 0.0 and -vmax < hint < vmax:
         # Along an unchanged target the peak stays put, so the previous one is the root or close to it.
         x = _x_of(hint, v_rd, jmax)
     else:
@@ -565,7 +569,6 @@ def _plan_inside(
     if not lo < x < hi and x != x_end:
         x = 0.5 * (lo + hi)
     ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
-    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
     x, f_end = _newton_side(dx, shape, lo, flo, hi, fhi, x_end, x, ftol)
     if f_end is not None:
         u = side * vmax
@@ -574,6 +577,40 @@ def _plan_inside(
     if not -vmax <= u <= vmax:
         return _cruise_plan(v0, a0, side * vmax, 0.0, amax, jmax)
     return _cruise_plan(v0, a0, u, 0.0, amax, jmax, x)
+
+
+def _held_peak(dx: float, side: float, shape: _Lean) -> float | None:
+    """The peak u of the plan that holds a_max in both its transfer and its brake, or None if it has none.
+
+    With both held, S is quadratic in u (linear when the transfer lowers a positive peak), see _lean_s;
+    `side` is the sign of x. The root is exact wherever the plan really holds both.
+    """
+    a0, v_rd, w, _, lead_same, lead_other, amax, jmax = shape
+    g = 1.0 if a0 >= 0.0 else -1.0  # mirrored so that a0 >= 0
+    dx, v_rd, w = g * dx, g * v_rd, g * w
+    hold = amax * amax / jmax
+    ca = amax / jmax
+    if side * g > 0.0:
+        # u >= v_rd: S = L + u^2 / a + u a / j - w^2 / (2 a) + w a / (2 j), held from u - w and u >= a^2 / j
+        c = g * lead_same - w * w / (2.0 * amax) + w * ca / 2.0 - dx
+        disc = ca * ca - 4.0 * c / amax
+        if disc < 0.0:
+            return None
+        u = 0.5 * amax * (sqrt(disc) - ca)
+        ok = u - w >= hold and u >= hold and u >= v_rd
+    else:
+        # u < v_rd, held from v_rd - u >= a^2 / j: S = L + v^2 / (2 a) + v a / (2 j) + brake terms
+        k = g * lead_other + v_rd * v_rd / (2.0 * amax) + v_rd * ca / 2.0 - dx
+        u = -k / ca  # a positive peak: S = K' + u a / j
+        if u < hold:
+            disc = ca * ca + 4.0 * k / amax
+            if disc < 0.0:
+                return None
+            u = 0.5 * amax * (ca - sqrt(disc))  # a negative peak: S = K' - u^2 / a + u a / j
+            if u > -hold:
+                return None
+        ok = v_rd - u >= hold
+    return g * u if ok else None
 
 
 # The constants of _lean_s after x: (a0, v_rd, w, t, lead on the side of a0, lead on the other, a_max, j_max).
