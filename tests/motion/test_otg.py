@@ -365,6 +365,50 @@ def test_from_rest_closed_form_agrees_with_the_search():
         assert rest == pytest.approx(_rest_to_rest(dist, LIM), rel=1e-12)
 
 
+def _moving_inside(rng):
+    """Random limits and a moving (v, a) inside them (v_rd too), often on the edges that matter."""
+    lim = OtgLimits(10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-2, 1.5), 10 ** rng.uniform(-1, 3))
+    vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+    while True:
+        kind = rng.integers(5)
+        v = rng.uniform(-1, 1) * vm
+        a = rng.uniform(-1, 1) * am
+        if kind == 1:
+            a = rng.choice([-1.0, 1.0]) * rng.uniform(0.99, 1.0) * am
+        elif kind == 2:
+            a = -math.copysign(abs(a), v)  # braking
+        elif kind == 3:
+            a = 0.0
+        elif kind == 4:
+            v = 0.0
+        if (v, a) != (0.0, 0.0) and abs(v + a * abs(a) / (2 * jm)) < vm:
+            return lim, v, a
+
+
+def test_one_sided_search_agrees_with_the_full_search():
+    # White-box: a moving state inside the limits is solved on one side of v_rd only; the general search
+    # (every piece of the domain, the shortest root) must agree, and the plan must land on the target at
+    # rest. Targets are drawn near the stop and near S(v_rd), where the sides and the eased brake meet.
+    from servotool.motion import otg_profile as prof
+
+    rng = np.random.default_rng(20261130)
+    for _ in range(1500):
+        lim, v0, a0 = _moving_inside(rng)
+        vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+        v_rd = v0 + a0 * abs(a0) / (2 * jm)
+        s_rd = prof._shape(v0, a0, v_rd, am, jm)[0]
+        stop = prof._shape(v0, a0, 0.0, am, jm)[0]
+        scale = max(vm * vm / am, vm * math.sqrt(vm / jm))
+        dx = (s_rd, stop, 0.0)[rng.integers(3)] + rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(-9, 1) * scale
+        segs, duration, _ = prof.plan_to_rest(dx, v0, a0, vm, am, jm)
+        full = prof._plan_search(dx, v0, a0, vm, am, jm, None)[1]
+        # The full search evaluates S(v_rd) through a square root of a rounding error, hence 1e-3.
+        assert duration == pytest.approx(full, rel=1e-3), (dx, v0, a0, lim)
+        p, v, _ = prof.advance(segs, 2 * duration, 0.0, v0, a0)
+        assert p == pytest.approx(dx, abs=1e-9 * (abs(dx) + abs(s_rd) + abs(stop))), (dx, v0, a0, lim)
+        assert abs(v) <= 1e-9 * vm
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Several axes
 
