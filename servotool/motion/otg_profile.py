@@ -971,6 +971,17 @@ def stretch_to(
     return _stretched(u, duration, dx, v0, a0, amax, jmax)
 
 
+def _half(z: float, amax: float, jmax: float) -> tuple[float, float, float]:
+    """(H, dH/dz, tau(|z|)) with H(z) = z tau(|z|) / 2: what a symmetric ramp over the velocity change z
+    covers beyond its start velocity (tau: the brake time)."""
+    az = z if z >= 0.0 else -z
+    if az * jmax <= amax * amax:
+        r = sqrt(az / jmax)
+        return z * r, 1.5 * r, 2.0 * r
+    tau = az / amax + amax / jmax
+    return 0.5 * z * tau, az / amax + 0.5 * amax / jmax, tau
+
+
 def _stretch_newton(
     duration: float,
     dx: float,
@@ -982,37 +993,35 @@ def _stretch_newton(
     jmax: float,
     tol: float,
 ) -> Plan | None:
-    """The stretched plan by Newton steps from the peak u (0 < u / peak < 1) on g = T + cruise - duration.
+    """The stretched plan by Newton steps from the peak u (0 < u / peak < 1) on an exact closed form.
 
-    Steps in 1 / u (the slopes from _shape_x); a plan is returned only at an evaluated peak with |g| <= tol
-    and a cruise >= 0. None when a step leaves (0, peak) or they do not settle within a few steps: the
-    bracketing secant of stretch_to then decides.
+    With the transfer written as in _lean_s (its symmetric part from `base` = w or v_rd, and the ramp of t s
+    with its lead L), u (T + cruise - duration) = u T - S + dx - duration u is
+    G(u) = H(u - base) + H(u) + u (+-t - duration) + dx - L (see _half), smooth in u. A plan is returned only
+    at a peak with |G| <= tol |u| and a cruise >= 0; None when a step leaves (0, peak) or they do not settle
+    within a few steps: the bracketing secant of stretch_to then decides.
     """
     h = 0.5 * a0 * a0
     v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
-    x = _x_of(u, v_rd, jmax)
-    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
-    for _ in range(6):
-        s, ds, t, dt, u = _lean_s(x, *shape)
-        r = u / peak
-        if not 0.0 < r < 1.0:
+    _, _, w, t, lead_same, lead_other, _, _ = _lean_consts(v0, a0, v_rd, amax, jmax)
+    for _ in range(8):
+        if not 0.0 < u / peak < 1.0:
             return None
-        cruise = (dx - s) / u
-        if cruise < 0.0:
+        if (u >= v_rd) == (a0 >= 0.0):
+            base, k, lead = w, -t - duration, lead_same
+        else:
+            base, k, lead = v_rd, t - duration, lead_other
+        hc, dhc, tau_c = _half(u - base, amax, jmax)
+        hu, dhu, _ = _half(u, amax, jmax)
+        g = hc + hu + u * k + dx - lead
+        bound = tol * u if u > 0.0 else -tol * u
+        if -bound <= g <= bound:
+            s = lead + base * tau_c + hc + hu
+            return _stretched(u, duration, dx, v0, a0, amax, jmax, s, _x_of(u, v_rd, jmax))
+        slope = dhc + dhu + k
+        if slope == 0.0:
             return None
-        g = t + cruise - duration
-        if -tol <= g <= tol:
-            return _stretched(u, duration, dx, v0, a0, amax, jmax, s, x)
-        # dg/dx = dT/dx - (dS/dx) / u - cruise / u * du/dx, with du/dx = 2 |x| / j_max. The step is taken
-        # in 1 / u, in which g (dominated by the cruise, about e / u) is nearly linear.
-        dudx = 2.0 * abs(x) / jmax
-        dg = dt - (ds + cruise * dudx) / u
-        if dg == 0.0 or dudx == 0.0:
-            return None
-        w = 1.0 / u + g * dudx / (dg * u * u)
-        if w == 0.0:
-            return None
-        x = _x_of(1.0 / w, v_rd, jmax)
+        u -= g / slope
     return None
 
 
