@@ -406,6 +406,15 @@ class MultiOtg:
                 v[i] = 0.0
                 a[i] = 0.0
                 plans[i] = _EMPTY
+            elif segs[0] > dt:
+                # The cycle ends inside the first segment: follow's arithmetic, without the call.
+                j = segs[1]
+                pi, vi, ai = p[i], v[i], a[i]
+                p[i] = pi + dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
+                v[i] = vi + dt * (ai + 0.5 * dt * j)
+                a[i] = ai + dt * j
+                rest = (segs[0] - dt, j) + segs[2:]
+                plans[i] = (rest, sum(rest[0::2]), peak)
             else:
                 p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], v[i], a[i])
                 plans[i] = (rest, left, peak)

@@ -527,7 +527,10 @@ def _plan_inside(
     v_rd, the eased brake takes the peaks between v_rd and 0), and one short of S0 exactly one root, on the
     rising branch of the near side; it is the time-optimal plan (checked against the full search and ruckig).
     """
-    s0 = _ramp_down(v0, a0, jmax) + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
+    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
+    # S0: the ramp of the acceleration to zero (shape[5]), then the brake from v_rd.
+    rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
+    s0 = shape[5] + 0.5 * rd_stop
     f0 = s0 - dx
     if f0 == 0.0:
         return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax, 0.0)
@@ -543,7 +546,6 @@ def _plan_inside(
         x_start, f_start = _x_of(0.0, v_rd, jmax), f_zero
     x_end = _x_of(side * vmax, v_rd, jmax)
     u_start = v_rd + x_start * abs(x_start) / jmax
-    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
     held = _held_peak(dx, side, shape)
     if held is not None and side * (held - u_start) > 0.0 and -vmax < held < vmax:
         x = _x_of(held, v_rd, jmax)
@@ -553,7 +555,7 @@ def _plan_inside(
     else:
         # Model: a move from v_rd at zero acceleration to rest through the peak u covers about what a move
         # from rest does, less the part from rest to v_rd: u tau(u) = dx - S0 + v_rd tau(v_rd).
-        d = dx - s0 + v_rd * _brake_time(abs(v_rd), amax, jmax)
+        d = dx - s0 + rd_stop
         u = copysign(_rest_peak(abs(d), amax, jmax), d)
         if side * (u - side * vmax) >= 0.0:
             x = x_end
@@ -724,10 +726,11 @@ def _newton_side(
         else:
             hi, fhi = x, f
         xn = x - f / ds if ds != 0.0 else lo
+        af = f if f >= 0.0 else -f
         # Newton where it helps; where rounding flattens S it stops improving, and bisection takes over.
-        if lo < xn < hi and abs(f) < abs(f_prev):
-            step = xn - x
-            if -1e-9 * abs(x) <= step <= 1e-9 * abs(x):
+        if lo < xn < hi and af < f_prev:
+            tx = 1e-9 * x if x >= 0.0 else -1e-9 * x
+            if -tx <= xn - x <= tx:
                 return xn, None
         elif end_open:
             xn = x_end
@@ -736,7 +739,7 @@ def _newton_side(
         if hi - lo <= xtol:
             return (lo if -flo < fhi else hi), None
         x = xn
-        f_prev = f
+        f_prev = af
     return x, None
 
 
@@ -1084,8 +1087,8 @@ def _model_peak(r: float, e: float, peak: float, amax: float, jmax: float) -> fl
         sv -= step
         if sv <= 0.0:
             return None
-        if abs(step) <= 1e-10 * sv:
-            # A model's root: closer is pointless.
+        if -1e-7 * sv <= step <= 1e-7 * sv:
+            # A model's root, a first guess: closer is pointless.
             break
     return copysign(sv * sv, peak)
 
