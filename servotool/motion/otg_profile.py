@@ -12,16 +12,30 @@ A plan from velocity v0 and acceleration a0 to rest at displacement dx has the s
 and the peak velocity u is its one free parameter. S(u), the displacement of transfer plus brake without
 cruise, increases with u except for one dip next to v_rd = v0 + a0|a0| / (2 j_max), the velocity reached by
 ramping the acceleration straight to zero. The search variable is x = sign(u - v_rd) sqrt(j_max |u - v_rd|):
-S has an infinite slope in u at v_rd but not in x, so the root finder converges there in a few steps. The
-domain is split at x = 0 and x = +-a_max (where the transfer starts holding its acceleration); every piece
-whose ends bracket dx is solved and the shortest plan wins. A piece can also hold two roots that do not
-bracket it (the two sides of the dip); such plans are never shorter than the root on the far side of v_rd or
-the cruise at v_max, so they need no search.
+S has an infinite slope in u at v_rd but not in x, so the root finder converges there in a few steps.
+
+The transfer is a symmetric one (zero acceleration at both ends) seen from where (v0, a0) lies on it: on the
+side of v_rd where it keeps the sign of a0, the tail of a symmetric transfer that started |a0| / j_max s
+earlier at zero acceleration; on the other side, the ramp of the acceleration to zero followed by a
+symmetric transfer from v_rd. A symmetric transfer over a velocity change c takes tau(|c|) (the brake time)
+and covers c tau(|c|) / 2 beyond its start velocity, so S, T and their slopes have short closed forms, and
+S is quadratic in u where transfer and brake both hold a_max. The dip lies on the side where the transfer
+ramps the acceleration through zero, where S rises to a maximum above S(v_rd) and falls back to it; the
+other side is monotonic. So S(v_rd) decides on which side the one time-optimal root lies, and a
+safeguarded Newton search on that side alone finds it (plan_to_rest, for a moving state inside the limits).
+Any other state goes to the general search: the domain is split at x = 0 and x = +-a_max (where the
+transfer starts holding its acceleration); every piece whose ends bracket dx is solved and the shortest
+plan wins. A piece can also hold two roots that do not bracket it (the two sides of the dip); such plans
+are never shorter than the root on the far side of v_rd or the cruise at v_max, so they need no search.
 
 One case falls outside the seven segments: a state that decelerates toward v_rd (a0 and v_rd of opposite
 signs) with its target a little beyond its stopping point. Reaching a peak between 0 and v_rd would touch zero
 acceleration on the way down; the time-optimal plan eases the deceleration first and then brakes harder,
 without touching zero (three ramps, "eased brake"). That family replaces the peaks between 0 and v_rd.
+
+A plan stretched to a longer duration cruises at a lowered peak u; with the same decomposition,
+u (T + cruise - duration) is H(u - base) + H(u) + u (+-t - duration) + dx - L (H(c) = c tau(|c|) / 2), a
+smooth closed form on which Newton steps find the peak (stretch_to).
 
 Checked against ruckig (tests/motion/test_otg_ruckig.py): the durations agree to rounding, rest to rest and
 from moving states inside the limits.
@@ -571,7 +585,11 @@ def _plan_inside(
     if not lo < x < hi and x != x_end:
         x = 0.5 * (lo + hi)
     ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
-    x, f_end = _newton_side(dx, shape, lo, flo, hi, fhi, x_end, x, ftol)
+    if (side > 0.0) == (a0 >= 0.0):
+        args = (a0 * a0, v_rd, shape[2], shape[4], amax, jmax)
+    else:
+        args = (0.0, v_rd, v_rd, shape[5], amax, jmax)
+    x, f_end = _newton_side(dx, args, lo, flo, hi, fhi, x_end, x, ftol)
     if f_end is not None:
         u = side * vmax
         return _cruise_plan(v0, a0, u, -f_end / u, amax, jmax)
@@ -615,7 +633,8 @@ def _held_peak(dx: float, side: float, shape: _Lean) -> float | None:
     return g * u if ok else None
 
 
-# The constants of _lean_s after x: (a0, v_rd, w, t, lead on the side of a0, lead on the other, a_max, j_max).
+# The constants of the symmetric decomposition of the transfer (see _lean_s): (a0, v_rd, w, t, lead on the
+# side of a0, lead on the other side, a_max, j_max), t = |a0| / j_max.
 _Lean = tuple[float, float, float, float, float, float, float, float]
 
 
@@ -626,70 +645,46 @@ def _lean_consts(v0: float, a0: float, v_rd: float, amax: float, jmax: float) ->
 
 
 def _lean_s(
-    x: float,
-    a0: float,
-    v_rd: float,
-    w: float,
-    t: float,
-    lead_same: float,
-    lead_other: float,
-    amax: float,
-    jmax: float,
-) -> tuple[float, float, float, float, float]:
-    """(S, dS/dx, T, dT/dx, u) at the peak u = v_rd + x |x| / j_max, from symmetric transfers.
+    x: float, a0sq: float, v_rd: float, base: float, lead: float, amax: float, jmax: float
+) -> tuple[float, float]:
+    """(S, dS/dx) at the peak u = v_rd + x |x| / j_max, from symmetric transfers (see _lean_consts).
 
-    On the side of a0 (x a0 >= 0) the transfer is the tail of a symmetric one from w = v0 - a0 |a0| / (2 j)
-    at zero acceleration to u, less its first t = |a0| / j s (lead_same: minus what they cover); on the
-    other side it ramps the acceleration to zero in t s, covering lead_other, then is symmetric from v_rd
-    to u. A symmetric transfer over a velocity change c takes tau(c) (the brake time) and covers its start
-    velocity times tau(c) plus c tau(c) / 2. The same S and T as _shape to rounding, in about half the
-    operations (see _lean_consts for the constants).
+    On the side of a0 (x a0 >= 0) the transfer is the tail of a symmetric one from `base` = w = v0 - a0 |a0|
+    / (2 j) at zero acceleration to u, less its first |a0| / j s; on the other side it ramps the
+    acceleration to zero, then is symmetric from `base` = v_rd to u. `lead` is what the transfer covers
+    outside its symmetric part. A symmetric transfer over a velocity change c takes tau(c) (the brake time)
+    and covers its start velocity times tau(c) plus c tau(c) / 2; its peak acceleration is
+    sqrt(a0sq + x^2) (a0sq = a0^2 on the side of a0, else 0), at most a_max. The same S as _shape to
+    rounding, in about half the operations.
     """
     ax = x if x >= 0.0 else -x
     u = v_rd + x * ax / jmax
     dudx = 2.0 * ax / jmax
     a2 = amax * amax
-    if (x >= 0.0) == (a0 >= 0.0):
-        q2 = a0 * a0 + x * x
-        if q2 <= a2:
-            q = sqrt(q2)
-            tau = 2.0 * q / jmax
-            dtau = 2.0 * x / (jmax * q) if q > 0.0 else 0.0
-        else:
-            tau = q2 / (jmax * amax) + amax / jmax
-            dtau = 2.0 * x / (jmax * amax)
-        s = lead_same + 0.5 * (w + u) * tau
-        ds = 0.5 * (dudx * tau + (w + u) * dtau)
-        total = tau - t
+    q2 = a0sq + x * x
+    if q2 <= a2:
+        q = sqrt(q2)
+        tau = 2.0 * q / jmax
+        dtau = 2.0 * x / (jmax * q) if q > 0.0 else 0.0
     else:
-        if ax <= amax:
-            tau = 2.0 * ax / jmax
-            dtau = 2.0 / jmax if x >= 0.0 else -2.0 / jmax
-        else:
-            tau = x * x / (jmax * amax) + amax / jmax
-            dtau = 2.0 * x / (jmax * amax)
-        s = lead_other + 0.5 * (v_rd + u) * tau
-        ds = 0.5 * (dudx * tau + (v_rd + u) * dtau)
-        total = tau + t
+        tau = q2 / (jmax * amax) + amax / jmax
+        dtau = 2.0 * x / (jmax * amax)
+    s = lead + 0.5 * (base + u) * tau
+    ds = 0.5 * (dudx * tau + (base + u) * dtau)
     # The brake from (u, 0): tb = tau(|u|), covering u tb / 2.
-    if u >= 0.0:
-        au, su = u, dudx
-    else:
-        au, su = -u, -dudx
+    au = u if u >= 0.0 else -u
     if au * jmax <= a2:
         tb = 2.0 * sqrt(au / jmax)
         ds += 0.75 * tb * dudx
-        dtb = 2.0 * su / (jmax * tb) if tb > 0.0 else 0.0
     else:
         tb = au / amax + amax / jmax
         ds += (0.5 * tb + 0.5 * au / amax) * dudx
-        dtb = su / amax
-    return s + 0.5 * u * tb, ds, total + tb, dtau + dtb, u
+    return s + 0.5 * u * tb, ds
 
 
 def _newton_side(
     dx: float,
-    shape: _Lean,
+    shape: tuple[float, float, float, float, float, float],
     lo: float,
     flo: float,
     hi: float,
@@ -705,7 +700,7 @@ def _newton_side(
     if S there falls short of dx (or beyond it, at the low end), the plan cruises and (x_end, S(x_end) - dx)
     is returned, else (root, None). The root is found when |S - dx| <= ftol, or is the end of a Newton step
     below 1e-9 of x (Newton's error squares every step); where rounding leaves no such point, the bracket's
-    end nearer to dx. `shape` holds the arguments of _lean_s after x.
+    end nearer to dx. `shape` holds the arguments of _lean_s after x (for peaks on the root's side).
     """
     end_open = True
     at_hi = x_end == hi
@@ -713,7 +708,7 @@ def _newton_side(
     xtol = 1e-12 * abs(x_end)
     f_prev = float("inf")
     for _ in range(_MAX_ITER):
-        s, ds, _, _, _ = _lean_s(x, *shape)
+        s, ds = _lean_s(x, *shape)
         f = s - dx
         if x == x_end and end_open:
             end_open = False
