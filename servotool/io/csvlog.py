@@ -18,7 +18,7 @@ import math
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +30,13 @@ import pandas as pd
 
 from servotool import __version__
 from servotool.errors import FileFormatError
+from servotool.io.csvbody import (
+    CHUNK_BYTES,
+    BodyReport,
+    BodyStream,
+    file_line,
+    line_numbers,
+)
 
 try:  # the fast reader; without pyarrow a plain line-by-line reader keeps the same guarantees
     import pyarrow as pa
@@ -64,7 +71,11 @@ def _fmt(value: Any) -> str:
         return format(value, ".10g")
     if hasattr(value, "item"):  # numpy scalar
         return _fmt(value.item())
-    return str(value)
+    # one row is one line: a line break or NUL in a text (a device's message) would split or spoil it
+    return str(value).translate(_ONE_LINE)
+
+
+_ONE_LINE = str.maketrans({"\n": " ", "\r": " ", "\x00": " "})
 
 
 def _json_default(obj: Any) -> Any:
@@ -253,9 +264,7 @@ class CsvMeta:
 
 MAX_BAD_ROWS_LISTED = 20
 MAX_HEADER_LINE_BYTES = 1 << 20  # a header line (the config JSON) longer than this is refused
-MAX_ROW_BYTES = 1 << 16  # a body row longer than this is no row of ours: skipped, with its line number
 TAIL_BYTES = 1 << 16  # the end line is looked for in this much of the file's tail
-SCAN_CHUNK_BYTES = 8 << 20  # the long-line scan reads this much at a time
 _BOM = b"\xef\xbb\xbf"
 _NUMERIC = re.compile(r"^(t|seq|pass|[qr]\d+|errcode|main_code|sub_code|dev_t)$")
 _LABELS = ("event", "phase")
@@ -337,30 +346,9 @@ def _tail_status(path: Path) -> tuple[str | None, bool]:
     return None, tail.endswith(b"\n")
 
 
-def _long_lines(path: Path, start: int) -> list[tuple[int, int, int]]:
-    """(line index counted from byte `start`, byte offset, byte end) of every line longer than MAX_ROW_BYTES,
-    found by a chunked scan (memory stays at one chunk whatever the line length)."""
-    found: list[tuple[int, int, int]] = []
-    with path.open("rb") as fh:
-        fh.seek(start)
-        pos, line_idx, line_start = start, 0, start
-        while chunk := fh.read(SCAN_CHUNK_BYTES):
-            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + pos
-            if len(nl):
-                starts = np.concatenate([[line_start], nl[:-1] + 1])
-                for k in np.flatnonzero(nl - starts > MAX_ROW_BYTES).tolist():
-                    found.append((line_idx + k, int(starts[k]), int(nl[k]) + 1))
-                line_idx += len(nl)
-                line_start = int(nl[-1]) + 1
-            pos += len(chunk)
-        if pos - line_start > MAX_ROW_BYTES:
-            found.append((line_idx, line_start, pos))
-    return found
-
-
 def _pool() -> Any:
     # the system allocator hands freed buffers back at once: the Arrow table is released column by column
-    # while the DataFrame is built, so the peak stays near one copy of the data
+    # while the arrays are built, so the peak stays near one copy of the data
     return pa.system_memory_pool()
 
 
@@ -377,57 +365,38 @@ def _column_types(header: Sequence[str], as_text: set[str]) -> dict[str, Any]:
 
 
 class _RowSink:
-    """Collects what the parser could not take as a row: comments, end lines, malformed rows."""
+    """Takes the rows the parser refuses (a wrong number of fields: BodyStream took out everything else).
+    Keeps the parser's row numbers of the first MAX_BAD_ROWS_LISTED, counts them all."""
 
-    def __init__(self, meta: CsvMeta, first_line: int, removed: Sequence[int] = ()) -> None:
-        self.meta = meta
-        self.first_line = first_line  # file line number of the parser's row 1
-        self.removed = list(removed)  # parser-relative row numbers taken out before parsing (sorted)
-        self.end_lines: list[tuple[int, str]] = []
-        self.last_bad: int | None = None
-        self.calls = 0
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str]] = []  # (0-based parser row, reason)
+        self.count = 0
 
     def reset(self) -> None:
         """Forget what a failed parse attempt collected."""
-        self.meta.bad_rows.clear()
-        self.meta.n_bad_rows = 0
-        self.end_lines.clear()
-        self.last_bad = None
-        self.calls = 0
-
-    def line_of(self, number: int | None) -> int:
-        n = int(number or 0)
-        for r in self.removed:
-            if r <= n:
-                n += 1
-        return self.first_line + n - 1
+        self.rows.clear()
+        self.count = 0
 
     def __call__(self, row: Any) -> str:
-        self.calls += 1
-        line = self.line_of(row.number)
-        text = str(row.text)
-        if text.startswith(_END):
-            self.end_lines.append((line, text[len(_END) :].strip()))
-        elif len(text) > MAX_ROW_BYTES:
-            self.meta.skip(line, f"longer than {MAX_ROW_BYTES} bytes")
-            self.last_bad = line
-        elif not text.startswith("#"):
-            self.meta.skip(line, f"{row.actual_columns} fields, expected {row.expected_columns}")
-            self.last_bad = line
+        self.count += 1
+        if len(self.rows) < MAX_BAD_ROWS_LISTED and row.number is not None:
+            self.rows.append(
+                (int(row.number) - 1, f"{row.actual_columns} fields, expected {row.expected_columns}")
+            )
         return "skip"
 
 
-def _parse_body(open_body: Callable[[], Any], header: Sequence[str], sink: _RowSink) -> pa.Table:
-    """Parse the rows with pyarrow; a column whose cells do not all convert to numbers is read as text
-    instead (the analyses coerce it and count what is lost). One thread, so that every row the parser
-    refuses comes with its line number."""
+def _arrow_read(fh: BinaryIO, offset: int, header: Sequence[str], sink: _RowSink, threads: bool) -> Any:
+    """Parse the body's rows with pyarrow; a column whose cells do not all convert to numbers is read as
+    text instead (the analyses coerce it and count what is lost). Returns (table, the stream's report)."""
     as_text: set[str] = set()
     while True:
+        stream = BodyStream(fh, offset, len(header), count_lines=not threads)
         try:
-            return pacsv.read_csv(
-                open_body(),
+            table = pacsv.read_csv(
+                pa.PythonFile(stream, mode="r"),
                 memory_pool=_pool(),
-                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=False),
+                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=threads),
                 parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
                 convert_options=pacsv.ConvertOptions(
                     column_types=_column_types(header, as_text),
@@ -437,7 +406,13 @@ def _parse_body(open_body: Callable[[], Any], header: Sequence[str], sink: _RowS
                     null_values=[""],
                 ),
             )
+            return table, stream.report
         except pa.ArrowInvalid as exc:
+            if str(exc).startswith("Empty CSV file"):  # no rows at all: an empty table of the same columns
+                stream.read()
+                types = _column_types(header, as_text)
+                empty = [pa.array([], types.get(name, pa.string())) for name in header]
+                return pa.table(empty, names=list(header)), stream.report
             col = _bad_column(str(exc), header)
             if col is None or col in as_text:
                 raise
@@ -455,44 +430,22 @@ def _bad_column(message: str, header: Sequence[str]) -> str | None:
     return header[int(m.group(1))]
 
 
-def _body_table(
-    path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int
-) -> tuple[pa.Table, _RowSink]:
-    """The rows as an Arrow table. Lines longer than MAX_ROW_BYTES are taken out before parsing (the parser
-    refuses rows that large) and recorded as skipped with their line numbers."""
-
-    def from_file() -> Any:
-        f = pa.OSFile(str(path))
-        f.seek(offset)
-        return f
-
-    sink = _RowSink(meta, first_line)
+def _body_table(path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int) -> Any:
+    """The rows as an Arrow table, parsed on every core. Only when the parser refuses rows is the body
+    parsed again on one thread, which numbers the refused rows."""
     try:
-        # one thread: the parser then tells each refused row's line number, and the peak memory stays lower
-        # (a folder is analysed on a process per core anyway)
-        return _parse_body(from_file, header, sink), sink
-    except pa.ArrowInvalid as exc:
-        if "straddl" not in str(exc):
-            raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
-    long = _long_lines(path, offset)
-    sink.reset()
-    sink = _RowSink(meta, first_line, [idx + 1 for idx, _, _ in long])
-    for idx, _, _ in long:
-        meta.skip(first_line + idx, f"longer than {MAX_ROW_BYTES} bytes")
-    parts: list[bytes] = []
-    with path.open("rb") as fh:
-        pos = offset
-        for _, a, b in long:
-            fh.seek(pos)
-            parts.append(fh.read(a - pos))
-            pos = b
-        fh.seek(pos)
-        parts.append(fh.read())
-    body = b"".join(parts)
-    try:
-        return _parse_body(lambda: pa.BufferReader(body), header, sink), sink
+        with path.open("rb") as fh:
+            sink = _RowSink()
+            table, report = _arrow_read(fh, offset, header, sink, threads=True)
+            if sink.count:
+                sink = _RowSink()
+                table, report = _arrow_read(fh, offset, header, sink, threads=False)
+            _finish(fh, meta, report, sink, first_line, offset)
+            return table
     except pa.ArrowInvalid as exc:
         raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise CsvFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def _set_status(meta: CsvMeta, status: str | None) -> None:
@@ -503,70 +456,65 @@ def _set_status(meta: CsvMeta, status: str | None) -> None:
         meta.end_reason = status.removeprefix("interrupted:").strip() or status
 
 
-def _check_end(path: Path, sink: _RowSink, n_rows: int) -> None:
-    """Set meta.complete / end_reason from the end line, and drop the torn last row of a file cut off
-    mid-write from the skipped rows. Raises CsvFormatError naming the line of an end line that rows follow
-    (it would hide them)."""
-    status, newline_at_end = _tail_status(path)
-    ends = sink.end_lines
-    if len(ends) > 1 or (ends and status is None):
-        line, text = ends[0]
-        raise CsvFormatError(f"{path}: line {line}: '{_END}{text}' is followed by more rows")
-    meta = sink.meta
-    _set_status(meta, status)
-    last_line = sink.first_line + n_rows + sink.calls + len(sink.removed) - 1
-    if status is None and not newline_at_end and sink.last_bad == last_line and meta.bad_rows:
-        if meta.bad_rows[-1].line == last_line:
-            meta.bad_rows.pop()
-        meta.n_bad_rows -= 1
-
-
-@dataclass
-class _PlainRow:
-    number: int
-    text: str
-    actual_columns: int
-    expected_columns: int
-
-
-def _skip_rest_of_line(fh: BinaryIO) -> None:
-    while True:
-        part = fh.readline(SCAN_CHUNK_BYTES)
-        if not part or part.endswith(b"\n"):
-            return
+def _finish(
+    fh: BinaryIO, meta: CsvMeta, report: BodyReport, sink: _RowSink, first_line: int, offset: int
+) -> None:
+    """Set meta's end status and skipped rows (in line order) from what the stream took out and what the
+    parser refused. Raises CsvFormatError naming the line of an end line that rows follow (it would hide
+    them)."""
+    cuts = list(report.bad) + ([report.end] if report.end is not None else [])
+    unnumbered = sorted({c.pos for c in cuts if c.index < 0})
+    if unnumbered:
+        index = dict(zip(unnumbered, line_numbers(fh, offset, unnumbered), strict=True))
+        for c in cuts:
+            if c.index < 0:
+                c.index = index[c.pos]
+    end = report.end
+    if end is not None and report.rows_after_end is not None:
+        raise CsvFormatError(
+            f"{meta.path}: line {first_line + end.index}: '{_END}{end.verdict.text}' is followed by more rows"
+        )
+    _set_status(meta, end.verdict.text if end is not None else None)
+    listed = [(first_line + c.index, c.verdict.text) for c in report.bad]
+    listed += [(first_line + file_line(report.removed, row), why) for row, why in sink.rows]
+    meta.bad_rows = [BadRow(line, why) for line, why in sorted(listed)[:MAX_BAD_ROWS_LISTED]]
+    meta.n_bad_rows = report.n_bad + sink.count
 
 
 def _plain_body(
     path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int
-) -> tuple[pd.DataFrame, _RowSink, int]:
-    """The rows read line by line (no pyarrow): the same skipping rules as the fast reader.
-
-    Returns (rows, the sink that saw the lines that are not rows, body lines read)."""
-    sink = _RowSink(meta, first_line)
-    good: list[str] = []
-    n = 0
+) -> pd.DataFrame:
+    """The rows without pyarrow: the same BodyStream, each row's fields counted here, the good rows parsed
+    by pandas. Same skipping rules and line numbers as the Arrow reader."""
+    sink = _RowSink()
+    good: list[bytes] = []
     with path.open("rb") as fh:
-        fh.seek(offset)
-        while raw := fh.readline(MAX_ROW_BYTES + 1):
-            n += 1
-            if len(raw) > MAX_ROW_BYTES:
-                _skip_rest_of_line(fh)
-                meta.skip(first_line + n - 1, f"longer than {MAX_ROW_BYTES} bytes")
+        stream = BodyStream(fh, offset, len(header), count_lines=True)
+        for row, line in enumerate(io.BufferedReader(stream, CHUNK_BYTES)):
+            text = line.rstrip(b"\r\n")
+            if not text:
                 continue
-            text = raw.decode("utf-8", "replace").rstrip("\r\n")
-            fields = next(csv.reader([text]), [])
-            if text and len(fields) == len(header) and not text.startswith("#"):
+            # a line with a quote was judged whole by the stream; the others are counted by commas
+            n = len(header) if b'"' in text else text.count(b",") + 1
+            if n == len(header):
                 good.append(text)
-            elif text:
-                sink(_PlainRow(n, text, len(fields), len(header)))
-    labels = {c: "category" for c in _LABELS if c in header}
+            else:
+                sink(_PlainRow(row + 1, n, len(header)))
+        _finish(fh, meta, stream.report, sink, first_line, offset)
     if not good:
-        return pd.DataFrame(columns=list(header)), sink, n
+        return pd.DataFrame(columns=list(header))
+    labels = {c: "category" for c in _LABELS if c in header}
     try:
-        df = pd.read_csv(io.StringIO("\n".join(good)), names=list(header), header=None, dtype=labels)
+        return pd.read_csv(io.BytesIO(b"\n".join(good)), names=list(header), header=None, dtype=labels)
     except (pd.errors.ParserError, ValueError) as exc:
         raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
-    return df, sink, n
+
+
+@dataclass
+class _PlainRow:
+    number: int  # 1-based, as the Arrow parser numbers rows
+    actual_columns: int
+    expected_columns: int
 
 
 class ArrowColumns(Mapping[str, Any]):
@@ -613,8 +561,7 @@ def read_columns(path: str | Path) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns
         return read_csv(path)
     path = Path(path)
     meta, header, header_lines, offset = _open_header(path)
-    table, sink = _body_table(path, meta, header, header_lines + 1, offset)
-    _check_end(path, sink, table.num_rows)
+    table = _body_table(path, meta, header, header_lines + 1, offset)
     return meta, ArrowColumns(table)
 
 
@@ -636,13 +583,15 @@ def read_meta(path: str | Path) -> CsvMeta:
 def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, pd.DataFrame]:
     """Read a servotool-csv file into (metadata, DataFrame of its rows, in file order).
 
-    Rows that do not parse (wrong number of fields, longer than MAX_ROW_BYTES) are skipped and listed in
-    meta.bad_rows with their line numbers; comment lines in the body are ignored; a UTF-8 BOM is accepted.
-    A file without an end line is returned with meta.complete False and end_reason saying it was cut off;
-    its torn last row (a crash mid-write) is dropped without a mention. Raises NotServotoolCsv for a foreign
-    file and CsvFormatError for a damaged header or an end line followed by more rows, each naming the file
-    (and the line where known). Label columns (event, phase) come back categorical, known numeric columns
-    as float64.
+    Nothing recorded is lost silently: a line that is not a row of the header's width (wrong number of
+    fields, a quote that does not close within its field, a stray carriage return or NUL, bytes that are
+    not UTF-8, longer than MAX_ROW_BYTES) is skipped on its own, counted in meta.n_bad_rows and listed in
+    meta.bad_rows with its line number, and every row after it is read. Comment lines in the body are
+    ignored; a UTF-8 BOM is accepted. A file without an end line is returned with meta.complete False and
+    end_reason saying it was cut off; its torn last row (a crash mid-write) is dropped without a mention.
+    Raises NotServotoolCsv for a foreign file and CsvFormatError for a damaged header or an end line
+    followed by more rows, each naming the file (and the line where known). Label columns (event, phase)
+    come back categorical, known numeric columns as float64.
     """
     path = Path(path)
     meta, header, header_lines, offset = _open_header(path)
@@ -651,11 +600,8 @@ def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, p
         _set_status(meta, _tail_status(path)[0])
         return meta, empty
     if not HAVE_ARROW:
-        df, sink, n_lines = _plain_body(path, meta, header, header_lines + 1, offset)
-        _check_end(path, sink, n_lines - sink.calls)
-        return meta, df
-    table, sink = _body_table(path, meta, header, header_lines + 1, offset)
-    _check_end(path, sink, table.num_rows)
+        return meta, _plain_body(path, meta, header, header_lines + 1, offset)
+    table = _body_table(path, meta, header, header_lines + 1, offset)
     if table.num_rows == 0:
         return meta, empty
     return meta, table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_pool())
