@@ -128,6 +128,15 @@ def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
     """(integer code per row, label of each code); code -1 where the cell is empty."""
     if col not in df.columns:
         return np.full(len(df), -1, dtype=np.int32), []
+    as_codes = getattr(df, "codes", None)  # a reader that holds labels as codes hands them over as such
+    if as_codes is not None:
+        try:
+            codes, names = as_codes(col)
+        except TypeError:  # a label column that came out numeric (every cell a number): as text below
+            pass
+        else:
+            _release(df, col)
+            return codes, names
     values = df[col]
     _release(df, col)
     if isinstance(values, pd.Categorical):

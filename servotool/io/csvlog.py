@@ -355,9 +355,9 @@ def _pool() -> Any:
 def _column_types(header: Sequence[str], as_text: set[str]) -> dict[str, Any]:
     types: dict[str, Any] = {}
     for name in header:
-        if name in as_text or name == "info":
+        if name in as_text:
             types[name] = pa.string()
-        elif name in _LABELS:
+        elif name in _LABELS or name == "info":  # few distinct texts, mostly empty: codes, not strings
             types[name] = pa.dictionary(pa.int32(), pa.string())
         elif _NUMERIC.match(name):
             types[name] = pa.float64()
@@ -545,13 +545,26 @@ class ArrowColumns(Mapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         col = self._table.column(name)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            col = col.dictionary_encode()
-        if pa.types.is_dictionary(col.type):
-            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-            codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-            return pd.Categorical.from_codes(codes, categories=col.dictionary.to_pylist())
+        if _is_text(col.type):
+            codes, labels = self.codes(name)
+            return pd.Categorical.from_codes(codes, categories=labels)
         return col.to_numpy()
+
+    def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """A text column as (int32 code per row, -1 where empty; the label of each code), straight from
+        the parser's dictionary: no Python string per row."""
+        col = self._table.column(name)
+        if not _is_text(col.type):
+            raise TypeError(f"column {name!r} holds numbers, not labels")
+        if not pa.types.is_dictionary(col.type):
+            col = col.dictionary_encode()
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        return codes, [str(x) for x in col.dictionary.to_pylist()]
+
+
+def _is_text(kind: Any) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_dictionary(kind))
 
 
 def read_columns(path: str | Path) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns]:

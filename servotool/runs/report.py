@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,18 +26,11 @@ from servotool.analysis.sweep import limit_from_stop
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, read_csv
 from servotool.motion.guard import GuardTuning, tuning_from_measurement
-from servotool.plots.campaign import (
-    LagSeries,
-    SizePoint,
-    StepTrace,
-    lag_fit_figure,
-    png_bytes,
-    runaway_travel_figure,
-    shaped_arrival_figure,
-    step_response_figure,
-)
 from servotool.runs.analyze import FileAnalysis, analyze_paths
 from servotool.runs.campaign import Campaign, parse_campaign
+
+if TYPE_CHECKING:  # matplotlib is imported only when a report draws its figures (analyze never does)
+    from servotool.plots.campaign import StepTrace
 from servotool.runs.step import StepSettings
 
 _RUN_RE = re.compile(r"# run (\d+) \((\w+)\) of (\d+): (.*)$")
@@ -282,6 +275,8 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
 
 
 def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
+    from servotool.plots.campaign import StepTrace
+
     traces = []
     for fa in steps:
         r = fa.result
@@ -299,6 +294,16 @@ def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
 
 def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -> list[ReportFigure]:
     """The report's PNG figures, each only when its runs are in the folder."""
+    from servotool.plots.campaign import (
+        LagSeries,
+        SizePoint,
+        lag_fit_figure,
+        png_bytes,
+        runaway_travel_figure,
+        shaped_arrival_figure,
+        step_response_figure,
+    )
+
     series = []
     for fa in lags:
         r = fa.result
