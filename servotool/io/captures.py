@@ -83,8 +83,9 @@ def _free_name(dest: Path, name: str) -> Path:
     return target
 
 
-def publish_capture(dest: Path, name: str, header: Mapping[str, Any],
-                    samples: Iterable[Mapping[str, Any]]) -> Path:
+def publish_capture(
+    dest: Path, name: str, header: Mapping[str, Any], samples: Iterable[Mapping[str, Any]]
+) -> Path:
     """Write header + samples as `dest/name` (a free variant if taken) atomically; return the path.
 
     Order: temporary file in dest, write, flush, fsync, os.replace to the published name, fsync of dest.
@@ -136,13 +137,17 @@ class DestinationReport:
         """One line per thing worth telling at connection; the folder is never changed."""
         out = []
         if self.size_bytes > size_warn_bytes:
-            out.append(f"{self.path} holds {self.size_bytes / 1e6:.1f} MB of captures "
-                       f"({self.captures} files); nothing is deleted automatically")
+            out.append(
+                f"{self.path} holds {self.size_bytes / 1e6:.1f} MB of captures "
+                f"({self.captures} files); nothing is deleted automatically"
+            )
         if self.leftovers:
             names = ", ".join(p.name for p in self.leftovers[:3])
             more = f" and {len(self.leftovers) - 3} more" if len(self.leftovers) > 3 else ""
-            out.append(f"{self.path} holds {len(self.leftovers)} incomplete temporary file(s) from an "
-                       f"interrupted publication: {names}{more}")
+            out.append(
+                f"{self.path} holds {len(self.leftovers)} incomplete temporary file(s) from an "
+                f"interrupted publication: {names}{more}"
+            )
         return out
 
 

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import shlex
 import sys
@@ -26,6 +27,7 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from servotool import __version__
@@ -264,6 +266,7 @@ class CsvMeta:
 
 MAX_BAD_ROWS_LISTED = 20
 MAX_HEADER_LINE_BYTES = 1 << 20  # a header line (the config JSON) longer than this is refused
+THREADED_BYTES = 4 << 20  # a body larger than this is parsed on every core
 TAIL_BYTES = 1 << 16  # the end line is looked for in this much of the file's tail
 _BOM = b"\xef\xbb\xbf"
 _NUMERIC = re.compile(r"^(t|seq|pass|[qr]\d+|errcode|main_code|sub_code|dev_t)$")
@@ -431,13 +434,15 @@ def _bad_column(message: str, header: Sequence[str]) -> str | None:
 
 
 def _body_table(path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int) -> Any:
-    """The rows as an Arrow table, parsed on every core. Only when the parser refuses rows is the body
-    parsed again on one thread, which numbers the refused rows."""
+    """The rows as an Arrow table, parsed on every core when the body is long. When the parser refused
+    rows on several threads (which cannot number them), the body is parsed again on one thread."""
     try:
         with path.open("rb") as fh:
             sink = _RowSink()
-            table, report = _arrow_read(fh, offset, header, sink, threads=True)
-            if sink.count:
+            # a short file is one parser block: threads would only add their hand-over
+            threads = os.fstat(fh.fileno()).st_size - offset > THREADED_BYTES
+            table, report = _arrow_read(fh, offset, header, sink, threads=threads)
+            if sink.count and threads:
                 sink = _RowSink()
                 table, report = _arrow_read(fh, offset, header, sink, threads=False)
             _finish(fh, meta, report, sink, first_line, offset)
@@ -547,10 +552,10 @@ class ArrowColumns(Mapping[str, Any]):
         col = self._table.column(name)
         if _is_text(col.type):
             codes, labels = self.codes(name)
-            return pd.Categorical.from_codes(codes, categories=labels)
+            return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
         return col.to_numpy()
 
-    def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+    def codes(self, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
         """A text column as (int32 code per row, -1 where empty; the label of each code), straight from
         the parser's dictionary: no Python string per row."""
         col = self._table.column(name)

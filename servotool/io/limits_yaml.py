@@ -51,8 +51,11 @@ def _pose_key(key: str) -> tuple[str, int] | None:
         return None
     name, sep, tail = key[4:].rpartition("_")
     words = name.split("_")
-    ok = sep and tail.isdigit() and all(w and w[0].isascii() and w[0].islower() and w.isalnum()
-                                        and w == w.lower() for w in words)
+    ok = (
+        sep
+        and tail.isdigit()
+        and all(w and w[0].isascii() and w[0].islower() and w.isalnum() and w == w.lower() for w in words)
+    )
     return (name, int(tail)) if ok else None
 
 
@@ -81,9 +84,11 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
     if not nodes:
         if doc and not any(str(k).startswith("arm_") for k in doc):
             # a campaign or any other YAML: merging limits into it would damage it
-            raise LimitsFileError(f"{where}: not a limits parameter file (no <node>: ros__parameters: and "
-                                  "no arm_* keys); give the ROS 2 parameter file, e.g. "
-                                  "params/rosorin-arm-limits.yaml")
+            raise LimitsFileError(
+                f"{where}: not a limits parameter file (no <node>: ros__parameters: and "
+                "no arm_* keys); give the ROS 2 parameter file, e.g. "
+                "params/rosorin-arm-limits.yaml"
+            )
         return None, doc  # flat file: the keys at the top level
     with_limits = [k for k, v in nodes.items() if any(_limit_id(str(key)) is not None for key in v)]
     if len(with_limits) > 1:
@@ -103,11 +108,15 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     for key, value in params.items():
         sid = _limit_id(str(key))
         if sid is not None:
-            ok = (isinstance(value, list) and len(value) == 2
-                  and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
+            ok = (
+                isinstance(value, list)
+                and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            )
             if not ok or not 0 <= value[0] < value[1] <= 1000:
-                raise LimitsFileError(f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, "
-                                      f"got {value!r}")
+                raise LimitsFileError(
+                    f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, got {value!r}"
+                )
             out.limits[sid] = (value[0], value[1])
             continue
         pose = _pose_key(str(key))
@@ -184,8 +193,13 @@ def _params_map(doc: Any, node: str | None, where: str) -> CommentedMap:
     return params
 
 
-def merge_limits_text(text: str | None, limits: Mapping[int, tuple[int, int]], notes: Mapping[int, str],
-                      header: str, where: str = "<limits>") -> str:
+def merge_limits_text(
+    text: str | None,
+    limits: Mapping[int, tuple[int, int]],
+    notes: Mapping[int, str],
+    header: str,
+    where: str = "<limits>",
+) -> str:
     """`text` with arm_limit_N set to `limits` (notes[N] as the line's comment) and `header` as a first
     comment line. Round-trip YAML: every other key, comment and the layout are kept; a replaced line stays
     above its successor as a `# was:` comment; a missing key is added after the last limit (or first under
@@ -250,8 +264,10 @@ def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[in
         want[f"arm_limit_{sid}"] = [lo, hi]
     if after.node != before.node or after.params != want:
         changed = sorted(set(want) ^ set(after.params) | {k for k in want if after.params.get(k) != want[k]})
-        raise LimitsFileError(f"{where}: merging the limits would change other keys ({', '.join(changed)}); "
-                              "edit the file by hand")
+        raise LimitsFileError(
+            f"{where}: merging the limits would change other keys ({', '.join(changed)}); "
+            "edit the file by hand"
+        )
 
 
 def _umask_mode() -> int:
@@ -303,8 +319,10 @@ def update_in_place(path: str | Path, text: str, expected: str) -> tuple[Path, P
     except OSError as exc:
         raise LimitsFileError(f"{path}: cannot read it back ({exc.strerror or exc})") from None
     if current != expected:
-        raise LimitsFileError(f"{path} changed while the sweep ran; not overwritten (the merged limits are "
-                              "in the output folder)")
+        raise LimitsFileError(
+            f"{path} changed while the sweep ran; not overwritten (the merged limits are "
+            "in the output folder)"
+        )
     backup = backup_path(path)
     shutil.copy2(path, backup)
     return write_atomic(path, text), backup

@@ -15,13 +15,6 @@ COLUMNS = ["t", "event", "seq", "pass", "phase", "q1", "q2", "errcode", "info"]
 N = len(COLUMNS)
 
 
-@pytest.fixture(params=["arrow", "plain"])
-def reader(request, monkeypatch):
-    if request.param == "plain":
-        monkeypatch.setattr(csvlog, "HAVE_ARROW", False)
-    return request.param
-
-
 def _writer(path):
     return CsvLogWriter(
         path,
@@ -123,10 +116,20 @@ def _same(value, expected) -> bool:
     return str(value) == str(expected)
 
 
-@pytest.mark.parametrize("arrow", [True, False], ids=["arrow", "plain"])
-@settings(max_examples=60, deadline=None, derandomize=True)
+READERS = ["arrow", "arrow-threads", "plain"]
+
+
+def _use(mp, reader: str) -> None:
+    """Choose the reader: Arrow on one thread (a short file), Arrow on every core, or the plain one."""
+    mp.setattr(csvlog, "HAVE_ARROW", reader != "plain" and csvlog.HAVE_ARROW)
+    mp.setattr(csvlog, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
+    mp.setattr(csvbody, "MAX_ROW_BYTES", _MAX_ROW)
+
+
+@pytest.mark.parametrize("reader", READERS)
+@settings(max_examples=50, deadline=None, derandomize=True)
 @given(case=bodies(), small_chunks=st.booleans())
-def test_every_good_row_is_read_whatever_sits_between(tmp_path_factory, arrow, case, small_chunks):
+def test_every_good_row_is_read_whatever_sits_between(tmp_path_factory, reader, case, small_chunks):
     rows, bad, slots, comments, torn = case
     tmp = tmp_path_factory.mktemp("fuzz")
     head, good = _good_lines(tmp, rows)
@@ -146,8 +149,7 @@ def test_every_good_row_is_read_whatever_sits_between(tmp_path_factory, arrow, c
     path = tmp / "mixed.csv"
     path.write_bytes(b"\n".join(head + body + end))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(csvlog, "HAVE_ARROW", arrow and csvlog.HAVE_ARROW)
-        mp.setattr(csvbody, "MAX_ROW_BYTES", _MAX_ROW)
+        _use(mp, reader)
         if small_chunks:  # chunk edges inside lines, lines taken out at chunk edges
             mp.setattr(csvbody, "CHUNK_BYTES", 61)
         meta, df = read_csv(path)
@@ -161,8 +163,10 @@ def test_every_good_row_is_read_whatever_sits_between(tmp_path_factory, arrow, c
         assert all(_same(v, r[col]) for v, r in zip(got, rows, strict=True)), col
 
 
-def test_an_unclosed_quote_swallows_nothing(tmp_path, reader):
+@pytest.mark.parametrize("reader", READERS)
+def test_an_unclosed_quote_swallows_nothing(tmp_path, monkeypatch, reader):
     """The failure this guards against: a parser reads on from an unclosed quote to the next quote."""
+    _use(monkeypatch, reader)
     path = tmp_path / "q.csv"
     rows = [
         {"t": i / 100, "event": "cmd", "q1": float(i), "info": "a, b" if i % 7 == 0 else None}
@@ -189,13 +193,12 @@ _ONE_OF_EACH = {
 }
 
 
-@pytest.mark.parametrize("arrow", [True, False], ids=["arrow", "plain"])
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("chunk", [61, 1 << 20])
 @pytest.mark.parametrize("kind", sorted(_ONE_OF_EACH))
-def test_one_malformed_line_of_each_kind(tmp_path, monkeypatch, arrow, chunk, kind):
-    """The malformed line alone (the parser refuses nothing else, so no second pass numbers it)."""
-    monkeypatch.setattr(csvlog, "HAVE_ARROW", arrow and csvlog.HAVE_ARROW)
-    monkeypatch.setattr(csvbody, "MAX_ROW_BYTES", _MAX_ROW)
+def test_one_malformed_line_of_each_kind(tmp_path, monkeypatch, reader, chunk, kind):
+    """The malformed line alone (on every core, only a row the parser refuses makes a second pass)."""
+    _use(monkeypatch, reader)
     monkeypatch.setattr(csvbody, "CHUNK_BYTES", chunk)
     rows = [{"t": i / 100, "event": "cmd", "q1": float(i), "info": 'a "b", c'} for i in range(1, 6)]
     head, good = _good_lines(tmp_path, rows)

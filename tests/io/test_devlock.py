@@ -47,7 +47,11 @@ def test_device_keys():
     assert device_key("sim:fr3") is None
     assert device_key("sim:fr3?lag_ms=70") is None
     a = device_key("fairino://192.168.58.2")
-    assert a == device_key("fairino://192.168.58.2?transport=rpc") == device_key("fairino://192.168.58.2?rpc_port=20003")
+    assert (
+        a
+        == device_key("fairino://192.168.58.2?transport=rpc")
+        == device_key("fairino://192.168.58.2?rpc_port=20003")
+    )
     assert device_key("fairino://localhost?rpc_port=4000") == device_key("fairino://127.0.0.1?rpc_port=4000")
     assert device_key("fairino://127.0.0.1?rpc_port=4000") != device_key("fairino://127.0.0.1?rpc_port=4001")
     assert "/" not in lock_name("hiwonder-/dev/ttyUSB0")
