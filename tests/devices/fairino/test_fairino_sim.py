@@ -11,6 +11,7 @@ import xmlrpc.client
 
 import pytest
 
+from servotool.clock import FakeClock
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.fields import SDK_DEFAULT_FIELDS
 from servotool.devices.fairino.profiles import ProfileError
@@ -58,7 +59,12 @@ def test_ports_are_picked_and_reported(sim):
     assert f"rpc_port={ports.rpc}" in info["url"]
 
 
-def test_config_reply_lists_types_then_streams_at_the_period(sim):
+@pytest.mark.parametrize("timed", [pytest.param(True, marks=pytest.mark.slow), False])
+def test_config_reply_lists_types_then_streams_at_the_period(timed):
+    """On its own timer (real time: a loaded host delays frames, hence slow) and in lock-step on a FakeClock
+    (the frames due as the clock moves, every one at its instant)."""
+    clock = None if timed else FakeClock()
+    sim = FairinoSim("fr3", rpc_port=0, cnde_port=0, udp_port=0, lockstep=clock).start()
     sock, splitter = cnde_connect(sim), p.FrameSplitter()
     names = ["actual_joint_pos", "main_code", "sub_code", "robot_state", "servoJ_cmd_num", "timestamp_us"]
     reply = exchange(sock, splitter, p.FrameType.OUTPUT_CONFIG, p.encode_output_config(8, names))
@@ -66,15 +72,20 @@ def test_config_reply_lists_types_then_streams_at_the_period(sim):
     assert p.decode_message(reply.data) == (0, "DOUBLE_6,INT32,INT32,UINT8,INT32,UINT64")
     start = exchange(sock, splitter, p.FrameType.START)
     assert p.decode_message(start.data)[0] == 0
+    if clock is not None:
+        clock.sleep(40 * 0.008 + 0.004)  # the 40th frame is due at 0.32 s
     frames, stamps = read_frames(sock, splitter, 40)
     assert [f.type for f in frames] == [p.FrameType.OUTPUT_DATA] * 40
     layout = p.StateLayout.from_names(names)
     values = [layout.unpack(f.data) for f in frames]
     assert values[0]["actual_joint_pos"] == pytest.approx((0, -90, 90, -90, -90, 0), abs=0.02)
-    period = statistics.mean(b - a for a, b in zip(stamps, stamps[1:], strict=False))
-    assert period == pytest.approx(0.008, abs=0.001)
     device = [v["timestamp_us"] for v in values]
     assert all(b > a for a, b in zip(device, device[1:], strict=False))
+    if clock is not None:
+        assert all(b - a == 8000 for a, b in zip(device, device[1:], strict=False))
+    else:
+        period = statistics.mean(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+        assert period == pytest.approx(0.008, abs=0.001)
     # counts run modulo 256 in send order
     assert all((b.count - a.count) % 256 == 1 for a, b in zip(frames, frames[1:], strict=False))
     sock.sendall(p.encode_frame(p.FrameType.STOP))
@@ -83,10 +94,13 @@ def test_config_reply_lists_types_then_streams_at_the_period(sim):
         f = read_frames(sock, splitter, 1)[0][0]
         if f.type == p.FrameType.MESSAGE:
             break
+    if clock is not None:
+        clock.sleep(0.1)
     sock.settimeout(0.1)
     with pytest.raises(TimeoutError):
         sock.recv(65536)  # nothing after the stop
     sock.close()
+    sim.stop()
 
 
 def test_unknown_field_is_not_found_and_the_sdk_default_list_is_served(sim):
