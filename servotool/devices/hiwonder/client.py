@@ -44,7 +44,7 @@ DEFAULT_TIMEOUT_S = 0.1
 DEFAULT_RETRIES = 2
 CLIENT_KEYS = ("baud", "timeout_ms", "retries", "profile")
 POLL_S = 0.005
-SIM_ANSWER_S = 2.0  # the longest a simulated board is waited for before the reply timeout starts
+SIM_ANSWER_S = 2.0  # the longest a simulated board (and a reply it has sent) is waited for on a loaded host
 
 
 @dataclass

@@ -314,7 +314,8 @@ class PtyBoardServer(PtyServer):
                     dropped = self.dropped_writes
                     if not self._send(out):
                         return
-                    self.replies_sent += self.dropped_writes == dropped
+                    if self.dropped_writes == dropped:  # written, not dropped: the client will get it
+                        self.replies_sent += 1
                 self.frames_done += 1
 
 
