@@ -151,7 +151,6 @@ def analyze(
     """
     from servotool.io.table import TableWriteError, check_table_path, write_table
     from servotool.runs.analyze import TABLE_COLUMNS
-    from servotool.runs.report import write_report
 
     if table is not None:
         try:
@@ -162,6 +161,8 @@ def analyze(
     plot = plot or plot_dir is not None
     report = _run(paths, n_workers, keep=plot)
     for folder in (p for p in paths if make_report and p.is_dir()):
+        from servotool.runs.report import write_report  # matplotlib: loaded only for a report
+
         err_console.print(f"report: {', '.join(map(str, write_report(folder)))}", highlight=False)
     plots: dict[str, str] = {}
     if plot:
