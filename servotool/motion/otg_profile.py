@@ -65,6 +65,7 @@ _EPS = 2.220446049250313e-16  # float64 machine epsilon
 # Root-finder iterations are bounded by this; in practice 3 to 12 suffice.
 _MAX_ITER = 100
 _EMPTY_PLAN: Plan = ((), 0.0, 0.0)
+_INF = float("inf")
 
 
 def _transfer(
@@ -550,11 +551,11 @@ def _plan_inside(
         return _cruise_plan(v0, a0, v_rd, 0.0, amax, jmax, 0.0)
     side = 1.0 if f0 < 0.0 else -1.0  # the sign of x at the root
     x_start, f_start = 0.0, f0
-    state = (dx, v0, a0, v_rd, vmax, amax, jmax)
     if a0 * v_rd < 0.0 and (a0 > 0.0) == (side > 0.0):
         # Decelerating toward v_rd with the target ahead of S0: the eased brake covers S0 .. S(0).
         f_zero = _stop(v0, a0, v_rd, amax, jmax) - dx
         if f_zero * side >= 0.0:
+            state = (dx, v0, a0, v_rd, vmax, amax, jmax)
             ftol = 4.0 * _EPS * (abs(s0) + abs(f_zero) + abs(dx))
             return _shortest([_solve_eased(state, f_zero, f0, True, ftol)], v0, a0, amax, jmax)
         x_start, f_start = _x_of(0.0, v_rd, jmax), f_zero
@@ -577,11 +578,10 @@ def _plan_inside(
             x = _x_of(u, v_rd, jmax)
         else:
             x = 0.5 * (x_start + x_end)
-    inf = float("inf")
     if side > 0.0:
-        lo, flo, hi, fhi = x_start, f_start, x_end, inf
+        lo, flo, hi, fhi = x_start, f_start, x_end, _INF
     else:
-        lo, flo, hi, fhi = x_end, -inf, x_start, f_start
+        lo, flo, hi, fhi = x_end, -_INF, x_start, f_start
     if not lo < x < hi and x != x_end:
         x = 0.5 * (lo + hi)
     ftol = 4.0 * _EPS * (abs(s0) + abs(dx))
@@ -706,7 +706,7 @@ def _newton_side(
     at_hi = x_end == hi
     # x known to this fraction of the domain is as close as the plan's rounding allows.
     xtol = 1e-12 * abs(x_end)
-    f_prev = float("inf")
+    f_prev = _INF
     for _ in range(_MAX_ITER):
         s, ds = _lean_s(x, *shape)
         f = s - dx
