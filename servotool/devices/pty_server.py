@@ -1,8 +1,10 @@
 """What every pty-served simulator shares: the pseudo-terminal, its serving thread, a clean stop.
 
 A family's simulator subclasses `PtyServer`, sets up its parser, calls `_start(name)` and implements `_serve`
-(read `_master`, answer with `_send`, return when `_stop` is set or the pty is gone). `path` is the device
-node a client opens, exactly as it opens a real serial port.
+(read `_master`, answer with `_send`, `_count` each frame or packet once answered, return when `_stop` is set
+or the pty is gone). `path` is the device node a client opens, exactly as it opens a real serial port.
+`wait_done` lets an in-process client wait for those answers as a condition (woken at each one) instead of
+polling or timing out.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import tty
 
 
@@ -26,6 +29,9 @@ class PtyServer:
         self._stop = threading.Event()
         self.dropped_writes = 0
         self._thread: threading.Thread | None = None
+        self.done = 0  # frames or packets taken and answered (an answer is in the pty when this counts it)
+        self.replies_sent = 0  # the answers among them that were written (not dropped)
+        self._progress = threading.Condition()
 
     def _start(self, name: str) -> None:
         self._thread = threading.Thread(target=self._serve, name=f"{name} {self.path}", daemon=True)
@@ -37,6 +43,25 @@ class PtyServer:
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    def _count(self, replied: bool) -> None:
+        """One more frame or packet taken and answered (`replied`: an answer was written for it)."""
+        with self._progress:
+            self.replies_sent += replied
+            self.done += 1
+            self._progress.notify_all()
+
+    def wait_done(self, count: int, timeout_s: float) -> bool:
+        """Wait until `count` frames or packets have been taken and answered; False when timeout_s passed
+        first or the serving thread stopped."""
+        deadline = time.monotonic() + timeout_s
+        with self._progress:
+            while self.done < count:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.running:
+                    return False
+                self._progress.wait(min(left, 0.05))  # woken by each answer; the cap notices a stopped thread
+        return True
 
     def _send(self, out: bytes) -> bool:
         """Write an answer; dropped (counted) when nobody reads the port, False once the pty is gone."""

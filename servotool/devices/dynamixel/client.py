@@ -30,7 +30,6 @@ import math
 import select
 import termios
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -484,14 +483,7 @@ class DxlBus:
 
     def _sim_caught_up(self, timeout_s: float) -> bool:
         server = self.server
-        if server is None:
-            return True
-        deadline = time.monotonic() + timeout_s
-        while server.packets_done < self._port.packets_written:
-            if time.monotonic() > deadline or not server.running:
-                return False
-            time.sleep(0.0001)
-        return True
+        return server is None or server.wait_done(self._port.packets_written, timeout_s)
 
     def _await_sim(self) -> None:
         # past the deadline the packet timeout of dynamixel-sdk decides, as on a real line
@@ -501,7 +493,7 @@ class DxlBus:
         """Simulated bus: wait until the simulator has taken and answered every packet written so far (real
         bus: no-op). DeviceError if it falls behind by more than timeout_s."""
         if not self._sim_caught_up(timeout_s):
-            raise DeviceError(f"{self._url}: simulator answered {getattr(self.server, 'packets_done', 0)} of "
+            raise DeviceError(f"{self._url}: simulator answered {getattr(self.server, 'done', 0)} of "
                               f"{self._port.packets_written} packets within {timeout_s} s")
 
     # --- lifetime -------------------------------------------------------------------------------------------

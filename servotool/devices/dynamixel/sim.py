@@ -363,7 +363,6 @@ class PtyDxlServer(PtyServer):
         super().__init__()
         self.sim = sim
         self.parser = p.PacketParser()
-        self.packets_done = 0  # packets taken and answered (the answer is in the pty when this counts it)
         self._start("dynamixel-sim")
 
     def _serve(self) -> None:
@@ -386,9 +385,10 @@ class PtyDxlServer(PtyServer):
                 continue
             for packet in packets:
                 out = self.sim.handle(packet)
+                dropped = self.dropped_writes
                 if out and not self._send(out):
                     return
-                self.packets_done += 1
+                self._count(replied=bool(out) and self.dropped_writes == dropped)
 
 
 def start_sim(profile: str | DxlProfile, params: Mapping[str, str] | None = None,

@@ -156,13 +156,8 @@ class HiwonderBus:
         then SIM_ANSWER_S when it did send a reply (its bytes are on their way through the pty, however
         loaded the host), else timeout_s (a silent servo costs what it costs on a real line)."""
         server = self.server
-        if server is None:
+        if server is None or not server.wait_done(self.stats.frames_sent, SIM_ANSWER_S):
             return self.timeout_s
-        deadline = time.monotonic() + SIM_ANSWER_S
-        while server.frames_done < self.stats.frames_sent and server.running:
-            if time.monotonic() > deadline:
-                return self.timeout_s
-            time.sleep(0.0001)
         return SIM_ANSWER_S if server.replies_sent > replies_before else self.timeout_s
 
     def _await(self, sid: int, sub: p.SubCommand, deadline: float) -> p.ServoReply | None:
@@ -274,17 +269,14 @@ class HiwonderBus:
         return read_records(self, ids)
 
     def sync(self, timeout_s: float = 2.0) -> None:
-        """Simulated bus: wait until the board has taken every frame written so far (real bus: nothing to do).
-        Raises DeviceError if the simulator falls behind by more than timeout_s."""
-        sim = self.sim
-        if sim is None:
+        """Simulated bus: wait until the board has taken and answered every frame written so far (real bus:
+        nothing to do). Raises DeviceError if the simulator falls behind by more than timeout_s."""
+        server = self.server
+        if server is None:
             return
-        deadline = time.monotonic() + timeout_s
-        while sim.frames_seen < self.stats.frames_sent:
-            if time.monotonic() > deadline:
-                raise DeviceError(f"{self.url}: simulator took {sim.frames_seen} of "
-                                  f"{self.stats.frames_sent} frames within {timeout_s} s")
-            time.sleep(0.0001)
+        if not server.wait_done(self.stats.frames_sent, timeout_s):
+            raise DeviceError(f"{self.url}: simulator took {server.done} of "
+                              f"{self.stats.frames_sent} frames within {timeout_s} s")
 
     # --- lifetime ------------------------------------------------------------------------------------------
 

@@ -283,11 +283,6 @@ class PtyBoardServer(PtyServer):
         super().__init__()
         self.sim = sim
         self._parser = p.FrameParser()
-        # frames taken and answered (a reply written, or none due), and the replies among them: a client
-        # waits for these (conditions) instead of a timeout, so a slow serving thread or pty on a loaded host
-        # never passes for a silent servo
-        self.frames_done = 0
-        self.replies_sent = 0
         self._start("hiwonder-sim")
 
     def _serve(self) -> None:
@@ -305,18 +300,16 @@ class PtyBoardServer(PtyServer):
             for frame in self._parser.feed(data):
                 out = self.sim.handle(frame)
                 if out and delay > 0:
-                    self.frames_done += 1  # a late reply (reply_ms) is late for the client's timeout too
+                    self._count(replied=False)  # a late reply (reply_ms) is late for the client's timeout too
                     time.sleep(delay)
                     if not self._send(out):
                         return
                     continue
-                if out:
-                    dropped = self.dropped_writes
-                    if not self._send(out):
-                        return
-                    if self.dropped_writes == dropped:  # written, not dropped: the client will get it
-                        self.replies_sent += 1
-                self.frames_done += 1
+                dropped = self.dropped_writes
+                if out and not self._send(out):
+                    return
+                # written, not dropped: the client will get it
+                self._count(replied=bool(out) and self.dropped_writes == dropped)
 
 
 def start_sim(profile: str | ArmProfile, params: Mapping[str, str] | None = None,
