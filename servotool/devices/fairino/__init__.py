@@ -5,9 +5,11 @@ Modules:
 * fields.py, codes.py: the CNDE field table (names, wire types) and the error-code and fault tables.
 * protocol.py: pure encode/decode of CNDE frames, state layouts and UDP commands (CndeFrameError /
   UdpFrameError if bad).
-* client.py: FairinoArm (devices.arm.Arm) and open_url for `fairino://HOST` and `sim:PROFILE` URLs;
-  stream.py (state-stream reader) and rpc.py (XML-RPC with timeouts) serve it.
-* sim.py, cnde_server.py: FairinoSim, a controller that speaks the same protocols on real sockets.
+* client.py: FairinoArm (devices.arm.Arm) and open_url for `fairino://HOST` URLs; stream.py (state-stream
+  reader) and rpc.py (XML-RPC with timeouts) serve it. It never imports the simulator.
+* sim.py, cnde_server.py: FairinoSim, a controller that speaks the same protocols on real sockets, in real
+  time or in lock-step with its clients on a FakeClock (LockStep); sim.open_url opens `sim:PROFILE` URLs
+  (the registry sends them there): the simulator, then the real client connected to it.
 * physics.py, profiles.py: the simulated joints (lag, enable window, runaway, refusal) and their parameters.
 
 Unconfirmed, kept configurable or documented where used:
