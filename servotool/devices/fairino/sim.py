@@ -623,10 +623,10 @@ class LockStep:
                 arm.settle(replies=self.sim.answers_sent_to(addr), timeout_s=self.timeout_s)
 
     def _after(self, t: float) -> None:
-        if not self.sim.running:
-            return
+        running = self.sim.running
         for arm in self._live():
-            sent = self.sim.frames_sent_to(arm.state_address)
+            # a stopped simulator sends nothing more: the client's silence rule still holds, in simulated time
+            sent = self.sim.frames_sent_to(arm.state_address) if running else None
             arm.settle(states=sent, timeout_s=self.timeout_s)
 
 

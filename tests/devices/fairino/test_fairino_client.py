@@ -221,8 +221,8 @@ def test_simmachine_never_runs_away_it_follows_any_jump(open_sim, fx):
 def test_a_stopped_simulator_is_a_clear_connection_lost_within_100_ms(open_sim, fx):
     arm, q0 = ready(open_sim, fx, "sim:fr3?transport=rpc&" + FAST, lockstep=False)
     arm.poll_states()
+    arm.sim.stop()  # returns once every socket of the controller is closed (its threads joined)
     t_kill = time.perf_counter()
-    arm.sim.stop()
     errors = []
 
     def lost():
