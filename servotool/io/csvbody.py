@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 MAX_ROW_BYTES = 1 << 16  # a body line longer than this is no row of ours: skipped, with its line number
-CHUNK_BYTES = 8 << 20  # the body is read and judged this much at a time
+CHUNK_BYTES = 512 << 10  # the body is read and judged this much at a time (the searches run in cache)
 MAX_LISTED = 20  # skipped lines listed with their line numbers (all are counted)
 END = "# end: "
 _LONE_CR = re.compile(rb"\r(?!\n)")
@@ -141,20 +141,30 @@ class BodyStream(RawIOBase):
         self._line = 0  # body line index of self._rest[0] (when counting)
         self._rest = b""  # the partial line carried into the next chunk
         self._skipping: Cut | None = None  # a line too long to keep, read on to its newline
-        self._out = memoryview(b"")
+        self._out = b""  # rows ready to hand over, from self._at on
+        self._at = 0
         self._eof = False
         self.report = BodyReport()
 
     def readable(self) -> bool:
         return True
 
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to `size` bytes of rows (all that is left when size is None or negative); b"" at the end.
+        A whole chunk is handed over as it is, without a copy, when it fits."""
+        while self._at >= len(self._out) and not self._eof:
+            self._out, self._at = self._next(), 0
+        start = self._at
+        if size is None or size < 0 or len(self._out) - start <= size:
+            self._at = len(self._out)
+            return self._out if start == 0 else self._out[start:]
+        self._at += size
+        return self._out[start : self._at]
+
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._out and not self._eof:
-            self._out = memoryview(self._next())
-        n = min(len(b), len(self._out))
-        b[:n] = self._out[:n]
-        self._out = self._out[n:]
-        return n
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
 
     def _next(self) -> bytes:
         data = self._fh.read(CHUNK_BYTES)
