@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from servotool.errors import FileFormatError
 
@@ -120,6 +119,8 @@ def _num(df: Table, col: str, default: float = np.nan) -> np.ndarray:
     _release(df, col)
     if getattr(values, "dtype", None) == np.float64:
         return np.asarray(values)
+    import pandas as pd  # only for text in a number column: a long recording read by pyarrow never needs it
+
     ser = pd.Series(values).astype("string")
     return pd.to_numeric(ser, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
@@ -139,6 +140,8 @@ def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
             return codes, names
     values = df[col]
     _release(df, col)
+    import pandas as pd
+
     if isinstance(values, pd.Categorical):
         cat = values  # already codes and labels: no second pass over the rows
     else:

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from servotool import __version__
 from servotool.errors import FileFormatError
@@ -39,6 +38,9 @@ from servotool.io.csvbody import (
     file_line,
     line_numbers,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is made: analysing with pyarrow never needs it
+    import pandas as pd
 
 try:  # the fast reader; without pyarrow a plain line-by-line reader keeps the same guarantees
     import pyarrow as pa
@@ -491,6 +493,8 @@ def _plain_body(
 ) -> pd.DataFrame:
     """The rows without pyarrow: the same BodyStream, each row's fields counted here, the good rows parsed
     by pandas. Same skipping rules and line numbers as the Arrow reader."""
+    import pandas as pd
+
     sink = _RowSink()
     good: list[bytes] = []
     with path.open("rb") as fh:
@@ -551,8 +555,12 @@ class ArrowColumns(Mapping[str, Any]):
     def __getitem__(self, name: str) -> Any:
         col = self._table.column(name)
         if _is_text(col.type):
+            import pandas as pd
+
             codes, labels = self.codes(name)
             return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+        if col.type == pa.float64():
+            return _chunks_to_numpy(col.chunks, np.float64, np.nan)
         return col.to_numpy()
 
     def codes(self, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
@@ -563,9 +571,25 @@ class ArrowColumns(Mapping[str, Any]):
             raise TypeError(f"column {name!r} holds numbers, not labels")
         if not pa.types.is_dictionary(col.type):
             col = col.dictionary_encode()
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-        codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-        return codes, [str(x) for x in col.dictionary.to_pylist()]
+        col = col.unify_dictionaries()
+        labels = [str(x) for x in col.chunk(0).dictionary.to_pylist()] if col.num_chunks else []
+        codes = _chunks_to_numpy([c.indices for c in col.chunks], np.int32, -1)
+        return codes.astype(np.int32, copy=False), labels
+
+
+def _chunks_to_numpy(chunks: Sequence[Any], dtype: Any, missing: float) -> Any:
+    """Fixed-width Arrow arrays as one numpy array, `missing` where a cell is null. Read from the buffers
+    with numpy alone (pyarrow's own conversion would load pandas)."""
+    parts = []
+    for arr in chunks:
+        n, off = len(arr), arr.offset
+        validity, data = arr.buffers()[:2]
+        values = np.frombuffer(data, dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize).copy()
+        if validity is not None and arr.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+            values[~bits[off : off + n].astype(bool)] = missing
+        parts.append(values)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def _is_text(kind: Any) -> bool:
@@ -611,6 +635,8 @@ def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, p
     followed by more rows, each naming the file (and the line where known). Label columns (event, phase)
     come back categorical, known numeric columns as float64.
     """
+    import pandas as pd
+
     path = Path(path)
     meta, header, header_lines, offset = _open_header(path)
     empty = pd.DataFrame(columns=header)
