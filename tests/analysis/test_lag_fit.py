@@ -1,0 +1,55 @@
+"""The dynamic fit's pieces: the exact Jacobian and the starts of the filter fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from servotool.analysis.lag import analyze_lag, simulate
+from servotool.analysis.lag.fitmodel import FitModel
+from servotool.analysis.lag.solver import solve
+from servotool.motion.ramp import ramp_profile
+from tests.analysis.test_lag import T, recording
+
+
+def _model(friction: float) -> FitModel:
+    prof = ramp_profile(0.0, 20.0, (5, 40), dt=T, ramp_s=0.2, settle_s=0.5)
+    tc = np.arange(len(prof)) * T
+    ts = np.arange(0.0, tc[-1], 0.008) + 0.0031
+    y, dy = simulate(tc, prof.q, ts, 0.05, 0.01)
+    rng = np.random.default_rng(3)
+    return FitModel(tc, prof.q, ts, y - friction * np.tanh(dy) + rng.normal(0.0, 0.002, len(ts)))
+
+
+@pytest.mark.parametrize("friction", [0.0, 0.05])
+@pytest.mark.parametrize("x", [(0.047, 0.008), (0.06, 0.02), (0.05, 0.0)])
+def test_the_jacobian_is_the_residuals_derivative(friction, x):
+    model = _model(friction)
+    x = np.array(x)
+    _, jac = model.residual(x, fit_tau=True)
+    for p, step in ((0, 1e-7), (1, 1e-7)):
+        lo, hi = x.copy(), x.copy()
+        lo[p] = max(x[p] - step, 0.0)
+        hi[p] += step
+        fd = (model.residual_only(hi) - model.residual_only(lo)) / (hi[p] - lo[p])
+        # the model is piecewise smooth (grid cells, setpoints): compared as a whole column
+        assert np.linalg.norm(jac[:, p] - fd) <= 1e-4 * np.linalg.norm(fd)
+
+
+def test_the_solver_keeps_its_bounds_and_finds_the_minimum():
+    def line(x):
+        r = np.array([x[0] - 2.0, 0.5 * (x[0] - 2.0)])
+        return r, np.array([[1.0], [0.5]])
+
+    assert solve(line, np.array([0.5]), np.array([0.0]), np.array([1.0])).x[0] == 1.0
+    assert solve(line, np.array([0.5]), np.array([0.0]), np.array([5.0])).x[0] == pytest.approx(2.0)
+
+
+def test_a_filter_longer_than_the_dead_time_is_found():
+    # from tau = 0 the cost is flat in tau: the fit must start from a split of the lag to see this filter
+    res = analyze_lag(
+        recording(lag=0.014, tau=0.012, noise=0.0013, seed=971, jitter=0.0), joint=0, cmd_period_s=T
+    )
+    d = res.dynamics
+    assert d.has_filter
+    assert d.lag_ms == pytest.approx(14.0, abs=1.0) and d.tau_ms == pytest.approx(12.0, abs=1.0)
