@@ -137,8 +137,9 @@ class FitModel:
                 # from the setpoint before t_from: the command moves towards the one at t_from already
                 k = int(np.searchsorted(t_cmd, t_from, side="left")) - 1
                 t_rest = float(t_cmd[k]) if k >= 0 else t_from
-                t0 = min(t_rest, float(t_meas[i0])) - LEAD_CELLS * h
-                n = int(math.floor((float(t_meas[i1 - 1]) - t0) / h)) + LEAD_CELLS + 2
+                frames = t_meas[i0:i1]  # in time order as a rule, but not relied on
+                t0 = min(t_rest, float(frames.min())) - LEAD_CELLS * h
+                n = int(math.floor((float(frames.max()) - t0) / h)) + LEAD_CELLS + 2
                 u = np.interp(t0 + h * np.arange(n), t_cmd, q_cmd)
                 self.stretches.append(_Stretch(t0, i0, i1, u))
         self._cache: tuple[float, bool, list[tuple[np.ndarray, np.ndarray | None]]] | None = None
