@@ -579,17 +579,19 @@ class ArrowColumns(Mapping[str, Any]):
 
 def _chunks_to_numpy(chunks: Sequence[Any], dtype: Any, missing: float) -> Any:
     """Fixed-width Arrow arrays as one numpy array, `missing` where a cell is null. Read from the buffers
-    with numpy alone (pyarrow's own conversion would load pandas)."""
-    parts = []
+    with numpy alone (pyarrow's own conversion would load pandas), each chunk copied once into place."""
+    out = np.empty(sum(len(arr) for arr in chunks), dtype=dtype)
+    at = 0
     for arr in chunks:
         n, off = len(arr), arr.offset
         validity, data = arr.buffers()[:2]
-        values = np.frombuffer(data, dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize).copy()
+        part = out[at : at + n]
+        part[:] = np.frombuffer(data, dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize)
         if validity is not None and arr.null_count:
-            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-            values[~bits[off : off + n].astype(bool)] = missing
-        parts.append(values)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=off + n, bitorder="little")
+            np.putmask(part, ~bits[off:].view(bool), missing)
+        at += n
+    return out
 
 
 def _is_text(kind: Any) -> bool:
