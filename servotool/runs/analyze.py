@@ -13,8 +13,9 @@ import contextlib
 import math
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -429,18 +430,68 @@ def _quiet_worker() -> None:
         os.dup2(2, 1)
 
 
-def _outcomes(
-    files: Sequence[Path], workers: int, keep: bool
-) -> Iterator[FileAnalysis | SweepAnalysis | Problem]:
+Outcome = FileAnalysis | SweepAnalysis | Problem
+
+
+def _analyse_chunk(paths: Sequence[Path], keep_recording: bool) -> list[Outcome]:
+    return [_analyse_one(p, keep_recording) for p in paths]
+
+
+def _worker_ready() -> bool:
+    return True
+
+
+class _Workers:
+    """A process pool started on a thread of its own: starting forkserver workers blocks the caller until
+    the server has imported numpy, scipy and pyarrow (a second or more), and this process has files to
+    analyse meanwhile. `up` tells when a worker has answered."""
+
+    def __init__(self, n: int) -> None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
+        self._up = threading.Event()
+        self._starter = threading.Thread(target=self._start, name="analyze-workers", daemon=True)
+        self._starter.start()
+
+    def _start(self) -> None:
+        with contextlib.suppress(Exception):  # workers that fail to start leave the work to this process
+            self.pool.submit(_worker_ready).result()
+            self._up.set()
+
+    @property
+    def up(self) -> bool:
+        return self._up.is_set()
+
+    def close(self) -> None:
+        """Shut the pool down once its workers have started (a worker abandoned while it starts would fail
+        noisily after this process is gone)."""
+        self._starter.join()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[Outcome]:
+    """Each file's outcome, in file order. With workers > 1 the files go out in chunks of
+    files / (16 x workers) to that many processes; until the first of them answers, this process analyses
+    the chunks itself, so the workers' start costs no time unless the folder takes less than it."""
     if workers <= 1 or len(files) < 2:
         for path in files:
             yield _analyse_one(path, keep)
         return
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
-    chunk = max(1, len(files) // (workers * 16))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_quiet_worker) as pool:
-        yield from pool.map(_analyse_one, files, [keep] * len(files), chunksize=chunk)
+    size = max(1, len(files) // (workers * 16))
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    pool = _Workers(workers)
+    futures: dict[int, Future[list[Outcome]]] = {}
+    try:
+        for k, chunk in enumerate(chunks):
+            if not futures and pool.up:
+                futures = {
+                    j: pool.pool.submit(_analyse_chunk, chunks[j], keep) for j in range(k, len(chunks))
+                }
+            fut = futures.get(k)
+            yield from (fut.result() if fut is not None else _analyse_chunk(chunk, keep))
+    finally:
+        pool.close()
 
 
 def analyze_paths(

@@ -1,0 +1,41 @@
+"""A folder on a pool of processes: the same results whether the workers or this process analyse the files,
+and in file order either way."""
+
+from __future__ import annotations
+
+import pytest
+
+import servotool.runs.analyze as analyze
+from tests.cli.test_analyze_cli import write_ramp
+
+
+@pytest.fixture
+def folder(tmp_path):
+    for k in range(6):
+        write_ramp(tmp_path / f"r{k}.csv", 0.040 + 0.01 * k, seed=30 + k)
+    return tmp_path
+
+
+def _lags(report):
+    return [(f.path.name, f.result.fit.lag_ms) for f in report.files]
+
+
+def test_every_chunk_on_the_workers_once_they_answer(folder, monkeypatch):
+    one = analyze.analyze_paths([folder], workers=1)
+    # the workers are waited for before the first chunk, and this process must not analyse any
+    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: self._up.wait(60)))
+
+    def not_here(*args: object) -> list:
+        raise AssertionError("a file was analysed in the parent process")
+
+    monkeypatch.setattr(analyze, "_analyse_one", not_here)  # the workers import their own
+    many = analyze.analyze_paths([folder], workers=2, keep_recordings=False)
+    assert _lags(many) == _lags(one)
+
+
+def test_every_chunk_here_while_the_workers_start(folder, monkeypatch):
+    one = analyze.analyze_paths([folder], workers=1)
+    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: False))
+    seen: list[int] = []
+    many = analyze.analyze_paths([folder], workers=2, on_progress=lambda done, total, path: seen.append(done))
+    assert _lags(many) == _lags(one) and seen == [1, 2, 3, 4, 5, 6]
