@@ -273,6 +273,7 @@ TAIL_BYTES = 1 << 16  # the end line is looked for in this much of the file's ta
 _BOM = b"\xef\xbb\xbf"
 _NUMERIC = re.compile(r"^(t|seq|pass|[qr]\d+|errcode|main_code|sub_code|dev_t)$")
 _LABELS = ("event", "phase")
+_NUMBER_MISSING = ["", "nan", "NaN", "NAN", "-nan", "NA", "N/A", "null", "NULL", "None"]
 
 
 def _header_value(meta: CsvMeta, key: str, value: str, path: Path) -> None:
@@ -512,11 +513,20 @@ def _plain_body(
         _finish(fh, meta, stream.report, sink, first_line, offset)
     if not good:
         return pd.DataFrame(columns=list(header))
-    labels = {c: "category" for c in _LABELS if c in header}
-    try:
-        return pd.read_csv(io.BytesIO(b"\n".join(good)), names=list(header), header=None, dtype=labels)
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise CsvFormatError(f"{path}: rows do not parse ({str(exc).splitlines()[0]})") from None
+    labels: dict[str, str] = {c: "category" for c in _LABELS if c in header}
+    numbers = {c: "float64" for c in header if _NUMERIC.match(c)}
+    # as the Arrow reader: a text is missing only when empty ("NA" or "None" in a label is a label)
+    missing = {c: _NUMBER_MISSING if c in numbers else [""] for c in header}
+    body = b"\n".join(good)
+    for types in ({**labels, **numbers}, labels):  # a number column with text in it is read as it comes
+        try:
+            return pd.read_csv(
+                io.BytesIO(body), names=list(header), header=None, dtype=types, keep_default_na=False,
+                na_values=missing,
+            )  # fmt: skip
+        except ValueError as exc:
+            error = exc
+    raise CsvFormatError(f"{path}: rows do not parse ({str(error).splitlines()[0]})") from None
 
 
 @dataclass

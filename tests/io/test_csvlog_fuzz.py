@@ -208,3 +208,18 @@ def test_one_malformed_line_of_each_kind(tmp_path, monkeypatch, reader, chunk, k
     meta, df = read_csv(path)
     assert [r.line for r in meta.bad_rows] == [len(head) + 2] and meta.n_bad_rows == 1
     assert df["t"].tolist() == [r["t"] for r in rows] and set(df["info"]) == {'a "b", c'}
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_texts_that_look_missing_or_numeric_come_back_as_written(tmp_path, monkeypatch, reader):
+    _use(monkeypatch, reader)
+    texts = ["NA", "1.50", "null", "None", "nan", "N/A", "007"]
+    rows = [
+        {"t": (i + 1) / 100, "event": "cmd", "q1": 1.0, "info": x, "phase": x} for i, x in enumerate(texts)
+    ]
+    head, good = _good_lines(tmp_path, rows)
+    path = tmp_path / "texts.csv"
+    path.write_bytes(b"\n".join(head + good + [b"# end: complete", b""]))
+    meta, df = read_csv(path)
+    assert df["info"].tolist() == texts and df["phase"].astype(str).tolist() == texts
+    assert df["q1"].dtype == "float64" and meta.n_bad_rows == 0
