@@ -513,12 +513,13 @@ def _plain_body(
         _finish(fh, meta, stream.report, sink, first_line, offset)
     if not good:
         return pd.DataFrame(columns=list(header))
-    labels: dict[str, str] = {c: "category" for c in _LABELS if c in header}
     numbers = {c: "float64" for c in header if _NUMERIC.match(c)}
+    # labels coded, other texts as written ("7" stays text)
+    texts = {c: "category" if c in _LABELS else "object" for c in header if c not in numbers}
     # as the Arrow reader: a text is missing only when empty ("NA" or "None" in a label is a label)
     missing = {c: _NUMBER_MISSING if c in numbers else [""] for c in header}
     body = b"\n".join(good)
-    for types in ({**labels, **numbers}, labels):  # a number column with text in it is read as it comes
+    for types in ({**texts, **numbers}, texts):  # a number column with text in it is read as it comes
         try:
             return pd.read_csv(
                 io.BytesIO(body), names=list(header), header=None, dtype=types, keep_default_na=False,

@@ -223,3 +223,5 @@ def test_texts_that_look_missing_or_numeric_come_back_as_written(tmp_path, monke
     meta, df = read_csv(path)
     assert df["info"].tolist() == texts and df["phase"].astype(str).tolist() == texts
     assert df["q1"].dtype == "float64" and meta.n_bad_rows == 0
+    path.write_bytes(b"\n".join(head + good[-1:] + [b"# end: complete", b""]))  # every text a number
+    assert read_csv(path)[1]["info"].tolist() == ["007"]
