@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from servotool.devices.arm import StateFrame, clock_of
+from servotool.devices.url import parse_url
 from servotool.errors import DeviceError, Refused
 from servotool.recorder import AxisKey, AxisSample, Sweep
 
@@ -190,8 +191,8 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
     """Open `url` as a bus ("bus": a Dynamixel bus) or an arm ("arm": a FAIRINO controller) for recording.
 
     A bus that cannot sweep telemetry (not a Dynamixel bus) is closed again and refused (Refused, exit 2):
-    the recorder needs the telemetry span and Hardware Error Status; so is an arm in simulated time
-    (clock=sim). DeviceURLError for a bad URL;
+    the recorder needs the telemetry span and Hardware Error Status; so is an arm or a bus in simulated
+    time (clock=sim). DeviceURLError for a bad URL;
     DeviceError when the device cannot be reached.
     """
     from servotool.devices.registry import open_arm, open_bus
@@ -203,6 +204,9 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
             raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
                           "(clock=sim) only moves under a run")
         return FairinoSource(arm)
+    if parse_url(url).params.get("clock") == "sim":
+        raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
+                      "(clock=sim) only moves under a run")
     bus = open_bus(url, clock=clock)
     if not hasattr(bus, "read_telemetry"):
         bus.close()

@@ -48,6 +48,14 @@ def test_record_refuses_a_bus_without_telemetry(tmp_path):
     assert res.exit_code == 2 and "Dynamixel" in res.output
 
 
+def test_record_refuses_a_bus_in_simulated_time(tmp_path):
+    # nothing would move its clock: the recorder watches in real time
+    res = runner.invoke(app, ["record", "--bus", "sim:microduck?clock=sim", "--duration", "1",
+                              "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "simulated time" in res.output
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_record_on_the_fairino_simulator_json(tmp_path):
     # silence_ms: a loaded test machine can starve the simulator's stream for longer than the 100 ms default
