@@ -25,8 +25,8 @@ from servotool.runs.ownership import claim
 from servotool.runs.signals import StopSignals
 
 DEFAULT_BUS = "sim:rosorin-arm"
-BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands) "
-            "or hiwonder:///dev/ttyX?baud=1000000.")
+BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands; "
+            "?clock=sim runs it on simulated time) or hiwonder:///dev/ttyX?baud=1000000.")
 BusOption = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=BUS_HELP)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 

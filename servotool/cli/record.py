@@ -86,7 +86,8 @@ def render_view(p: RecordProgress, unit: str = "") -> Group:
 
 def position_unit(describe: dict[str, Any]) -> str:
     """The unit of a source's positions for a column header: deg (an arm), pulse (a bus), "" unknown."""
-    text = str(describe.get("units", {}).get("position", ""))
+    units = describe.get("units")
+    text = str(units.get("position", "")) if isinstance(units, dict) else ""
     return text.split(" ")[0]
 
 

@@ -139,4 +139,4 @@ def bus_clock(bus: Bus) -> Clock:
     """The time base a run on this bus keeps: the bus's own when it has one (a `clock=sim` simulator runs on
     a FakeClock it follows in lock-step), else the host's."""
     clock = getattr(bus, "clock", None)
-    return clock if clock is not None else MonotonicClock()
+    return clock if isinstance(clock, Clock) else MonotonicClock()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
-from servotool.clock import FakeClock
+from servotool.clock import Clock, FakeClock
 from servotool.errors import SettingsError
 
 SIM_SCHEME = "sim"
@@ -85,4 +85,17 @@ def pop_sim_clock(params: dict[str, str], url: str) -> FakeClock | None:
     return FakeClock() if value == "sim" else None
 
 
-__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "parse_url", "pop_sim_clock"]
+def bus_sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | None:
+    """The time base of a bus simulator: the caller's clock if it gave one, else the URL's (`clock=sim`: a
+    new FakeClock; `clock=host`: None, real time). Consumes `clock` from params. DeviceURLError when the URL
+    asks for simulated time and the caller's clock is not a FakeClock: the two would disagree silently."""
+    own = pop_sim_clock(params, url)
+    if given is None:
+        return own
+    if own is not None and not isinstance(given, FakeClock):
+        raise DeviceURLError(f"device URL {url!r}: clock=sim asks for simulated time, but this command "
+                             "keeps the host's clock")
+    return given
+
+
+__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "bus_sim_clock", "parse_url", "pop_sim_clock"]

@@ -197,19 +197,19 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
     """
     from servotool.devices.registry import open_arm, open_bus
 
+    # refused before anything opens: the recorder watches in real time
+    if parse_url(url).params.get("clock") == "sim":
+        raise Refused("the recorder watches in real time; a simulator in simulated time (clock=sim) only "
+                      "moves under a run")
     if kind == "arm":
         arm = open_arm(url, now=clock.now)
         if clock_of(arm) is not None:
             arm.close()
-            raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
-                          "(clock=sim) only moves under a run")
+            raise Refused("the recorder watches in real time; this arm runs on a clock of its own")
         return FairinoSource(arm)
-    if parse_url(url).params.get("clock") == "sim":
-        raise Refused(f"{url}: the recorder watches in real time; a simulator in simulated time "
-                      "(clock=sim) only moves under a run")
     bus = open_bus(url, clock=clock)
     if not hasattr(bus, "read_telemetry"):
         bus.close()
-        raise Refused(f"{url}: the recorder needs a Dynamixel bus (dxl://PORT or sim:microduck) "
+        raise Refused("the recorder needs a Dynamixel bus (dxl://PORT or sim:microduck) "
                       "or a FAIRINO arm (--robot)")
     return DynamixelSource(bus)

