@@ -154,7 +154,7 @@ def analyze(
 
     if table is not None:
         try:
-            check_table_path(table)
+            check_table_path(table, paths)
         except TableWriteError as exc:
             fail(str(exc))
     n_workers = workers or os.cpu_count() or 1

@@ -343,12 +343,39 @@ def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis
     return lines
 
 
+# header config keys the report reads, and what each must hold
+_NUMBER_KEYS = ("sweep_deg", "a_max", "v_max", "size_deg", "cmd_period_s")
+_NUMBER_LIST_KEYS = ("speeds_deg_s", "start_pose")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def config_problem(config: dict[str, Any]) -> str | None:
+    """Why a recording's header config cannot go into the report (a key the report reads holds the wrong
+    kind of value), or None when it can."""
+    for key in _NUMBER_KEYS:
+        if key in config and not _is_number(config[key]):
+            return f"config {key} is {config[key]!r}, not a number"
+    for key in _NUMBER_LIST_KEYS:
+        v = config.get(key, [])
+        if not (isinstance(v, list) and all(_is_number(x) for x in v)):
+            return f"config {key} is {v!r}, not a list of numbers"
+    joint = config.get("joint", 0)
+    if not (isinstance(joint, int) and not isinstance(joint, bool) and joint >= 0):
+        return f"config joint is {joint!r}, not a joint index"
+    return None
+
+
 def build_report(folder: str | Path) -> Report:
-    """Recompute the report of a campaign folder from its CSVs (and campaign.yaml when present)."""
+    """Recompute the report of a campaign folder from its CSVs (and campaign.yaml when present). A file
+    whose header config the report cannot read is left out and named among the problems."""
     folder = Path(folder)
     campaign = _load_campaign(folder)
     analysed = analyze_paths([folder])
-    files = sorted(analysed.files, key=lambda fa: fa.meta.created)
+    unusable = {id(fa): config_problem(fa.meta.config) for fa in analysed.files}
+    files = sorted((fa for fa in analysed.files if unusable[id(fa)] is None), key=lambda fa: fa.meta.created)
     lags = [fa for fa in files if isinstance(fa.result, LagResult) and not fa.meta.config.get("cold_start")]
     cold = [fa for fa in files if isinstance(fa.result, LagResult) and fa.meta.config.get("cold_start")]
     steps = [fa for fa in files if isinstance(fa.result, StepResult)]
@@ -367,6 +394,8 @@ def build_report(folder: str | Path) -> Report:
     report.figures = build_figures(lags, steps)
     report.problems = [f"{p.path}: {p.reason}" for p in analysed.problems
                        if not Path(p.path).name.startswith("sweep-")]
+    report.problems += [f"{fa.path}: left out of the report: {unusable[id(fa)]}" for fa in analysed.files
+                        if unusable[id(fa)] is not None]
     return report
 
 

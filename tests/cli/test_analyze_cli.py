@@ -355,6 +355,31 @@ def test_a_table_format_that_cannot_be_written_is_refused_first(tmp_path, monkey
     assert res.exit_code == 2 and "needs pyarrow" in res.stderr and not (tmp_path / "t.parquet").exists()
 
 
+def test_the_table_never_overwrites_a_recording(tmp_path):
+    data = tmp_path / "campaign"
+    data.mkdir()
+    a = write_ramp(data / "a.csv", 0.078, seed=1)
+    b = write_ramp(tmp_path / "b.csv", 0.111, seed=2)
+    before_a, before_b = a.read_bytes(), b.read_bytes()
+    for target in (a, b):  # an input itself, or any other recording
+        res = runner.invoke(app, ["analyze", str(data), "--table", str(target), "--workers", "1"])
+        assert res.exit_code == 2 and "never overwrites" in res.stderr
+    assert a.read_bytes() == before_a and b.read_bytes() == before_b
+
+
+def test_a_report_leaves_out_a_file_whose_config_it_cannot_read(tmp_path):
+    data = tmp_path / "campaign"
+    data.mkdir()
+    write_ramp(data / "a.csv", 0.078, seed=1)
+    bad = write_ramp(data / "b.csv", 0.078, seed=2)
+    text = bad.read_text()
+    bad.write_text(text.replace('"joint": 0,', '"joint": 0, "speeds_deg_s": "fast",', 1))
+    assert '"speeds_deg_s": "fast"' in bad.read_text()
+    res = runner.invoke(app, ["analyze", str(data), "--report", "--workers", "1"])
+    assert res.exit_code == 0 and "Traceback" not in res.output
+    assert "b.csv: left out of the report: config speeds_deg_s" in (data / "report.md").read_text()
+
+
 def write_sweep(path: Path) -> Path:
     """A sweep recording as `servotool sweep` writes it: servo 2 up, stalled by an obstacle at 700."""
     cfg = {"mode": "sweep", "joints": [2], "directions": ["up", "down"], "speed": 100.0, "inside": 10}
