@@ -49,7 +49,8 @@ def _target(scheme: str, netloc: str, path: str) -> str:
 
 def parse_url(url: str) -> DeviceURL:
     """Split a device URL. Raises DeviceURLError with the reason when it has no scheme, no target, malformed
-    parameters, or a port written after a host (ports go in the query, one parameter per port)."""
+    parameters, a parameter given twice, or a port written after a host (ports go in the query, one
+    parameter per port)."""
     if not url or ":" not in url:
         raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
     try:
@@ -61,9 +62,13 @@ def parse_url(url: str) -> DeviceURL:
         raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
     target = _target(scheme, parts.netloc, parts.path)
     try:
-        params = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)))
+        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r}: malformed parameters ({exc})") from None
+    params = dict(pairs)
+    if len(params) < len(pairs):  # a key given twice: refused, not "the last one wins"
+        twice = sorted({k for k, _ in pairs if sum(1 for j, _ in pairs if j == k) > 1})
+        raise DeviceURLError(f"device URL {url!r}: {', '.join(twice)} given more than once")
     if not target:
         raise DeviceURLError(f"device URL {url!r} names no host, port or profile")
     if scheme != SIM_SCHEME and parts.netloc and ":" in parts.netloc.rsplit("]", 1)[-1]:

@@ -77,3 +77,10 @@ def test_a_real_fairino_client_does_not_import_its_simulator():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("url", ["sim:fr3?clock=host&clock=sim", "fairino://10.0.0.2?transport=udp&transport=rpc",
+                                 "sim:rosorin-arm?baud=115200&clock=sim&baud=1000000"])
+def test_a_parameter_given_twice_is_refused_not_last_one_wins(url):
+    with pytest.raises(DeviceURLError, match="given more than once"):
+        parse_url(url)
