@@ -100,6 +100,13 @@ def user_errors(*types: type[BaseException]) -> Iterator[None]:
         fail(str(exc))
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the command's option `name` (its parameter name) came from the command line or the
+    environment rather than its default: an option that would have no effect is refused, not ignored."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
 def announce_device(url: str, simulated: bool, model: str = "") -> None:
     """Say loudly when the device is a simulator, so nobody mistakes a rehearsal for a measurement."""
     if simulated:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json, refuse
+from servotool.cli.common import console, err_console, fail, given, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
@@ -108,6 +108,7 @@ def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float,
 
 
 def shape(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
     shaper_kind: Annotated[
         ShaperKind,
@@ -137,6 +138,9 @@ def shape(
     """
     shaper = shaper_kind.value
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
+    if shaper != "otg" and given(ctx, "j_max"):  # offline, nothing moves: said, not refused
+        err_console.print("note: --j-max bounds the otg shaper only; the accel replay does not use it",
+                          highlight=False)
     data = fr.to_dict()
     if plot or plot_dir is not None:
         from servotool.plots.shape import save_replay_plot

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from servotool.cli.common import refuse
+from servotool.cli.common import given, refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -97,6 +97,7 @@ def confirm_raw(robot: str, size: float, joint: int, a_max: float | None = None)
 
 
 def step(
+    ctx: typer.Context,
     robot: RobotOpt = DEFAULT_ROBOT,
     joint: JointOpt = 0,
     size: SizeOpt = 10.0,
@@ -142,6 +143,8 @@ def step(
     except DeviceURLError as exc:
         refuse([str(exc)])
     problems = validate_step(settings, simulated=simulated, test_arm=test_arm, ranges=profile_ranges(robot))
+    if given(ctx, "j_max") and not (settings.shaped and settings.shaper == "otg"):
+        problems.append("--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out")
     preflight_or_refuse(problems, out_dir(out))
     if (not settings.shaped or needs_test_arm_probe(settings)) and not simulated:
         # on the terminal, before the arm is even opened

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from servotool.analysis.recording import recording_from_frame
@@ -62,6 +63,8 @@ def test_otg_shaped_step_records_its_shaper_and_replays_offline(tmp_path):
             ],
         )
         assert replay.exit_code == 0, replay.stderr
+        # offline a jerk bound the accel shaper cannot use is said, not refused
+        assert ("--j-max bounds the otg shaper only" in replay.stderr) == (kind == "accel")
         figures[kind] = json.loads(replay.stdout)
         assert (tmp_path / "plots" / f"{csv.stem}_{kind}-replay.png").stat().st_size > 0
     for data in figures.values():
@@ -85,6 +88,14 @@ def test_shaped_step_without_guard_is_refused(tmp_path):
     res = runner.invoke(app, ["step", "--no-guard", "--steps", "1", "--out", str(tmp_path)])
     assert res.exit_code == 2
     assert "guard" in res.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
+@pytest.mark.parametrize("args", [["--shaper", "accel"], ["--raw", "--shaper", "otg"], []])
+def test_a_jerk_bound_that_would_bound_nothing_is_refused(tmp_path, args):
+    res = runner.invoke(app, ["step", "--robot", "sim:fr3?clock=sim", *args, "--j-max", "5", "--steps", "1",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--j-max bounds the otg shaper only" in res.stderr
     assert not list(tmp_path.glob("*.csv"))
 
 
