@@ -355,6 +355,18 @@ def test_a_table_format_that_cannot_be_written_is_refused_first(tmp_path, monkey
     assert res.exit_code == 2 and "needs pyarrow" in res.stderr and not (tmp_path / "t.parquet").exists()
 
 
+def test_a_pass_cut_off_by_the_end_of_the_run_is_not_called_too_short(tmp_path):
+    full = write_ramp(tmp_path / "full.csv", 0.078, seed=1).read_text().splitlines()
+    header = [line for line in full if line.startswith("#") and not line.startswith("# end")]
+    body = [line for line in full if not line.startswith("#")]
+    cut = tmp_path / "cut.csv"  # stopped early in the first pass's cruise, as by an early Ctrl-C
+    cut.write_text("\n".join(header + body[: len(body) // 20]) + "\n")
+    code, out, _ = _analyze_json(str(cut))
+    notes = [p["note"] for p in out["files"][0]["result"]["passes"]]
+    assert notes[0] == "cut off by the end of the run before enough cruise"
+    assert not any("lengthen --sweep" in n for n in notes)
+
+
 def test_the_table_never_overwrites_a_recording(tmp_path):
     data = tmp_path / "campaign"
     data.mkdir()

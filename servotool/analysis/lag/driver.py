@@ -230,7 +230,10 @@ def _pass_lag(
     sgn, speed = float(np.sign(v)), abs(v)
     c0, c1 = ps.cruise[0], ps.cruise[-1]
     cr, host = figures
-    note = "cruise too short for the lag: lengthen --sweep or lower the speed" if cr.n < MIN_FRAMES else ""
+    note = ""
+    if cr.n < MIN_FRAMES:  # a pass the run's end cut off is not a sweep too short for its speed
+        note = ("cut off by the end of the run before enough cruise" if ps.end_idx is None
+                else "cruise too short for the lag: lengthen --sweep or lower the speed")
     # guard view at the send ticks: the setpoint just sent against the newest frame received before it
     ci = ps.cruise
     g = sgn * (s.qc[ci] - c.m_latest[ci])
