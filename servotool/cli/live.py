@@ -151,6 +151,12 @@ def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None
     console.print(f"recording: {path}", highlight=False)
 
 
+def _cannot_open(robot: str, exc: BaseException) -> str:
+    """One line; the URL once, where the reason already names it."""
+    text = str(exc)
+    return f"cannot open: {text}" if robot in text else f"cannot open {robot}: {text}"
+
+
 def open_device(robot: str, rpc: bool, clock: MonotonicClock) -> Arm:
     """Open the arm at `robot` on `clock` (XML-RPC setpoints with rpc); one error line and exit 2 when the
     URL is wrong, exit 3 when the device cannot be reached. Says loudly when it is a simulator."""
@@ -160,9 +166,9 @@ def open_device(robot: str, rpc: bool, clock: MonotonicClock) -> Arm:
     try:
         arm = open_arm(robot, **kwargs)
     except DeviceURLError as exc:
-        fail(f"cannot open {robot}: {exc}")
+        fail(_cannot_open(robot, exc))
     except (DeviceError, OSError) as exc:
-        fail(f"cannot open {robot}: {exc}", code=ExitCode.DEVICE)
+        fail(_cannot_open(robot, exc), code=ExitCode.DEVICE)
     announce_device(robot, arm.simulated, getattr(arm, "model", ""))
     return arm
 
