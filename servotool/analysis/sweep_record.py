@@ -84,6 +84,7 @@ def _one_sweep(
     cmd: np.ndarray,
     read: np.ndarray,
     cfg: SweepFileResult,
+    interrupted: str | None = None,
 ) -> SweepLimit:
     sign = direction_sign(direction)
     ticks = ev == "cmd"
@@ -97,8 +98,12 @@ def _one_sweep(
     stall = find_stall(ct.tolist(), cc.tolist(), reads, sign, cfg.speed) if len(ct) else None
     stops = read[(ev == "stop") & np.isfinite(read)]
     stop = int(stops[0]) if len(stops) else None
-    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None else None
-    if stop is None:
+    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None and interrupted is None else None
+    if interrupted is not None:
+        # a stop the run was interrupted at says where the joint was, not where it can go
+        where = "" if stop is None else f" at {stop}"
+        verdict = f"interrupted ({interrupted}){where}: sweep did not complete, no limit"
+    elif stop is None:
         verdict = "no stop recorded: no limit"
     elif stall is not None:
         verdict = f"stalled at {paired[stall]} (t = {float(ct[stall]):.2f} s), limit {limit}"
@@ -108,9 +113,13 @@ def _one_sweep(
                       stop, limit, verdict)  # fmt: skip
 
 
-def analyze_sweep_record(config: dict[str, Any], table: Table) -> SweepFileResult:
-    """Limits per (joint, direction) of one sweep file, in the order the sweeps ran. Raises RecordingError
-    when the rows lack the sweep columns (t, event, joint, direction, cmd, read)."""
+def analyze_sweep_record(
+    config: dict[str, Any], table: Table, interrupted: str | None = None
+) -> SweepFileResult:
+    """Limits per (joint, direction) of one sweep file, in the order the sweeps ran. `interrupted`: the end
+    line's reason when the file was not closed complete; the sweep the run ended in then gets no limit (its
+    stop is where the run was cut, not a limit). Raises RecordingError when the rows lack the sweep columns
+    (t, event, joint, direction, cmd, read)."""
     t = _column(table, "t", _floats)
     ev = _column(table, "event", _texts)
     joint = _column(table, "joint", _floats)
@@ -127,9 +136,10 @@ def analyze_sweep_record(config: dict[str, Any], table: Table) -> SweepFileResul
         key = (int(joint[i]), str(direction[i]))
         if key not in seen and key[1] in ("up", "down"):
             seen.append(key)
-    for j, d in seen:
+    for n, (j, d) in enumerate(seen):
         sel = order[(joint[order] == j) & (direction[order] == d)]
-        res.sweeps.append(_one_sweep(j, d, t[sel], ev[sel], cmd[sel], read[sel], res))
+        cut = interrupted if n == len(seen) - 1 else None
+        res.sweeps.append(_one_sweep(j, d, t[sel], ev[sel], cmd[sel], read[sel], res, cut))
     if not res.sweeps:
         raise RecordingError("no sweep rows (joint and direction up/down)")
     return res

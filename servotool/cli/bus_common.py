@@ -96,6 +96,9 @@ def save_sim_pose(url: str, bus: Bus) -> None:
     """Remember where a simulated arm is, for the next servo command on the same URL (a real bus: nothing)."""
     snapshot = getattr(bus, "sim_snapshot", None)
     if bus.simulated and snapshot is not None:
+        # the last frames written (a hold, a torque change) must be taken before the state is read
+        with contextlib.suppress(ServotoolError):
+            bus.sync()
         params = snapshot()
         if params:
             save_sim_state(url, params)

@@ -1,8 +1,8 @@
 """`servotool sweep`: map a bus-servo arm's joint limits by slow sweeps, with any key as the stop button.
 
-Exit codes: 0 done, 1 stopped by the key (the arm holds where it stopped) or by the guard, 2 a setting
-refused (nothing opened) or the sweep refused before moving, 3 no board answered or the link failed, 130
-Ctrl-C (after the hold).
+Exit codes: 0 done, 1 stopped by the key (the arm holds where it stopped), by the guard or by a fault found
+during the run, 2 a setting refused (nothing opened) or the sweep refused before moving (a relaxed arm
+included), 3 no board answered or the link failed, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (after the hold).
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def sweep(
         record, signals = _run(dev, config, files)
     _render(record, json_out)
     if record.run.error:
-        fail(record.run.error)
+        fail(record.run.error, ExitCode.FAULT if record.run.fault else ExitCode.USAGE)
     if record.run.aborted and signals.requested is not None:
         stopped_by(signals, "the arm holds where it stopped")
     if record.run.aborted:
@@ -274,5 +274,5 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
             progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
         record = record_sweeps(dev, bus_clock(dev), config, files,
                                abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
-                               on_event=SweepProgress(progress))
+                               on_event=SweepProgress(progress), stop_reason=signals.reason)
     return record, signals

@@ -211,7 +211,8 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
         raise NotAnalyzable(f"{path}: not a lag, step or sweep run ({what}); analyze reads {modes}")
     try:
         if meta.mode == "sweep":
-            sweep = SweepAnalysis(path, meta, analyze_sweep_record(meta.config, table))
+            sweep = SweepAnalysis(path, meta, analyze_sweep_record(
+                meta.config, table, None if meta.complete else (meta.end_reason or "no end line")))
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep
         rec = recording_from_frame(table)

@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import math
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -154,11 +154,12 @@ class SweepRun:
     start_pose: dict[int, int]
     aborted: bool = False
     error: str | None = None
+    fault: bool = False  # the error came up after motion (exit 1), not a refusal before it (exit 2)
     found: dict[int, FoundLimit] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
-            "aborted": self.aborted, "error": self.error,
+            "aborted": self.aborted, "error": self.error, "fault": self.fault,
             "start_pose": self.start_pose,
             "stored_limits": {k: list(v) for k, v in self.stored.items()},
             "limits_before": {k: list(v) for k, v in self.limits.items()},
@@ -169,7 +170,16 @@ class SweepRun:
 
 
 class SweepAborted(RunFault):
-    """The stop key ended the run: the arm was held where it stopped and nothing followed the hold."""
+    """The stop key or a stop signal ended the run: the arm was held where it stopped and nothing followed
+    the hold. `reason` names what stopped it ("Ctrl-C", "SIGTERM", "SIGHUP" or "stop key")."""
+
+    def __init__(self, message: str, reason: str = "stop key") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class SweepFault(RunFault):
+    """Something found during the run (after motion began) ended it; the arm was held."""
 
 
 class RowWriter(Protocol):
@@ -177,15 +187,19 @@ class RowWriter(Protocol):
 
     def write(self, **row: Any) -> Any: ...
 
+    def interrupt(self, reason: str) -> None: ...
+
 
 WriterFactory = Callable[[SweepResult], AbstractContextManager[RowWriter]]
 
 
 class _Sweeper:
     def __init__(self, bus: Bus, clock: Clock, config: SweepConfig, abort: Callable[[], bool],
-                 on_event: Callable[[SweepEvent], None] | None) -> None:
+                 on_event: Callable[[SweepEvent], None] | None,
+                 stop_reason: Callable[[], str | None] | None = None) -> None:
         self.bus, self.clock, self.cfg = bus, clock, config
         self.abort = abort
+        self._stop_reason = stop_reason or (lambda: None)
         self._report = on_event or (lambda e: None)
         self.index = 0
         self.count = len(config.joints) * len(config.directions)
@@ -195,6 +209,9 @@ class _Sweeper:
 
     def now(self) -> float:
         return self.clock.now() - self.t0
+
+    def aborted(self, message: str) -> SweepAborted:
+        return SweepAborted(message, self._stop_reason() or "stop key")
 
     def on_event(self, event: SweepEvent) -> None:
         self._report(dataclasses.replace(event, index=self.index, count=self.count))
@@ -277,7 +294,7 @@ class _Sweeper:
         self.on_event(SweepEvent("stop", res.joint, res.direction, t_hold, read=res.stop,
                                  message=reason + (f": limit {res.limit}" if res.limit is not None else "")))
         if reason == STOP_ABORT:
-            raise SweepAborted("stop requested: the arm was held where it stopped")
+            raise self.aborted("stop requested: the arm was held where it stopped")
 
     def go_back(self, res: SweepResult, writer: RowWriter) -> None:
         """Minimum-jerk move of the swept joint from its stop back to its start pose."""
@@ -297,7 +314,7 @@ class _Sweeper:
             if self.abort():
                 self.bus.hold()
                 writer.write(t=self.now(), event="hold", joint=res.joint, direction=res.direction)
-                raise SweepAborted("stop requested on the way back: the arm was held")
+                raise self.aborted("stop requested on the way back: the arm was held")
             pulse = servo_pose(traj.at(k * self.cfg.period_s))[res.joint]
             self.send(res.joint, pulse)
             writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)
@@ -322,16 +339,20 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
                configured: Mapping[int, tuple[int, int]] | None = None,
                abort_requested: Abort = None,
                writer_factory: WriterFactory | None = None,
-               on_event: Callable[[SweepEvent], None] | None = None) -> SweepRun:
+               on_event: Callable[[SweepEvent], None] | None = None,
+               stop_reason: Callable[[], str | None] | None = None) -> SweepRun:
     """Sweep each configured joint in each direction; see the module doc.
 
     Refused (nothing moved) when a swept servo is not on the arm, a joint servo is silent, a stored limit
-    cannot be read, or the arm's pose is outside the current limits (stored intersected with `configured`).
-    `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress. Any
-    exception, Ctrl-C included, holds the arm before it propagates.
+    cannot be read, the arm's pose is outside the current limits (stored intersected with `configured`), or
+    a servo has its torque off (a limp joint sags once the arm moves off its rest, out of its limits).
+    `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress;
+    `stop_reason()` names a requested stop ("Ctrl-C", "SIGTERM", ...) for the CSV's end line. A problem found
+    after motion began ends the run as a fault (`fault` set). Any exception, Ctrl-C included, holds the arm
+    before it propagates.
     """
     abort = abort_check(abort_requested)
-    sweeper = _Sweeper(bus, clock, config, abort, on_event)
+    sweeper = _Sweeper(bus, clock, config, abort, on_event, stop_reason)
     unknown = [j for j in config.joints if j not in bus.ids]
     if unknown:
         raise Refused(f"servo(s) {', '.join(map(str, unknown))} not on this arm "
@@ -347,6 +368,11 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
     reason = check_pose(armpose.pose, limits)
     if reason:
         raise Refused(f"sweep refused: the arm starts outside the current limits: {reason}")
+    limp = [sid for sid in bus.ids if sid in armpose.pose and bus.read_torque(sid) is False]
+    if limp:
+        raise Refused(f"sweep refused: servo(s) {', '.join(map(str, limp))} have torque off (relaxed): "
+                      "a limp joint sags out of its limits once the arm moves; hold the arm first "
+                      "(servotool servo hold)")
     run = SweepRun(results=[], stored=stored, limits=limits, start_pose=dict(armpose.pose))
     factory = writer_factory or (lambda res: nullcontext(_NullWriter()))
     try:
@@ -360,8 +386,8 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
         # hold first; if the link itself is gone the hold cannot go out, and the original error matters more
         with contextlib.suppress(Exception):
             bus.hold()
-        if isinstance(exc, Refused):
-            run.error = str(exc)
+        if isinstance(exc, (Refused, SweepFault)):
+            run.error, run.fault = str(exc), isinstance(exc, SweepFault)
         else:
             raise
     if not run.error and not run.aborted:
@@ -379,8 +405,9 @@ def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
     armpose = read_arm(bus)
     reason = check_pose(armpose.pose, limits)
     if reason:
-        raise Refused(f"sweep of servo {joint} {direction} refused: the arm is outside the current limits: "
-                      f"{reason}")
+        # the whole arm was checked before anything moved: a pose out of limits now came up during the run
+        raise SweepFault(f"sweep of servo {joint} {direction} not started: the arm moved outside the current "
+                         f"limits during the run: {reason}; arm held")
     sign = direction_sign(direction)
     lo, hi = run.stored[joint]
     bound = min(max(hi if sign > 0 else lo, sweeper.span[0]), sweeper.span[1])
@@ -391,7 +418,7 @@ def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
     sweeper.on_event(SweepEvent("start", joint, direction, sweeper.now(), cmd=bound, read=start,
                                 message=f"servo {joint} {direction} from {start} toward stored limit "
                                         f"{bound}"))
-    with factory(res) as writer:
+    with factory(res) as writer, _named_interrupt(writer):
         if sign * (bound - start) <= 0:
             res.reason, res.stop = STOP_AT_LIMIT, start
             res.limit = limit_from_stop(start, sign, cfg.inside)
@@ -404,8 +431,21 @@ def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
         sweeper.go_back(res, writer)
 
 
+@contextlib.contextmanager
+def _named_interrupt(writer: RowWriter) -> Iterator[None]:
+    """A requested stop closes the CSV as `interrupted: <what stopped it>` (Ctrl-C, SIGTERM, ...)."""
+    try:
+        yield
+    except SweepAborted as exc:
+        writer.interrupt(exc.reason)
+        raise
+
+
 class _NullWriter:
     def write(self, **row: Any) -> None:
+        pass
+
+    def interrupt(self, reason: str) -> None:
         pass
 
 

@@ -148,7 +148,8 @@ def _plots(run: SweepRun, csv_paths: dict[int, Path], folder: Path, stem: str) -
 
 def record_sweeps(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles, *,
                   abort_requested: Abort = None,
-                  on_event: Callable[[SweepEvent], None] | None = None) -> SweepRecord:
+                  on_event: Callable[[SweepEvent], None] | None = None,
+                  stop_reason: Callable[[], str | None] | None = None) -> SweepRecord:
     """Run the sweeps (runs.sweep.run_sweeps) and write every file of the run; see the module doc.
 
     Refused before anything moves when file_problems finds a problem. A limits file that changed on disk
@@ -170,7 +171,8 @@ def record_sweeps(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles
                             columns=CSV_COLUMNS, command=files.command, created=when)
 
     run = run_sweeps(bus, clock, config, configured=files.limits.limits if files.limits else None,
-                     abort_requested=abort_requested, writer_factory=writer_factory, on_event=on_event)
+                     abort_requested=abort_requested, writer_factory=writer_factory, on_event=on_event,
+                     stop_reason=stop_reason)
     folder.mkdir(parents=True, exist_ok=True)
     outputs: dict[str, Any] = {"csv": [str(csv_paths[id(r)]) for r in run.results if id(r) in csv_paths]}
     result = {"device": bus.url, "simulated": bus.simulated, "created": when.isoformat(),

@@ -316,7 +316,7 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
     (csv,) = out.glob("sweep-j2-down*.csv")
     meta, df = read_csv(csv)
     # closed with its end line, which says why it ended; the arm was held
-    assert not meta.complete and "stop requested" in meta.end_reason and "hold" in set(df.event)
+    assert not meta.complete and meta.end_reason == "SIGTERM" and "hold" in set(df.event)
     assert json.loads(stdout)["aborted"] is True
 
 
@@ -348,3 +348,22 @@ def test_sweep_human_output_reads_at_80_columns(tmp_path, monkeypatch):
     assert lines[0].startswith("1 sweep(s), limits in pulses: servo 2 "), lines[0]
     assert "pulses" in lines[3] and "…" not in result.stdout
     assert all(len(line.rstrip()) <= 80 for line in lines)
+
+
+def test_a_relaxed_arm_is_refused_before_anything_moves(tmp_path):
+    bus = "sim:rosorin-arm?clock=sim"
+    assert runner.invoke(app, ["servo", "move", "--bus", bus, "--to", "pretuck"]).exit_code == 0
+    assert runner.invoke(app, ["servo", "relax", "--bus", bus]).exit_code == 0
+    out = tmp_path / "out"
+    result = sweep("--bus", bus, "--joint", "2", "--out", str(out))
+    # a limp elbow would sag below its stored range once the shoulder moves: refused, nothing sent
+    assert result.exit_code == 2, result.output
+    assert "torque off" in result.stderr and "Traceback" not in result.output
+    assert not list(out.glob("*.csv"))
+    assert runner.invoke(app, ["servo", "hold", "--bus", bus]).exit_code == 0
+    result = sweep("--bus", bus, "--joint", "2", "--speed", "300", "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [s["direction"] for s in data["sweeps"]] == ["down", "up"] and data["fault"] is False
+    read = runner.invoke(app, ["servo", "read", "--bus", bus, "--json"])
+    assert read.exit_code == 0, read.output

@@ -279,3 +279,33 @@ def test_a_limits_file_edited_during_the_run_is_not_overwritten(arm, tmp_path):
     assert path.read_text() == edited and not list(tmp_path.glob("*.bak*"))
     assert "changed while the sweep ran" in rec.notes[0]
     assert load_limits(rec.outputs["yaml"]).limits[2][0] == rec.found[2].lo
+
+
+def test_a_limp_servo_is_refused_before_anything_moves(arm):
+    bus, clock = arm("torque_3=0")
+    with pytest.raises(Refused, match="servo\\(s\\) 3 have torque off"):
+        run_sweeps(bus, clock, SweepConfig(joints=(2,)))
+    assert bus.sim.commands(p.Move) == [] and bus.sim.commands(p.Stop) == []
+
+
+def test_a_stop_signal_is_named_on_the_csv_end_line(arm, tmp_path):
+    from servotool.runs.analyze import analyze_any
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    def once(reason):
+        bus, clock = arm()
+        ticks = []
+        return record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+                             SweepFiles(out_dir=tmp_path / reason),
+                             abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,
+                             on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)
+
+    for reason in ("Ctrl-C", "SIGTERM", "SIGHUP"):
+        rec = once(reason)
+        assert rec.run.aborted and rec.run.results[0].limit is None
+        (csv,) = rec.outputs["csv"]
+        meta, _ = read_csv(csv)
+        assert not meta.complete and meta.end_reason == reason
+        # read back later, the interrupted sweep gives no limit either
+        (s,) = analyze_any(csv).result.sweeps
+        assert s.limit is None and s.stop is not None and f"interrupted ({reason})" in s.verdict
