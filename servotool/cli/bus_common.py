@@ -136,16 +136,6 @@ def stopped_by(signals: StopSignals, what: str) -> NoReturn:
     fail(f"stopped by {signals.reason()}: {what}", signals.exit_code() or ExitCode.INTERRUPTED)
 
 
-def load_limits_option(path: Path | None) -> LimitsFile | None:
-    """The --limits file, or exit 2 with the reason (None when not given)."""
-    if path is None:
-        return None
-    try:
-        return load_limits(path)
-    except LimitsFileError as exc:
-        fail(str(exc))
-
-
 def limits_problem(path: Path | None) -> tuple[LimitsFile | None, list[str]]:
     """The --limits file and its problems (for collecting every settings problem before failing)."""
     if path is None:

@@ -29,7 +29,7 @@ from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
-from servotool.devices.url import DeviceURLError, parse_url
+from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode
 from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
@@ -119,13 +119,6 @@ def _records_json(records: dict[int, ServoRecord], names: dict[int, str]) -> dic
             for sid, r in records.items()}
 
 
-def _simulated_time(bus_url: str) -> bool:
-    try:
-        return parse_url(bus_url).params.get("clock") == "sim"
-    except DeviceURLError:
-        return False  # the bus command reports a bad URL in its own words
-
-
 def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[int, str]) -> None:
     """Live view until Ctrl-C (read only); --json prints one JSON line per round instead."""
     clock = MonotonicClock()
@@ -159,7 +152,7 @@ def read_cmd(
     such."""
     if not (math.isfinite(period) and 0.05 <= period <= 10.0):
         fail(f"--period {period:g} s outside [0.05, 10]")
-    if watch_ and _simulated_time(bus):
+    if watch_ and asks_simulated_time(bus):
         fail("--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
              "under a run")
     with bus_command(bus, keep_sim_pose=True) as dev:

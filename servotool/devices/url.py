@@ -90,6 +90,15 @@ def pop_sim_clock(params: dict[str, str], url: str) -> FakeClock | None:
     return FakeClock() if value == "sim" else None
 
 
+def asks_simulated_time(url: str) -> bool:
+    """Whether the URL asks for a simulator on simulated time (`clock=sim`); False for a URL that cannot be
+    read (opening it reports why)."""
+    try:
+        return parse_url(url).params.get("clock") == "sim"
+    except DeviceURLError:
+        return False
+
+
 def bus_sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | None:
     """The time base of a bus simulator: the caller's clock if it gave one, else the URL's (`clock=sim`: a
     new FakeClock; `clock=host`: None, real time). Consumes `clock` from params. DeviceURLError when the URL
@@ -103,4 +112,7 @@ def bus_sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Cloc
     return given
 
 
-__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "bus_sim_clock", "parse_url", "pop_sim_clock"]
+__all__ = [
+    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "bus_sim_clock", "parse_url",
+    "pop_sim_clock",
+]

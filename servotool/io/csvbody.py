@@ -18,7 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from io import RawIOBase
-from pathlib import Path
 from typing import BinaryIO
 
 MAX_ROW_BYTES = 1 << 16  # a body line longer than this is no row of ours: skipped, with its line number
@@ -293,14 +292,3 @@ def file_line(removed: Sequence[int], row: int) -> int:
         if nxt == index:
             return index
         index = nxt
-
-
-def body_lines(path: Path, offset: int) -> int:
-    """Lines in the body (a last line without its newline counted)."""
-    n, last = 0, b"\n"
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        while chunk := fh.read(CHUNK_BYTES):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")

@@ -117,10 +117,6 @@ class RampProfile:
         return np.array([p.speed for p in self.passes])
 
     @property
-    def pass_peak(self) -> np.ndarray:
-        return np.array([p.peak for p in self.passes])
-
-    @property
     def max_dv(self) -> float:
         """Largest velocity change between consecutive ticks, the start pose at rest included (deg/s)."""
         return float(np.max(np.abs(np.diff(self.v, prepend=0.0))))

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from servotool.devices.arm import StateFrame, clock_of
-from servotool.devices.url import parse_url
+from servotool.devices.arm import StateFrame
+from servotool.devices.url import asks_simulated_time
 from servotool.errors import DeviceError, Refused
 from servotool.recorder import AxisKey, AxisSample, Sweep
 
@@ -58,10 +58,6 @@ class TelemetrySource(Protocol):
 def fault_word(main_code: int, sub_code: int) -> int:
     """A FAIRINO fault latch as one status word: main_code in the high 16 bits, sub_code in the low."""
     return (int(main_code) << 16) | (int(sub_code) & 0xFFFF)
-
-
-def split_fault_word(word: int) -> tuple[int, int]:
-    return word >> 16, word & 0xFFFF
 
 
 class FairinoSource:
@@ -198,15 +194,11 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
     from servotool.devices.registry import open_arm, open_bus
 
     # refused before anything opens: the recorder watches in real time
-    if parse_url(url).params.get("clock") == "sim":
+    if asks_simulated_time(url):
         raise Refused("the recorder watches in real time; a simulator in simulated time (clock=sim) only "
                       "moves under a run")
     if kind == "arm":
-        arm = open_arm(url, now=clock.now)
-        if clock_of(arm) is not None:
-            arm.close()
-            raise Refused("the recorder watches in real time; this arm runs on a clock of its own")
-        return FairinoSource(arm)
+        return FairinoSource(open_arm(url, now=clock.now))
     bus = open_bus(url, clock=clock)
     if not hasattr(bus, "read_telemetry"):
         bus.close()

@@ -246,11 +246,8 @@ def test_a_stopped_simulator_is_a_clear_connection_lost(open_sim, fx):
         assert str(info.value) == str(errors[0])  # one error, the same every time
 
 
-def test_a_silent_state_stream_is_a_connection_lost_within_100_ms(open_sim, fx):
-    arm = open_sim("sim:fr3?silence_ms=60&" + FAST, lockstep=True)
-    q = arm.wait_state().q
-    arm.sim.hold_stream(True)
-    t_quiet = arm.clock.now()
+def _link_lost(arm):
+    """A condition: the client has declared its link lost (polling is what lets it find out)."""
 
     def lost():
         try:
@@ -259,7 +256,16 @@ def test_a_silent_state_stream_is_a_connection_lost_within_100_ms(open_sim, fx):
             return True
         return False
 
-    assert fx.wait_until(lost, 0.5, step=0.001, clock=arm.clock)
+    return lost
+
+
+def test_a_silent_state_stream_is_a_connection_lost_within_100_ms(open_sim, fx):
+    arm = open_sim("sim:fr3?silence_ms=60&" + FAST, lockstep=True)
+    q = arm.wait_state().q
+    arm.sim.hold_stream(True)
+    t_quiet = arm.clock.now()
+
+    assert fx.wait_until(_link_lost(arm), 0.5, step=0.001, clock=arm.clock)
     # the 60 ms silence rule set above, in simulated time: one state period past it at most
     assert 0.06 < arm.clock.now() - t_quiet < 0.06 + 0.008 + 0.002
     with pytest.raises(ConnectionLost, match="no state frame"):
@@ -282,14 +288,7 @@ def test_a_silent_state_stream_still_ends_servo_mode_and_disables(open_sim, fx):
     assert arm.servo_start() == 0
     arm.sim.hold_stream(True)
 
-    def lost():
-        try:
-            arm.poll_states()
-        except ConnectionLost:
-            return True
-        return False
-
-    assert fx.wait_until(lost, 0.5, step=0.001, clock=arm.clock)
+    assert fx.wait_until(_link_lost(arm), 0.5, step=0.001, clock=arm.clock)
     assert arm.servo_end() == 0
     assert arm.disable() == 0
     assert not arm.sim.snapshot().servo_active
