@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from serial.tools import list_ports
 
-from servotool.cli.common import console, err_console, print_json
+from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError
@@ -93,15 +93,18 @@ def _answers(found: dict[str, Any]) -> str:
 
 
 def ports(
+    ctx: typer.Context,
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Ask each port whether a servo board answers "
                                "(harmless reads only)."),
     extra: Annotated[list[str] | None, typer.Option(
         "--port", help="Also probe this device path (e.g. a simulator's pty); repeatable.")] = None,
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     timeout_ms: int = typer.Option(PROBE_TIMEOUT_MS, "--timeout-ms", min=1, max=2000, help="How long each "
-                                   "servo is given to answer the board probe's read, ms."),
+                                   "servo is given to answer the board probe's read, ms (probing only: refused with --no-probe)."),
 ) -> None:
     """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."""
+    if not probe and given(ctx, "timeout_ms"):
+        fail("--timeout-ms applies only when probing; leave it out with --no-probe")
     listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
               for p in sorted(list_ports.comports(), key=lambda p: p.device)]
     listed += [{"device": d, "description": "(given)", "hwid": ""} for d in extra or []

@@ -112,3 +112,10 @@ def test_a_port_held_by_another_servotool_process_is_not_probed(board):
 def test_a_bad_probe_timeout_is_one_line(value):
     result = runner.invoke(app, ["ports", "--timeout-ms", value])
     assert result.exit_code == 2 and "--timeout-ms" in result.output and "Traceback" not in result.output
+
+
+def test_a_probe_timeout_without_probing_is_refused_not_ignored():
+    result = runner.invoke(app, ["ports", "--no-probe", "--timeout-ms", "300"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--timeout-ms" in lines[0] and "--no-probe" in lines[0]
