@@ -100,7 +100,8 @@ def ports(
         "--port", help="Also probe this device path (e.g. a simulator's pty); repeatable.")] = None,
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     timeout_ms: int = typer.Option(PROBE_TIMEOUT_MS, "--timeout-ms", min=1, max=2000, help="How long each "
-                                   "servo is given to answer the board probe's read, ms (probing only: refused with --no-probe)."),
+                                   "servo is given to answer the board probe's read, ms (probing only: "
+                                   "refused with --no-probe)."),
 ) -> None:
     """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."""
     if not probe and given(ctx, "timeout_ms"):

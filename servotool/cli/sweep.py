@@ -2,7 +2,8 @@
 
 Exit codes: 0 done, 1 stopped by the key (the arm holds where it stopped), by the guard or by a fault found
 during the run, 2 a setting refused (nothing opened) or the sweep refused before moving (a relaxed arm
-included), 3 no board answered or the link failed, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (after the hold).
+included), 3 no board answered, the link failed or a swept servo stopped answering mid-run (after the hold),
+130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (after the hold).
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def sweep(
         record, signals = _run(dev, config, files)
     _render(record, json_out)
     if record.run.error:
-        fail(record.run.error, ExitCode.FAULT if record.run.fault else ExitCode.USAGE)
+        fail(record.run.error, record.run.exit_code)
     if record.run.aborted and signals.requested is not None:
         stopped_by(signals, "the arm holds where it stopped")
     if record.run.aborted:

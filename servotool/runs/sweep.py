@@ -43,7 +43,7 @@ from servotool.analysis.sweep import (
 )
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
-from servotool.errors import Refused, RunFault, SettingsError
+from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, SettingsError
 from servotool.motion.quintic import Trajectory
 from servotool.runs.servo import (
     MAX_SPEED,
@@ -154,12 +154,20 @@ class SweepRun:
     start_pose: dict[int, int]
     aborted: bool = False
     error: str | None = None
-    fault: bool = False  # the error came up after motion (exit 1), not a refusal before it (exit 2)
+    # what `error` ends the command with: 2 refused before motion, 1 a fault found during the run, 3 a swept
+    # servo that stopped answering mid-run (the link to it is lost)
+    exit_code: ExitCode = ExitCode.USAGE
     found: dict[int, FoundLimit] = field(default_factory=dict)
+
+    @property
+    def fault(self) -> bool:
+        """The error came up after motion began (a fault or a lost servo), not as a refusal before it."""
+        return self.error is not None and self.exit_code != ExitCode.USAGE
 
     def as_dict(self) -> dict:
         return {
             "aborted": self.aborted, "error": self.error, "fault": self.fault,
+            "exit_code": int(self.exit_code) if self.error else None,
             "start_pose": self.start_pose,
             "stored_limits": {k: list(v) for k, v in self.stored.items()},
             "limits_before": {k: list(v) for k, v in self.limits.items()},
@@ -180,6 +188,11 @@ class SweepAborted(RunFault):
 
 class SweepFault(RunFault):
     """Something found during the run (after motion began) ended it; the arm was held."""
+
+
+class SweepServoLost(ConnectionLost):
+    """A swept servo stopped answering after motion began: the arm was held (exit 3, the link to that servo
+    is lost, not a refusal)."""
 
 
 class RowWriter(Protocol):
@@ -301,7 +314,7 @@ class _Sweeper:
         lo, hi = self.stored[res.joint]
         here = self.bus.read_position(res.joint)
         if here is None:
-            raise Refused(f"servo {res.joint} went silent after its sweep; arm held")
+            raise SweepServoLost(f"servo {res.joint} went silent after its sweep; arm held")
         # a read can sit a pulse or two beyond the stored limit (noise): never command that
         here = min(max(here, lo, self.span[0]), hi, self.span[1])
         traj = Trajectory(as_pose({res.joint: here}), as_pose({res.joint: res.start}), self.cfg.return_speed,
@@ -348,8 +361,9 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
     a servo has its torque off (a limp joint sags once the arm moves off its rest, out of its limits).
     `writer_factory(result)` gives a context-managed writer (CSV) per sweep; `on_event` gets progress;
     `stop_reason()` names a requested stop ("Ctrl-C", "SIGTERM", ...) for the CSV's end line. A problem found
-    after motion began ends the run as a fault (`fault` set). Any exception, Ctrl-C included, holds the arm
-    before it propagates.
+    after motion began ends the run as a fault (`exit_code` 1), a swept servo that stops answering as a
+    lost link (`exit_code` 3); either way the arm is held first and the sweep's CSV ends naming the cause.
+    Any other exception, Ctrl-C included, holds the arm before it propagates.
     """
     abort = abort_check(abort_requested)
     sweeper = _Sweeper(bus, clock, config, abort, on_event, stop_reason)
@@ -386,8 +400,8 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
         # hold first; if the link itself is gone the hold cannot go out, and the original error matters more
         with contextlib.suppress(Exception):
             bus.hold()
-        if isinstance(exc, (Refused, SweepFault)):
-            run.error, run.fault = str(exc), isinstance(exc, SweepFault)
+        if isinstance(exc, (Refused, SweepFault, SweepServoLost)):
+            run.error, run.exit_code = str(exc), exc.exit_code
         else:
             raise
     if not run.error and not run.aborted:
@@ -427,7 +441,7 @@ def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
             return
         sweeper.sweep(res, writer)
         if res.reason == STOP_SILENT:
-            raise Refused(f"servo {joint} stopped answering during its sweep; arm held")
+            raise SweepServoLost(f"servo {joint} stopped answering during its sweep; arm held")
         sweeper.go_back(res, writer)
 
 

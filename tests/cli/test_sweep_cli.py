@@ -133,6 +133,20 @@ def test_sweep_refuses_a_silent_joint_servo(tmp_path):
     assert not list(tmp_path.glob("*.csv"))
 
 
+def test_a_servo_going_silent_mid_sweep_is_a_lost_link(tmp_path):
+    out = tmp_path / "out"
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&silent_after_2=2.0&timeout_ms=20", "--joint", "2",
+                   "--direction", "down", "--out", str(out), "--json")
+    assert result.exit_code == 3, result.output  # lost mid-run, not refused before motion
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "servo 2 stopped answering" in errors[0] and "Traceback" not in result.output
+    data = json.loads(result.stdout)
+    assert data["exit_code"] == 3 and data["sweeps"][0]["reason"] == "servo went silent"
+    meta, df = read_csv(data["outputs"]["csv"][0])
+    assert not meta.complete and "servo 2 stopped answering" in meta.end_reason
+    assert "hold" in set(df.event)
+
+
 def test_sweep_refuses_to_start_outside_the_limits(tmp_path):
     limits = tmp_path / "narrow.yaml"
     limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_3: [300, 800]\n")

@@ -4,7 +4,7 @@ import pytest
 
 from servotool.analysis.sweep import STOP_ABORT, STOP_AT_LIMIT, STOP_STALL, STOP_STORED
 from servotool.devices.hiwonder import protocol as p
-from servotool.errors import Refused
+from servotool.errors import ExitCode, Refused
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
 
@@ -151,6 +151,23 @@ def test_joint_going_silent_mid_sweep_holds_and_reports(arm):
     assert run.error and "stopped answering" in run.error
     assert isinstance(bus.sim.received[-1].command, (p.Stop, p.ServoRequest))
     assert bus.sim.commands(p.Stop)
+    assert run.exit_code == ExitCode.DEVICE and run.fault  # a link lost mid-run, not a refusal
+
+
+def test_joint_going_silent_mid_sweep_ends_its_csv_naming_the_cause(arm, tmp_path):
+    bus, clock = arm("silent_after_2=2.0&timeout_ms=20")
+    path = tmp_path / "sweep.csv"
+
+    def factory(res):
+        return CsvLogWriter(path, device="sim:rosorin-arm", simulated=True, config={"mode": "sweep"},
+                            units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
+    assert run.exit_code == ExitCode.DEVICE
+    meta, df = read_csv(path)
+    assert not meta.complete and "servo 2 stopped answering" in meta.end_reason
+    assert "hold" in set(df.event)  # the braked stop is recorded before the end line
+    assert clock.now() < 60  # simulated time: the silent servo cost its timeouts, not a wall-clock wait
 
 
 def test_each_sweep_writes_a_csv(arm, tmp_path):
