@@ -79,10 +79,9 @@ def parse_url(url: str) -> DeviceURL:
     return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
 
 
-def pop_sim_clock(params: dict[str, str], url: str) -> FakeClock | None:
-    """Takes a bus simulator URL's `clock` key out of `params`: `clock=sim` gives a new FakeClock (the
-    simulator and the run that keeps the bus's clock go in lock-step, taking no wall-clock time for their
-    waits), `clock=host` (the default) None: real time. DeviceURLError for any other value."""
+def _url_clock(params: dict[str, str], url: str) -> FakeClock | None:
+    """Takes a simulator URL's `clock` key out of `params`: `clock=sim` gives a new FakeClock, `clock=host`
+    (the default) None. DeviceURLError for any other value."""
     value = params.pop("clock", "host")
     if value not in ("host", "sim"):
         raise DeviceURLError(f"device URL {url!r}: clock={value!r}: want clock=host (real time) or clock=sim "
@@ -99,11 +98,19 @@ def asks_simulated_time(url: str) -> bool:
         return False
 
 
-def bus_sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | None:
-    """The time base of a bus simulator: the caller's clock if it gave one, else the URL's (`clock=sim`: a
-    new FakeClock; `clock=host`: None, real time). Consumes `clock` from params. DeviceURLError when the URL
-    asks for simulated time and the caller's clock is not a FakeClock: the two would disagree silently."""
-    own = pop_sim_clock(params, url)
+def sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | None:
+    """The time base of a simulator opened from a `sim:` URL, the same rule for every family. Consumes
+    `clock` from params.
+
+    * The caller's FakeClock (`given`): the simulator and the client go in lock-step on it, whatever the
+      URL's `clock` says.
+    * `clock=sim` and no caller clock: a new FakeClock (lock-step, taking no wall-clock time for waits).
+    * `clock=sim` and a caller clock that is not a FakeClock: DeviceURLError, as the two would disagree
+      silently.
+    * Otherwise the caller's clock (real time, stamped by it), or None (real time, the host's clock).
+
+    DeviceURLError for a `clock` value other than host or sim."""
+    own = _url_clock(params, url)
     if given is None:
         return own
     if own is not None and not isinstance(given, FakeClock):
@@ -112,7 +119,4 @@ def bus_sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Cloc
     return given
 
 
-__all__ = [
-    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "bus_sim_clock", "parse_url",
-    "pop_sim_clock",
-]
+__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "sim_clock"]

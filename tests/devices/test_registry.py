@@ -84,3 +84,50 @@ def test_a_real_fairino_client_does_not_import_its_simulator():
 def test_a_parameter_given_twice_is_refused_not_last_one_wins(url):
     with pytest.raises(DeviceURLError, match="given more than once"):
         parse_url(url)
+
+
+def test_one_clock_rule_for_every_simulator_url():
+    from servotool.clock import FakeClock, MonotonicClock
+    from servotool.devices.url import sim_clock
+
+    fake, host = FakeClock(), MonotonicClock()
+    params = {"clock": "sim", "seed": "1"}
+    new = sim_clock(params, "sim:x?clock=sim", None)
+    assert isinstance(new, FakeClock) and params == {"seed": "1"}  # the key is consumed
+    assert sim_clock({"clock": "sim"}, "sim:x", fake) is fake
+    assert sim_clock({"clock": "host"}, "sim:x", fake) is fake  # the caller's FakeClock: lock-step on it
+    assert sim_clock({}, "sim:x", host) is host and sim_clock({}, "sim:x", None) is None
+    with pytest.raises(DeviceURLError, match="clock=sim asks for simulated time"):
+        sim_clock({"clock": "sim"}, "sim:x", host)
+    with pytest.raises(DeviceURLError, match="want clock=host"):
+        sim_clock({"clock": "fast"}, "sim:x", None)
+
+
+SIM_OPENERS = [("sim:fr3", "arm"), ("sim:rosorin-arm", "bus"), ("sim:microduck", "bus")]
+
+
+@pytest.mark.parametrize(("url", "kind"), SIM_OPENERS)
+def test_every_family_refuses_simulated_time_against_the_callers_host_clock(url, kind):
+    from servotool.clock import MonotonicClock
+    from servotool.devices.registry import open_bus
+
+    opener = open_arm if kind == "arm" else open_bus
+    with pytest.raises(DeviceURLError, match="clock=sim asks for simulated time, but this command keeps the "
+                                             "host's clock"):
+        opener(f"{url}?clock=sim", clock=MonotonicClock())
+    with pytest.raises(DeviceURLError, match="want clock=host"):
+        opener(f"{url}?clock=fast")
+
+
+@pytest.mark.parametrize(("url", "kind"), SIM_OPENERS)
+def test_every_family_runs_on_the_callers_fake_clock(url, kind):
+    from servotool.clock import FakeClock
+    from servotool.devices.bus import bus_clock
+    from servotool.devices.registry import open_bus
+
+    clock = FakeClock()
+    device = open_arm(url, clock=clock) if kind == "arm" else open_bus(url, clock=clock)
+    try:
+        assert (device.clock if kind == "arm" else bus_clock(device)) is clock
+    finally:
+        device.close()

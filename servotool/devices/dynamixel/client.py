@@ -51,7 +51,7 @@ from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
 from servotool.devices.dynamixel.protocol import MAX_ID
 from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
-from servotool.devices.url import bus_sim_clock
+from servotool.devices.url import sim_clock
 from servotool.errors import ConnectionLost, DeviceError, Refused
 
 DEFAULT_BAUD = 1_000_000
@@ -601,7 +601,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     opts = _client_options(params, parsed.raw)
     clock = kwargs.get("clock")
     if parsed.simulated:
-        clock = bus_sim_clock(params, parsed.raw, clock)
+        clock = sim_clock(params, parsed.raw, clock)
         profile = _profile(opts["profile"] or parsed.target)
         assert profile is not None
         server = start_sim(profile, params, clock=clock)

@@ -54,7 +54,7 @@ from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
 from servotool.devices.fairino.profiles import ProfileError, SimProfile, valid_params, with_overrides
-from servotool.devices.url import DeviceURL, DeviceURLError, pop_sim_clock
+from servotool.devices.url import DeviceURL, DeviceURLError, sim_clock
 from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
@@ -630,29 +630,21 @@ class LockStep:
             arm.settle(states=sent, timeout_s=self.timeout_s)
 
 
-def _lockstep_clock(params: dict[str, str], kwargs: dict[str, Any], raw: str) -> FakeClock | None:
-    """The FakeClock a sim: URL runs on: the caller's (kwargs clock=FakeClock), or a new one for `clock=sim`;
-    None for real time. Consumes `clock` from params and from kwargs (another clock stamps the frames)."""
-    own = pop_sim_clock(params, raw)
-    given = kwargs.pop("clock", None)
-    if isinstance(given, FakeClock):
-        return given
-    if given is not None:
-        kwargs["now"] = given.now
-    return own
-
-
 def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
     """Open `sim:fr3|fr20|simmachine[?param=value...]`: simulator parameters from profiles.PARAM_HELP, the
     client's transport, silence_ms and timeout_ms, and `clock=sim` (simulated time: the simulator and the
     client in lock-step on a FakeClock, as fast as the machine allows; the arm's `clock` is then that clock,
-    and every run on the arm must use it). A caller's FakeClock (`clock=`) is used the same way. Starts a
+    and every run on the arm must use it). A caller's clock (`clock=`) follows devices.url.sim_clock: a
+    FakeClock is used the same way, another clock stamps the frames, one with `clock=sim` is refused. Starts a
     FairinoSim on free loopback ports and connects the real client to it; unknown parameters or models
     raise DeviceURLError listing the valid ones before anything is opened; extra keyword arguments go to
     FairinoArm."""
     params = dict(parsed.params)
     kwargs = dict(kwargs)
-    clock = _lockstep_clock(params, kwargs, parsed.raw)
+    given = sim_clock(params, parsed.raw, kwargs.pop("clock", None))  # every family's sim: URL rule
+    clock = given if isinstance(given, FakeClock) else None
+    if given is not None and clock is None:
+        kwargs["now"] = given.now  # real time, stamped by the caller's clock
     client = client_kwargs(parsed, CLIENT_PARAMS, params)
     unknown = sorted(set(params) - set(valid_params()))
     if unknown:

@@ -33,7 +33,7 @@ from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
-from servotool.devices.url import bus_sim_clock
+from servotool.devices.url import sim_clock
 from servotool.errors import DeviceError
 
 if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
@@ -342,7 +342,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
             raise DeviceURLError(str(exc.args[0])) from None
         from servotool.devices.hiwonder.sim import start_sim
 
-        clock: Any = bus_sim_clock(params, parsed.raw, kwargs.get("clock"))  # any object with now()
+        clock: Any = sim_clock(params, parsed.raw, kwargs.get("clock"))  # any object with now()
         server = start_sim(profile, params, clock=clock)
         try:
             port = _open_port(server.path, opts["baud"], parsed.raw)
