@@ -23,7 +23,16 @@ import numpy as np
 import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
-from servotool.motion.otg_profile import OtgPlan, Plan, Segments, follow, plan_to_rest, stretch_to
+from servotool.motion.otg_profile import (
+    OtgPlan,
+    Plan,
+    Segments,
+    duration_bound,
+    follow,
+    plan_to_rest,
+    stretch_to,
+    stretch_warm,
+)
 
 __all__ = [
     "MultiOtg",
@@ -278,6 +287,8 @@ class MultiOtg:
         # own time-optimal peaks, starting guesses for the next search; stretched peaks, likewise
         self._peaks: list[float | None] = [None] * n
         self._stretched: list[float | None] = [None] * n
+        # Every axis's peak in the last planning, where the next synchronised one starts (see _synced_warm).
+        self._warm: list[float] = [0.0] * n
 
     @property
     def n_axes(self) -> int:
@@ -343,6 +354,14 @@ class MultiOtg:
         kept = self._plans
         if kept is not None:
             return kept
+        plans = self._synced_warm() if self._sync else self._planned_cold()
+        # Every peak: where the next synchronised planning starts its stretches.
+        self._warm = [plan[2] for plan in plans]
+        self._plans = plans
+        return plans
+
+    def _planned_cold(self) -> list[Plan]:
+        """Every axis's time-optimal plan, then (synchronised) every faster axis stretched to the slowest."""
         n = self._n
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
@@ -357,27 +376,79 @@ class MultiOtg:
             if plan[1] > longest:
                 longest = plan[1]
         if self._sync and longest > 0.0:
-            # Only axes clearly faster than the slowest are stretched; a rounding-level gap is not worth it.
-            floor = longest * (1.0 - 1e-12)
             for i in range(n):
-                segs, duration, peak = plans[i]
-                if 0.0 < duration < floor:
-                    stretched = stretch_to(
-                        longest,
-                        x[i] - p[i],
-                        v[i],
-                        a[i],
-                        peak,
-                        duration,
-                        vmax[i],
-                        amax[i],
-                        jmax[i],
-                        self._stretched[i],
-                    )
-                    if stretched is not None:
-                        plans[i] = stretched
-                        self._stretched[i] = stretched[2]
-        self._plans = plans
+                plans[i] = self._stretched_cold(i, plans[i], longest)
+        return plans
+
+    def _stretched_cold(self, i: int, plan: Plan, longest: float) -> Plan:
+        """Axis i's plan stretched to `longest` where it is clearly faster and can be, else as it is."""
+        _, duration, peak = plan
+        # Only axes clearly faster than the slowest are stretched; a rounding-level gap is not worth it.
+        if not 0.0 < duration < longest * (1.0 - 1e-12):
+            return plan
+        p, v, a = self._p[i], self._v[i], self._a[i]
+        stretched = stretch_to(
+            longest,
+            self._x[i] - p,
+            v,
+            a,
+            peak,
+            duration,
+            self._vmax[i],
+            self._amax[i],
+            self._jmax[i],
+            self._stretched[i],
+        )
+        if stretched is None:
+            return plan
+        self._stretched[i] = stretched[2]
+        return stretched
+
+    def _synced_warm(self) -> list[Plan]:
+        """The synchronised plans of _planned_cold, to the stretch's tolerance, with fewer full searches.
+
+        Each moving axis first gets a cheap upper bound of its minimum duration (duration_bound). Axes are
+        planned in full in decreasing order of their bounds until the longest duration found exceeds every
+        remaining bound, so that duration is the slowest axis's. Every other axis is stretched from a guess of
+        its peak (the last planning's, or its bound's) by stretch_warm, and planned in full and stretched
+        by stretch_to only where that finds nothing.
+        """
+        n = self._n
+        p, v, a, x = self._p, self._v, self._a, self._x
+        vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        bounds: list[tuple[float, int, float]] = []
+        for i in range(n):
+            if p[i] != x[i] or v[i] != 0.0 or a[i] != 0.0:
+                ub, u = duration_bound(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i])
+                bounds.append((ub, i, u))
+        bounds.sort(reverse=True)
+        plans: list[Plan] = [_EMPTY] * n
+        exact = [False] * n
+        longest = 0.0
+        for ub, i, _ in bounds:
+            if ub <= longest:
+                break
+            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i], self._peaks[i])
+            self._peaks[i] = plan[2]
+            plans[i] = plan
+            exact[i] = True
+            if plan[1] > longest:
+                longest = plan[1]
+        if longest <= 0.0:
+            return plans
+        warm = self._warm
+        for _, i, u in bounds:
+            if not exact[i]:
+                guess = warm[i] if warm[i] != 0.0 else u
+                dx = x[i] - p[i]
+                found = stretch_warm(longest, dx, v[i], a[i], guess, vmax[i], amax[i], jmax[i])
+                if found is not None:
+                    self._stretched[i] = found[2]
+                    plans[i] = found
+                    continue
+                plans[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], self._peaks[i])
+                self._peaks[i] = plans[i][2]
+            plans[i] = self._stretched_cold(i, plans[i], longest)
         return plans
 
     def plan(self) -> tuple[OtgPlan, ...]:

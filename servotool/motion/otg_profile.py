@@ -56,9 +56,11 @@ _Residual = Callable[..., float]
 __all__ = [
     "OtgPlan",
     "advance",
+    "duration_bound",
     "follow",
     "plan_to_rest",
     "stretch_to",
+    "stretch_warm",
 ]
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
@@ -1020,6 +1022,112 @@ def _stretch_newton(
         if slope == 0.0:
             return None
         u -= g / slope
+    return None
+
+
+def duration_bound(
+    dx: float, v0: float, a0: float, vmax: float, amax: float, jmax: float
+) -> tuple[float, float]:
+    """(T, u): the duration T of one plan to rest at dx that keeps every limit, and its peak u.
+
+    So T >= the time-optimal duration. (inf, 0) where no such plan is found here.
+
+    The plan is the transfer to the peak the time-optimal search starts from (its model: a move from v_rd
+    at zero acceleration), cruising there as needed; it is only offered for a state inside the limits and
+    a peak within +-v_max whose cruise is >= 0. Cheap: no search, two closed-form halves.
+    """
+    h = 0.5 * a0 * a0
+    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
+        return _INF, 0.0
+    _, _, w, t, lead_same, lead_other, _, _ = _lean_consts(v0, a0, v_rd, amax, jmax)
+    rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
+    d = dx - lead_other - 0.5 * rd_stop + rd_stop
+    u = copysign(min(_rest_peak(abs(d), amax, jmax), vmax), d)
+    if u == 0.0:
+        return _INF, 0.0
+    stop = _stop(v0, a0, v_rd, amax, jmax)
+    for _ in range(2):
+        if (u >= v_rd) == (a0 >= 0.0):
+            base, k, lead = w, -t, lead_same
+        else:
+            base, k, lead = v_rd, t, lead_other
+        hc, _, tau_c = _half(u - base, amax, jmax)
+        hu, _, _ = _half(u, amax, jmax)
+        s = lead + base * tau_c + hc + hu
+        if (dx - s) / u >= 0.0:
+            return k + (hc + hu + dx - lead) / u, u
+        # Beyond the time-optimal peak: the secant from the stop (S = stop at u = 0) lands short of it
+        # where S is convex.
+        if (s - stop) * (dx - stop) <= 0.0:
+            break
+        u *= (dx - stop) / (s - stop)
+    return _INF, 0.0
+
+
+def stretch_warm(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    hint: float,
+    vmax: float,
+    amax: float,
+    jmax: float,
+) -> Plan | None:
+    """stretch_to's plan found from a guess of its peak alone, without the time-optimal plan; or None.
+
+    `hint` guesses the stretched peak (the previous cycle's). A plan is returned only where it is the one
+    stretch_to finds, to its tolerance: for a state inside the limits, at a peak u of the sign of dx - S(0)
+    with 1e-9 v_max < |u| < v_max, |T + cruise - duration| <= 1e-7 duration and a cruise >= 0, on the
+    branch of S at or below the time-optimal peak u*. S rises with u except on one interval beside v_rd, so
+    S(u) <= dx (cruise >= 0, written for u > 0) puts u at or below u* unless u lies beyond v_rd with dx
+    short of S(v_rd) (then u* lies before v_rd): that case, the eased brake's targets (whose time-optimal
+    plan has no peak to lower) and a stop within rounding of the target are refused. Such a plan also
+    proves that this axis can land in `duration`. None means only "not found here": the caller plans the
+    axis with plan_to_rest and stretch_to.
+    """
+    h = 0.5 * a0 * a0
+    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
+    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
+        return None
+    _, _, w, t, lead_same, lead_other, _, _ = _lean_consts(v0, a0, v_rd, amax, jmax)
+    s0 = lead_other + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
+    stop = _stop(v0, a0, v_rd, amax, jmax)
+    e = dx - stop
+    if abs(e) <= 1e-12 * (abs(dx) + abs(stop)):
+        return None
+    g = 1.0 if e > 0.0 else -1.0
+    if a0 * v_rd < 0.0 and min(stop, s0) <= dx <= max(stop, s0):
+        return None
+    tol = 1e-7 * duration
+    lo, hi = 1e-9 * vmax, vmax
+    # A peak at v_max (a cruise) is a guess from just below it; a step beyond (lo, hi) is halved back.
+    u = g * min(g * hint, 0.999 * vmax)
+    prev = u
+    for _ in range(10):
+        if not lo < g * u < hi:
+            u = 0.5 * (prev + (g * hi if g * u >= hi else g * lo))
+            if not lo < g * u < hi:
+                return None
+        prev = u
+        if (u >= v_rd) == (a0 >= 0.0):
+            base, k, lead = w, -t - duration, lead_same
+        else:
+            base, k, lead = v_rd, t - duration, lead_other
+        hc, dhc, tau_c = _half(u - base, amax, jmax)
+        hu, dhu, _ = _half(u, amax, jmax)
+        r = hc + hu + u * k + dx - lead
+        bound = tol * u * g
+        if -bound <= r <= bound:
+            if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
+                return None
+            s = lead + base * tau_c + hc + hu
+            return _stretched(u, duration, dx, v0, a0, amax, jmax, s, _x_of(u, v_rd, jmax))
+        slope = dhc + dhu + k
+        if slope == 0.0:
+            return None
+        u -= r / slope
     return None
 
 

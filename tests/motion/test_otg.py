@@ -409,6 +409,88 @@ def test_one_sided_search_agrees_with_the_full_search():
         assert abs(v) <= 1e-9 * vm
 
 
+def _tricky_target(rng, lim, v0, a0):
+    """A displacement near the stop or S(v_rd) (where the sides and the eased brake meet), or anywhere."""
+    from servotool.motion import otg_profile as prof
+
+    vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+    scale = max(vm * vm / am, vm * math.sqrt(vm / jm))
+    v_rd = v0 + a0 * abs(a0) / (2 * jm)
+    near = (prof._shape(v0, a0, v_rd, am, jm)[0], prof._shape(v0, a0, 0.0, am, jm)[0], 0.0)[rng.integers(3)]
+    return near + rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(-9, 1) * scale
+
+
+def test_duration_bound_is_an_upper_bound_of_the_plan():
+    from servotool.motion import otg_profile as prof
+
+    rng = np.random.default_rng(20261201)
+    found = 0
+    for _ in range(1500):
+        lim, v0, a0 = _moving_inside(rng)
+        vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+        dx = _tricky_target(rng, lim, v0, a0)
+        bound, peak = prof.duration_bound(dx, v0, a0, vm, am, jm)
+        best = prof.plan_to_rest(dx, v0, a0, vm, am, jm)[1]
+        assert bound >= best * (1 - 1e-12), (dx, v0, a0, lim)
+        if bound < math.inf:
+            found += 1
+            assert 0.0 < abs(peak) <= vm
+    assert found > 500
+
+
+def test_warm_stretch_is_the_cold_stretch():
+    # White-box: stretch_warm, from any guess, returns stretch_to's plan (to its tolerance) or nothing.
+    from servotool.motion import otg_profile as prof
+
+    rng = np.random.default_rng(20261202)
+    agreed = 0
+    for _ in range(1500):
+        lim, v0, a0 = _moving_inside(rng)
+        vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+        dx = _tricky_target(rng, lim, v0, a0)
+        _, best, peak = prof.plan_to_rest(dx, v0, a0, vm, am, jm)
+        duration = best * (1.0 + 10 ** rng.uniform(-6, 0.5))
+        guess = rng.uniform(-1, 1) * vm if rng.random() < 0.3 else peak * rng.uniform(0.3, 1.0)
+        warm = prof.stretch_warm(duration, dx, v0, a0, guess, vm, am, jm)
+        if warm is None:
+            continue
+        cold = prof.stretch_to(duration, dx, v0, a0, peak, best, vm, am, jm)
+        assert cold is not None, (dx, v0, a0, lim, duration)
+        assert warm[1] == pytest.approx(duration, rel=2e-7)
+        # Both peaks meet the duration to 1e-7 of it; where the duration barely moves with the peak, the
+        # peaks may differ by more, but never by as much as two roots on different branches would.
+        assert warm[2] == pytest.approx(cold[2], abs=1e-4 * vm), (dx, v0, a0, lim, duration)
+        p, v, _ = prof.advance(warm[0], 2 * duration, 0.0, v0, a0)
+        assert p == pytest.approx(dx, abs=1e-9 * (abs(dx) + vm * duration))
+        assert abs(v) <= 1e-9 * vm
+        agreed += 1
+    assert agreed > 300
+
+
+def test_warm_synchronisation_agrees_with_the_cold_one():
+    # White-box: the synchronised planning from last peaks and duration bounds gives the plans of the one
+    # that plans every axis in full and stretches the faster ones, whatever those last peaks were.
+    import copy
+
+    rng = np.random.default_rng(20261203)
+    for _ in range(400):
+        n = int(rng.integers(2, 7))
+        axes = [_moving_inside(rng) for _ in range(n)]
+        lims = [lim for lim, _, _ in axes]
+        rest = rng.random(n) < 0.15
+        vel = [0.0 if r else v for r, (_, v, _) in zip(rest, axes, strict=True)]
+        acc = [0.0 if r else a for r, (_, _, a) in zip(rest, axes, strict=True)]
+        m = MultiOtg(np.zeros(n), lims, velocities=vel, accelerations=acc)
+        m.set_target([_tricky_target(rng, lim, v, a) for lim, v, a in zip(lims, vel, acc, strict=True)])
+        m._warm = [float(rng.uniform(-1, 1) * lim.max_velocity) * (rng.random() < 0.8) for lim in lims]
+        cold_gen = copy.deepcopy(m)
+        warm, cold = m._synced_warm(), cold_gen._planned_cold()
+        longest = max(plan[1] for plan in cold)
+        for lim, w, c in zip(lims, warm, cold, strict=True):
+            assert w[1] == pytest.approx(c[1], rel=1e-6, abs=1e-6 * longest)
+            assert w[2] == pytest.approx(c[2], abs=1e-4 * lim.max_velocity)
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Several axes
 
