@@ -562,32 +562,51 @@ class FairinoArm:
 
 # --- URLs ---------------------------------------------------------------------------------------------------
 
-# URL parameter -> FairinoArm keyword and converter
+def _bounded(lo: float, hi: float, unit: str, scale: float = 1.0,
+             integer: bool = False) -> Callable[[str], Any]:
+    """A URL parameter converter that refuses (ValueError naming the bounds) a value that is not a finite
+    number within lo..hi; the value is returned times `scale` (ms to s), or as an int when `integer`."""
+
+    def convert(raw: str) -> Any:
+        value = float(int(raw)) if integer else float(raw)
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise ValueError(f"want {'an integer' if integer else 'a number'} within {lo:g}..{hi:g}{unit}")
+        return int(value) if integer else value * scale
+
+    return convert
+
+
+# URL parameter -> FairinoArm keyword and converter. Every number is bounded: a NaN or infinite silence_ms
+# would never compare greater than a silence, so the lost-link watchdog would never fire.
 CLIENT_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "transport": ("transport", str),
-    "silence_ms": ("silence_s", lambda v: float(v) / 1000.0),
-    "timeout_ms": ("rpc_timeout_s", lambda v: float(v) / 1000.0),
+    "silence_ms": ("silence_s", _bounded(10, 2000, " ms", scale=1e-3)),
+    "timeout_ms": ("rpc_timeout_s", _bounded(1, 10000, " ms", scale=1e-3)),
 }
+_PORT = _bounded(1, 65535, "", integer=True)
 _REAL_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     **CLIENT_PARAMS,
-    "rpc_port": ("rpc_port", int),
-    "cnde_port": ("cnde_port", int),
-    "udp_port": ("udp_port", int),
-    "state_ms": ("state_ms", int),
+    "rpc_port": ("rpc_port", _PORT),
+    "cnde_port": ("cnde_port", _PORT),
+    "udp_port": ("udp_port", _PORT),
+    "state_ms": ("state_ms", _bounded(1, 1000, " ms", integer=True)),
     "model": ("model", str),
 }
 
 
 def client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]],
                    params: dict[str, str]) -> dict[str, Any]:
+    """The FairinoArm keywords of the URL parameters in `table` (taken out of `params`). DeviceURLError
+    naming the parameter and its bounds for a value that is not valid (before anything is opened)."""
     out: dict[str, Any] = {}
     for key in [k for k in params if k in table]:
         name, conv = table[key]
         raw = params.pop(key)
         try:
             out[name] = conv(raw)
-        except ValueError:
-            raise DeviceURLError(f"{parsed.raw}: parameter {key}={raw!r} is not valid") from None
+        except ValueError as exc:
+            why = str(exc) if str(exc).startswith("want ") else "not a valid value"
+            raise DeviceURLError(f"{parsed.raw}: parameter {key}={raw!r}: {why}") from None
     if out.get("transport", "udp") not in ("udp", "rpc"):
         raise DeviceURLError(f"{parsed.raw}: transport must be udp or rpc")
     return out

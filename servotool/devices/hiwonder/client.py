@@ -19,6 +19,7 @@ commands and reads are ever written: the protocol module cannot encode EEPROM wr
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -308,12 +309,28 @@ def profile_for(parsed: DeviceURL) -> ArmProfile:
     return get_profile(name)
 
 
+def _number(params: dict[str, str], key: str, default: float, lo: float, hi: float, integer: bool) -> float:
+    raw = params.pop(key, None)
+    if raw is None:
+        return default
+    try:
+        value = float(int(raw)) if integer else float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and lo <= value <= hi):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{key}={raw!r}: want {kind} within {lo:g}..{hi:g}")
+    return value
+
+
 def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
+    """The client's own URL parameters, bounded (a NaN or infinite timeout would wait forever on a silent
+    servo); DeviceURLError naming the parameter and its bounds, before the port is opened."""
     try:
         return {
-            "baud": int(params.pop("baud", DEFAULT_BAUD)),
-            "timeout_s": float(params.pop("timeout_ms", DEFAULT_TIMEOUT_S * 1000)) / 1000.0,
-            "retries": int(params.pop("retries", DEFAULT_RETRIES)),
+            "baud": int(_number(params, "baud", DEFAULT_BAUD, 1, 12_000_000, integer=True)),
+            "timeout_s": _number(params, "timeout_ms", DEFAULT_TIMEOUT_S * 1e3, 1, 1e4, integer=False) / 1e3,
+            "retries": int(_number(params, "retries", DEFAULT_RETRIES, 0, 100, integer=True)),
             "profile": params.pop("profile", None),
         }
     except ValueError as exc:

@@ -310,3 +310,28 @@ def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open
         open_arm("sim:fr3?clock=fast")
     with pytest.raises(DeviceURLError, match="real time"):
         open_arm("fairino://127.0.0.1", clock=FakeClock())  # a real controller never runs on a fake clock
+
+
+@pytest.mark.parametrize("query, word", [
+    ("silence_ms=nan", "silence_ms"),  # NaN never compares greater: the lost-link watchdog would never fire
+    ("silence_ms=inf", "silence_ms"),
+    ("silence_ms=1e9", "silence_ms"),
+    ("silence_ms=0", "silence_ms"),
+    ("silence_ms=-1", "silence_ms"),
+    ("timeout_ms=nan", "timeout_ms"),
+    ("timeout_ms=-5", "timeout_ms"),
+    ("timeout_ms=0", "timeout_ms"),
+    ("state_ms=0", "state_ms"),
+    ("state_ms=5000", "state_ms"),
+    ("udp_port=-1", "udp_port"),
+    ("udp_port=70000", "udp_port"),
+    ("rpc_port=0", "rpc_port"),
+    ("cnde_port=65536", "cnde_port"),
+])
+def test_client_parameters_out_of_bounds_are_refused_before_anything_opens(query, word):
+    # 192.0.2.1 (TEST-NET-1) answers nothing: a parameter that got through would fail on the connection
+    with pytest.raises(DeviceURLError, match=word):
+        open_arm(f"fairino://192.0.2.1?{query}")
+    if not word.endswith("_port") and word != "state_ms":
+        with pytest.raises(DeviceURLError, match=word):
+            open_arm(f"sim:fr3?clock=sim&{query}")

@@ -135,6 +135,16 @@ def test_bad_url_parameters_are_refused(url):
         open_bus(url)
 
 
+@pytest.mark.parametrize("query", ["timeout_ms=nan", "timeout_ms=inf", "timeout_ms=0", "timeout_ms=-1",
+                                   "timeout_ms=1e9", "retries=-1", "retries=1000", "baud=-1", "baud=0"])
+def test_client_parameters_out_of_bounds_are_refused_before_the_port_opens(query):
+    # a NaN or infinite timeout would make a silent servo's read wait forever
+    key = query.split("=")[0]
+    for url in (f"hiwonder:///dev/does-not-exist-ttyX?{query}", f"sim:rosorin-arm?clock=sim&{query}"):
+        with pytest.raises(DeviceURLError, match=key):
+            open_bus(url)
+
+
 def test_only_known_frames_reach_the_wire(bus_factory):
     bus = bus_factory()
     bus.read_all()
