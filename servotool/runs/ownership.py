@@ -12,7 +12,9 @@ Two checks, at two moments:
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,25 +23,47 @@ from servotool.errors import Refused
 from servotool.io.devlock import DeviceBusy, DeviceLock
 
 DEFAULT_PORTS = {"fairino": ("rpc_port", "20003")}
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+SERIAL_SCHEMES = ("hiwonder", "dxl")
+
+
+def _host_address(target: str) -> str:
+    """One spelling per host: the address a name or numeric form resolves to (127.1, 0x7f000001, a
+    trailing dot, an IPv4-mapped IPv6 address); every loopback or unspecified address is one host. A name
+    that does not resolve stays as written (the opener will say it cannot be reached)."""
+    host = target.strip("[]").lower().rstrip(".")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            address = ipaddress.ip_address(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])
+        except (OSError, UnicodeError, ValueError):
+            return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback or address.is_unspecified:
+        return "127.0.0.1"
+    return str(address)
 
 
 def device_key(url: str) -> str | None:
     """The address that identifies the device a URL opens, or None for an embedded simulator (its own
-    device). Two URLs reaching the same controller (different transports, parameters) share one key."""
+    device). Every URL reaching the same controller (another transport, parameters, a spelling of its
+    address) shares one key, and so does every URL of one serial port, whichever family opens it."""
     try:
         parsed = parse_url(url)
     except DeviceURLError:
         return None  # the opener will refuse it with its reason
     if parsed.simulated:
         return None
-    target = parsed.target.lower()
     if parsed.scheme in DEFAULT_PORTS:
         param, default = DEFAULT_PORTS[parsed.scheme]
-        host = "127.0.0.1" if target in _LOOPBACK else target
-        return f"{parsed.scheme}-{host}-{parsed.params.get(param, default)}"
-    # a serial device: the same port reached through a symlink is the same bus
-    return f"{parsed.scheme}-{os.path.realpath(parsed.target)}"
+        port = parsed.params.get(param, default)
+        with contextlib.suppress(ValueError):
+            port = str(int(port))
+        return f"{parsed.scheme}-{_host_address(parsed.target)}-{port}"
+    # a serial device: the same port reached through a symlink, or by another family, is the same bus
+    kind = "serial" if parsed.scheme in SERIAL_SCHEMES else parsed.scheme
+    return f"{kind}-{os.path.realpath(parsed.target)}"
 
 
 @contextlib.contextmanager

@@ -57,9 +57,37 @@ def test_device_keys():
     assert "/" not in lock_name("hiwonder-/dev/ttyUSB0")
 
 
+@pytest.mark.parametrize("alias", [
+    "fairino://127.1", "fairino://2130706433", "fairino://0x7f000001", "fairino://127.000.000.001",
+    "fairino://LOCALHOST", "fairino://localhost.", "fairino://[::1]", "fairino://[::ffff:127.0.0.1]",
+    "fairino://127.0.0.2", "fairino://0.0.0.0", "fairino://127.0.0.1?rpc_port=020003",
+    "FAIRINO://127.0.0.1?transport=rpc&rpc_port=+20003",
+])
+def test_every_spelling_of_one_controller_address_shares_one_lock(alias):
+    # each of these reaches the controller listening on 127.0.0.1:20003 (or loopback as a whole)
+    assert device_key(alias) == device_key("fairino://127.0.0.1")
+
+
+def test_one_serial_port_is_one_device_whichever_family_opens_it(tmp_path):
+    tty = tmp_path / "ttyUSB0"
+    tty.touch()
+    (tmp_path / "servo-bus").symlink_to(tty)
+    keys = {device_key(f"hiwonder://{tty}"), device_key(f"dxl://{tty}?ids=1-3"),
+            device_key(f"dxl://{tmp_path / 'servo-bus'}"), device_key(f"hiwonder://{tmp_path}//ttyUSB0")}
+    assert len(keys) == 1 and None not in keys
+
+
 def test_claim_skips_embedded_simulators(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path))
     with claim("sim:fr3") as a, claim("sim:fr3") as b:
         assert a is None and b is None
     with claim("fairino://10.1.1.1"), pytest.raises(DeviceBusy), claim("fairino://10.1.1.1?transport=rpc"):
+        pass
+
+
+def test_a_second_spelling_of_a_held_controller_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path))
+    with claim("fairino://127.0.0.1"), pytest.raises(DeviceBusy), claim("fairino://127.1?transport=rpc"):
+        pass
+    with claim("hiwonder:///dev/ttyUSB9"), pytest.raises(DeviceBusy), claim("dxl:///dev/ttyUSB9?ids=1"):
         pass
