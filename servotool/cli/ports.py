@@ -20,7 +20,7 @@ from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError
-from servotool.io.devlock import DeviceBusy, DeviceLock
+from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 from servotool.runs.ownership import device_key
 
 DYNAMIXEL_BAUDS = (57600, 1_000_000)
@@ -61,7 +61,7 @@ def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None,
     try:
         with DeviceLock(key) if key else contextlib.nullcontext():
             return _probe_free_port(device, dxl, timeout_ms)
-    except DeviceBusy as exc:
+    except (DeviceBusy, LockUnavailable) as exc:  # held, or its lock cannot be taken: not probed
         return {"hiwonder": [], "dynamixel": None, "busy": str(exc)}
 
 

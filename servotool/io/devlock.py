@@ -47,6 +47,11 @@ def lock_name(key: str) -> str:
     return f"{safe}-{digest}.lock"
 
 
+class LockUnavailable(Refused):
+    """The device's lock file cannot be made or opened (the lock folder is a file, not writable...); the
+    device is not opened without it."""
+
+
 class DeviceLock:
     """Hold the lock of one device (`key`, e.g. "fairino-192.168.58.2-20003") for as long as the context.
 
@@ -60,8 +65,16 @@ class DeviceLock:
         self._fd: int | None = None
 
     def acquire(self) -> DeviceLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Take the lock or refuse: DeviceBusy when another process holds it, LockUnavailable when the lock
+        file cannot be made or opened (nothing goes ahead without the lock)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LockUnavailable(
+                f"{self.key}: cannot take the lock {self.path} ({exc.strerror or exc}: {exc.filename}): "
+                "set SERVOTOOL_LOCK_DIR to a folder servotool can write"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

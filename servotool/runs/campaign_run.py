@@ -38,7 +38,7 @@ from servotool.runs.campaign import (
 )
 from servotool.runs.cold_start import run_cold_ramp
 from servotool.runs.outcome import RunStatus
-from servotool.runs.ownership import DeviceBusy, claim, require_free
+from servotool.runs.ownership import DeviceBusy, LockUnavailable, claim, require_free
 from servotool.runs.ramp import run_ramp
 from servotool.runs.settings import needs_test_arm_probe
 from servotool.runs.signals import StopSignals
@@ -329,7 +329,7 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     try:
         with claim(state.device):  # one writer per arm: the whole campaign holds the device
             _run_all(campaign, cr, hooks, make_clock)
-    except DeviceBusy as exc:
+    except (DeviceBusy, LockUnavailable) as exc:
         state.stopped, state.stop_status = str(exc), REFUSED
     except KeyboardInterrupt as exc:
         name = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"

@@ -20,7 +20,7 @@ from typing import Any
 
 from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
-from servotool.io.devlock import DeviceBusy, DeviceLock
+from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 
 DEFAULT_PORTS = {"fairino": ("rpc_port", "20003")}
 SERIAL_SCHEMES = ("hiwonder", "dxl")
@@ -95,4 +95,4 @@ def require_free(arm: Any) -> None:
         raise Refused(problem)
 
 
-__all__ = ["DeviceBusy", "busy_problem", "claim", "device_key", "require_free"]
+__all__ = ["DeviceBusy", "LockUnavailable", "busy_problem", "claim", "device_key", "require_free"]

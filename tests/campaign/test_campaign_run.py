@@ -130,6 +130,18 @@ def test_raw_step_on_an_arm_asks_before_anything_opens(write_campaign, tmp_path,
     assert not list(cr.folder.glob("*.csv*"))
 
 
+def test_a_lock_folder_that_cannot_be_used_refuses_the_campaign(write_campaign, tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("x")
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(blocked))
+    text = TEXT.format(device=SIM, faults="true").replace("simulators_only: true", "simulators_only: false")
+    c = load_campaign(write_campaign(text.replace("raw: true,", "raw: true, test_arm: true,")))
+    cr = start_campaign(c, tmp_path / "out", robot="fairino://192.0.2.1")
+    state = run_campaign(c, cr)
+    assert state.stop_status == "refused" and "SERVOTOOL_LOCK_DIR" in state.stopped
+    assert not list(cr.folder.glob("*.csv*"))
+
+
 @pytest.mark.slow
 def test_sweep_campaign_maps_limits(write_campaign, tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))

@@ -91,3 +91,20 @@ def test_a_second_spelling_of_a_held_controller_is_refused(tmp_path, monkeypatch
         pass
     with claim("hiwonder:///dev/ttyUSB9"), pytest.raises(DeviceBusy), claim("dxl:///dev/ttyUSB9?ids=1"):
         pass
+
+
+def test_a_lock_folder_that_cannot_be_used_refuses_with_one_line(tmp_path, monkeypatch):
+    from servotool.errors import ExitCode, Refused, exit_code_of
+
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    for folder in (not_a_folder, not_a_folder / "sub"):
+        monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(folder))
+        with pytest.raises(Refused, match="SERVOTOOL_LOCK_DIR") as err, claim("fairino://10.1.1.1"):
+            pass
+        assert exit_code_of(err.value) == ExitCode.USAGE
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / lock_name(device_key("fairino://10.1.1.1") or "")).mkdir()  # the lock file a folder
+    with pytest.raises(Refused, match="cannot take the lock"), claim("fairino://10.1.1.1"):
+        pass
