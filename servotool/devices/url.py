@@ -79,6 +79,18 @@ def parse_url(url: str) -> DeviceURL:
     return DeviceURL(raw=url, scheme=scheme, target=target, params=params)
 
 
+def url_flag(text: str, *, blank: bool | None = None) -> bool:
+    """A simulator URL parameter read as a boolean, the same words for every family: 1/true/yes/on or
+    0/false/no/off (any case, spaces trimmed). An empty value (`key=`) is `blank` where the family gives it a
+    meaning; ValueError otherwise, and for any other word."""
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on") or (low == "" and blank is True):
+        return True
+    if low in ("0", "false", "no", "off") or (low == "" and blank is False):
+        return False
+    raise ValueError(f"not a boolean: {text!r} (want 1/0, true/false, yes/no or on/off)")
+
+
 def _url_clock(params: dict[str, str], url: str) -> FakeClock | None:
     """Takes a simulator URL's `clock` key out of `params`: `clock=sim` gives a new FakeClock, `clock=host`
     (the default) None. DeviceURLError for any other value."""
@@ -119,4 +131,6 @@ def sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | 
     return given
 
 
-__all__ = ["SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "sim_clock"]
+__all__ = [
+    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "sim_clock", "url_flag",
+]

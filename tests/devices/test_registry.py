@@ -131,3 +131,20 @@ def test_every_family_runs_on_the_callers_fake_clock(url, kind):
         assert (device.clock if kind == "arm" else bus_clock(device)) is clock
     finally:
         device.close()
+
+
+FLAG_URLS = [("sim:fr3?udp_reply=", "arm"), ("sim:rosorin-arm?torque_2=", "bus"),
+             ("sim:microduck?torque=", "bus")]
+
+
+@pytest.mark.parametrize(("url", "kind"), FLAG_URLS)
+def test_every_family_reads_a_boolean_parameter_the_same_way(url, kind):
+    from servotool.devices.registry import open_bus
+    from servotool.devices.url import url_flag
+
+    assert [url_flag(w) for w in ("1", "True", " yes ", "ON")] == [True] * 4
+    assert [url_flag(w) for w in ("0", "false", "No", "off")] == [False] * 4
+    assert url_flag("", blank=True) is True and url_flag("", blank=False) is False
+    opener = open_arm if kind == "arm" else open_bus
+    with pytest.raises(DeviceURLError, match="not a boolean: 'maybe' \\(want 1/0, true/false"):
+        opener(url + "maybe")

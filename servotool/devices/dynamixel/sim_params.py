@@ -33,6 +33,7 @@ from typing import Any
 from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.profiles import DxlProfile
 from servotool.devices.registry import DeviceURLError
+from servotool.devices.url import url_flag
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,6 @@ class DxlSimParams:
     drop_rate: float = 0.0
     crc_error_rate: float = 0.0
     reboot_ms: float = 0.0
-
-
-def _bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
 
 
 def _fault(item: str, default_bits: int) -> FaultSpec:
@@ -107,7 +99,7 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "overload_ma": ("overload_ma", _nonneg),
     "latched": ("latched", _faults),
     "silent": ("silent", _faults),
-    "torque": ("torque", _bool),
+    "torque": ("torque", url_flag),
     "voltage": ("voltage", _nonneg),
     "supply_ohm": ("supply_ohm", _nonneg),
     "ambient_c": ("ambient_c", float),

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from servotool.devices.url import url_flag
 from servotool.errors import SettingsError
 
 N_JOINTS = 6
@@ -153,15 +154,6 @@ def get_profile(name: str) -> SimProfile:
         raise ProfileError(f"unknown FAIRINO profile {name!r} (known: {', '.join(PROFILES)})") from None
 
 
-def _parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{text!r} is not true/false")
-
-
 def _parse_floats(text: str) -> tuple[float, ...]:
     return tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
 
@@ -179,7 +171,7 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
     if name == "joint_ranges":
         return _pairs(raw)
     if isinstance(current, bool):
-        return raw if isinstance(raw, bool) else _parse_bool(str(raw))
+        return raw if isinstance(raw, bool) else url_flag(str(raw))
     if isinstance(current, tuple):
         if isinstance(raw, str):
             vals = _parse_floats(raw)

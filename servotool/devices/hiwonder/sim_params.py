@@ -41,6 +41,7 @@ from typing import Any
 
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError
+from servotool.devices.url import url_flag
 
 
 @dataclass(frozen=True)
@@ -78,13 +79,8 @@ class SimParams:
     pose: str = ""
 
 
-def _bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on", ""):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
+def _switch(text: str) -> bool:
+    return url_flag(text, blank=True)  # an empty value (`silent_10=`) switches the behaviour on
 
 
 def _limit(text: str) -> tuple[int, int]:
@@ -110,7 +106,7 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "limit": ("lo,hi", _limit),
     "start": ("start", float),
     "obstacle": ("obstacles", _pulses),
-    "silent": ("silent", _bool),
+    "silent": ("silent", _switch),
     "silent_after": ("silent_after_s", _opt_float),
     "noise": ("noise", int),
     "lag_ms": ("lag_ms", float),
@@ -119,8 +115,8 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "sag_stop": ("sag_stop", _opt_float),
     "voltage": ("voltage_mv", int),
     "temperature": ("temperature_c", int),
-    "ignore_torque_off": ("ignore_torque_off", _bool),
-    "torque": ("torque", _bool),
+    "ignore_torque_off": ("ignore_torque_off", _switch),
+    "torque": ("torque", _switch),
 }
 
 _BOARD_KEYS = {
