@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from servotool.analysis.lag import FRICTION_V_EPS, LagResult, PassLag, link_latency, simulate
 from servotool.analysis.recording import Recording
+from servotool.plots import save_png
 
 
 def _ok(x: float | None) -> bool:
@@ -150,10 +151,4 @@ def save_lag_plot(
     result: LagResult, rec: Recording | None, path: str | Path, title: str = "", device: str = ""
 ) -> Path:
     """Write lag_figure as a PNG at `path`; returns the path."""
-    path = Path(path)
-    fig = lag_figure(result, rec, title, device)
-    try:
-        fig.savefig(path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_png(lag_figure(result, rec, title, device), path)

@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from servotool.analysis.shape import ReplayResult
+from servotool.plots import save_png
 
 # raw streams jump: their velocity and acceleration are drawn up to this multiple of the limit, then clipped
 _CLIP = 1.5
@@ -69,8 +70,5 @@ def replay_figure(result: ReplayResult, joints: list[int] | None = None, title: 
 
 
 def save_replay_plot(result: ReplayResult, path: Path, title: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig = replay_figure(result, title=title)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    """Write replay_figure as a PNG at `path`; returns the path."""
+    return save_png(replay_figure(result, title=title), path)

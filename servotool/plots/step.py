@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from servotool.analysis.recording import Recording
 from servotool.analysis.step import StepMetrics, StepResult, guard_allowance
+from servotool.plots import save_png
 
 PRE_S = 0.1  # shown before each step
 
@@ -109,10 +110,4 @@ def save_step_plot(
     guard: tuple[float, float] | None = None,
 ) -> Path:
     """Write step_figure as a PNG at `path`; returns the path."""
-    path = Path(path)
-    fig = step_figure(result, rec, title, device, guard)
-    try:
-        fig.savefig(path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_png(step_figure(result, rec, title, device, guard), path)

@@ -9,6 +9,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from servotool.analysis.sweep import STOP_STALL, FoundLimit, SweepResult
+from servotool.plots import save_png
 
 
 def _headline(res: SweepResult) -> str:
@@ -61,10 +62,7 @@ def sweep_figure(res: SweepResult) -> Figure:
 
 def save_sweep_plot(res: SweepResult, path: str | Path) -> Path:
     """Write the sweep's figure as a PNG; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_figure(res).savefig(path, dpi=110)
-    return path
+    return save_png(sweep_figure(res), path)
 
 
 def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, FoundLimit],
@@ -110,7 +108,4 @@ def save_limits_summary(results: Sequence[SweepResult], found: Mapping[int, Foun
                         stored: Mapping[int, tuple[int, int]], configured: Mapping[int, tuple[int, int]],
                         path: str | Path) -> Path:
     """Write the summary of every mapped limit as a PNG; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    limits_summary_figure(results, found, stored, configured).savefig(path, dpi=110)
-    return path
+    return save_png(limits_summary_figure(results, found, stored, configured), path)
