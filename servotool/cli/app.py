@@ -8,6 +8,7 @@ that each summary is the first line its command's own help shows.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,8 +80,8 @@ EPILOG = (
 
 
 def tidy_metavars(command: Any, ctx: click.Context) -> None:
-    """Drop the type label of flags (`--json <bool>`) and show a repeatable value as the value it takes
-    (`<list[int]>` becomes `<int>`), on `command` and every command under it."""
+    """Drop the type label of flags (`--json <bool>`), show a repeatable value as the value it takes
+    (`<list[int]>` becomes `<int>`) and unwrap the help text, on `command` and every command under it."""
     params = list(command.params)
     help_option = command.get_help_option(ctx)
     if help_option is not None:
@@ -97,8 +98,19 @@ def tidy_metavars(command: Any, ctx: click.Context) -> None:
             param.metavar = f"<{label[6:-2]}>"
         else:  # an argument's metavar would rename it: only its type column changes
             param.display_type_rich = _fixed_label(f"<{label[6:-2]}>")
+    command.help = unwrap_help(command.help)
     for sub in getattr(command, "commands", {}).values():
         tidy_metavars(sub, ctx)
+
+
+def unwrap_help(text: str | None) -> str | None:
+    """A help text with the docstring's line breaks inside each paragraph taken out, so the terminal
+    folds it to its width (typer keeps single line breaks, which leaves ragged lines at 80 columns).
+    Paragraphs (blank-line separated) and click's `\\b` verbatim blocks are kept as written."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
 
 
 def _fixed_label(label: str) -> Callable[[click.Context], str]:

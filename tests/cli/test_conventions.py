@@ -64,6 +64,19 @@ def test_help_at_80_columns_is_tidy(path):
     assert "<bool>" not in result.output
     assert "<list" not in result.output
     assert "Usage:" in result.output
+    assert _ragged_lines(result.output) == []
+
+
+def _ragged_lines(output: str) -> list[str]:
+    """Lines of the help's prose (above the first box) broken before the terminal's width required:
+    the next line's first word would have fitted after them."""
+    prose = output.split("\u256d")[0].splitlines()  # the first box's corner
+    ragged = []
+    for line, following in zip(prose, prose[1:], strict=False):
+        words = following.split()
+        if line.strip() and words and len(line.rstrip()) + 1 + len(words[0]) <= 79:
+            ragged.append(line)
+    return ragged
 
 
 def test_version_option():
