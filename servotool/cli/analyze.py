@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
+from servotool.io.paths import out_dir_problem
 
 if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are analysed, not for `analyze -h`
     from servotool.analysis.sweep_record import SweepFileResult
@@ -157,6 +158,8 @@ def analyze(
             check_table_path(table, paths)
         except TableWriteError as exc:
             fail(str(exc))
+    if plot_dir is not None and (problem := out_dir_problem(plot_dir, "--plot-dir")):
+        fail(problem)
     n_workers = workers or os.cpu_count() or 1
     plot = plot or plot_dir is not None
     report = _run(paths, n_workers, keep=plot)

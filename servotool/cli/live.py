@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from servotool.cli.common import OUTPUT, announce_device, console, err_console, fail, print_json, refuse
-from servotool.cli.render import save_plot
+from servotool.cli.render import draw_plot, plot_target, try_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
@@ -214,7 +215,12 @@ def finish_live(
 ) -> None:
     """Write the plot when asked, print the JSON document or `render()` and the outcome, then exit by the
     run's exit rule (exit_for)."""
-    plot_path = save_plot(run.analysis) if plot and run.analysis is not None else None
+    plot_path = None
+    if plot and run.analysis is not None:  # a plot that cannot be written is said; the run keeps its exit
+        fa = run.analysis
+        plot_path, problem = try_plot(lambda target: draw_plot(fa, target), plot_target(fa))
+        if problem:
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if json_out:
         print_json(run_json(run, plot_path))
     else:

@@ -244,10 +244,37 @@ def render_combined(combined: CombinedLag, out: Console | None = None) -> None:
         con.print(f"model check: {combined.model.message}")
 
 
+def try_plot(save: Callable[[Path], Path], target: Path) -> tuple[Path | None, str | None]:
+    """(`save(target)`, None), or (None, why) when the PNG cannot be written there (a folder of that name,
+    a full disk, a read-only folder)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return save(target), None
+    except OSError as exc:
+        return None, f"{target}: cannot write the plot ({exc.strerror or exc})"
+
+
+def write_plot(save: Callable[[Path], Path], target: Path) -> Path:
+    """`save(target)`, or one error line and exit 2 when the PNG cannot be written: never a traceback."""
+    path, problem = try_plot(save, target)
+    if path is None:
+        common.fail(problem or f"{target}: cannot write the plot")
+    return path
+
+
+def plot_target(fa: FileAnalysis, folder: Path | None = None) -> Path:
+    """Where the figure of an analysed run goes: next to its CSV, or in `folder`."""
+    return (folder or fa.path.parent) / (fa.path.stem + ".png")
+
+
 def save_plot(fa: FileAnalysis, folder: Path | None = None) -> Path:
-    """The figure of an analysed run, as a PNG next to its CSV (or in `folder`)."""
-    target = (folder or fa.path.parent) / (fa.path.stem + ".png")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """The figure of an analysed run, as a PNG at plot_target; one error line and exit 2 when it cannot
+    be written."""
+    return write_plot(lambda target: draw_plot(fa, target), plot_target(fa, folder))
+
+
+def draw_plot(fa: FileAnalysis, target: Path) -> Path:
+    """Write the figure of an analysed run (lag or step) as a PNG at `target`; OSError when it cannot."""
     meta = fa.meta
     device = f"{meta.device}{' SIMULATED' if meta.simulated else ''}"
     from servotool.analysis.lag import LagResult

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from servotool.cli.common import console, err_console, fail, given, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
-from servotool.cli.render import compact_table
+from servotool.cli.render import compact_table, write_plot
+from servotool.io.paths import out_dir_problem
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.runs.settings import ShaperKind, validate_shaper
 
@@ -137,6 +138,8 @@ def shape(
     A damaged file gets one error line and exit 2.
     """
     shaper = shaper_kind.value
+    if plot_dir is not None and (problem := out_dir_problem(plot_dir, "--plot-dir")):
+        refuse([problem])
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     if shaper != "otg" and given(ctx, "j_max"):  # offline, nothing moves: said, not refused
         err_console.print("note: --j-max bounds the otg shaper only; the accel replay does not use it",
@@ -146,7 +149,8 @@ def shape(
         from servotool.plots.shape import save_replay_plot
 
         target = (plot_dir or file.parent) / f"{file.stem}_{shaper}-replay.png"
-        data["plot"] = str(save_replay_plot(fr.result, target, title=f"{file.name}: {shaper} replay"))
+        title = f"{file.name}: {shaper} replay"
+        data["plot"] = str(write_plot(lambda path: save_replay_plot(fr.result, path, title=title), target))
     if json_out:
         print_json(data)
         return

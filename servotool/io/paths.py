@@ -27,20 +27,21 @@ def state_dir(explicit: str | Path | None = None) -> Path:
     return Path(env) if env else Path(platformdirs.user_state_dir("servotool"))
 
 
-def out_dir_problem(folder: Path) -> str | None:
-    """Why run CSVs could not be written into `folder` (created if missing), or None when they can.
+def out_dir_problem(folder: Path, option: str = "--out") -> str | None:
+    """Why files could not be written into `folder` (created if missing), or None when they can; the
+    problem names `option` (--out, --plot-dir).
 
-    Checked before a device is opened, by creating and removing a probe file: permission bits alone do not
-    tell (read-only mounts, ACLs, a file where the folder should be)."""
+    Checked before a device is opened or any work is done, by creating and removing a probe file:
+    permission bits alone do not tell (read-only mounts, ACLs, a file where the folder should be)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return f"--out {folder}: cannot create the folder ({exc.strerror or exc})"
+        return f"{option} {folder}: cannot create the folder ({exc.strerror or exc})"
     if not folder.is_dir():
-        return f"--out {folder}: not a folder"
+        return f"{option} {folder}: not a folder"
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".servotool-probe-"):
             pass
     except OSError as exc:
-        return f"--out {folder}: cannot write there ({exc.strerror or exc})"
+        return f"{option} {folder}: cannot write there ({exc.strerror or exc})"
     return None

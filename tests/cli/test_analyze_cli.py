@@ -449,3 +449,25 @@ def test_a_folder_on_every_core_matches_one_core_and_reports_progress(tmp_path):
     import pandas as pd
 
     assert pd.DataFrame(many.table()).equals(pd.DataFrame(one.table()))
+
+
+def test_a_plot_that_cannot_be_written_gets_one_line_not_a_traceback(tmp_path):
+    csv = write_ramp(tmp_path / "r.csv", 0.078, speeds=(10.0, 20.0), seed=4)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    blocked = tmp_path / "blocked"
+    (blocked / "r.png").mkdir(parents=True)  # the PNG's name is taken by a folder
+    (blocked / "r_accel-replay.png").mkdir()
+    cases = [
+        (["analyze", str(csv), "--plot-dir", str(a_file)], "--plot-dir"),
+        (["analyze", str(csv), "--plot-dir", str(csv)], "--plot-dir"),
+        (["analyze", str(csv), "--plot-dir", str(blocked)], "cannot write the plot"),
+        (["shape", str(csv), "--plot-dir", str(a_file / "sub")], "--plot-dir"),
+        (["shape", str(csv), "--plot-dir", str(blocked)], "cannot write the plot"),
+    ]
+    for args, word in cases:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
+        assert word in res.stderr and "Traceback" not in res.output
+    assert csv.read_text().endswith("# end: complete\n")  # the recording is untouched

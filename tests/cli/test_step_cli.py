@@ -48,6 +48,23 @@ def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     assert not entry["complete"] and entry["result"]["steps"][0]["verdict"] == "runaway"
 
 
+def test_a_plot_that_cannot_be_written_after_a_run_keeps_the_runs_exit(tmp_path, monkeypatch):
+    import errno
+
+    import servotool.cli.live as live
+
+    def full_disk(fa, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(live, "draw_plot", full_disk)
+    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
+                              "--out", str(tmp_path), "--plot", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "cannot write the plot (No space left on device)" in res.stderr
+    assert json.loads(res.stdout)["plot"] is None
+    assert next(tmp_path.glob("step_*.csv")).read_text().endswith("# end: complete\n")
+
+
 @pytest.fixture(scope="module")
 def real_looking_arm():
     """A simulator in its own process, reached through a fairino:// address: not 'simulated' to the client.
