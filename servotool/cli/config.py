@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from servotool.cli.common import console, debug, fail, print_json
 from servotool.cli.render import compact_table
-from servotool.devices.registry import DeviceURLError, parse_url
+from servotool.devices.registry import ARM, BUS, DeviceURLError, family_of, parse_url
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
 
@@ -117,13 +117,13 @@ def set_cmd(
     value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Write KEY: VALUE into the config file (creating it), keeping the other keys. A robot or bus value must
-    be a device URL (its parameters are checked when a command opens it)."""
+    """Write KEY: VALUE into the config file (creating it), keeping the other keys. A robot value must be an
+    arm's device URL, a bus value a servo bus's (their parameters are checked when a command opens them)."""
     name = key.value
     path = config_path()
     if name in ("robot", "bus"):
         try:
-            parse_url(value)
+            family_of(parse_url(value), ARM if name == "robot" else BUS)  # an arm for robot, a bus for bus
         except DeviceURLError as exc:
             fail(f"{name}: {exc}")
     try:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import yaml
@@ -42,6 +43,20 @@ KEYS: dict[str, ConfigKey] = {
 }
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's SafeLoader, except that a mapping with a key written twice is an error, not its last value."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is written twice", key_node.start_mark)
+            seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 class UserConfigError(FileFormatError):
     """The config file is not a mapping of known keys to strings, or a key or value given to set is bad."""
 
@@ -65,18 +80,23 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def load_config(path: Path) -> dict[str, str]:
-    """The file's values by key; {} when the file does not exist. Refuses unknown keys, values that are not
-    strings, and text that is not a YAML mapping."""
+    """The file's values by key; {} when the file does not exist. Refuses unknown keys, a key written twice
+    (which one is meant cannot be told), values that are not strings, and text that is not a YAML mapping
+    of UTF-8 text."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise UserConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise UserConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader that refuses repeats
     except yaml.YAMLError as exc:
-        raise UserConfigError(f"{path}: not YAML ({exc})") from exc
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserConfigError(f"{where}: not YAML ({problem or exc})") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -100,6 +100,29 @@ def test_config_set_refuses_a_value_no_command_could_use(tmp_path, key, value):
     assert not cfg.exists()
 
 
+@pytest.mark.parametrize("key,value", [("robot", "sim:rosorin-arm"), ("robot", "hiwonder:///dev/ttyUSB0"),
+                                       ("bus", "sim:fr3"), ("bus", "fairino://192.168.58.2")])
+def test_config_set_refuses_a_device_of_the_wrong_kind(tmp_path, key, value):
+    cfg = tmp_path / "config.yaml"
+    result = runner.invoke(app, ["config", "set", key, value], env={"SERVOTOOL_CONFIG": str(cfg)})
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {key}:") and "not a" in result.output
+    assert not cfg.exists()
+
+
+@pytest.mark.parametrize("text", [b"\xff\xfe robot: sim:fr3\n", b"robot: sim:fr3\nrobot: fairino://192.168.58.2\n"])
+def test_a_hand_edited_config_file_gets_one_line(tmp_path, text):
+    # bytes that are not UTF-8, and a key written twice (which one is meant cannot be told)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(text)
+    for args in (["config", "show"], ["config", "set", "out", "x"], ["lag", "--out", str(tmp_path)]):
+        result = runner.invoke(app, args, env={"SERVOTOOL_CONFIG": str(cfg), "SERVOTOOL_ROBOT": None})
+        assert result.exit_code == 2, (args, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+        assert result.output.startswith("error:") and str(cfg) in result.output
+    assert cfg.read_bytes() == text
+
+
 def test_out_folder_precedence(tmp_path):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(f"out: {tmp_path / 'from-config'}\n")
