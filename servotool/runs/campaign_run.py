@@ -12,6 +12,7 @@ hooks.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -100,13 +101,49 @@ class CampaignState:
 
     @classmethod
     def load(cls, folder: Path) -> CampaignState:
-        """Read the state file of a campaign folder; raises Refused when it is missing or unreadable."""
+        """Read the state file of a campaign folder; raises Refused when it is missing, unreadable, or holds
+        a field of the wrong type or out of range (a file edited by hand: next_index outside 0..total, a
+        device that is no text)."""
         try:
             raw = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+            problem = _state_problem(raw)
+            if problem:
+                raise ValueError(problem)
             runs = [RunRecord(**r) for r in raw.pop("runs", [])]
             return cls(**raw, runs=runs)
         except (OSError, ValueError, TypeError) as exc:
             raise Refused(f"{folder}: no readable campaign state ({STATE_FILE}): {exc}") from None
+
+
+_STATE_TEXT = ("name", "file", "device", "created")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _state_problem(raw: Any) -> str | None:
+    """What is wrong with a state file's JSON, or None: every field of CampaignState with its type, a
+    non-empty device, 0 <= next_index <= total, and runs a list of RunRecord mappings."""
+    if not isinstance(raw, dict):
+        return "not a JSON object"
+    known = {f.name for f in dataclasses.fields(CampaignState)}
+    if set(raw) - known:
+        return f"unknown field(s) {', '.join(sorted(set(raw) - known))}"
+    for key in _STATE_TEXT:
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            return f"{key} is not a text"
+    if not (_is_int(raw.get("total")) and _is_int(raw.get("next_index"))
+            and 0 <= raw["next_index"] <= raw["total"]):
+        return "next_index and total are not whole numbers with 0 <= next_index <= total"
+    if any(raw.get(k) is not None and not isinstance(raw[k], str) for k in ("stopped", "stop_status")):
+        return "stopped and stop_status are not texts"
+    runs = raw.get("runs", [])
+    needed = {f.name for f in dataclasses.fields(RunRecord) if f.default is dataclasses.MISSING
+              and f.default_factory is dataclasses.MISSING}
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and needed <= set(r) for r in runs):
+        return "runs is not a list of run records"
+    return None
 
 
 @dataclass

@@ -161,3 +161,18 @@ runs:
     report = build_report(cr.folder)
     assert [t.title for t in report.tables] == ["limit sweeps"]
     assert "arm_limit_3: [" in report.limits and not report.tuning
+
+
+@pytest.mark.parametrize("edit", [
+    {"next_index": "x"}, {"next_index": -5}, {"next_index": 99}, {"next_index": True}, {"device": 5},
+    {"device": ""}, {"name": None}, {"total": "3"}, {"stopped": 7}, {"runs": [{"index": 0}]},
+    {"runs": "none"}, {"extra": 1},
+])
+def test_a_tampered_state_file_is_refused_with_one_line(write_campaign, tmp_path, edit):
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    path = cr.folder / "campaign-state.json"
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "stopped": "Ctrl-C", "stop_status": "stopped", **edit}))
+    with pytest.raises(Refused, match="campaign state"):
+        resume_campaign(c, find_resumable(tmp_path / "out", c.name))
