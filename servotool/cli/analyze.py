@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are an
 
 
 def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
-    """Analyse with a progress bar on stderr; numerical noise kept off stdout."""
+    """Analyse with a progress bar on stderr; numerical noise kept off stdout. The bar (and its refresh
+    thread) starts with the first file done: the worker processes are forked before, from one thread."""
     from servotool.runs.analyze import analyze_paths
 
     columns = (
@@ -32,13 +33,19 @@ def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
         TextColumn("{task.description}"),
     )
     bar = Progress(*columns, console=err_console, transient=True, disable=OUTPUT.quiet)
-    with stdout_to_stderr(), bar as progress:
-        task = progress.add_task("", total=None)
+    task = bar.add_task("", total=None)
 
-        def on_progress(done: int, total: int, path: Path) -> None:
-            progress.update(task, completed=done, total=total, description=escape(path.name))
+    def on_progress(done: int, total: int, path: Path) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, completed=done, total=total, description=escape(path.name))
 
-        return analyze_paths(paths, workers=workers, keep_recordings=keep, on_progress=on_progress)
+    with stdout_to_stderr():
+        try:
+            return analyze_paths(paths, workers=workers, keep_recordings=keep, on_progress=on_progress)
+        finally:
+            if bar.live.is_started:
+                bar.stop()
 
 
 def _render_sweep(result: SweepFileResult) -> None:

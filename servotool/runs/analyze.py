@@ -13,6 +13,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -442,27 +443,53 @@ def _worker_ready() -> bool:
     return True
 
 
+# "fork" copies this process, its libraries already imported, in milliseconds; "forkserver" starts a server
+# that imports numpy, scipy and pyarrow first (a second or more). None: fork where that is safe (see _context)
+START_METHOD: str | None = None
+FORK_START_WAIT_S = 5.0  # forked workers answer in milliseconds: wait for them rather than analyse here
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork on Linux from a process with one thread (a fork copies no other thread, and a lock another
+    thread held would stay held in the child), the forkserver otherwise."""
+    method = START_METHOD
+    if method is None:
+        single = threading.active_count() == 1
+        method = "fork" if single and sys.platform.startswith("linux") else "forkserver"
+    return multiprocessing.get_context(method)
+
+
 class _Workers:
-    """A process pool started on a thread of its own: starting forkserver workers blocks the caller until
-    the server has imported numpy, scipy and pyarrow (a second or more), and this process has files to
-    analyse meanwhile. `up` tells when a worker has answered."""
+    """A process pool whose start does not hold up the caller. Forked workers start at once (the first
+    task is submitted from this thread, before any other thread exists); forkserver workers block the
+    caller until the server has imported numpy, scipy and pyarrow (a second or more), so they are started
+    on a thread of their own while this process analyses files. `up` tells when a worker has answered."""
 
     def __init__(self, n: int) -> None:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
+        ctx = _context()
+        self.forked = ctx.get_start_method() == "fork"
+        if not self.forked:
+            ctx.set_forkserver_preload([__name__])  # type: ignore[attr-defined]
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
         self._up = threading.Event()
-        self._starter = threading.Thread(target=self._start, name="analyze-workers", daemon=True)
+        # with fork, submitting forks every worker now, from this thread
+        first = self.pool.submit(_worker_ready) if self.forked else None
+        self._starter = threading.Thread(target=self._start, args=(first,), name="analyze-workers", daemon=True)
         self._starter.start()
 
-    def _start(self) -> None:
+    def _start(self, first: Future[bool] | None) -> None:
         with contextlib.suppress(Exception):  # workers that fail to start leave the work to this process
-            self.pool.submit(_worker_ready).result()
+            (first or self.pool.submit(_worker_ready)).result()
             self._up.set()
 
     @property
     def up(self) -> bool:
         return self._up.is_set()
+
+    def wait_up(self, timeout: float) -> None:
+        """Wait up to timeout for a forked worker's answer (forkserver workers are not waited for)."""
+        if self.forked:
+            self._up.wait(timeout)
 
     def close(self) -> None:
         """Shut the pool down once its workers have started (a worker abandoned while it starts would fail
@@ -484,6 +511,7 @@ def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[Outco
     pool = _Workers(workers)
     futures: dict[int, Future[list[Outcome]]] = {}
     try:
+        pool.wait_up(FORK_START_WAIT_S)
         for k, chunk in enumerate(chunks):
             if not futures and pool.up:
                 futures = {

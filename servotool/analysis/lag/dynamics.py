@@ -23,7 +23,7 @@ from servotool.analysis.lag.fitmodel import (
     read_grid,
 )
 from servotool.analysis.lag.results import Dynamics, finite, ms
-from servotool.analysis.lag.solver import LsqResult, cost_of, result_at, solve
+from servotool.analysis.lag.solver import LsqResult, Tolerances, cost_of, result_at, solve
 from servotool.analysis.recording import RecordingError
 
 __all__ = ["FIT_GRID_S", "FRICTION_V_EPS", "first_order_response", "fit_dynamics", "simulate"]
@@ -40,6 +40,14 @@ MIN_EFFECTIVE_SAMPLES = 5.0
 FILTER_TEST_LEVEL = 0.999  # F-test confidence before a first-order lag is believed
 FRICTION_SIGMAS = 3.0  # an offset counts when it exceeds this many standard errors ...
 FRICTION_MIN_EFFECT_S = 0.5e-3  # ... and is worth this much apparent lag at the slowest speed
+# When the fits stop. A move of one standard error changes the cost by about 1/n of itself (n frames, a few
+# thousand at most in a fit): a cost gain below 1e-8 of the cost, or a step below 0.1 us (the smallest lag
+# standard errors are a few us), is far inside the uncertainty. The plain dead-time fit only gives the
+# robust fit its noise scale and start, so it stops sooner.
+SCALE_FIT_TOL = Tolerances(step=1e-6, cost=1e-6, min_accepted=1, predicted=True)
+PURE_FIT_TOL = Tolerances(step=1e-7, cost=1e-8, min_accepted=1, predicted=True)
+# from a split of the lag the first steps along the valley L + tau = const gain little: at least three
+FILTER_FIT_TOL = Tolerances(step=1e-7, cost=1e-8, min_accepted=3, predicted=True)
 
 
 def first_order_response(u: np.ndarray, h: float, tau: float) -> np.ndarray:
@@ -135,18 +143,25 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     upper = np.array([max(1.0, 3 * guess), max(0.5, 2 * guess)])
     lower = np.zeros(2)
 
+    last: list[tuple[float, tuple[np.ndarray, np.ndarray]]] = []
+
     def pure_problem(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return model.residual(x, fit_tau=False)
+        # the robust fit starts where the plain one ended: that point is not computed twice
+        if last and last[0][0] == float(x[0]):
+            return last[0][1]
+        out = model.residual(x, fit_tau=False)
+        last[:] = [(float(x[0]), out)]
+        return out
 
     def full_problem(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return model.residual(x, fit_tau=True)
 
-    first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1])
+    first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1], tol=SCALE_FIT_TOL)
     if first is None:
         raise RecordingError("the dynamic fit did not converge")
     scale = MAD_TO_SIGMA * float(np.median(np.abs(first.fun - np.median(first.fun))))
     f_scale = SOFT_L1_SIGMAS * scale if scale > 0 else None
-    pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale)
+    pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale, PURE_FIT_TOL)
     if pure is None:
         raise RecordingError("the dynamic fit did not converge")
     start = _filter_start(model, pure, upper, f_scale)
@@ -155,7 +170,7 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
         # never believed (_filter_is_real), so the filter fit would only confirm the dead time
         best: LsqResult | None = result_at(full_problem, start, f_scale)
     else:
-        best = solve(full_problem, start, lower, upper, f_scale)
+        best = solve(full_problem, start, lower, upper, f_scale, FILTER_FIT_TOL)
     if best is None:
         raise RecordingError("the dynamic fit did not converge")
     return _Fits(pure, best, scale)

@@ -26,6 +26,22 @@ DAMPING_UP = 8.0
 DAMPING_GIVE_UP = 1e12
 
 
+@dataclass(frozen=True)
+class Tolerances:
+    """When solve stops: no parameter moved by more than step (in the parameters' units), or an accepted
+    step gained less than cost (a fraction of the cost) once min_accepted steps were taken; with predicted,
+    also when the next step's gain predicted by the Gauss-Newton model is below that fraction (the step is
+    then not tried: near the optimum of a flat cost the trial steps are most of the evaluations)."""
+
+    step: float = STEP_TOL_S
+    cost: float = COST_TOL
+    min_accepted: int = MIN_ACCEPTED
+    predicted: bool = False
+
+
+TIGHT = Tolerances()
+
+
 @dataclass
 class LsqResult:
     """What the fit keeps: the optimum, the cost there (0.5 * sum of the loss), the plain residual and the
@@ -37,22 +53,26 @@ class LsqResult:
     jac: np.ndarray
 
 
-def _weights(r: np.ndarray, f_scale: float | None) -> tuple[float, np.ndarray, np.ndarray]:
-    """(cost, IRLS weight of each residual, scale of each Jacobian row for the reported Jacobian)."""
+def _weights(r: np.ndarray, f_scale: float | None) -> tuple[float, np.ndarray | None]:
+    """(cost, IRLS weight of each residual; None: all 1)."""
     if f_scale is None:
-        ones = np.ones(len(r))
-        return 0.5 * float(r @ r), ones, ones
-    t = 1.0 + (r / f_scale) ** 2
-    root = np.sqrt(t)
+        return 0.5 * float(r @ r), None
+    root = np.sqrt(1.0 + (r / f_scale) ** 2)
     cost = f_scale**2 * float(np.sum(root - 1.0))  # 0.5 * f^2 * sum(2 (sqrt(1 + z) - 1))
-    return cost, 1.0 / root, t**-0.75
+    return cost, 1.0 / root
+
+
+def _row_scale(r: np.ndarray, f_scale: float | None) -> np.ndarray | float:
+    """Scale of each Jacobian row for the reported Jacobian (as scipy scales it for the soft-L1 loss)."""
+    if f_scale is None:
+        return 1.0
+    return np.asarray((1.0 + (r / f_scale) ** 2) ** -0.75)[:, None]
 
 
 def result_at(problem: Problem, x: np.ndarray, f_scale: float | None = None) -> LsqResult:
     """What solve reports, at x itself (no step taken)."""
     r, jac = problem(x)
-    cost, _, row_scale = _weights(r, f_scale)
-    return LsqResult(np.asarray(x, float), cost, r, jac * row_scale[:, None])
+    return LsqResult(np.asarray(x, float), _weights(r, f_scale)[0], r, jac * _row_scale(r, f_scale))
 
 
 def cost_of(r: np.ndarray, f_scale: float | None = None) -> float:
@@ -60,11 +80,20 @@ def cost_of(r: np.ndarray, f_scale: float | None = None) -> float:
     return _weights(r, f_scale)[0]
 
 
-def _step(jac: np.ndarray, w: np.ndarray, r: np.ndarray, free: np.ndarray, damping: float) -> np.ndarray:
+def _weighted(v: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """v (a vector, or a matrix by rows) times the weights; v itself when there are none."""
+    if w is None:
+        return v
+    return v * (w[:, None] if v.ndim == 2 else w)
+
+
+def _step(
+    jac: np.ndarray, w: np.ndarray | None, r: np.ndarray, free: np.ndarray, damping: float
+) -> np.ndarray:
     """The damped Gauss-Newton step in the free parameters (zero in the others)."""
     jw = jac[:, free]
-    normal = jw.T @ (jw * w[:, None])
-    grad = jw.T @ (w * r)
+    normal = jw.T @ _weighted(jw, w)
+    grad = jw.T @ _weighted(r, w)
     diag = np.diag(normal).copy()
     diag[diag <= 0] = 1.0
     normal = normal + damping * np.diag(diag)
@@ -76,42 +105,53 @@ def _step(jac: np.ndarray, w: np.ndarray, r: np.ndarray, free: np.ndarray, dampi
     return step
 
 
+def _predicted_gain(jac: np.ndarray, w: np.ndarray | None, grad: np.ndarray, d: np.ndarray) -> float:
+    """The cost's fall over the step d by the Gauss-Newton model at the current point."""
+    jd = jac @ d
+    return float(-(grad @ d) - 0.5 * (jd @ _weighted(jd, w)))
+
+
 def solve(
-    problem: Problem, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray, f_scale: float | None = None
+    problem: Problem,
+    x0: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    f_scale: float | None = None,
+    tol: Tolerances = TIGHT,
 ) -> LsqResult | None:
     """Minimise 0.5 * sum(loss(r(x))) for lower <= x <= upper from x0; None when the residual is not finite.
 
-    Stops when a step moves no parameter by more than STEP_TOL_S or gains less than COST_TOL of the cost,
-    or after MAX_STEPS trials."""
+    Stops when a step moves no parameter by more than tol.step or gains less than tol.cost of the cost
+    (see Tolerances), or after MAX_STEPS trials."""
     x = np.clip(np.asarray(x0, float), lower, upper)
     r, jac = problem(x)
     if not (np.all(np.isfinite(r)) and np.all(np.isfinite(jac))):
         return None
-    cost, w, _ = _weights(r, f_scale)
+    cost, w = _weights(r, f_scale)
     damping = DAMPING_START
     accepted = 0
     for _ in range(MAX_STEPS):
-        grad = jac.T @ (w * r)
+        grad = jac.T @ _weighted(r, w)
         held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
         free = ~held
         if not free.any():
             break
         x_new = np.clip(x + _step(jac, w, r, free, damping), lower, upper)
         moved = float(np.max(np.abs(x_new - x)))
-        if moved == 0.0:
+        if moved == 0.0 or (tol.predicted and accepted >= tol.min_accepted
+                            and _predicted_gain(jac, w, grad, x_new - x) <= tol.cost * cost):
             break
         r_new, jac_new = problem(x_new)
-        cost_new, w_new, _ = _weights(r_new, f_scale) if np.all(np.isfinite(r_new)) else (np.inf, w, w)
+        cost_new, w_new = _weights(r_new, f_scale) if np.all(np.isfinite(r_new)) else (np.inf, w)
         if cost_new <= cost and np.all(np.isfinite(jac_new)):
             gain = cost - cost_new
             x, r, jac, cost, w = x_new, r_new, jac_new, cost_new, w_new
             damping = max(damping * DAMPING_DOWN, DAMPING_START)
             accepted += 1
-            if moved <= STEP_TOL_S or (accepted >= MIN_ACCEPTED and gain <= COST_TOL * cost):
+            if moved <= tol.step or (accepted >= tol.min_accepted and gain <= tol.cost * cost):
                 break
         else:
             damping *= DAMPING_UP
-            if damping > DAMPING_GIVE_UP or moved <= STEP_TOL_S:
+            if damping > DAMPING_GIVE_UP or moved <= tol.step:
                 break
-    _, _, row_scale = _weights(r, f_scale)
-    return LsqResult(x, cost, r, jac * row_scale[:, None])
+    return LsqResult(x, cost, r, jac * _row_scale(r, f_scale))
