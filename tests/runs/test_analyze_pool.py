@@ -3,6 +3,9 @@ and in file order either way."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 import servotool.runs.analyze as analyze
@@ -20,17 +23,31 @@ def _lags(report):
     return [(f.path.name, f.result.fit.lag_ms) for f in report.files]
 
 
-def test_every_chunk_on_the_workers_once_they_answer(folder, monkeypatch):
+@pytest.mark.parametrize("method", ["fork", "forkserver"] if sys.platform.startswith("linux") else [None])
+def test_every_chunk_on_the_workers_once_they_answer(folder, monkeypatch, method):
     one = analyze.analyze_paths([folder], workers=1)
+    monkeypatch.setattr(analyze, "START_METHOD", method)
     # the workers are waited for before the first chunk, and this process must not analyse any
     monkeypatch.setattr(analyze._Workers, "up", property(lambda self: self._up.wait(60)))
+    parent, real = os.getpid(), analyze._analyse_one
 
-    def not_here(*args: object) -> list:
-        raise AssertionError("a file was analysed in the parent process")
+    def not_here(*args: object) -> object:
+        if os.getpid() == parent:
+            raise AssertionError("a file was analysed in the parent process")
+        return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyze, "_analyse_one", not_here)  # the workers import their own
+    monkeypatch.setattr(analyze, "_analyse_one", not_here)  # forkserver workers import their own
     many = analyze.analyze_paths([folder], workers=2, keep_recordings=False)
     assert _lags(many) == _lags(one)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+def test_workers_are_forked_from_a_single_threaded_process_only(monkeypatch):
+    monkeypatch.setattr(analyze, "START_METHOD", None)
+    monkeypatch.setattr(analyze.threading, "active_count", lambda: 1)
+    assert analyze._context().get_start_method() == "fork"
+    monkeypatch.setattr(analyze.threading, "active_count", lambda: 2)
+    assert analyze._context().get_start_method() == "forkserver"
 
 
 def test_every_chunk_here_while_the_workers_start(folder, monkeypatch):

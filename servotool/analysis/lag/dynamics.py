@@ -40,14 +40,24 @@ MIN_EFFECTIVE_SAMPLES = 5.0
 FILTER_TEST_LEVEL = 0.999  # F-test confidence before a first-order lag is believed
 FRICTION_SIGMAS = 3.0  # an offset counts when it exceeds this many standard errors ...
 FRICTION_MIN_EFFECT_S = 0.5e-3  # ... and is worth this much apparent lag at the slowest speed
-# When the fits stop. A move of one standard error changes the cost by about 1/n of itself (n frames, a few
-# thousand at most in a fit): a cost gain below 1e-8 of the cost, or a step below 0.1 us (the smallest lag
-# standard errors are a few us), is far inside the uncertainty. The plain dead-time fit only gives the
-# robust fit its noise scale and start, so it stops sooner.
-SCALE_FIT_TOL = Tolerances(step=1e-6, cost=1e-6, min_accepted=1, predicted=True)
-PURE_FIT_TOL = Tolerances(step=1e-7, cost=1e-8, min_accepted=1, predicted=True)
-# from a split of the lag the first steps along the valley L + tau = const gain little: at least three
-FILTER_FIT_TOL = Tolerances(step=1e-7, cost=1e-8, min_accepted=3, predicted=True)
+# When the fits stop. Near the optimum, moving a parameter by one standard error raises the cost by about
+# 1/n of itself (n frames): a gain below STOP_GAIN_PER_SE / n of the cost, or a step below STOP_STEP_S (the
+# smallest lag standard errors are a few us), leaves the parameters within a few % of a standard error of
+# the optimum. The plain dead-time fit only gives the robust fit its noise scale and start: it stops sooner.
+STOP_GAIN_PER_SE = 1e-3
+STOP_STEP_S = 1e-7
+SCALE_FIT_STEP_S = 1e-6
+
+
+def _tolerances(n: int) -> tuple[Tolerances, Tolerances, Tolerances]:
+    """(plain dead-time fit, robust dead-time fit, filter fit) tolerances for a fit on n frames."""
+    gain = STOP_GAIN_PER_SE / max(n, 1)
+    return (
+        Tolerances(step=SCALE_FIT_STEP_S, cost=100 * gain, min_accepted=1, predicted=True),
+        Tolerances(step=STOP_STEP_S, cost=gain / 100, min_accepted=1, predicted=True),
+        # from a split of the lag the first steps along the valley L + tau = const gain little: three at least
+        Tolerances(step=STOP_STEP_S, cost=gain, min_accepted=3, predicted=True),
+    )
 
 
 def first_order_response(u: np.ndarray, h: float, tau: float) -> np.ndarray:
@@ -156,12 +166,13 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     def full_problem(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return model.residual(x, fit_tau=True)
 
-    first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1], tol=SCALE_FIT_TOL)
+    scale_tol, pure_tol, filter_tol = _tolerances(model.n)
+    first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1], tol=scale_tol)
     if first is None:
         raise RecordingError("the dynamic fit did not converge")
     scale = MAD_TO_SIGMA * float(np.median(np.abs(first.fun - np.median(first.fun))))
     f_scale = SOFT_L1_SIGMAS * scale if scale > 0 else None
-    pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale, PURE_FIT_TOL)
+    pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale, pure_tol)
     if pure is None:
         raise RecordingError("the dynamic fit did not converge")
     start = _filter_start(model, pure, upper, f_scale)
@@ -170,7 +181,7 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
         # never believed (_filter_is_real), so the filter fit would only confirm the dead time
         best: LsqResult | None = result_at(full_problem, start, f_scale)
     else:
-        best = solve(full_problem, start, lower, upper, f_scale, FILTER_FIT_TOL)
+        best = solve(full_problem, start, lower, upper, f_scale, filter_tol)
     if best is None:
         raise RecordingError("the dynamic fit did not converge")
     return _Fits(pure, best, scale)
