@@ -446,6 +446,8 @@ def _worker_ready() -> bool:
 # "fork" copies this process, its libraries already imported, in milliseconds; "forkserver" starts a server
 # that imports numpy, scipy and pyarrow first (a second or more). None: fork where that is safe (see _context)
 START_METHOD: str | None = None
+# small chunks: the last ones to finish keep one core busy alone; each costs a few ms of hand-over
+CHUNKS_PER_WORKER = 64
 FORK_START_WAIT_S = 5.0  # forked workers answer in milliseconds: wait for them rather than analyse here
 
 
@@ -500,13 +502,14 @@ class _Workers:
 
 def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[Outcome]:
     """Each file's outcome, in file order. With workers > 1 the files go out in chunks of
-    files / (16 x workers) to that many processes; until the first of them answers, this process analyses
-    the chunks itself, so the workers' start costs no time unless the folder takes less than it."""
+    files / (CHUNKS_PER_WORKER x workers) to that many processes; until the first of them answers, this
+    process analyses the chunks itself, so the workers' start costs no time unless the folder takes less than
+    it (forked workers answer at once and are waited for)."""
     if workers <= 1 or len(files) < 2:
         for path in files:
             yield _analyse_one(path, keep)
         return
-    size = max(1, len(files) // (workers * 16))
+    size = max(1, len(files) // (workers * CHUNKS_PER_WORKER))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     pool = _Workers(workers)
     futures: dict[int, Future[list[Outcome]]] = {}

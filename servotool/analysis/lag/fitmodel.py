@@ -46,7 +46,9 @@ def _padded(w: np.ndarray) -> np.ndarray:
 def _cells(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
     """(place in cell, previous, this, next, one after) samples around each t of the padded grid wp."""
     n = len(wp) - 2
-    pos = np.clip((t - t0) / h, 0.0, n - 1.0)
+    pos = (t - t0) / h
+    np.maximum(pos, 0.0, out=pos)  # the clip, without np.clip's dispatch (the fit reads the grid ~10 times)
+    np.minimum(pos, n - 1.0, out=pos)
     j = np.minimum(pos.astype(np.intp), n - 2)
     return pos - j, wp[j], wp[j + 1], wp[j + 2], wp[j + 3]
 
@@ -68,7 +70,8 @@ def _read_rates(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.
     """_read_padded's two values and, exactly, their derivatives by t (the slopes of the interpolants)."""
     f, wm, w0, w1, w2 = _cells(wp, t0, h, t)
     s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
-    return w0 + f * (w1 - w0), s0 + f * (s1 - s0), (w1 - w0) / h, (s1 - s0) / h
+    dw, ds = w1 - w0, s1 - s0
+    return w0 + f * dw, s0 + f * ds, dw / h, ds / h
 
 
 def _filter_coefficients(h: float, tau: float) -> tuple[float, float, float]:
@@ -161,20 +164,36 @@ class FitModel:
 
     def response(self, lag: float, tau: float, jac: bool = False, by_tau: bool = True) -> _Response:
         """The model at every frame; with jac its derivatives by L too, and by tau unless by_tau is False."""
-        n, h = self.n, self.h
+        grids = self._filtered(tau, jac and by_tau)
+        if len(self.stretches) == 1 and self.stretches[0].i0 == 0 and self.stretches[0].i1 == self.n:
+            # one stretch over every frame (a short recording): the arrays as read, no copies into place
+            return self._read(self.stretches[0], grids[0], self.t_meas - lag, jac)
+        n = self.n
         out = _Response(np.empty(n), np.empty(n))
         if jac:
-            out.y_l, out.dy_l, out.y_t, out.dy_t = (np.empty(n) for _ in range(4))
-        for st, (wp, wp_t) in zip(self.stretches, self._filtered(tau, jac and by_tau), strict=True):
+            out.y_l, out.dy_l = np.empty(n), np.empty(n)
+            if by_tau:
+                out.y_t, out.dy_t = np.empty(n), np.empty(n)
+        for st, grid in zip(self.stretches, grids, strict=True):
             sl = slice(st.i0, st.i1)
-            t = self.t_meas[sl] - lag
-            if not jac:
-                out.y[sl], out.dy[sl] = _read_padded(wp, st.t0, h, t)
-                continue
-            out.y[sl], out.dy[sl], ddt, dsdt = _read_rates(wp, st.t0, h, t)
-            out.y_l[sl], out.dy_l[sl] = -ddt, -dsdt  # type: ignore[index]
-            if wp_t is not None:
-                out.y_t[sl], out.dy_t[sl] = _read_padded(wp_t, st.t0, h, t)  # type: ignore[index]
+            part = self._read(st, grid, self.t_meas[sl] - lag, jac)
+            for name in ("y", "dy", "y_l", "dy_l", "y_t", "dy_t"):
+                values = getattr(part, name)
+                if values is not None:
+                    getattr(out, name)[sl] = values
+        return out
+
+    def _read(
+        self, st: _Stretch, grid: tuple[np.ndarray, np.ndarray | None], t: np.ndarray, jac: bool
+    ) -> _Response:
+        """One stretch's frames (at t, the dead time taken off) read from its filtered grid."""
+        wp, wp_t = grid
+        if not jac:
+            return _Response(*_read_padded(wp, st.t0, self.h, t))
+        y, dy, ddt, dsdt = _read_rates(wp, st.t0, self.h, t)
+        out = _Response(y, dy, -ddt, -dsdt)
+        if wp_t is not None:
+            out.y_t, out.dy_t = _read_padded(wp_t, st.t0, self.h, t)
         return out
 
     def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:

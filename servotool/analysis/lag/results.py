@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 from typing import Any
 
 
 def finite(x: float | None) -> bool:
     """True for a real, finite number (None and NaN are not)."""
     return x is not None and math.isfinite(x)
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind))
+
+
+def plain(obj: Any) -> Any:
+    """What dataclasses.asdict makes of a result (dataclasses as dicts, lists and tuples kept), without its
+    deep copy of every leaf: the leaves here are numbers and strings, which nothing can change in place.
+    A folder's JSON document holds a thousand results."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {name: plain(getattr(obj, name)) for name in _field_names(type(obj))}
+    if isinstance(obj, list):
+        return [plain(x) for x in obj]
+    if isinstance(obj, tuple):
+        return tuple(plain(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    return obj
 
 
 def ms(x: float) -> float:
@@ -175,7 +196,7 @@ class LagResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(plain(self))
 
 
 @dataclass
@@ -189,4 +210,4 @@ class CombinedLag:
     model: ModelCheck | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(plain(self))

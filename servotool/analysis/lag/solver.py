@@ -87,28 +87,24 @@ def _weighted(v: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     return v * (w[:, None] if v.ndim == 2 else w)
 
 
-def _step(
-    jac: np.ndarray, w: np.ndarray | None, r: np.ndarray, free: np.ndarray, damping: float
-) -> np.ndarray:
-    """The damped Gauss-Newton step in the free parameters (zero in the others)."""
-    jw = jac[:, free]
-    normal = jw.T @ _weighted(jw, w)
-    grad = jw.T @ _weighted(r, w)
-    diag = np.diag(normal).copy()
+def _step(normal: np.ndarray, grad: np.ndarray, free: np.ndarray, damping: float) -> np.ndarray:
+    """The damped Gauss-Newton step in the free parameters (zero in the others), from the normal matrix
+    J^T W J and the gradient J^T W r at the current point."""
+    sub = normal[np.ix_(free, free)]
+    diag = np.diag(sub).copy()
     diag[diag <= 0] = 1.0
-    normal = normal + damping * np.diag(diag)
-    step = np.zeros(jac.shape[1])
+    sub = sub + damping * np.diag(diag)
+    step = np.zeros(len(grad))
     try:
-        step[free] = -np.linalg.solve(normal, grad)
+        step[free] = -np.linalg.solve(sub, grad[free])
     except np.linalg.LinAlgError:
-        step[free] = -np.linalg.lstsq(normal, grad, rcond=None)[0]
+        step[free] = -np.linalg.lstsq(sub, grad[free], rcond=None)[0]
     return step
 
 
-def _predicted_gain(jac: np.ndarray, w: np.ndarray | None, grad: np.ndarray, d: np.ndarray) -> float:
+def _predicted_gain(normal: np.ndarray, grad: np.ndarray, d: np.ndarray) -> float:
     """The cost's fall over the step d by the Gauss-Newton model at the current point."""
-    jd = jac @ d
-    return float(-(grad @ d) - 0.5 * (jd @ _weighted(jd, w)))
+    return float(-(grad @ d) - 0.5 * (d @ normal @ d))
 
 
 def solve(
@@ -130,22 +126,23 @@ def solve(
     cost, w = _weights(r, f_scale)
     damping = DAMPING_START
     accepted = 0
+    normal, grad = jac.T @ _weighted(jac, w), jac.T @ _weighted(r, w)
     for _ in range(MAX_STEPS):
-        grad = jac.T @ _weighted(r, w)
         held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
         free = ~held
         if not free.any():
             break
-        x_new = np.clip(x + _step(jac, w, r, free, damping), lower, upper)
+        x_new = np.clip(x + _step(normal, grad, free, damping), lower, upper)
         moved = float(np.max(np.abs(x_new - x)))
         if moved == 0.0 or (tol.predicted and accepted >= tol.min_accepted
-                            and _predicted_gain(jac, w, grad, x_new - x) <= tol.cost * cost):
+                            and _predicted_gain(normal, grad, x_new - x) <= tol.cost * cost):
             break
         r_new, jac_new = problem(x_new)
         cost_new, w_new = _weights(r_new, f_scale) if np.all(np.isfinite(r_new)) else (np.inf, w)
         if cost_new <= cost and np.all(np.isfinite(jac_new)):
             gain = cost - cost_new
             x, r, jac, cost, w = x_new, r_new, jac_new, cost_new, w_new
+            normal, grad = jac.T @ _weighted(jac, w), jac.T @ _weighted(r, w)
             damping = max(damping * DAMPING_DOWN, DAMPING_START)
             accepted += 1
             if moved <= tol.step or (accepted >= tol.min_accepted and gain <= tol.cost * cost):
