@@ -471,12 +471,14 @@ class _Workers:
         ctx = _context()
         self.forked = ctx.get_start_method() == "fork"
         if not self.forked:
-            ctx.set_forkserver_preload([__name__])  # type: ignore[attr-defined]
+            ctx.set_forkserver_preload([__name__])
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
         self._up = threading.Event()
         # with fork, submitting forks every worker now, from this thread
         first = self.pool.submit(_worker_ready) if self.forked else None
-        self._starter = threading.Thread(target=self._start, args=(first,), name="analyze-workers", daemon=True)
+        self._starter = threading.Thread(
+            target=self._start, args=(first,), name="analyze-workers", daemon=True
+        )
         self._starter.start()
 
     def _start(self, first: Future[bool] | None) -> None:

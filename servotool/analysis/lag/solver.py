@@ -134,8 +134,11 @@ def solve(
             break
         x_new = np.clip(x + _step(normal, grad, free, damping), lower, upper)
         moved = float(np.max(np.abs(x_new - x)))
-        if moved == 0.0 or (tol.predicted and accepted >= tol.min_accepted
-                            and _predicted_gain(normal, grad, x_new - x) <= tol.cost * cost):
+        if moved == 0.0 or (
+            tol.predicted
+            and accepted >= tol.min_accepted
+            and _predicted_gain(normal, grad, x_new - x) <= tol.cost * cost
+        ):
             break
         r_new, jac_new = problem(x_new)
         cost_new, w_new = _weights(r_new, f_scale) if np.all(np.isfinite(r_new)) else (np.inf, w)
