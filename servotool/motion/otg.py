@@ -27,11 +27,13 @@ from servotool.motion.otg_profile import (
     OtgPlan,
     Plan,
     Segments,
+    Warm,
     duration_bound,
     follow,
     plan_to_rest,
     stretch_to,
     stretch_warm,
+    warm_constants,
 )
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
 
 
 _EMPTY: Plan = ((), 0.0, 0.0)
+_INF = float("inf")
 
 
 @dataclass(frozen=True)
@@ -416,19 +419,22 @@ class MultiOtg:
         n = self._n
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        consts: list[Warm | None] = [None] * n
         bounds: list[tuple[float, int, float]] = []
         for i in range(n):
             if p[i] != x[i] or v[i] != 0.0 or a[i] != 0.0:
-                ub, u = duration_bound(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i])
+                c = consts[i] = warm_constants(v[i], a[i], vmax[i], amax[i], jmax[i])
+                ub, u = (_INF, 0.0) if c is None else duration_bound(x[i] - p[i], c, vmax[i], amax[i], jmax[i])
                 bounds.append((ub, i, u))
         bounds.sort(reverse=True)
         plans: list[Plan] = [_EMPTY] * n
         exact = [False] * n
         longest = 0.0
-        for ub, i, _ in bounds:
+        for ub, i, u in bounds:
             if ub <= longest:
                 break
-            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i], self._peaks[i])
+            hint = self._peaks[i]
+            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i], u if hint is None else hint)
             self._peaks[i] = plan[2]
             plans[i] = plan
             exact[i] = True
@@ -441,7 +447,10 @@ class MultiOtg:
             if not exact[i]:
                 guess = warm[i] if warm[i] != 0.0 else u
                 dx = x[i] - p[i]
-                found = stretch_warm(longest, dx, v[i], a[i], guess, vmax[i], amax[i], jmax[i])
+                c = consts[i]
+                found = None
+                if c is not None:
+                    found = stretch_warm(longest, dx, v[i], a[i], guess, c, vmax[i], amax[i], jmax[i])
                 if found is not None:
                     self._stretched[i] = found[2]
                     plans[i] = found

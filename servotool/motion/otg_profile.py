@@ -61,6 +61,7 @@ __all__ = [
     "plan_to_rest",
     "stretch_to",
     "stretch_warm",
+    "warm_constants",
 ]
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
@@ -1025,85 +1026,128 @@ def _stretch_newton(
     return None
 
 
-def duration_bound(
-    dx: float, v0: float, a0: float, vmax: float, amax: float, jmax: float
-) -> tuple[float, float]:
+# What stretch_warm and duration_bound need of a state inside the limits (see warm_constants):
+# (v_rd, w, t, lead on the side of a0, lead on the other side, S(v_rd), S(0), 1.0 if a0 >= 0 else -1.0).
+Warm = tuple[float, float, float, float, float, float, float, float]
+
+
+def warm_constants(v0: float, a0: float, vmax: float, amax: float, jmax: float) -> Warm | None:
+    """The constants of the symmetric decomposition (see _lean_s) with S(v_rd) and the stop S(0), or None
+    for a state beyond the limits (|v0| > v_max, |a0| > a_max or |v_rd| > v_max), which they do not serve."""
+    t = (a0 if a0 >= 0.0 else -a0) / jmax
+    h = 0.5 * a0 * t
+    v_rd = v0 + h
+    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
+        return None
+    w = v0 - h
+    lead_same = -t * (w + h / 3.0)
+    lead_other = t * (v0 + t * (0.5 * a0 - (jmax if a0 >= 0.0 else -jmax) * t / 6.0))
+    a2 = amax * amax
+    av = v_rd if v_rd >= 0.0 else -v_rd
+    tau = 2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + amax / jmax
+    s0 = lead_other + 0.5 * v_rd * tau
+    if (v_rd >= 0.0) == (a0 >= 0.0) or v_rd == 0.0:
+        stop = s0
+    else:
+        aw = w if w >= 0.0 else -w
+        tau = 2.0 * sqrt(aw / jmax) if aw * jmax <= a2 else aw / amax + amax / jmax
+        stop = 0.5 * w * tau + lead_same
+    return v_rd, w, t, lead_same, lead_other, s0, stop, (1.0 if a0 >= 0.0 else -1.0)
+
+
+def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) -> tuple[float, float]:
     """(T, u): the duration T of one plan to rest at dx that keeps every limit, and its peak u.
 
-    So T >= the time-optimal duration. (inf, 0) where no such plan is found here.
-
-    The plan is the transfer to the peak the time-optimal search starts from (its model: a move from v_rd
-    at zero acceleration), cruising there as needed; it is only offered for a state inside the limits and
-    a peak within +-v_max whose cruise is >= 0. Cheap: no search, two closed-form halves.
+    So T >= the time-optimal duration. c is warm_constants of the state. The plan is the transfer to the
+    peak the time-optimal search starts from (its model: a move from v_rd at zero acceleration, capped at
+    v_max), cruising there. Where that peak lies beyond the time-optimal one (no cruise >= 0), the secant
+    in the search variable x from S(v_rd) at x = 0, then the secant in u from the stop, are tried once
+    each; where none gives a plan, the stop followed by the rest-to-rest move (u = 0 then). Cheap: no search.
     """
-    h = 0.5 * a0 * a0
-    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
-    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
-        return _INF, 0.0
-    _, _, w, t, lead_same, lead_other, _, _ = _lean_consts(v0, a0, v_rd, amax, jmax)
-    rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
-    d = dx - lead_other - 0.5 * rd_stop + rd_stop
+    v_rd, w, t, lead_same, lead_other, s0, stop, sa = c
+    # The model of _plan_inside: u tau(u) = dx - S(v_rd) + v_rd tau(v_rd); v_max caps it below.
+    d = dx - 2.0 * lead_other + s0
     u = copysign(min(_rest_peak(abs(d), amax, jmax), vmax), d)
-    if u == 0.0:
-        return _INF, 0.0
-    stop = _stop(v0, a0, v_rd, amax, jmax)
-    for _ in range(2):
-        if (u >= v_rd) == (a0 >= 0.0):
-            base, k, lead = w, -t, lead_same
-        else:
-            base, k, lead = v_rd, t, lead_other
-        hc, _, tau_c = _half(u - base, amax, jmax)
-        hu, _, _ = _half(u, amax, jmax)
-        s = lead + base * tau_c + hc + hu
-        if (dx - s) / u >= 0.0:
-            return k + (hc + hu + dx - lead) / u, u
-        # Beyond the time-optimal peak: the secant from the stop (S = stop at u = 0) lands short of it
-        # where S is convex.
-        if (s - stop) * (dx - stop) <= 0.0:
-            break
-        u *= (dx - stop) / (s - stop)
-    return _INF, 0.0
+    if u != 0.0:
+        bound, su = _bound_at(u, dx, c, amax, jmax)
+        if bound < _INF:
+            return bound, u
+        # Beyond the time-optimal peak: secants from the peaks whose S is known land short of it where S
+        # is convex (in x from v_rd, in u from 0).
+        if (su - s0) * (dx - s0) > 0.0:
+            xm = copysign(sqrt(jmax * abs(u - v_rd)), u - v_rd) * (dx - s0) / (su - s0)
+            u2 = v_rd + xm * abs(xm) / jmax
+            if u2 != 0.0 and abs(u2) <= vmax:
+                bound = _bound_at(u2, dx, c, amax, jmax)[0]
+                if bound < _INF:
+                    return bound, u2
+        if (su - stop) * (dx - stop) > 0.0:
+            u3 = u * (dx - stop) / (su - stop)
+            bound = _bound_at(u3, dx, c, amax, jmax)[0]
+            if bound < _INF:
+                return bound, u3
+    # Stop (the transfer to rest: the plan of peak 0), then move from rest.
+    if (v_rd <= 0.0) == (sa > 0.0):
+        t_stop = _brake_time(abs(w), amax, jmax) - t
+    else:
+        t_stop = t + _brake_time(abs(v_rd), amax, jmax)
+    rest = _plan_from_rest(dx - stop, vmax, amax, jmax)[1]
+    return t_stop + rest, 0.0
+
+
+def _bound_at(u: float, dx: float, c: Warm, amax: float, jmax: float) -> tuple[float, float]:
+    """(T + cruise, S) of the plan through the peak u != 0 (see duration_bound); inf for no cruise >= 0."""
+    v_rd, w, t, lead_same, lead_other, _, _, sa = c
+    a2 = amax * amax
+    if (u >= v_rd) == (sa > 0.0):
+        base, k, lead = w, -t, lead_same
+    else:
+        base, k, lead = v_rd, t, lead_other
+    z = u - base
+    az = z if z >= 0.0 else -z
+    if az * jmax <= a2:
+        r = sqrt(az / jmax)
+        hc, tau_c = z * r, 2.0 * r
+    else:
+        tau_c = az / amax + amax / jmax
+        hc = 0.5 * z * tau_c
+    au = u if u >= 0.0 else -u
+    hu = u * sqrt(au / jmax) if au * jmax <= a2 else 0.5 * u * (au / amax + amax / jmax)
+    s = lead + base * tau_c + hc + hu
+    if (dx - s) / u >= 0.0:
+        return k + (hc + hu + dx - lead) / u, s
+    return _INF, s
 
 
 def stretch_warm(
-    duration: float,
-    dx: float,
-    v0: float,
-    a0: float,
-    hint: float,
-    vmax: float,
-    amax: float,
-    jmax: float,
+    duration: float, dx: float, v0: float, a0: float, hint: float, c: Warm, vmax: float, amax: float, jmax: float
 ) -> Plan | None:
     """stretch_to's plan found from a guess of its peak alone, without the time-optimal plan; or None.
 
-    `hint` guesses the stretched peak (the previous cycle's). A plan is returned only where it is the one
-    stretch_to finds, to its tolerance: for a state inside the limits, at a peak u of the sign of dx - S(0)
-    with 1e-9 v_max < |u| < v_max, |T + cruise - duration| <= 1e-7 duration and a cruise >= 0, on the
-    branch of S at or below the time-optimal peak u*. S rises with u except on one interval beside v_rd, so
-    S(u) <= dx (cruise >= 0, written for u > 0) puts u at or below u* unless u lies beyond v_rd with dx
-    short of S(v_rd) (then u* lies before v_rd): that case, the eased brake's targets (whose time-optimal
-    plan has no peak to lower) and a stop within rounding of the target are refused. Such a plan also
-    proves that this axis can land in `duration`. None means only "not found here": the caller plans the
-    axis with plan_to_rest and stretch_to.
+    c is warm_constants of the state; `hint` guesses the stretched peak (the previous cycle's). A plan is
+    returned only where it is the one stretch_to finds, to its tolerance: at a peak u of the sign of
+    dx - S(0) with 1e-9 v_max < |u| < v_max, |T + cruise - duration| <= 1e-7 duration and a cruise >= 0,
+    on the branch of S at or below the time-optimal peak u*. S rises with u except on one interval beside
+    v_rd, so S(u) <= dx (cruise >= 0, written for u > 0) puts u at or below u* unless u lies beyond v_rd
+    with dx short of S(v_rd) (then u* lies before v_rd): that case, the eased brake's targets (whose
+    time-optimal plan has no peak to lower) and a stop within rounding of the target are refused. Such a
+    plan also proves that this axis can land in `duration`. None means only "not found here": the caller
+    plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton.
     """
-    h = 0.5 * a0 * a0
-    v_rd = v0 + (h if a0 >= 0.0 else -h) / jmax
-    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
-        return None
-    _, _, w, t, lead_same, lead_other, _, _ = _lean_consts(v0, a0, v_rd, amax, jmax)
-    s0 = lead_other + 0.5 * v_rd * _brake_time(abs(v_rd), amax, jmax)
-    stop = _stop(v0, a0, v_rd, amax, jmax)
+    v_rd, w, t, lead_same, lead_other, s0, stop, sa = c
     e = dx - stop
     if abs(e) <= 1e-12 * (abs(dx) + abs(stop)):
         return None
     g = 1.0 if e > 0.0 else -1.0
     if a0 * v_rd < 0.0 and min(stop, s0) <= dx <= max(stop, s0):
         return None
+    a2 = amax * amax
+    ca = amax / jmax
     tol = 1e-7 * duration
     lo, hi = 1e-9 * vmax, vmax
-    # A peak at v_max (a cruise) is a guess from just below it; a step beyond (lo, hi) is halved back.
-    u = g * min(g * hint, 0.999 * vmax)
+    # A guess of the wrong sign is mirrored, a peak at v_max (a cruise) is a guess from just below it;
+    # a step beyond (lo, hi) is halved back.
+    u = g * min(abs(hint), 0.999 * vmax) if abs(hint) > lo else g * 0.5 * vmax
     prev = u
     for _ in range(10):
         if not lo < g * u < hi:
@@ -1111,14 +1155,27 @@ def stretch_warm(
             if not lo < g * u < hi:
                 return None
         prev = u
-        if (u >= v_rd) == (a0 >= 0.0):
+        if (u >= v_rd) == (sa > 0.0):
             base, k, lead = w, -t - duration, lead_same
         else:
             base, k, lead = v_rd, t - duration, lead_other
-        hc, dhc, tau_c = _half(u - base, amax, jmax)
-        hu, dhu, _ = _half(u, amax, jmax)
+        # H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u.
+        z = u - base
+        az = z if z >= 0.0 else -z
+        if az * jmax <= a2:
+            rc = sqrt(az / jmax)
+            hc, dhc, tau_c = z * rc, 1.5 * rc, 2.0 * rc
+        else:
+            tau_c = az / amax + ca
+            hc, dhc = 0.5 * z * tau_c, az / amax + 0.5 * ca
+        au = u * g
+        if au * jmax <= a2:
+            ru = sqrt(au / jmax)
+            hu, dhu = u * ru, 1.5 * ru
+        else:
+            hu, dhu = 0.5 * u * (au / amax + ca), au / amax + 0.5 * ca
         r = hc + hu + u * k + dx - lead
-        bound = tol * u * g
+        bound = tol * au
         if -bound <= r <= bound:
             if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
                 return None
