@@ -47,6 +47,9 @@ __all__ = [
 
 _EMPTY: Plan = ((), 0.0, 0.0)
 _INF = float("inf")
+# One axis in a synchronised planning: (duration bound or -1, axis, the bound's peak, displacement,
+# warm_constants).
+_Row = tuple[float, int, float, float, Warm | None]
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,8 @@ class MultiOtg:
         self._stretched: list[float | None] = [None] * n
         # Every axis's peak in the last planning, where the next synchronised one starts (see _synced_warm).
         self._warm: list[float] = [0.0] * n
+        # Per axis, by what fraction of the slowest duration its own fell short when last known (0: unknown).
+        self._slack: list[float] = [0.0] * n
 
     @property
     def n_axes(self) -> int:
@@ -335,10 +340,13 @@ class MultiOtg:
         if x != self._x:
             # The previous peaks are guesses for unchanged targets only; the common duration changes with
             # any target, so every stretched peak is stale.
-            peaks = self._peaks
+            peaks, slack, p = self._peaks, self._slack, self._p
             for i, (new, old) in enumerate(zip(x, self._x, strict=True)):
                 if new != old:
                     peaks[i] = None
+                    # A change that is not small against what is left to travel says nothing of the slack.
+                    if abs(new - old) > abs(old - p[i]):
+                        slack[i] = 0.0
             self._stretched = [None] * self._n
             self._x = x
             self._plans = None
@@ -357,7 +365,14 @@ class MultiOtg:
         kept = self._plans
         if kept is not None:
             return kept
-        plans = self._synced_warm() if self._sync else self._planned_cold()
+        plans = None
+        if self._sync:
+            plans = self._synced_warm()
+            if plans is None:
+                plans = self._synced_warm(every=True)
+        if plans is None:
+            # Unsynchronised, or a bound within rounding of a duration: plan every axis in full.
+            plans = self._planned_cold()
         # Every peak: where the next synchronised planning starts its stretches.
         self._warm = [plan[2] for plan in plans]
         self._plans = plans
@@ -407,58 +422,80 @@ class MultiOtg:
         self._stretched[i] = stretched[2]
         return stretched
 
-    def _synced_warm(self) -> list[Plan]:
+    def _synced_warm(self, every: bool = False) -> list[Plan] | None:
         """The synchronised plans of _planned_cold, to the stretch's tolerance, with fewer full searches.
 
-        Each moving axis first gets a cheap upper bound of its minimum duration (duration_bound). Axes are
-        planned in full in decreasing order of their bounds until the longest duration found exceeds every
-        remaining bound, so that duration is the slowest axis's. Every other axis is stretched from a guess of
-        its peak (the last planning's, or its bound's) by stretch_warm, and planned in full and stretched
-        by stretch_to only where that finds nothing.
+        The slowest axis is looked for among the axes that were within 20 % of the slowest last time (or
+        among every axis if `every`): each gets a cheap upper bound of its minimum duration (duration_bound),
+        and they are planned in full in decreasing order of their bounds until the longest duration found
+        exceeds every remaining bound. The others are then stretched to it (see _stretched_warm). None
+        when no axis was looked at.
         """
-        n = self._n
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
-        consts: list[Warm | None] = [None] * n
-        bounds: list[tuple[float, int, float]] = []
-        for i in range(n):
-            if p[i] != x[i] or v[i] != 0.0 or a[i] != 0.0:
-                c = consts[i] = warm_constants(v[i], a[i], vmax[i], amax[i], jmax[i])
-                ub, u = (_INF, 0.0) if c is None else duration_bound(x[i] - p[i], c, vmax[i], amax[i], jmax[i])
-                bounds.append((ub, i, u))
-        bounds.sort(reverse=True)
-        plans: list[Plan] = [_EMPTY] * n
-        exact = [False] * n
+        slack = self._slack
+        # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed
+        rows: list[_Row] = []
+        for i in range(self._n):
+            dx = x[i] - p[i]
+            if dx != 0.0 or v[i] != 0.0 or a[i] != 0.0:
+                c = warm_constants(v[i], a[i], vmax[i], amax[i], jmax[i])
+                if c is None:
+                    rows.append((_INF, i, 0.0, dx, c))
+                elif every or slack[i] < 0.2:
+                    ub, u = duration_bound(dx, c, vmax[i], amax[i], jmax[i])
+                    rows.append((ub, i, u, dx, c))
+                else:
+                    rows.append((-1.0, i, 0.0, dx, c))
+        rows.sort(reverse=True)
+        peaks = self._peaks
+        exact: dict[int, Plan] = {}
         longest = 0.0
-        for ub, i, u in bounds:
+        for ub, i, u, dx, _ in rows:
             if ub <= longest:
                 break
-            hint = self._peaks[i]
-            plan = plan_to_rest(x[i] - p[i], v[i], a[i], vmax[i], amax[i], jmax[i], u if hint is None else hint)
-            self._peaks[i] = plan[2]
-            plans[i] = plan
-            exact[i] = True
+            plan = exact[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i] or u)
+            peaks[i] = plan[2]
             if plan[1] > longest:
                 longest = plan[1]
-        if longest <= 0.0:
-            return plans
-        warm = self._warm
-        for _, i, u in bounds:
-            if not exact[i]:
-                guess = warm[i] if warm[i] != 0.0 else u
-                dx = x[i] - p[i]
-                c = consts[i]
-                found = None
-                if c is not None:
-                    found = stretch_warm(longest, dx, v[i], a[i], guess, c, vmax[i], amax[i], jmax[i])
-                if found is not None:
-                    self._stretched[i] = found[2]
-                    plans[i] = found
-                    continue
-                plans[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], self._peaks[i])
-                self._peaks[i] = plans[i][2]
-            plans[i] = self._stretched_cold(i, plans[i], longest)
-        return plans
+        if not exact:
+            return None if rows else [_EMPTY] * self._n
+        return self._stretched_warm(rows, exact, longest)
+
+    def _stretched_warm(self, rows: list[_Row], exact: dict[int, Plan], longest: float) -> list[Plan] | None:
+        """_synced_warm's stretches; `exact` holds the axes planned in full, `longest` the longest of them.
+
+        Every other axis is stretched from a guess of its peak (the last planning's, or its bound's) by
+        stretch_warm, whose plan proves that axis no slower, and planned in full and stretched by stretch_to
+        only where that finds nothing. An axis found slower that way becomes the longest and the stretches
+        start again (from the peaks just found).
+        """
+        v, a = self._v, self._a
+        vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        warm, peaks, slack = self._warm, self._peaks, self._slack
+        for _ in range(len(rows)):  # every pass ends or plans one more axis in full
+            plans: list[Plan] = [_EMPTY] * self._n
+            for ub, i, u, dx, c in rows:
+                plan = exact.get(i)
+                if plan is None and c is not None:
+                    found = stretch_warm(longest, dx, v[i], a[i], warm[i] or u, c, vmax[i], amax[i], jmax[i])
+                    if found is not None:
+                        plans[i] = found
+                        warm[i] = self._stretched[i] = found[2]
+                        if ub >= 0.0:
+                            slack[i] = 1.0 - ub / longest
+                        continue
+                if plan is None:
+                    plan = exact[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i])
+                    peaks[i] = plan[2]
+                if plan[1] > longest:
+                    longest = plan[1]
+                    break
+                slack[i] = 1.0 - plan[1] / longest
+                plans[i] = self._stretched_cold(i, plan, longest)
+            else:
+                return plans
+        return None
 
     def plan(self) -> tuple[OtgPlan, ...]:
         """Each axis's plan for the next step, synchronised; the longest duration is the time to land."""

@@ -1120,7 +1120,15 @@ def _bound_at(u: float, dx: float, c: Warm, amax: float, jmax: float) -> tuple[f
 
 
 def stretch_warm(
-    duration: float, dx: float, v0: float, a0: float, hint: float, c: Warm, vmax: float, amax: float, jmax: float
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    hint: float,
+    c: Warm,
+    vmax: float,
+    amax: float,
+    jmax: float,
 ) -> Plan | None:
     """stretch_to's plan found from a guess of its peak alone, without the time-optimal plan; or None.
 
