@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from servotool.analysis.lag import LagResult, combine_lag
+from servotool.analysis.lag import LagResult, combine_lag, guard_advice
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, read_csv
-from servotool.motion.guard import GuardTuning, tuning_from_measurement
 from servotool.runs.analyze import FileAnalysis, analyze_paths
 from servotool.runs.campaign import Campaign, parse_campaign
 
@@ -217,11 +216,12 @@ def limits_block(sweeps: Sequence[SweepRow]) -> str:
 
 
 def _lag_source(lags: Sequence[FileAnalysis]) -> tuple[float, str, float]:
-    """(L in s, where it comes from, noise in deg) for the tuning; NaN when no ramp was measured."""
+    """(L in s, where it comes from, peak noise at rest in deg) for the tuning, the noise figure the lag
+    command tunes with; NaN when no ramp was measured."""
     results = [fa.result for fa in lags if isinstance(fa.result, LagResult)]
     combined = combine_lag(results) if len(results) >= 2 else None
     fit = combined.fit if combined is not None else None
-    noise = max((r.noise.std_deg for r in results if r.noise is not None), default=0.0)
+    noise = max((r.noise.peak_deg for r in results if r.noise is not None), default=0.0)
     if fit is not None and math.isfinite(fit.lag_ms):
         return fit.lag_ms / 1e3, f"one fit over the passes of {len(results)} ramp runs", noise
     for fa in lags:
@@ -247,14 +247,19 @@ def clean_a_max(steps: Sequence[FileAnalysis]) -> tuple[float, float, float]:
 
 
 def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], device: str) -> tuple[str, str]:
-    """(YAML block to paste into a controller's guard config, a note on where each number comes from)."""
+    """(YAML block to paste into a controller's guard config, a note on where each number comes from).
+
+    The margin follows the rules `servotool lag` tunes by (analysis.lag.guard_advice): the braking
+    transient seen through a state frame one state period old, plus the peak noise at rest."""
     lag_s, source, noise = _lag_source(lags)
     if not math.isfinite(lag_s):
         return "", "no ramp run measured a lag here, so no guard tuning follows from this folder"
     clean, v_max, faulted = clean_a_max(steps)
     a_max = clean if math.isfinite(clean) else DEFAULT_SHAPER.a_max
     period = float(lags[0].meta.config.get("cmd_period_s", 0.01)) if lags else 0.01
-    t: GuardTuning = tuning_from_measurement(lag_s, a_max, v_max, noise, period)
+    age = max((fa.result.state_period_s for fa in lags if isinstance(fa.result, LagResult)
+               and math.isfinite(fa.result.state_period_s)), default=0.0)
+    t = guard_advice(lag_s, a_max=a_max, v_max=v_max, noise_deg=noise, dt=period, frame_age_s=age)
     block = "\n".join([
         f"# guard tuning for {device}: L = {lag_s * 1e3:.1f} ms ({source})",
         "stream_shaper:",
@@ -268,8 +273,10 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
              else f"the shaper's default a_max ({a_max:g} deg/s^2): no shaped run here")
     if math.isfinite(faulted):
         a_src += f"; the lowest a_max that faulted was {faulted:g} deg/s^2"
-    note = (f"lag_s is L rounded up to 10 ms; margin_deg = a_max * L^2 / 2 + noise ({t.braking_deg:.3f} + "
-            f"{t.noise_deg:.4f} deg) rounded up to 0.1 deg; a_max is {a_src}. The shaper trails a target "
+    note = (f"lag_s is L rounded up to 10 ms; margin_deg = a_max * (L + age)^2 / 2 + peak noise at rest + "
+            f"v_max * (L + age - lag_s) when positive ({t.braking_deg:.3f} + {t.noise_deg:.4f} + "
+            f"{t.frame_age_deg:.3f} deg, age = one state period, {t.frame_age_ms:.1f} ms) rounded up to "
+            f"0.1 deg; a_max is {a_src}. The shaper trails a target "
             f"moving at v_max by {t.trail_deg:.1f} deg ({t.trail_s * 1e3:.0f} ms).")
     return block, note
 
