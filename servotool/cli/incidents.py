@@ -122,11 +122,11 @@ def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
     names = [n for n in ("current", "gap", "temperature")
              if any(s.fields[n].before is not None or s.fields[n].extreme is not None for s in summaries)]
     table = compact_table()
-    table.add_column("axis")
+    table.add_column("axis", no_wrap=True)  # never the column that gives way at 80 columns
     parts = ("before", "peak", "change") if wide else ("peak", "change")
     for name in names:
         for part in parts:
-            head = f"{_FIELD_HEAD[name]} {part}\n{_FIELD_UNIT[name]}"
+            head = f"{_FIELD_HEAD[name]} {'Δ' if part == 'change' else part}\n{_FIELD_UNIT[name]}"
             table.add_column(head, justify="right", no_wrap=True)
     table.add_column("silent\nsamples", justify="right", no_wrap=True)
     for s in summaries:

@@ -128,6 +128,8 @@ def test_incidents_read_at_80_columns(captures, monkeypatch):
     lines = res.stdout.splitlines()
     assert lines[0].startswith("fault latch on 12 ")
     assert "mA" in res.stdout and "I before" not in res.stdout  # --wide only
+    rule = next(i for i, line in enumerate(lines) if line.startswith("\u2500"))
+    assert lines[rule - 1].split()[0] == "axis" and lines[rule + 1].split()[0] == "12"  # trigger axis first
     for out in (res.stdout, runner.invoke(app, ["incidents", "list", "--dest", str(captures)]).stdout):
         assert "…" not in out and all(len(line.rstrip()) <= 80 for line in out.splitlines())
     from rich.console import Console
