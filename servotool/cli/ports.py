@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from serial.tools import list_ports
 
 from servotool.cli.common import console, err_console, fail, given, print_json
@@ -31,9 +32,14 @@ def hiwonder_probe(device: str, baud: int = 1_000_000, timeout_ms: int = PROBE_T
     """Ids of the servos that answer a position read through a Hiwonder-style board on `device` ([] when
     nothing answers or the port cannot be opened)."""
     try:
-        bus = open_bus(f"hiwonder://{device}?baud={baud}&timeout_ms={timeout_ms}&retries=0", probe=False)
+        return _hiwonder_ids(device, baud, timeout_ms)
     except (ServotoolError, OSError):
         return []
+
+
+def _hiwonder_ids(device: str, baud: int, timeout_ms: int) -> list[int]:
+    """As hiwonder_probe, but a port that cannot be opened raises (ServotoolError or OSError)."""
+    bus = open_bus(f"hiwonder://{device}?baud={baud}&timeout_ms={timeout_ms}&retries=0", probe=False)
     try:
         return [sid for sid in bus.ids if bus.read_position(sid) is not None]
     except (ServotoolError, OSError):
@@ -55,20 +61,28 @@ def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
 def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None,
                timeout_ms: int = PROBE_TIMEOUT_MS) -> dict[str, Any]:
     """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe
-    or a Hiwonder board answered, "busy": None or who holds it}. A port another servotool process holds is
-    not probed (a probe would interleave with its traffic)."""
+    or a Hiwonder board answered, "busy": None or who holds it, "error": None or why the port could not be
+    opened}. A port another servotool process holds is not probed (a probe would interleave with its
+    traffic); a port that cannot be opened (a mistyped --port path, no permission) says so rather than
+    "nothing answered"."""
     key = device_key(f"hiwonder://{device}")
     try:
         with DeviceLock(key) if key else contextlib.nullcontext():
             return _probe_free_port(device, dxl, timeout_ms)
     except (DeviceBusy, LockUnavailable) as exc:  # held, or its lock cannot be taken: not probed
-        return {"hiwonder": [], "dynamixel": None, "busy": str(exc)}
+        return {"hiwonder": [], "dynamixel": None, "busy": str(exc), "error": None}
 
 
 def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None,
                      timeout_ms: int) -> dict[str, Any]:
-    found: dict[str, Any] = {"hiwonder": hiwonder_probe(device, timeout_ms=timeout_ms), "dynamixel": None,
-                             "busy": None}
+    found: dict[str, Any] = {"hiwonder": [], "dynamixel": None, "busy": None, "error": None}
+    try:
+        found["hiwonder"] = _hiwonder_ids(device, 1_000_000, timeout_ms)
+    except (ServotoolError, OSError) as exc:
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        if isinstance(cause, OSError):  # the port itself cannot be opened: no other probe would fare better
+            found["error"] = cause.strerror or str(cause)
+            return found
     if dxl is not None and not found["hiwonder"]:
         found["dynamixel"] = {}
         for baud in DYNAMIXEL_BAUDS:
@@ -84,6 +98,8 @@ def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None,
 def _answers(found: dict[str, Any]) -> str:
     if found.get("busy"):
         return f"[yellow]not probed: {found['busy']}[/]"
+    if found.get("error"):
+        return f"[red]cannot open: {escape(found['error'])}[/]"
     parts = []
     if found["hiwonder"]:
         parts.append(f"hiwonder board (servos {', '.join(map(str, found['hiwonder']))})")

@@ -1,6 +1,8 @@
 """`servotool ports`: serial ports, and which answer as a servo board (harmless reads only)."""
 
+import contextlib
 import json
+import os
 import sys
 import types
 
@@ -63,6 +65,32 @@ def test_table_and_no_probe(board):
     assert entry["answers"] is None and len(board.sim.received) == before
 
 
+@contextlib.contextmanager
+def quiet_pty():
+    """The path of a pseudo-terminal nothing answers on."""
+    main, follower = os.openpty()
+    try:
+        yield os.ttyname(follower)
+    finally:
+        os.close(follower)
+        os.close(main)
+
+
+def test_a_port_that_cannot_be_opened_says_so(monkeypatch):
+    pinged = []
+    fake = types.ModuleType("servotool.devices.dynamixel")
+    fake.probe = lambda port, baud: pinged.append(port) or []
+    monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
+    missing = "/dev/servotool-no-such-port"
+    result = runner.invoke(app, ["ports", "--port", missing, "--json"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["ports"]
+    assert "No such file" in entry["answers"]["error"] and entry["answers"]["hiwonder"] == []
+    assert pinged == []  # a port that does not open is not pinged either
+    table = runner.invoke(app, ["ports", "--port", missing], env={"COLUMNS": "80"})
+    assert "cannot open" in table.stdout and "nothing answered" not in table.stdout
+
+
 def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
     calls = []
 
@@ -73,14 +101,15 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
     fake = types.ModuleType("servotool.devices.dynamixel")
     fake.probe = probe
     monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
-    quiet = "/dev/servotool-no-board"  # no Hiwonder board answers there
-    result = runner.invoke(app, ["ports", "--port", board.path, "--port", quiet, *PATIENT, "--json"])
+    with quiet_pty() as quiet:  # a port that opens, where no Hiwonder board answers
+        result = runner.invoke(app, ["ports", "--port", quiet, "--timeout-ms", "1", "--json"])
     data = json.loads(result.stdout)
-    entry = next(e for e in data["ports"] if e["device"] == quiet)
+    (entry,) = data["ports"]
     assert data["dynamixel_probe"] is True and entry["answers"]["dynamixel"] == {"1000000": [1, 2]}
     assert (quiet, 57600) in calls
     # the board answered as a Hiwonder board: it is not pinged as a Dynamixel bus
-    board_entry = next(e for e in data["ports"] if e["device"] == board.path)
+    result = runner.invoke(app, ["ports", "--port", board.path, *PATIENT, "--json"])
+    board_entry = next(e for e in json.loads(result.stdout)["ports"] if e["device"] == board.path)
     assert board_entry["answers"]["hiwonder"] == [1, 2, 3, 4, 5, 10]
     assert board_entry["answers"]["dynamixel"] is None
     assert all(port != board.path for port, _ in calls)
