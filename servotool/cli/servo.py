@@ -206,6 +206,9 @@ def move_cmd(
     So the approach to the tuck (before relax) is made without --limits, against the stored limits only.
     """
     lf, problems = limits_problem(limits)
+    if lf is not None and not lf.limits:  # given, yet it would check nothing beyond the stored limits
+        problems.append(f"{limits}: no arm_limit_N entry to check a goal against; give the mapped limits "
+                        "file, or leave out --limits to check against the stored limits only")
     prof = url_profile(bus)
     poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
     # a bus without a known arm profile (a Dynamixel bus) is checked against its own range once open

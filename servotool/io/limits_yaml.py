@@ -34,6 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
+from servotool.io.strict_yaml import load_unique, yaml_problem
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
@@ -98,15 +99,19 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
 
 
 def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -> LimitsFile:
-    """Read limits and poses from YAML text. Each limit must be [lo, hi] with 0 <= lo < hi <= 1000."""
+    """Read limits and poses from YAML text. Each limit must be [lo, hi] with 0 <= lo < hi <= 1000; a key
+    written twice, or one that starts arm_limit but is not arm_limit_N, is refused (LimitsFileError)."""
     try:
-        doc = yaml.safe_load(text) if text.strip() else None
+        doc = load_unique(text) if text.strip() else None  # a limit written twice: refused, not the last one
     except yaml.YAMLError as exc:
-        raise LimitsFileError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        line, problem = yaml_problem(exc)
+        raise LimitsFileError(f"{where}{f':{line}' if line else ''}: not valid YAML ({problem})") from None
     node, params = _find_params(doc, where)
     out = LimitsFile(path=path, text=text, node=node, params=dict(params))
     for key, value in params.items():
         sid = _limit_id(str(key))
+        if sid is None and str(key).startswith("arm_limit"):  # misspelt: it would be left out silently
+            raise LimitsFileError(f"{where}: {key}: a limit is written arm_limit_N (N the servo id)")
         if sid is not None:
             ok = (
                 isinstance(value, list)
@@ -132,6 +137,8 @@ def load_limits(path: str | Path) -> LimitsFile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise LimitsFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise LimitsFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse_limits(text, str(path), path)
 
 

@@ -11,12 +11,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 import yaml
 
 from servotool.errors import FileFormatError, SettingsError
+from servotool.io.strict_yaml import load_unique, yaml_problem
 
 CONFIG_ENV = "SERVOTOOL_CONFIG"
 
@@ -41,20 +41,6 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey("limits", "SERVOTOOL_LIMITS", None, "ROS 2 limits YAML for sweep and servo (--limits)"),
     )
 }
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's SafeLoader, except that a mapping with a key written twice is an error, not its last value."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: list[Any] = []
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is written twice", key_node.start_mark)
-            seen.append(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 class UserConfigError(FileFormatError):
@@ -92,11 +78,10 @@ def load_config(path: Path) -> dict[str, str]:
     except UnicodeDecodeError as exc:
         raise UserConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader that refuses repeats
+        data = load_unique(text)
     except yaml.YAMLError as exc:
-        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UserConfigError(f"{where}: not YAML ({problem or exc})") from exc
+        line, problem = yaml_problem(exc)
+        raise UserConfigError(f"{path}{f':{line}' if line else ''}: not YAML ({problem})") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

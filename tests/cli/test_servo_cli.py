@@ -71,6 +71,25 @@ def test_move_refuses_an_out_of_limit_goal(tmp_path):
     assert "servo 4 goal 100 pulses outside limits [121, 935]" in result.stderr
 
 
+@pytest.mark.parametrize("text, word", [
+    # the wider of two limits written for one servo must not win silently
+    (b"arm_limit_2: [95, 941]\narm_limit_2: [0, 1000]\n", "written twice"),
+    (b"\xff\xfearm_limit_2: [95, 941]\n", "UTF-8"),
+    (b"arm_limits_2: [95, 941]\n", "arm_limits_2"),  # a misspelt limit is not left out silently
+    (b"arm_limit_two: [95, 941]\n", "arm_limit_two"),
+    (b"", "no arm_limit_N"),  # an empty file would check nothing beyond the stored limits
+    (b"rosorin_board_driver:\n  ros__parameters:\n    arm_rest_2: 700\n", "no arm_limit_N"),
+])
+def test_a_limits_file_that_would_check_less_than_it_says_is_refused(tmp_path, text, word):
+    limits = tmp_path / "limits.yaml"
+    limits.write_bytes(text)
+    result = invoke("move", "--to", "2=950", "--limits", str(limits))
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert word in result.stderr and str(limits) in result.stderr
+    assert "SIMULATED" not in result.stderr  # refused before the bus opened
+
+
 def test_move_refuses_the_tuck_reference_and_unknown_poses():
     result = invoke("move", "--to", "tuck")
     assert result.exit_code == 2 and "reference" in result.stderr

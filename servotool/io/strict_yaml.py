@@ -1,0 +1,41 @@
+"""YAML read the strict way for files a person edits by hand: a key written twice in one mapping is an error.
+
+pyyaml keeps the last of two equal keys without a word; in a limits or config file that can silently widen a
+limit or change the device. `load_unique` is `yaml.safe_load` (safe tags only) that refuses the repeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's SafeLoader, except that a mapping with a key written twice raises a ConstructorError naming
+    the key and its line."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is written twice", key_node.start_mark)
+            seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_unique(text: str) -> Any:
+    """The YAML document in `text` (safe tags only); yaml.YAMLError when it is not YAML or a mapping
+    repeats a key."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
+    """(1-based line or None, the problem in one line) of a YAML error."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    return (mark.line + 1 if mark is not None else None), str(problem or str(exc).splitlines()[0])
+
+
+__all__ = ["UniqueKeyLoader", "load_unique", "yaml_problem"]
