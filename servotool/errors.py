@@ -92,6 +92,11 @@ class StopSignal(KeyboardInterrupt):
     def exit_code(self) -> ExitCode:
         return SIGNAL_EXITS.get(self.signum, ExitCode.INTERRUPTED)
 
+    @property
+    def label(self) -> str:
+        """How messages and CSV end lines name it: "Ctrl-C" for SIGINT, else the signal's name."""
+        return "Ctrl-C" if self.signum == signal.SIGINT else self.name
+
 
 def exit_code_of(exc: BaseException) -> ExitCode:
     """The exit status a command ends with when `exc` stops it: the one mapping every command uses.

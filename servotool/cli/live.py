@@ -201,7 +201,7 @@ def live_arm(robot: str, rpc: bool, clock: MonotonicClock) -> Iterator[tuple[Arm
         except (DeviceError, ServotoolError) as exc:
             fail(f"{exc} (nothing was recorded)", code=exit_code_of(exc))
         except KeyboardInterrupt as exc:
-            name = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+            name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
             fail(f"interrupted by {name}", code=exit_code_of(exc))
 
 

@@ -33,6 +33,7 @@ Nothing here prints: progress goes to the callbacks (RunCallbacks), notes into t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from typing import Any, Protocol
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, clock_of
+from servotool.errors import StopSignal
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.analyze import FileAnalysis, analyze_written
@@ -238,14 +240,27 @@ class ArmRun:
         streamer.braked_stop(outcome)
         self._outcome = streamer.summarise(outcome)
 
+    def _stop_reason(self) -> str | None:
+        """The stop signal that cut the run short or came while it ended ("Ctrl-C", "SIGTERM", "SIGHUP"),
+        else None."""
+        if isinstance(self._cut_short, KeyboardInterrupt):
+            return self._cut_short.label if isinstance(self._cut_short, StopSignal) else "Ctrl-C"
+        return self.signals.reason() if self.signals is not None else None
+
     def _close_csv(self) -> None:
+        """Write the end line: complete, or interrupted with the reason. A stop signal that came as the stream
+        ended (or while it is being closed) is named, as the exit code will name it."""
         if self._writer is None:
             return
-        outcome = self._outcome
+        outcome, by_signal = self._outcome, self._stop_reason()
         if outcome is None:
-            self._writer.interrupt(f"no stream: {type(self._cut_short).__name__} {self._cut_short or ''}")
+            self._writer.interrupt(by_signal or f"no stream: {type(self._cut_short).__name__} "
+                                               f"{self._cut_short or ''}")
         elif not outcome.complete:
             self._writer.interrupt(outcome.reason or str(outcome.status))
+        elif by_signal:  # every tick was sent, then the signal came: the record says so, as the exit does
+            self._outcome = dataclasses.replace(outcome, status=RunStatus.INTERRUPTED, reason=by_signal)
+            self._writer.interrupt(by_signal)
         self._writer.close()
 
     # -- the whole run ---------------------------------------------------------------------------------------
@@ -261,13 +276,14 @@ class ArmRun:
         with realtime(self.job.options.realtime) as rt:
             try:
                 prep = self.open_and_prepare(arm)
-                outcome = self.record(arm, prep, rt)
+                self.record(arm, prep, rt)
             except BaseException as exc:
                 self._cut_short = exc
                 raise
             finally:
                 self.notes += self.finish(arm)
-        assert self._writer is not None
+        assert self._writer is not None and self._outcome is not None
+        outcome = self._outcome  # as finish left it: a signal while it ended is named there
         path = Path(self._writer.path)
         self.notes += outcome.notes
         analysis, error = self.analyse(path)

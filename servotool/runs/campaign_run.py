@@ -339,7 +339,7 @@ def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignH
             else:
                 record = _run_arm(campaign, run, url, cr.folder, hooks, clock_factory)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP as a StopSignal
-            reason = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+            reason = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
             record = RunRecord(run.index, run.command, run.why, STOPPED, reason=reason)
         except (RunRefused, Refused, ValueError) as exc:
             record = RunRecord(run.index, run.command, run.why, REFUSED, reason=str(exc))
@@ -369,7 +369,7 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     except (DeviceBusy, LockUnavailable) as exc:
         state.stopped, state.stop_status = str(exc), REFUSED
     except KeyboardInterrupt as exc:
-        name = exc.name if isinstance(exc, StopSignal) else "Ctrl-C"
+        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
         state.stopped, state.stop_status = f"{name} between runs", STOPPED
     state.save(cr.folder)
     return state

@@ -65,6 +65,32 @@ def test_a_plot_that_cannot_be_written_after_a_run_keeps_the_runs_exit(tmp_path,
     assert next(tmp_path.glob("step_*.csv")).read_text().endswith("# end: complete\n")
 
 
+@pytest.mark.parametrize("signum, code, name", [(2, 130, "Ctrl-C"), (15, 143, "SIGTERM"), (1, 129, "SIGHUP")])
+@pytest.mark.parametrize("instant", ["stream returns", "csv closes"])
+def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypatch, signum, code, name,
+                                                              instant):
+    # the signal is sent from inside the run at the named instant: no race with wall time
+    import os
+
+    import servotool.runs.arm_run as arm_run
+
+    seams = {"stream returns": (arm_run.Streamer, "run"), "csv closes": (arm_run.ArmRun, "_stop_stream")}
+    seam = seams[instant]
+    original = getattr(*seam)
+
+    def then_signal(*args, **kwargs):
+        result = original(*args, **kwargs)
+        os.kill(os.getpid(), signum)
+        return result
+
+    monkeypatch.setattr(*seam, then_signal)
+    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output and name in res.stderr
+    assert next(tmp_path.glob("step_*.csv")).read_text().splitlines()[-1] == f"# end: interrupted: {name}"
+
+
 @pytest.fixture(scope="module")
 def real_looking_arm():
     """A simulator in its own process, reached through a fairino:// address: not 'simulated' to the client.
