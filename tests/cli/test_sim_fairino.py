@@ -39,6 +39,8 @@ def test_help_lists_the_options():
         (["--param", "lag_ms"], "expected key=value"),
         (["--profile", "fr9"], "Invalid value for '--profile'"),
         (["--lag-ms", "-5"], "must not be negative"),
+        (["--rpc-port", "70000"], "--rpc-port"),  # a port past 65535 was a traceback
+        (["--udp-port", "-1"], "--udp-port"),
     ],
 )
 def test_bad_options_give_one_error_line(args, message):
