@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
+from servotool.cli.common import OUTPUT, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
 from servotool.io.paths import out_dir_problem
@@ -167,13 +167,23 @@ def analyze(
             fail(str(exc))
     if plot_dir is not None and (problem := out_dir_problem(plot_dir, "--plot-dir")):
         fail(problem)
+    if make_report:
+        from servotool.runs.report import report_problem
+
+        problems = [p for p in (report_problem(f) for f in paths if f.is_dir()) if p]
+        if problems:
+            refuse(problems)
     n_workers = workers or os.cpu_count() or 1
     plot = plot or plot_dir is not None
     report = _run(paths, n_workers, keep=plot)
     for folder in (p for p in paths if make_report and p.is_dir()):
         from servotool.runs.report import write_report  # matplotlib: loaded only for a report
 
-        err_console.print(f"report: {', '.join(map(str, write_report(folder)))}", highlight=False)
+        try:
+            written = write_report(folder)
+        except OSError as exc:
+            fail(f"{folder}: cannot write the report ({exc.strerror or exc})")
+        err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
     plots: dict[str, str] = {}
     if plot:
         for fa in report.files:

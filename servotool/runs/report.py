@@ -469,6 +469,32 @@ def render_html(report: Report) -> str:
     return "\n".join(out)
 
 
+REPORT_FILES = ("report.md", "report.html")
+_OWN_REPORT_START = {"report.md": "# Campaign report: ", "report.html": "<!DOCTYPE html>"}
+
+
+def report_problem(folder: str | Path) -> str | None:
+    """Why a report cannot be written into `folder` without losing something, or None: a report.md or
+    report.html there that servotool did not write (a report it wrote is derived data, rewritten freely),
+    or a folder, or a file where plots/ would go."""
+    folder = Path(folder)
+    for name in REPORT_FILES:
+        path = folder / name
+        if path.is_dir():
+            return f"{path}: a folder, where the report would go"
+        if path.exists():
+            try:
+                with path.open(encoding="utf-8", errors="replace") as fh:
+                    head = fh.read(4096)
+            except OSError as exc:
+                return f"{path}: cannot read ({exc.strerror or exc})"
+            if not head.startswith(_OWN_REPORT_START[name]) or "Campaign report: " not in head:
+                return f"{path}: not a servotool report; the report never writes over it (move it away)"
+    if (folder / "plots").exists() and not (folder / "plots").is_dir():
+        return f"{folder / 'plots'}: a file, where the report's plots would go"
+    return None
+
+
 def write_report(folder: str | Path, report: Report | None = None) -> list[Path]:
     """Write `report.md`, `report.html` and `plots/*.png` in the folder (recomputed from its CSVs unless
     `report` is given); returns the two report paths. Overwrites an earlier report (it is derived data)."""

@@ -471,3 +471,22 @@ def test_a_plot_that_cannot_be_written_gets_one_line_not_a_traceback(tmp_path):
         assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
         assert word in res.stderr and "Traceback" not in res.output
     assert csv.read_text().endswith("# end: complete\n")  # the recording is untouched
+
+
+def test_report_never_writes_over_a_file_it_did_not_write(tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    write_ramp(folder / "r.csv", 0.078, speeds=(10.0, 20.0), seed=4)
+    (folder / "report.md").write_text("my own notes\n")
+    res = runner.invoke(app, ["analyze", str(folder), "--report"])
+    assert res.exit_code == 2 and "report.md" in res.stderr and "Traceback" not in res.output
+    assert (folder / "report.md").read_text() == "my own notes\n" and not (folder / "report.html").exists()
+    (folder / "report.md").unlink()
+    (folder / "report.html").mkdir()  # a folder where the page would go: one line, not a traceback
+    res = runner.invoke(app, ["analyze", str(folder), "--report"])
+    assert res.exit_code == 2 and "report.html" in res.stderr and "Traceback" not in res.output
+    (folder / "report.html").rmdir()
+    res = runner.invoke(app, ["analyze", str(folder), "--report"])
+    assert res.exit_code == 0, res.output
+    again = runner.invoke(app, ["analyze", str(folder), "--report"])  # its own report is rewritten
+    assert again.exit_code == 0, again.output
