@@ -513,26 +513,28 @@ class MultiOtg:
             return np.array(self._p)
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
-        for i in range(self._n):
+        i = 0
+        for segs, duration, peak in plans:
             if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
+                i += 1
                 continue
-            segs, duration, peak = plans[i]
             if duration <= dt:
                 # Land exactly (see Otg.step).
                 p[i] = x[i]
-                v[i] = 0.0
-                a[i] = 0.0
+                v[i] = a[i] = 0.0
                 plans[i] = _EMPTY
             elif segs[0] > dt:
                 # The cycle ends inside the first segment: follow's arithmetic, without the call.
                 j = segs[1]
-                pi, vi, ai = p[i], v[i], a[i]
-                p[i] = pi + dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
+                vi = v[i]
+                ai = a[i]
+                p[i] += dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
                 v[i] = vi + dt * (ai + 0.5 * dt * j)
                 a[i] = ai + dt * j
-                rest = (segs[0] - dt, j) + segs[2:]
+                rest = (segs[0] - dt, j, *segs[2:])
                 plans[i] = (rest, sum(rest[0::2]), peak)
             else:
                 p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], v[i], a[i])
                 plans[i] = (rest, left, peak)
+            i += 1
         return np.array(p)

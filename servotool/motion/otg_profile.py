@@ -407,6 +407,40 @@ def _segments(
     return (t1, j1, t2, 0.0, t3, j3, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
 
 
+def _segments_x(
+    v0: float, a0: float, u: float, x: float, cruise: float, amax: float, jmax: float
+) -> tuple[Segments, float]:
+    """(_segments(v0, a0, u, cruise, amax, jmax, x), their total duration): the same floats, in one call."""
+    d = 1.0 if x >= 0.0 else -1.0
+    sq = x * x + (a0 * a0 if (x >= 0.0) == (a0 >= 0.0) else 0.0)
+    a2 = amax * amax
+    if sq > a2:
+        ap = d * amax
+        j1 = jmax if ap >= a0 else -jmax
+        v1 = v0 + (a2 - a0 * a0) / (2.0 * j1)
+        v2 = u - ap * amax / (2.0 * jmax)
+        t2 = (v2 - v1) / ap
+        if t2 < 0.0:
+            t2 = 0.0
+    else:
+        ap = d * sqrt(sq) if sq > 0.0 else 0.0
+        j1 = jmax if ap >= a0 else -jmax
+        t2 = 0.0
+    t1 = (ap - a0) / j1
+    t3 = d * ap / jmax
+    au = u if u >= 0.0 else -u
+    if au * jmax <= a2:
+        tb1 = sqrt(au / jmax)
+        tb2 = 0.0
+    else:
+        tb1 = amax / jmax
+        tb2 = au / amax - tb1
+    jb = -jmax if u > 0.0 else jmax
+    segs = (t1, j1, t2, 0.0, t3, -d * jmax, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
+    # sum(segs[0::2]) (as _duration), term by term in the same order: the same float.
+    return segs, t1 + t2 + t3 + cruise + tb1 + tb2 + tb1
+
+
 def _duration(segs: Segments) -> float:
     return sum(segs[0::2])
 
@@ -421,7 +455,8 @@ def _cruise_plan(
     v0: float, a0: float, u: float, cruise: float, amax: float, jmax: float, x: float | None = None
 ) -> Plan:
     segs = _segments(v0, a0, u, cruise, amax, jmax, x)
-    return segs, _duration(segs), u
+    # sum(segs[0::2]) (as _duration), term by term in the same order: the same float.
+    return segs, segs[0] + segs[2] + segs[4] + cruise + segs[8] + segs[10] + segs[12], u
 
 
 def _plan_from_rest(dx: float, vmax: float, amax: float, jmax: float) -> Plan:
@@ -1187,8 +1222,12 @@ def stretch_warm(
         if -bound <= r <= bound:
             if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
                 return None
-            s = lead + base * tau_c + hc + hu
-            return _stretched(u, duration, dx, v0, a0, amax, jmax, s, _x_of(u, v_rd, jmax))
+            cruise = (dx - (lead + base * tau_c + hc + hu)) / u
+            if cruise < 0.0:
+                return None
+            w_x = u - v_rd
+            segs, total = _segments_x(v0, a0, u, copysign(sqrt(jmax * abs(w_x)), w_x), cruise, amax, jmax)
+            return (segs, total, u) if abs(total - duration) <= 1e-6 * duration else None
         slope = dhc + dhu + k
         if slope == 0.0:
             return None
@@ -1282,7 +1321,8 @@ def _stretched(
     if cruise < 0.0:
         return None
     segs = _segments(v0, a0, u, cruise, amax, jmax, x)
-    total = _duration(segs)
+    # sum(segs[0::2]) (as _duration), term by term in the same order: the same float.
+    total = segs[0] + segs[2] + segs[4] + cruise + segs[8] + segs[10] + segs[12]
     if abs(total - duration) > 1e-6 * duration:
         return None
     return segs, total, u
