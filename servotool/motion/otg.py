@@ -259,8 +259,11 @@ class MultiOtg:
     peak cannot reach the common duration (a few moving states). An axis at rest on a target that did not
     change never moves.
 
-    Plans are kept between steps as in Otg; any new target or set_position re-plans every axis. Vectors are
-    returned as new numpy arrays; non-finite or wrongly sized inputs raise ValueError.
+    Plans are kept between steps as in Otg; any new target or set_position re-plans every axis. A
+    synchronised re-plan searches in full only the axes that a cheap bound of their minimum duration leaves
+    in the running for the slowest; the others are stretched straight from their previous peaks, to the
+    plans the full search and stretch would give (to the stretch's tolerance). Vectors are returned as new
+    numpy arrays; non-finite or wrongly sized inputs raise ValueError.
     """
 
     def __init__(

@@ -37,6 +37,13 @@ A plan stretched to a longer duration cruises at a lowered peak u; with the same
 u (T + cruise - duration) is H(u - base) + H(u) + u (+-t - duration) + dx - L (H(c) = c tau(|c|) / 2), a
 smooth closed form on which Newton steps find the peak (stretch_to).
 
+A synchronised planning need not search every axis: duration_bound gives the duration of one admissible
+plan (the search's model peak, cruising), an upper bound of the minimum, and stretch_warm finds the stretched
+plan straight from a guess of its peak. Since S rises with u except on the one interval beside v_rd, a peak
+whose plan cruises forward lies at or below the time-optimal one unless it lies beyond v_rd with the target
+short of S(v_rd); refusing that case (and the eased brake's targets) makes its plan stretch_to's, and its
+existence proves the axis no slower than the duration it was stretched to.
+
 Checked against ruckig (tests/motion/test_otg_ruckig.py): the durations agree to rounding, rest to rest and
 from moving states inside the limits.
 """
