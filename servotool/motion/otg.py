@@ -31,6 +31,7 @@ from servotool.motion.otg_profile import (
     duration_bound,
     follow,
     plan_to_rest,
+    plan_warm,
     stretch_to,
     stretch_warm,
     warm_constants,
@@ -454,10 +455,14 @@ class MultiOtg:
         peaks = self._peaks
         exact: dict[int, Plan] = {}
         longest = 0.0
-        for ub, i, u, dx, _ in rows:
+        for ub, i, u, dx, c in rows:
             if ub <= longest:
                 break
-            plan = exact[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i] or u)
+            if c is None:
+                plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i] or u)
+            else:
+                plan = plan_warm(dx, v[i], a[i], c, vmax[i], amax[i], jmax[i], peaks[i] or u)
+            exact[i] = plan
             peaks[i] = plan[2]
             if plan[1] > longest:
                 longest = plan[1]
@@ -489,7 +494,11 @@ class MultiOtg:
                             slack[i] = 1.0 - ub / longest
                         continue
                 if plan is None:
-                    plan = exact[i] = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i])
+                    if c is None:
+                        plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i])
+                    else:
+                        plan = plan_warm(dx, v[i], a[i], c, vmax[i], amax[i], jmax[i], peaks[i])
+                    exact[i] = plan
                     peaks[i] = plan[2]
                 if plan[1] > longest:
                     longest = plan[1]

@@ -66,6 +66,7 @@ __all__ = [
     "duration_bound",
     "follow",
     "plan_to_rest",
+    "plan_warm",
     "stretch_to",
     "stretch_warm",
     "warm_constants",
@@ -578,8 +579,11 @@ def _plan_inside(
     amax: float,
     jmax: float,
     hint: float | None,
+    pre: tuple[_Lean, float] | None = None,
 ) -> Plan | None:
     """plan_to_rest for a moving state inside the limits: one piece solved; None leaves it to the search.
+
+    `pre`, when given, is (_lean_consts(...), v_rd tau(|v_rd|)) computed already.
 
     S(x) rises monotonically on the side of v_rd where the transfer keeps the sign of a0, and on the other
     side (where the acceleration ramps through zero) rises to a local maximum above S0 = S(v_rd) and falls
@@ -587,9 +591,12 @@ def _plan_inside(
     v_rd, the eased brake takes the peaks between v_rd and 0), and one short of S0 exactly one root, on the
     rising branch of the near side; it is the time-optimal plan (checked against the full search and ruckig).
     """
-    shape = _lean_consts(v0, a0, v_rd, amax, jmax)
+    if pre is None:
+        shape = _lean_consts(v0, a0, v_rd, amax, jmax)
+        rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
+    else:
+        shape, rd_stop = pre
     # S0: the ramp of the acceleration to zero (shape[5]), then the brake from v_rd.
-    rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
     s0 = shape[5] + 0.5 * rd_stop
     f0 = s0 - dx
     if f0 == 0.0:
@@ -1069,32 +1076,48 @@ def _stretch_newton(
 
 
 # What stretch_warm and duration_bound need of a state inside the limits (see warm_constants):
-# (v_rd, w, t, lead on the side of a0, lead on the other side, S(v_rd), S(0), 1.0 if a0 >= 0 else -1.0).
-Warm = tuple[float, float, float, float, float, float, float, float]
+# (v_rd, w, t, lead on the side of a0, lead on the other side, S(v_rd), S(0), 1.0 if a0 >= 0 else -1.0,
+# v_rd tau(|v_rd|)).
+Warm = tuple[float, float, float, float, float, float, float, float, float]
 
 
 def warm_constants(v0: float, a0: float, vmax: float, amax: float, jmax: float) -> Warm | None:
     """The constants of the symmetric decomposition (see _lean_s) with S(v_rd) and the stop S(0), or None
-    for a state beyond the limits (|v0| > v_max, |a0| > a_max or |v_rd| > v_max), which they do not serve."""
-    t = (a0 if a0 >= 0.0 else -a0) / jmax
-    h = 0.5 * a0 * t
+    for a state beyond the limits (|v0| > v_max, |a0| > a_max or |v_rd| > v_max), which they do not serve.
+
+    The same floats as plan_to_rest computes for the state (so plan_warm's plan is plan_to_rest's)."""
+    aa = a0 if a0 >= 0.0 else -a0
+    h = 0.5 * a0 * aa / jmax
     v_rd = v0 + h
     if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
         return None
+    t = aa / jmax
     w = v0 - h
-    lead_same = -t * (w + h / 3.0)
-    lead_other = t * (v0 + t * (0.5 * a0 - (jmax if a0 >= 0.0 else -jmax) * t / 6.0))
+    lead_same = -t * (v0 - h + h / 3.0)
+    lead_other = t * (v0 + t * (0.5 * a0 - copysign(jmax, a0) * t / 6.0))
     a2 = amax * amax
     av = v_rd if v_rd >= 0.0 else -v_rd
-    tau = 2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + amax / jmax
-    s0 = lead_other + 0.5 * v_rd * tau
+    rd_stop = v_rd * (2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + amax / jmax)
+    s0 = lead_other + 0.5 * rd_stop
     if (v_rd >= 0.0) == (a0 >= 0.0) or v_rd == 0.0:
         stop = s0
     else:
         aw = w if w >= 0.0 else -w
-        tau = 2.0 * sqrt(aw / jmax) if aw * jmax <= a2 else aw / amax + amax / jmax
-        stop = 0.5 * w * tau + lead_same
-    return v_rd, w, t, lead_same, lead_other, s0, stop, (1.0 if a0 >= 0.0 else -1.0)
+        stop = 0.5 * w * (2.0 * sqrt(aw / jmax) if aw * jmax <= a2 else aw / amax + amax / jmax) + lead_same
+    return v_rd, w, t, lead_same, lead_other, s0, stop, (1.0 if a0 >= 0.0 else -1.0), rd_stop
+
+
+def plan_warm(
+    dx: float, v0: float, a0: float, c: Warm, vmax: float, amax: float, jmax: float, hint: float | None
+) -> Plan:
+    """plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint), the same floats, from its constants c (see
+    warm_constants) computed already."""
+    v_rd = c[0]
+    if (v0 == 0.0 and a0 == 0.0) or not -vmax < v_rd < vmax:
+        return plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint)
+    shape = (a0, v_rd, c[1], c[2], c[3], c[4], amax, jmax)
+    plan = _plan_inside(dx, v0, a0, v_rd, vmax, amax, jmax, hint, (shape, c[8]))
+    return plan if plan is not None else _plan_search(dx, v0, a0, vmax, amax, jmax, hint)
 
 
 def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) -> tuple[float, float]:
@@ -1106,7 +1129,7 @@ def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) ->
     in the search variable x from S(v_rd) at x = 0, then the secant in u from the stop, are tried once
     each; where none gives a plan, the stop followed by the rest-to-rest move (u = 0 then). Cheap: no search.
     """
-    v_rd, w, t, lead_same, lead_other, s0, stop, sa = c
+    v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
     # The model of _plan_inside: u tau(u) = dx - S(v_rd) + v_rd tau(v_rd); v_max caps it below.
     d = dx - 2.0 * lead_other + s0
     u = copysign(min(_rest_peak(abs(d), amax, jmax), vmax), d)
@@ -1139,7 +1162,7 @@ def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) ->
 
 def _bound_at(u: float, dx: float, c: Warm, amax: float, jmax: float) -> tuple[float, float]:
     """(T + cruise, S) of the plan through the peak u != 0 (see duration_bound); inf for no cruise >= 0."""
-    v_rd, w, t, lead_same, lead_other, _, _, sa = c
+    v_rd, w, t, lead_same, lead_other, _, _, sa, _ = c
     a2 = amax * amax
     if (u >= v_rd) == (sa > 0.0):
         base, k, lead = w, -t, lead_same
@@ -1184,7 +1207,7 @@ def stretch_warm(
     plan also proves that this axis can land in `duration`. None means only "not found here": the caller
     plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton.
     """
-    v_rd, w, t, lead_same, lead_other, s0, stop, sa = c
+    v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
     e = dx - stop
     if abs(e) <= 1e-12 * (abs(dx) + abs(stop)):
         return None

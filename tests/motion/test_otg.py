@@ -438,6 +438,21 @@ def test_duration_bound_is_an_upper_bound_of_the_plan():
     assert found > 600
 
 
+def test_plan_from_warm_constants_is_plan_to_rest():
+    from servotool.motion import otg_profile as prof
+
+    rng = np.random.default_rng(20261204)
+    for _ in range(1500):
+        lim, v0, a0 = _moving_inside(rng)
+        vm, am, jm = lim.max_velocity, lim.max_acceleration, lim.max_jerk
+        dx = _tricky_target(rng, lim, v0, a0)
+        consts = prof.warm_constants(v0, a0, vm, am, jm)
+        hint = None if rng.random() < 0.5 else rng.uniform(-vm, vm)
+        plan = prof.plan_warm(dx, v0, a0, consts, vm, am, jm, hint)
+        assert plan == prof.plan_to_rest(dx, v0, a0, vm, am, jm, hint)
+        assert consts[6] == prof._stop(v0, a0, consts[0], am, jm)
+
+
 def test_warm_stretch_is_the_cold_stretch():
     # White-box: stretch_warm, from any guess, returns stretch_to's plan (to its tolerance) or nothing.
     from servotool.motion import otg_profile as prof
