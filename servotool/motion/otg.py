@@ -504,6 +504,13 @@ class MultiOtg:
                     longest = plan[1]
                     break
                 slack[i] = 1.0 - plan[1] / longest
+                if c is not None and 0.0 < plan[1] < longest * (1.0 - 1e-12):
+                    guess = warm[i] or plan[2]
+                    found = stretch_warm(longest, dx, v[i], a[i], guess, c, vmax[i], amax[i], jmax[i])
+                    if found is not None:
+                        plans[i] = found
+                        warm[i] = self._stretched[i] = found[2]
+                        continue
                 plans[i] = self._stretched_cold(i, plan, longest)
             else:
                 return plans
