@@ -246,7 +246,11 @@ def render_combined(combined: CombinedLag, out: Console | None = None) -> None:
 
 def try_plot(save: Callable[[Path], Path], target: Path) -> tuple[Path | None, str | None]:
     """(`save(target)`, None), or (None, why) when the PNG cannot be written there (a folder of that name,
-    a full disk, a read-only folder)."""
+    a full disk, a read-only folder) or the target is a recording."""
+    from servotool.io.csvlog import is_recording
+
+    if target.is_file() and is_recording(target):  # a recording named like its figure: never written over
+        return None, f"{target}: is a recording; a plot never writes over one (rename the recording)"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         return save(target), None

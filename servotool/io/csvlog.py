@@ -116,6 +116,15 @@ def run_file_name(mode: str, device: str, when: datetime | None = None) -> str:
     return f"{mode}_{device_slug(device)}_{stamp}.csv"
 
 
+def is_recording(path: Path) -> bool:
+    """Whether `path` is a servotool recording (its first line names the format), whatever its name."""
+    try:
+        with path.open("rb") as f:
+            return f.read(32).startswith(b"# servotool-csv")
+    except OSError:
+        return False
+
+
 def unique_path(folder: Path, name: str) -> Path:
     """folder/name, with -2, -3 ... appended when a file of that name already exists (never overwrite)."""
     folder.mkdir(parents=True, exist_ok=True)

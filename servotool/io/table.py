@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from servotool.errors import ServotoolError
+from servotool.io.csvlog import is_recording
 
 SUFFIXES = (".parquet", ".csv")
 
@@ -18,19 +19,11 @@ class TableWriteError(ServotoolError):
     """The table cannot be written: unknown format, missing pyarrow, or an unwritable path (exit 2)."""
 
 
-def _is_recording(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(32).startswith(b"# servotool-csv")
-    except OSError:
-        return False
-
-
 def check_table_path(path: Path, inputs: Sequence[Path] = ()) -> None:
     """Refuse, before any work, a path whose format cannot be written here, and one that would overwrite a
     recording: an input file itself, or any file that is a servotool recording."""
     target = path.resolve()
-    if any(target == p.resolve() for p in inputs) or (path.is_file() and _is_recording(path)):
+    if any(target == p.resolve() for p in inputs) or (path.is_file() and is_recording(path)):
         raise TableWriteError(f"{path}: is a recording; the table never overwrites one (name a new file)")
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:

@@ -490,3 +490,12 @@ def test_report_never_writes_over_a_file_it_did_not_write(tmp_path):
     assert res.exit_code == 0, res.output
     again = runner.invoke(app, ["analyze", str(folder), "--report"])  # its own report is rewritten
     assert again.exit_code == 0, again.output
+
+
+def test_a_plot_never_writes_over_a_recording(tmp_path):
+    # a recording that happens to be named like its own figure (r.png: the plot would be r.png)
+    csv = write_ramp(tmp_path / "r.png", 0.078, speeds=(10.0, 20.0), seed=4)
+    before = csv.read_bytes()
+    res = runner.invoke(app, ["analyze", str(csv), "--plot"])
+    assert res.exit_code == 2 and "recording" in res.stderr and "Traceback" not in res.output
+    assert csv.read_bytes() == before
