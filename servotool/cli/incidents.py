@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from servotool.cli.common import console, fail, print_json
-from servotool.cli.render import compact_table
+from servotool.cli.render import compact_table, write_plot
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture
 from servotool.recorder.summary import AxisSummary, summarize
@@ -147,12 +147,18 @@ def plot(ref: RefArg, dest: DestOption = None,
     """A PNG of one capture: current, gap and temperature around the detection (bracket shaded)."""
     from servotool.plots.incidents import incident_figure
 
+    if out is not None and out.is_dir():
+        fail(f"--out {out}: a folder; give the PNG's path (e.g. {out / 'capture.png'})")
+    if out is not None and out.suffix.lower() != ".png":  # never a capture, a recording or another format
+        fail(f"--out {out}: the plot is written as .png, not {out.suffix or 'no suffix'!r}")
     path, header, samples = _load(ref, dest)
     target = out or path.with_suffix(".png")
-    try:
-        incident_figure(header, samples).savefig(target, dpi=110)
-    except OSError as exc:
-        fail(f"cannot write {target}: {exc.strerror or exc}")
+
+    def save(png: Path) -> Path:
+        incident_figure(header, samples).savefig(png, dpi=110, format="png")
+        return png
+
+    write_plot(save, target)
     if json_out:
         print_json({"capture": str(path), "plot": str(target)})
     else:

@@ -139,3 +139,20 @@ def test_incidents_read_at_80_columns(captures, monkeypatch):
     monkeypatch.setattr(incidents_cli, "console", Console(width=200))  # --wide is for a wider terminal
     wide = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures), "--wide"])
     assert wide.exit_code == 0 and "I before" in wide.stdout
+
+
+def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_path):
+    capture = next(captures.glob("capture_*.jsonl"))
+    recording = tmp_path / "run.csv"
+    recording.write_text("# servotool-csv: 1\n# end: complete\n")
+    folder = tmp_path / "figs"
+    folder.mkdir()
+    for out, word in [(recording, ".png"), (capture, ".png"), (folder, "folder"),
+                      (tmp_path / "fig.PDF", ".png")]:
+        before = out.read_bytes() if out.is_file() else None
+        res = runner.invoke(app, ["incidents", "plot", "last", "--dest", str(captures), "--out", str(out)])
+        assert res.exit_code == 2, (out, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert word in res.stderr
+        assert before is None or out.read_bytes() == before
+    assert not (tmp_path / "figs.png").exists()
