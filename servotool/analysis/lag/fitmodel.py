@@ -209,23 +209,27 @@ class FitModel:
 
     def residual(self, x: np.ndarray, fit_tau: bool) -> tuple[np.ndarray, np.ndarray]:
         """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
-        solved by least squares; the Jacobian includes how those terms move with L and tau."""
+        solved by least squares; the Jacobian includes how those terms move with L and tau.
+
+        The two linear columns are the friction column f and a constant: their normal matrix and products
+        are written out from f (the fit evaluates this some ten times a file)."""
         lag, tau = float(x[0]), float(x[1]) if fit_tau else 0.0
         resp = self.response(lag, tau, jac=True, by_tau=fit_tau)
-        cols = _columns(resp.dy)
+        f = np.tanh(resp.dy / FRICTION_V_EPS)
+        np.negative(f, out=f)
         e = self.q_meas - resp.y
-        g_inv = _inverse_normal(cols)
-        coef = g_inv @ (cols.T @ e)
-        r = e - cols @ coef
+        g_inv = _inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
+        c0, c1 = g_inv @ np.array([float(f @ e), float(e.sum())])
+        r = e - c0 * f - c1
         # d(friction column)/d(slope): the tanh's derivative
-        dcol = -(1.0 - cols[:, 0] ** 2) / FRICTION_V_EPS
+        dcol = (f * f - 1.0) / FRICTION_V_EPS
         derivs = [(resp.y_l, resp.dy_l)] + ([(resp.y_t, resp.dy_t)] if fit_tau else [])
         jac = np.empty((self.n, len(derivs)))
         for p, (y_p, dy_p) in enumerate(derivs):
             da0 = dcol * dy_p  # type: ignore[operator]
-            v = y_p + da0 * coef[0]
-            back = g_inv @ (cols.T @ v) - g_inv @ np.array([float(da0 @ r), 0.0])
-            jac[:, p] = cols @ back - v
+            v = y_p + c0 * da0
+            b0, b1 = g_inv @ np.array([float(f @ v) - float(da0 @ r), float(v.sum())])
+            jac[:, p] = b0 * f + b1 - v
         return r, jac
 
 
@@ -240,10 +244,16 @@ def _columns(slope: np.ndarray) -> np.ndarray:
 def _inverse_normal(a: np.ndarray) -> np.ndarray:
     """(A^T A)^-1 for the two columns, closed form; the pseudo-inverse when it is singular."""
     g = a.T @ a
-    det = float(g[0, 0] * g[1, 1] - g[0, 1] * g[1, 0])
-    if abs(det) > SINGULAR_RATIO * float(g[0, 0] + g[1, 1]) ** 2:
-        return np.array([[g[1, 1], -g[0, 1]], [-g[1, 0], g[0, 0]]]) / det
-    return np.asarray(np.linalg.pinv(g))
+    return _inverse_gram(float(g[0, 0]), float(g[0, 1]), float(g[1, 1]))
+
+
+def _inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
+    """The inverse of the symmetric 2x2 matrix [[g00, g01], [g01, g11]], closed form; the pseudo-inverse
+    when it is singular."""
+    det = g00 * g11 - g01 * g01
+    if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2:
+        return np.array([[g11, -g01], [-g01, g00]]) / det
+    return np.asarray(np.linalg.pinv(np.array([[g00, g01], [g01, g11]])))
 
 
 def linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
