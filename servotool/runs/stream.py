@@ -40,7 +40,7 @@ import numpy as np
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame, clock_of
-from servotool.errors import StopSignal
+from servotool.errors import Refused, StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.lateness import LatenessStats
@@ -623,19 +623,28 @@ def open_run_csv(
     command: str | None,
     record_raw: bool,
 ) -> CsvLogWriter:
-    """A new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never overwriting) with the
-    columns and units of a streamed run."""
-    path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
+    """A new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never overwriting: a name another
+    process takes between the check and the open gives the next free one) with the columns and units of a
+    streamed run. RecordingNotCreated (nothing recorded, nothing moved) when the file cannot be made."""
     if clock_of(arm) is not None:
         # every time of the file (lateness included) is simulated time: the header says so
         header = {**header, "clock": SIMULATED_CLOCK}
-    return CsvLogWriter(
-        path,
-        device=arm.url,
-        simulated=arm.simulated,
-        config=config,
-        units=units(arm.n_joints, raw=record_raw),
-        columns=columns(arm.n_joints, raw=record_raw),
-        command=command,
-        extra=header,
-    )
+    for _ in range(100):
+        path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
+        try:
+            return CsvLogWriter(
+                path, device=arm.url, simulated=arm.simulated, config=config,
+                units=units(arm.n_joints, raw=record_raw), columns=columns(arm.n_joints, raw=record_raw),
+                command=command, extra=header,
+            )
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise RecordingNotCreated(f"{out_dir}: cannot create the recording ({exc.strerror or exc}); "
+                                      "nothing was recorded") from None
+    raise RecordingNotCreated(f"{out_dir}: every name for the recording was taken; nothing was recorded")
+
+
+class RecordingNotCreated(Refused):
+    """The run's CSV could not be created (a full disk, a folder gone read-only since the settings were
+    checked): the run ends before its stream, the arm was only held."""

@@ -91,6 +91,31 @@ def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypa
     assert next(tmp_path.glob("step_*.csv")).read_text().splitlines()[-1] == f"# end: interrupted: {name}"
 
 
+def test_a_recording_name_taken_meanwhile_or_a_full_disk_is_never_a_traceback(tmp_path, monkeypatch):
+    import errno
+
+    import servotool.runs.stream as stream
+
+    taken = tmp_path / "taken.csv"
+    taken.write_text("another process's file\n")
+    names = iter([taken])  # the first name is taken between the check and the open, as by a second process
+    original = stream.unique_path
+    monkeypatch.setattr(stream, "unique_path", lambda folder, name: next(names, None) or original(folder,
+                                                                                                   name))
+    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert taken.read_text() == "another process's file\n" and len(list(tmp_path.glob("step_*.csv"))) == 1
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(stream, "CsvLogWriter", full_disk)
+    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--out", str(tmp_path)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    assert res.exit_code == 2 and "No space left on device" in res.stderr and "Traceback" not in res.output
+
+
 @pytest.fixture(scope="module")
 def real_looking_arm():
     """A simulator in its own process, reached through a fairino:// address: not 'simulated' to the client.
