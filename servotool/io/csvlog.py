@@ -11,6 +11,7 @@ error that names it.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -211,13 +212,18 @@ class CsvLogWriter:
         return self._interrupted
 
     def close(self) -> None:
+        """Write the end line and close the file. The file is closed even when the end line cannot be
+        written (OSError, raised after): such a file reads back as interrupted."""
         if self._closed:
             return
-        end = "complete" if self._interrupted is None else f"interrupted: {self._interrupted}"
-        self._fh.write(f"{_END}{end}\n")
-        self._fh.flush()
-        self._fh.close()
         self._closed = True
+        end = "complete" if self._interrupted is None else f"interrupted: {self._interrupted}"
+        try:
+            self._fh.write(f"{_END}{end}\n")
+            self._fh.flush()
+        finally:
+            with contextlib.suppress(OSError):  # the buffer could not be flushed: the write's error is raised
+                self._fh.close()
 
     def __enter__(self) -> CsvLogWriter:
         return self

@@ -261,7 +261,11 @@ class ArmRun:
         elif by_signal:  # every tick was sent, then the signal came: the record says so, as the exit does
             self._outcome = dataclasses.replace(outcome, status=RunStatus.INTERRUPTED, reason=by_signal)
             self._writer.interrupt(by_signal)
-        self._writer.close()
+        try:
+            self._writer.close()
+        except OSError as exc:  # a full disk: the stop is done; the file ends without its end line
+            self.notes.append(f"the recording's end line could not be written ({exc.strerror or exc}): "
+                              "it reads back as interrupted")
 
     # -- the whole run ---------------------------------------------------------------------------------------
 

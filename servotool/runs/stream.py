@@ -266,6 +266,7 @@ class Streamer:
         self._k = 0  # ticks of the plan sent so far
         self._started = False
         self._stopping = False
+        self._write_error: str | None = None  # the recording failed (a full disk): the run ends, braked
 
     @property
     def start_time(self) -> float:
@@ -313,7 +314,18 @@ class Streamer:
             self._count_reply(r.errcode)
         rows.sort(key=lambda row: row["t"])  # stable: a cmd keeps its place before its own reply
         for row in rows:
+            self._write(row)
+
+    def _write(self, row: dict[str, Any]) -> None:
+        """Write one row. A recording that cannot be written (a full disk, an I/O error) never stops a
+        tick: the failure is kept, rows are dropped from then on, and the next health check ends the run
+        through the braked stop."""
+        if self._write_error is not None:
+            return
+        try:
             self.writer.write(row)
+        except OSError as exc:
+            self._write_error = f"the recording cannot be written: {exc.strerror or exc}"
 
     def _count_reply(self, errcode: int) -> None:
         if errcode != 0:
@@ -376,12 +388,14 @@ class Streamer:
         if verdict is not None:
             t = self.clock.now()
             self._guard_t, self._guard_reason = self._rel(t), verdict.reason
-            self.writer.write({"t": self._rel(t), "event": "guard", "info": verdict.reason})
+            self._write({"t": self._rel(t), "event": "guard", "info": verdict.reason})
 
     def _health(self) -> None:
         """Raise _StopRequest when the run must end now."""
         if self._sigint is not None and self._sigint.requested is not None:
             raise _StopRequest(INTERRUPTED, self._sigint.reason() or "Ctrl-C")
+        if self._write_error is not None:
+            raise _StopRequest(ERROR, self._write_error)
         if self._fault is not None:
             raise _StopRequest(FAULT, f"controller fault main {self._fault[0]} sub {self._fault[1]}")
         if self._guard_t is not None:
@@ -515,7 +529,7 @@ class Streamer:
         if self._stopping:
             return
         self._stopping = True
-        self.writer.write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
+        self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest = None
             return

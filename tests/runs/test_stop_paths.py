@@ -100,3 +100,53 @@ def test_a_goal_outside_the_joint_range_is_refused_before_enabling(tmp_path):
     finally:
         arm.close()
     assert not snap.enabled and snap.cmd_num == 0
+
+
+class _Recorded:
+    """The arm, with every setpoint sent kept (the CSV cannot be trusted when the disk is full)."""
+
+    def __init__(self, arm):
+        self._arm, self.sent = arm, []
+
+    def servo_j(self, q, period):
+        self.sent.append(q[0])
+        return self._arm.servo_j(q, period)
+
+    def __getattr__(self, name):
+        return getattr(self._arm, name)
+
+
+def test_a_recording_that_cannot_be_written_mid_run_still_ends_braked(tmp_path, monkeypatch):
+    import errno
+
+    from servotool.io.csvlog import CsvLogWriter
+
+    full = {"disk": False}
+    original = CsvLogWriter.write
+
+    def write(self, row=None, /, **fields):
+        if full["disk"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, row, **fields)
+
+    monkeypatch.setattr(CsvLogWriter, "write", write)
+    monkeypatch.setattr(CsvLogWriter, "close", lambda self: write(self, {}))  # the end line fails too
+    clock = FakeClock()
+    arm = open_arm(SIM, clock=clock)
+    recorded = _Recorded(arm)
+
+    def fill_the_disk(info):
+        if info.k >= 65:  # mid-way through the first shaped step
+            full["disk"] = True
+
+    try:
+        run = run_step(recorded, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock,
+                       out_dir=tmp_path, on_tick=fill_the_disk)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    assert not snap.servo_active and not snap.enabled
+    assert run.outcome.status == "error" and "No space left on device" in (run.outcome.reason or "")
+    v = np.diff(np.array(recorded.sent)) / PERIOD
+    assert np.abs(np.diff(v)).max() <= A_MAX * PERIOD * (1 + 1e-6)
+    assert np.abs(v[-60:-50]).max() > 1.0 and v[-1] == 0.0  # it was moving, and was brought to rest
