@@ -7,9 +7,12 @@ file), then measures, each in a fresh process:
   figure compared is that time divided by the number of cores
 * ours:   `servotool analyze FOLDER --json` (a process per core, progress by callback)
 
-Prints both, and the ratio (goal <= 1.2).
+Prints both, and the ratio (goal <= 1.2). Wall times on a shared machine swing with its other work; with
+--cpu-files N it also prints the CPU time per file in one process (`time.process_time`) of analysing each of
+the first N files and of reading it with pandas, interleaved file by file, three rounds.
 
     python benchmarks/analyze_folder.py [--folder DIR] [--files 1000] [--rows 3000] [--repeat 1]
+                                        [--cpu-files 100]
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,9 +56,34 @@ print(json.dumps({"s": dt, "files": len(doc["files"]), "problems": len(doc["prob
 """
 
 
-def measure(code: str, folder: Path) -> dict[str, float]:
+CPU = """
+import json, sys, time
+from pathlib import Path
+import pandas as pd
+from servotool.runs.analyze import analyze_any
+files = sorted(Path(sys.argv[1]).glob("*.csv"))[: int(sys.argv[2])]
+for f in files[:3]:  # first calls load what they need
+    analyze_any(f, keep_recording=False)
+    pd.read_csv(f, comment="#")
+ours, anchor = [], []
+for _ in range(3):
+    a = b = 0.0
+    for f in files:
+        t = time.process_time()
+        analyze_any(f, keep_recording=False)
+        a += time.process_time() - t
+        t = time.process_time()
+        pd.read_csv(f, comment="#")
+        b += time.process_time() - t
+    ours.append(a / len(files))
+    anchor.append(b / len(files))
+print(json.dumps({"ours": ours, "pandas": anchor, "files": len(files)}))
+"""
+
+
+def measure(code: str, folder: Path, *args: str) -> dict[str, Any]:
     res = subprocess.run(
-        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code, str(folder), *args], capture_output=True, text=True, check=False
     )
     if res.returncode != 0:
         raise SystemExit(f"measurement failed:\n{res.stderr[-2000:]}")
@@ -75,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--rows", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--cpu-files", type=int, default=0, help="also CPU per file in one process, on N files")
     a = ap.parse_args(argv)
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(a.repeat):
             anchors.append(measure(PANDAS, folder))
             ours.append(measure(OURS, folder))
+        cpu = measure(CPU, folder, str(a.cpu_files)) if a.cpu_files > 0 else None
     anchor = min(anchors, key=lambda r: r["s"])
     mine = min(ours, key=lambda r: r["s"])
     per_core = anchor["s"] / cores
@@ -93,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pandas.read_csv, one core : {anchor['s']:7.2f} s  -> / {cores} cores = {per_core:.2f} s")
     print(f"servotool analyze         : {mine['s']:7.2f} s  ({int(mine['files'])} analysed)")
     print(f"ratio {mine['s'] / per_core:.2f}x (goal <= 1.2)")
+    if cpu is not None:
+        o, p = (" ".join(f"{1e3 * x:.2f}" for x in cpu[k]) for k in ("ours", "pandas"))
+        ratio = statistics.median(cpu["ours"]) / statistics.median(cpu["pandas"])
+        print(f"CPU per file, one process, {cpu['files']} files x 3: ours {o} ms, pandas {p} ms, "
+              f"median ratio {ratio:.2f}x")
     return 0
 
 
