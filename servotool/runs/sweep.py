@@ -190,6 +190,48 @@ class SweepFault(RunFault):
     """Something found during the run (after motion began) ended it; the arm was held."""
 
 
+class SweepNotRecorded(SweepFault):
+    """The sweep's CSV could not be written (a full disk): the arm was held and the run ended."""
+
+
+class _GuardedWriter:
+    """A RowWriter whose write failure (OSError) ends the sweep as SweepNotRecorded, the arm held."""
+
+    def __init__(self, inner: RowWriter) -> None:
+        self._inner = inner
+
+    def write(self, **row: Any) -> None:
+        try:
+            self._inner.write(**row)
+        except OSError as exc:
+            raise SweepNotRecorded(_not_recorded(exc)) from None
+
+    def interrupt(self, reason: str) -> None:
+        self._inner.interrupt(reason)
+
+
+def _not_recorded(exc: OSError) -> str:
+    return f"the sweep's recording cannot be written ({exc.strerror or exc}); arm held"
+
+
+@contextlib.contextmanager
+def _recording(factory: WriterFactory, res: SweepResult) -> Iterator[RowWriter]:
+    """The sweep's writer, from creation to its end line; any failure to write it (opening, a row, the end
+    line) is SweepNotRecorded. Errors of the sweep itself (a serial port failing) pass through as they are."""
+    raised: BaseException | None = None
+    try:
+        with factory(res) as writer:
+            try:
+                yield _GuardedWriter(writer)
+            except BaseException as exc:
+                raised = exc
+                raise
+    except OSError as exc:
+        if exc is raised:
+            raise
+        raise SweepNotRecorded(_not_recorded(exc)) from None
+
+
 class SweepServoLost(ConnectionLost):
     """A swept servo stopped answering after motion began: the arm was held (exit 3, the link to that servo
     is lost, not a refusal)."""
@@ -432,7 +474,7 @@ def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
     sweeper.on_event(SweepEvent("start", joint, direction, sweeper.now(), cmd=bound, read=start,
                                 message=f"servo {joint} {direction} from {start} toward stored limit "
                                         f"{bound}"))
-    with factory(res) as writer, _named_interrupt(writer):
+    with _recording(factory, res) as writer, _named_interrupt(writer):
         if sign * (bound - start) <= 0:
             res.reason, res.stop = STOP_AT_LIMIT, start
             res.limit = limit_from_stop(start, sign, cfg.inside)

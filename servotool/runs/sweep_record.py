@@ -27,7 +27,7 @@ from typing import Any
 from servotool.analysis.sweep import FoundLimit, SweepResult
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
-from servotool.errors import Refused
+from servotool.errors import ExitCode, Refused
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.io.limits_yaml import (
     LimitsFile,
@@ -173,19 +173,24 @@ def record_sweeps(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles
     run = run_sweeps(bus, clock, config, configured=files.limits.limits if files.limits else None,
                      abort_requested=abort_requested, writer_factory=writer_factory, on_event=on_event,
                      stop_reason=stop_reason)
-    folder.mkdir(parents=True, exist_ok=True)
     outputs: dict[str, Any] = {"csv": [str(csv_paths[id(r)]) for r in run.results if id(r) in csv_paths]}
     result = {"device": bus.url, "simulated": bus.simulated, "created": when.isoformat(),
               "command": files.command, "config": sweep_config_dict(config), **run.as_dict(),
               "link": link_stats(bus)}
-    json_path = unique_path(folder, f"{stem}.json")
-    json_path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    outputs["json"] = str(json_path)
     found = {j: f for j, f in run.found.items() if "sweep" in (f.lo_source, f.hi_source)}
     notes: list[str] = []
-    if found:
-        written, notes = _write_limits(bus, config, files, found, stem, when)
-        outputs.update(written)
-    if files.plot:
-        outputs.update(_plots(run, csv_paths, folder, stem))
+    try:  # the arm is held and back: a file that cannot be written now (a full disk) ends the run as a fault
+        folder.mkdir(parents=True, exist_ok=True)
+        json_path = unique_path(folder, f"{stem}.json")
+        json_path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        outputs["json"] = str(json_path)
+        if found:
+            written, notes = _write_limits(bus, config, files, found, stem, when)
+            outputs.update(written)
+        if files.plot:
+            outputs.update(_plots(run, csv_paths, folder, stem))
+    except OSError as exc:
+        if run.error is None:
+            run.error = f"the run's files could not all be written ({exc.strerror or exc}: {exc.filename})"
+            run.exit_code = ExitCode.FAULT
     return SweepRecord(run=run, result=result, outputs=outputs, found=found, notes=notes)

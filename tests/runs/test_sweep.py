@@ -326,3 +326,53 @@ def test_a_stop_signal_is_named_on_the_csv_end_line(arm, tmp_path):
         # read back later, the interrupted sweep gives no limit either
         (s,) = analyze_any(csv).result.sweeps
         assert s.limit is None and s.stop is not None and f"interrupted ({reason})" in s.verdict
+
+
+@pytest.mark.parametrize("fails", ["mid-sweep", "on open"])
+def test_a_recording_that_cannot_be_written_holds_the_arm_and_ends_the_run(arm, tmp_path, fails):
+    import errno
+
+    bus, clock = arm("obstacle_2=700")
+
+    class FullDisk(CsvLogWriter):
+        def write(self, row=None, /, **fields):
+            if self.rows_written >= 20:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(row, **fields)
+
+        def close(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def factory(res):
+        if fails == "on open":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return FullDisk(tmp_path / "sweep.csv", device="sim:rosorin-arm", simulated=True,
+                        config={"mode": "sweep"}, units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+
+    run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
+    assert run.exit_code == ExitCode.FAULT and "No space left on device" in run.error
+    assert "held" in run.error
+    if fails == "mid-sweep":
+        bus.read_all()  # a round trip: the board has taken every frame sent before it
+        assert bus.sim.commands(p.Stop)  # the arm was held
+
+
+def test_files_that_cannot_be_written_after_the_sweep_end_it_as_a_fault(arm, tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    bus, clock = arm("obstacle_2=700")
+    original = Path.write_text
+
+    def full(self, *args, **kwargs):
+        if self.suffix == ".json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+                        SweepFiles(out_dir=tmp_path, command="test"))
+    assert rec.run.exit_code == ExitCode.FAULT and "No space left on device" in rec.run.error
+    assert rec.outputs["csv"] and "json" not in rec.outputs
