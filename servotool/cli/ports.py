@@ -119,7 +119,11 @@ def ports(
                                    "servo is given to answer the board probe's read, ms (probing only: "
                                    "refused with --no-probe)."),
 ) -> None:
-    """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."""
+    """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus.
+
+    Harmless reads only; a port another servotool process holds is not probed, and a port that cannot be
+    opened says so. Exit 0 whatever answered, 2 for bad usage.
+    """
     if not probe and given(ctx, "timeout_ms"):
         fail("--timeout-ms applies only when probing; leave it out with --no-probe")
     listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}

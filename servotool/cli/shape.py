@@ -135,7 +135,7 @@ def shape(
     Reports peak velocity, acceleration and jerk, arrival times, and the trail behind a moving target.
     The largest per-tick velocity change is set against the runaway band. Nothing is sent to any device.
     Malformed rows are left out and reported with their line numbers.
-    A damaged file gets one error line and exit 2.
+    Exit 0 replayed; 2 for bad options, or a file it cannot read or use (one error line).
     """
     shaper = shaper_kind.value
     if plot_dir is not None and (problem := out_dir_problem(plot_dir, "--plot-dir")):
