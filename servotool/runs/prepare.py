@@ -79,17 +79,23 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
 
 
 def finish(arm: Arm, keep: bool) -> list[str]:
-    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong."""
+    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong. The
+    disable is tried whatever ending servo mode raised (a lost link, or an answer the client cannot read)."""
     notes: list[str] = []
     try:
         code = arm.servo_end()
         if code not in (0, None):
             notes.append(f"ServoMoveEnd answered {code}")
-    except (DeviceError, OSError) as exc:
-        notes.append(f"ServoMoveEnd failed: {exc}")
+    except Exception as exc:  # the last way out: nothing may skip the disable below
+        notes.append(f"ServoMoveEnd failed: {_failure(exc)}")
     if not keep:
         try:
             arm.disable()
-        except (DeviceError, OSError) as exc:
-            notes.append(f"disable failed: {exc}")
+        except Exception as exc:  # a cleanup reports, never raises
+            notes.append(f"disable failed: {_failure(exc)}")
     return notes
+
+
+def _failure(exc: Exception) -> str:
+    """A device error as its message; anything else with its type, as it is no device's own word."""
+    return str(exc) if isinstance(exc, (DeviceError, OSError)) else f"{type(exc).__name__}: {exc}"

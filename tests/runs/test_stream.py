@@ -420,3 +420,21 @@ def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
         ArmRun(_HoldJob(10, fail_in_build=True), clock=clock, out_dir=tmp_path / "b").run(arm2)
     assert arm2.calls[-2:] == ["servo_end", "disable"]
     assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
+
+
+@pytest.mark.parametrize("answer", [ValueError("invalid literal for int()"), IndexError("empty answer"),
+                                    KeyError("unexpected reply")])
+def test_finish_disables_whatever_ending_servo_mode_raises(answer):
+    """finish never raises: a controller answer the client cannot read (not a DeviceError) must not skip
+    the disable."""
+    clock = FakeClock()
+    arm = FakeArm(clock)
+
+    def servo_end():
+        arm.calls.append("servo_end")
+        raise answer
+
+    arm.servo_end = servo_end
+    notes = finish(arm, keep=False)
+    assert arm.calls[-2:] == ["servo_end", "disable"]
+    assert len(notes) == 1 and "ServoMoveEnd failed" in notes[0] and type(answer).__name__ in notes[0]
