@@ -189,12 +189,12 @@ def _as(kind: str, value: Any) -> Any:
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"expected a number, got {value!r}")
+        if not math.isfinite(float(value)):  # before int(): .inf would raise OverflowError there
+            raise ValueError(f"expected a finite number, got {value!r}")
         if kind == "int":
             if float(value) != int(value):
                 raise ValueError(f"expected a whole number, got {value!r}")
             return int(value)
-        if not math.isfinite(float(value)):
-            raise ValueError(f"expected a finite number, got {value!r}")
         return float(value)
     if kind == "str":
         if not isinstance(value, str):

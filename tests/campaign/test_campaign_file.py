@@ -88,6 +88,15 @@ def test_wrong_types_and_structure(write_campaign):
     assert "unknown key 'colour'" in joined
 
 
+def test_infinite_and_nan_numbers_are_problems_not_tracebacks(write_campaign):
+    text = GOOD.replace("steps: 1,", "steps: .inf,").replace("joint: 0, sweep: 5", "joint: .nan, sweep: 5")
+    text = text.replace("speeds: [10, 20]", "speeds: [10, .inf]")
+    joined = "\n".join(problems_of(write_campaign(text)))
+    assert "steps: expected a finite number, got inf" in joined
+    assert "joint: expected a finite number, got nan" in joined
+    assert "speeds: expected a list of numbers" in joined
+
+
 def test_yaml_syntax_error_names_the_line(write_campaign):
     path = write_campaign("name: x\nruns: [\n  - a: b\n")
     with pytest.raises(CampaignFileError, match=rf"{path}:\d+: not valid YAML"):
