@@ -261,8 +261,8 @@ def _stream_record(run: RunSpec, result: Any, folder: Path) -> RunRecord:
 
 def _confirmed_step(run: RunSpec, url: str, hooks: CampaignHooks) -> Any:
     """The step settings of a run; a raw step (or an a_max probe above the braked-stop bound) on a device that
-    is not a simulator is asked its typed
-    confirmation here, before the device opens (RunRefused when it is not given)."""
+    is not a simulator is asked its typed confirmation here, before the device opens (RunRefused when it is
+    not given)."""
     step = step_settings(run.options)
     if (not step.shaped or needs_test_arm_probe(step)) and not device_facts(url).simulated:
         step.confirmed = bool(step.test_arm and hooks.confirm and hooks.confirm(run, url))
