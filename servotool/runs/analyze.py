@@ -562,10 +562,12 @@ def analyze_paths(
 
 
 def combine_groups(files: Sequence[FileAnalysis]) -> list[CombinedGroup]:
-    """One combined lag fit per GroupKey holding two or more ramp files, in order of first appearance."""
+    """One combined lag fit per GroupKey holding two or more ramp files, in order of first appearance.
+    A ramp that is no lag measurement stays out (its own result is kept): one streamed from a disabled
+    robot (`cold_start`, a runaway on purpose) or one during which the controller latched a fault."""
     groups: dict[GroupKey, list[FileAnalysis]] = {}
     for f in files:
-        if isinstance(f.result, LagResult):
+        if isinstance(f.result, LagResult) and is_lag_measurement(f):
             groups.setdefault(f.key, []).append(f)
     out = []
     for key, members in groups.items():
@@ -573,6 +575,11 @@ def combine_groups(files: Sequence[FileAnalysis]) -> list[CombinedGroup]:
             results = [m.result for m in members if isinstance(m.result, LagResult)]
             out.append(CombinedGroup(key, combine_lag(results), [str(m.path) for m in members]))
     return out
+
+
+def is_lag_measurement(f: FileAnalysis) -> bool:
+    """A ramp file whose passes measure the lag: not a cold start, no controller fault latched during it."""
+    return not f.meta.config.get("cold_start") and not f.flags()["fault"]
 
 
 def _strip_path(message: str, path: Path) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,20 @@ def test_every_chunk_here_while_the_workers_start(folder, monkeypatch):
     seen: list[int] = []
     many = analyze.analyze_paths([folder], workers=2, on_progress=lambda done, total, path: seen.append(done))
     assert _lags(many) == _lags(one) and seen == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_cold_start_or_faulted_ramp_stays_out_of_the_combined_fit(tmp_path):
+    write_ramp(tmp_path / "a.csv", 0.078, seed=1)
+    write_ramp(tmp_path / "b.csv", 0.078, seed=2)
+    cold = write_ramp(tmp_path / "cold.csv", 0.300, seed=3)  # a runaway's "lag": no lag measurement
+    cold.write_text(cold.read_text().replace('"mode": "ramp",', '"mode": "ramp", "cold_start": true,', 1))
+    faulted = write_ramp(tmp_path / "faulted.csv", 0.300, seed=4)
+    lines = faulted.read_text().splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if line.startswith("# end"))
+    row = "2.5,fault" + "," * (lines[end - 1].count(",") - 1) + "\n"  # a fault row as the stream writes it
+    faulted.write_text("".join(lines[:end] + [row] + lines[end:]))
+    report = analyze.analyze_paths([tmp_path], workers=1)
+    assert len(report.files) == 4
+    (group,) = report.groups
+    assert sorted(Path(f).name for f in group.files) == ["a.csv", "b.csv"]
+    assert abs(group.combined.fit.lag_ms - 78.0) < 1.0
