@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from servotool.cli import common
@@ -58,6 +59,21 @@ def compact_table(title: str = "") -> Table:
     """An empty table in the compact style every command uses: a rule under the header, no outer edge."""
     return Table(title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                  header_style="bold", title_justify="left")
+
+
+def print_table(con: Console, table: Table, wide: bool) -> None:
+    """Print a result table; a wide one at its own full width when the terminal is narrower, so no number
+    is ever cut to an ellipsis (the terminal wraps the long lines instead)."""
+    if not wide:
+        con.print(table)
+        return
+    natural = Measurement.get(con, con.options.update(width=10_000), table).maximum
+    saved = con.width
+    con.width = max(saved, natural)  # print() never renders wider than the console's own width
+    try:
+        con.print(table, crop=False)
+    finally:
+        con.width = saved
 
 
 def _table(title: str, cols: Sequence[Col], rows: Sequence[Any], wide: bool) -> Table:
@@ -216,7 +232,7 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Cons
         "Δ: command at each frame's time - measured (cruise mean); mid: midpoint crossing; over: past the "
         "end after the stop" + ("; g: guard view, setpoint just sent - newest frame" if wide else "")
     )
-    con.print(table)
+    print_table(con, table, wide)
     passes: list[PassLag] = result.passes
     for p in passes:
         if p.note:
@@ -378,7 +394,7 @@ def render_step(result: StepResult, title: str = "", wide: bool = False, out: Co
     table.caption = (
         "first: first move after the step; arrive: first frame within 10 % of the step of its target"
     )
-    con.print(table)
+    print_table(con, table, wide)
     kind = "shaped" if result.shaped else "raw"
     con.print(
         f"{kind} steps on {joint_name(result.joint)}: {result.runaways} runaway(s), "

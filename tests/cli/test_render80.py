@@ -153,3 +153,22 @@ def test_shape_tables_carry_units_at_80(tmp_path, monkeypatch: pytest.MonkeyPatc
     assert "…" not in res.stdout and all(len(line.rstrip()) <= 80 for line in lines)
     for unit in ("deg/s", "deg/s^2", "deg/s^3", "deg"):
         assert any(ln.split() and unit in ln.split() for ln in lines), unit
+
+
+def test_a_wide_result_table_cuts_no_number_on_an_80_column_terminal(tmp_path) -> None:
+    """--wide asks for every column: on a narrow terminal the table keeps its width (the terminal wraps the
+    lines) rather than cut numbers to an ellipsis."""
+    from servotool.cli.render import render_lag
+    from servotool.runs.analyze import analyze_paths
+    from tests.cli.test_analyze_cli import write_ramp
+
+    write_ramp(tmp_path / "r.csv", 0.078, seed=7)
+    result = analyze_paths([tmp_path], workers=1).files[0].result
+    out = Console(width=80, record=True, emoji=False)
+    render_lag(result, wide=True, out=out)
+    text = out.export_text()
+    assert "…" not in text and "gΔ mean" in text and "gΔ peak" in text
+    assert out.width == 80  # the console is left as it was
+    short = Console(width=80, record=True, emoji=False)
+    render_lag(result, wide=False, out=short)
+    assert all(len(line.rstrip()) <= 80 for line in short.export_text().splitlines())
