@@ -194,6 +194,12 @@ def _checks_lines(result: LagResult) -> list[str]:
     return lines
 
 
+def _pm(se: float | None) -> str:
+    """' ± se' (2 decimals), or nothing when the fit gives no error for the figure (a lone '± -' wrapped
+    onto the next line reads as a negative number)."""
+    return f" ± {se:.2f}" if se is not None and math.isfinite(se) else ""
+
+
 def _model_lines(result: LagResult) -> list[str]:
     """The dynamic fit, the noise at rest and the guard tuning."""
     lines: list[str] = []
@@ -201,7 +207,7 @@ def _model_lines(result: LagResult) -> list[str]:
     if d is not None:
         lines.append(
             f"dynamics (whole sweep, ramp corners included): L = {d.lag_ms:.2f} ± {d.lag_se_ms:.2f} ms, "
-            f"tau = {d.tau_ms:.2f} ± {fmt(d.tau_se_ms)} ms, offset = {d.offset_deg:+.4f} ± "
+            f"tau = {d.tau_ms:.2f}{_pm(d.tau_se_ms)} ms, offset = {d.offset_deg:+.4f} ± "
             f"{d.offset_se_deg:.4f} deg, rms {d.rms_deg:.4f} deg over {d.n_samples} frames"
         )
         lines.append(f"  -> {d.verdict}")
