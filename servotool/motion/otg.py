@@ -261,10 +261,11 @@ class MultiOtg:
     change never moves.
 
     Plans are kept between steps as in Otg; any new target or set_position re-plans every axis. A
-    synchronised re-plan searches in full only the axes that a cheap bound of their minimum duration leaves
-    in the running for the slowest; the others are stretched straight from their previous peaks, to the
-    plans the full search and stretch would give (to the stretch's tolerance). Vectors are returned as new
-    numpy arrays; non-finite or wrongly sized inputs raise ValueError.
+    synchronised re-plan searches in full only the axes that may be the slowest (near it last time, and
+    whose cheap upper bound of their minimum duration says so); the others are stretched straight from
+    their previous peaks, to the plans the full search and stretch would give (to the stretch's
+    tolerance). Vectors are returned as new numpy arrays; non-finite or wrongly sized inputs raise
+    ValueError.
     """
 
     def __init__(
