@@ -51,21 +51,28 @@ class YamlText:
         return f"{self.path}:{self.line(key)}"
 
 
-def _plain(node: Any, key: Key, lines: dict[Key, int]) -> Any:
-    """Copy a ruamel node into plain data, recording the line of each key and item (0-based -> 1-based)."""
+def _plain(node: Any, key: Key, lines: dict[Key, int], seen: dict[int, Any] | None = None) -> Any:
+    """Copy a ruamel node into plain data, recording the line of each key and item (0-based -> 1-based).
+    A node met again through an alias is the same copy, not walked again: nested aliases can stand for
+    millions of items (and an alias inside its own anchor for infinitely many)."""
+    seen = {} if seen is None else seen
+    if id(node) in seen:
+        return seen[id(node)]
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
+        seen[id(node)] = out
         for k, v in node.items():
             with contextlib.suppress(KeyError, TypeError, AttributeError):
                 lines[key + (k,)] = int(node.lc.key(k)[0]) + 1
-            out[k] = _plain(v, key + (k,), lines)
+            out[k] = _plain(v, key + (k,), lines, seen)
         return out
     if isinstance(node, CommentedSeq):
-        items = []
+        items: list[Any] = []
+        seen[id(node)] = items
         for i, v in enumerate(node):
             with contextlib.suppress(KeyError, TypeError, AttributeError, IndexError):
                 lines[key + (i,)] = int(node.lc.item(i)[0]) + 1
-            items.append(_plain(v, key + (i,), lines))
+            items.append(_plain(v, key + (i,), lines, seen))
         return items
     return node
 

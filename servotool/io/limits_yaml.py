@@ -34,7 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
-from servotool.io.strict_yaml import load_unique, yaml_problem
+from servotool.io.strict_yaml import brief, load_unique, yaml_problem
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
@@ -120,7 +120,7 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
             )
             if not ok or not 0 <= value[0] < value[1] <= 1000:
                 raise LimitsFileError(
-                    f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, got {value!r}"
+                    f"{where}: {key} must be [lo, hi] with 0 <= lo < hi <= 1000, got {brief(value)}"
                 )
             out.limits[sid] = (value[0], value[1])
             continue

@@ -6,6 +6,7 @@ limit or change the device. `load_unique` is `yaml.safe_load` (safe tags only) t
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import yaml
@@ -32,10 +33,21 @@ def load_unique(text: str) -> Any:
     return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxlist, _BRIEF.maxtuple, _BRIEF.maxdict = 2, 4, 4, 4
+_BRIEF.maxstring, _BRIEF.maxother = 80, 80
+
+
+def brief(value: Any) -> str:
+    """repr(value) cut to a line: nested aliases in a hand-edited file can stand for millions of items, whose
+    full repr would never finish (nor fit an error line)."""
+    return _BRIEF.repr(value)
+
+
 def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
     """(1-based line or None, the problem in one line) of a YAML error."""
     mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
     return (mark.line + 1 if mark is not None else None), str(problem or str(exc).splitlines()[0])
 
 
-__all__ = ["UniqueKeyLoader", "load_unique", "yaml_problem"]
+__all__ = ["UniqueKeyLoader", "brief", "load_unique", "yaml_problem"]

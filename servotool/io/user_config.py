@@ -16,7 +16,7 @@ import platformdirs
 import yaml
 
 from servotool.errors import FileFormatError, SettingsError
-from servotool.io.strict_yaml import load_unique, yaml_problem
+from servotool.io.strict_yaml import brief, load_unique, yaml_problem
 
 CONFIG_ENV = "SERVOTOOL_CONFIG"
 
@@ -91,7 +91,7 @@ def load_config(path: Path) -> dict[str, str]:
         if key not in KEYS:
             raise UserConfigError(f"{path}: unknown key {key!r} (known: {', '.join(KEYS)})")
         if not isinstance(value, str) or not value:
-            raise UserConfigError(f"{path}: {key} must be a non-empty string, not {value!r}")
+            raise UserConfigError(f"{path}: {key} must be a non-empty string, not {brief(value)}")
         values[key] = value
     return values
 

@@ -31,6 +31,7 @@ from servotool.devices.hiwonder.profiles import ROSORIN_ARM
 from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
+from servotool.io.strict_yaml import brief
 from servotool.runs.preflight import profile_ranges
 from servotool.runs.ramp import RampSettings
 from servotool.runs.ramp import check_settings as check_ramp
@@ -185,28 +186,28 @@ def _as(kind: str, value: Any) -> Any:
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {brief(value)}")
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected a number, got {value!r}")
+            raise ValueError(f"expected a number, got {brief(value)}")
         if not math.isfinite(float(value)):  # before int(): .inf would raise OverflowError there
-            raise ValueError(f"expected a finite number, got {value!r}")
+            raise ValueError(f"expected a finite number, got {brief(value)}")
         if kind == "int":
             if float(value) != int(value):
-                raise ValueError(f"expected a whole number, got {value!r}")
+                raise ValueError(f"expected a whole number, got {brief(value)}")
             return int(value)
         return float(value)
     if kind == "str":
         if not isinstance(value, str):
-            raise ValueError(f"expected text, got {value!r}")
+            raise ValueError(f"expected text, got {brief(value)}")
         return value
     items = value.replace(";", ",").split(",") if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
-        raise ValueError(f"expected a non-empty list of numbers, got {value!r}")
+        raise ValueError(f"expected a non-empty list of numbers, got {brief(value)}")
     try:
         return tuple(_as(kind[:-1], x if not isinstance(x, str) else float(x)) for x in items)
     except ValueError:
-        raise ValueError(f"expected a list of numbers, got {value!r}") from None
+        raise ValueError(f"expected a list of numbers, got {brief(value)}") from None
 
 
 def _typed(doc: YamlText, key: Key, raw: Any, spec: Mapping[str, str], what: str,
@@ -396,7 +397,7 @@ def _parse_runs(doc: YamlText, problems: list[str]) -> list[RunSpec]:
         command, why = item.get("command"), item.get("why")
         if command not in COMMANDS:
             problems.append(f"{doc.where((*key, 'command'))}: run {i + 1}: command must be one of "
-                            f"{', '.join(COMMANDS)}, not {command!r}")
+                            f"{', '.join(COMMANDS)}, not {brief(command)}")
             continue
         if not isinstance(why, str) or not why.strip():
             problems.append(f"{doc.where(key)}: run {i + 1}: give a short `why:` (what this run shows)")

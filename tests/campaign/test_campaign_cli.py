@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
@@ -85,3 +86,22 @@ def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_
         assert first.startswith(("valid:", "dry run:")) or "shipped campaign(s)" in first, first
         assert "…" not in result.stdout
         assert all(len(line.rstrip()) <= 80 for line in result.stdout.splitlines())
+
+
+# eight levels of aliases: 9^8 leaves when expanded; a message quoting the value in full never ends
+LAUGHS = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n" for a, b in zip("bcdefgh", "abcdefg", strict=True))
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + LAUGHS
+
+
+@pytest.mark.timeout(120)
+def test_a_value_made_of_nested_aliases_is_quoted_briefly(write_campaign, tmp_path):
+    text = LAUGHS.replace("a: &a", "x_a: &a") + "name: q\npurpose: q\ndevice: sim:fr3\nruns:\n" \
+        "  - why: w\n    command: step\n    options: {joint: *h, size: *h}\n"
+    res = runner.invoke(app, ["campaign", "check", str(write_campaign(text))])
+    assert res.exit_code == 2 and "option joint: expected a number" in res.output
+    assert len(res.output) < 4000
+    limits = tmp_path / "limits.yaml"
+    limits.write_text(LAUGHS.replace("h: &h", "arm_limit_2: &h").replace("a: &a", "x_a: &a"))
+    res = runner.invoke(app, ["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500",
+                              "--limits", str(limits)])
+    assert res.exit_code == 2 and "arm_limit_2 must be" in res.output and len(res.output) < 4000
