@@ -89,7 +89,8 @@ def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_
 
 
 # eight levels of aliases: 9^8 leaves when expanded; a message quoting the value in full never ends
-LAUGHS = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n" for a, b in zip("bcdefgh", "abcdefg", strict=True))
+LAUGHS = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n"
+                 for a, b in zip("bcdefgh", "abcdefg", strict=True))
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + LAUGHS
 
 
