@@ -299,12 +299,13 @@ def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]],
     if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
         out.append(f"--speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
     name = to.strip()
-    if name in set(reference_poses):
+    references = set(reference_poses)
+    if name in references:
         out.append(f"pose {name!r} is a reference (where the arm rests with torque off), not a command "
                    "target; move to pretuck, then relax")
         return out
-    try:
-        goal = parse_goal(to, poses)
+    try:  # an unknown name is answered with the poses a move can take: never a reference pose
+        goal = parse_goal(to, {k: v for k, v in poses.items() if k not in references})
     except ValueError as exc:
         return [*out, str(exc)]
     known = set(ids)

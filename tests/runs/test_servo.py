@@ -178,3 +178,5 @@ def test_move_problems_lists_every_problem():
     assert len(probs) == 3
     assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses)[0].startswith(
         "pose 'tuck' is a reference")
+    (unknown,) = move_problems("nowhere", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses)
+    assert "pretuck" in unknown and "tuck," not in unknown and not unknown.endswith("tuck)")  # targets only
