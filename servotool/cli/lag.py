@@ -66,14 +66,17 @@ DEFAULT_SPEEDS = ",".join(f"{v:g}" for v in LAG_SPEEDS_DEG_S)
 
 
 def parse_speeds(text: str) -> tuple[float, ...]:
-    """--speeds as a tuple of floats (deg/s); one error line and exit 2 when it is not a number list."""
+    """--speeds as a tuple of floats (deg/s); one error line and exit 2 when it is not a number list (an
+    empty item, as in 5,,10, included: which speeds were meant cannot be told)."""
+    items = [x.strip() for x in text.replace(";", ",").split(",")]
+    if not any(items):
+        fail("--speeds lists no speed")
+    if not all(items):
+        fail(f"--speeds {text!r}: an empty item; expected a comma list of speeds in deg/s, e.g. 15,30")
     try:
-        speeds = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+        return tuple(float(x) for x in items)
     except ValueError:
         fail(f"--speeds {text!r}: expected a comma list of speeds in deg/s, e.g. 15,30")
-    if not speeds:
-        fail("--speeds lists no speed")
-    return speeds
 
 
 def lag(

@@ -102,3 +102,11 @@ def test_a_goal_outside_the_range_from_the_measured_pose_is_refused_before_enabl
                               "--out", str(tmp_path)])  # J3 at 90 deg, range -150..150: +X leaves it
     assert res.exit_code == 2 and "goal 160.00 deg of J3" in res.stderr, res.stderr
     assert "warming up" not in res.stderr and not list(tmp_path.glob("*.csv"))
+
+
+@pytest.mark.parametrize("speeds", ["5,,10", ",5", "5,", "5;;10", " , "])
+def test_a_speed_list_with_an_empty_item_is_refused(tmp_path, speeds):
+    # '5,,10' may be a typo for 5,1,10: which speeds were meant cannot be told
+    res = runner.invoke(app, ["lag", "--speeds", speeds, "--robot", NOWHERE, "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--speeds" in res.stderr, res.output
+    assert "cannot open" not in res.stderr and "Traceback" not in res.output
