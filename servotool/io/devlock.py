@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -69,12 +70,18 @@ class DeviceLock:
         file cannot be made or opened (nothing goes ahead without the lock)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # never through a link (the lock is truncated: a link would truncate what it points to), never
+            # blocking on a FIFO put in its place
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             raise LockUnavailable(
                 f"{self.key}: cannot take the lock {self.path} ({exc.strerror or exc}: {exc.filename}): "
                 "set SERVOTOOL_LOCK_DIR to a folder servotool can write"
             ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LockUnavailable(f"{self.key}: cannot take the lock {self.path}: not a regular file; "
+                                  "remove it or set SERVOTOOL_LOCK_DIR to another folder")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -108,3 +108,24 @@ def test_a_lock_folder_that_cannot_be_used_refuses_with_one_line(tmp_path, monke
     (tmp_path / "locks" / lock_name(device_key("fairino://10.1.1.1") or "")).mkdir()  # the lock file a folder
     with pytest.raises(Refused, match="cannot take the lock"), claim("fairino://10.1.1.1"):
         pass
+
+
+def test_a_lock_file_that_is_a_link_or_not_a_file_is_refused_and_left_alone(tmp_path, monkeypatch):
+    import os
+
+    from servotool.errors import Refused
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(locks))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = locks / lock_name(device_key("fairino://10.1.1.1") or "")
+    path.symlink_to(victim)  # taking the lock must not truncate what the link points to
+    with pytest.raises(Refused, match="cannot take the lock"), claim("fairino://10.1.1.1"):
+        pass
+    assert victim.read_text() == "precious\n"
+    path.unlink()
+    os.mkfifo(path)  # not a regular file: refused, never waited on
+    with pytest.raises(Refused, match="cannot take the lock"), claim("fairino://10.1.1.1"):
+        pass
