@@ -3,7 +3,8 @@
 Each `servotool servo` command against a `sim:` URL starts a fresh simulator; without this file every
 command would find the arm back in its start pose, so `move` then `relax` could not be rehearsed. The file
 holds the simulator parameters that restart it where the last command left it ({"start_2": "960.000", ...}),
-keyed by the URL exactly as typed. A file that cannot be read is ignored (the simulator starts fresh).
+keyed by the URL exactly as typed. A file that cannot be read is ignored (the simulator starts fresh), and so
+is anything in it but a pose.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 from pathlib import Path
 
 from servotool.io.limits_yaml import write_atomic
@@ -29,8 +31,24 @@ def load_sim_state(url: str, folder: Path | None = None) -> dict[str, str]:
     with contextlib.suppress(OSError, ValueError):
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and data.get("url") == url and isinstance(data.get("params"), dict):
-            return {str(k): str(v) for k, v in data["params"].items()}
+            return {str(k): str(v) for k, v in data["params"].items() if _pose_param(str(k), v)}
     return {}
+
+
+def _pose_param(key: str, value: object) -> bool:
+    """Whether a saved parameter is one a pose is made of (what save_sim_state writes: start_N a finite
+    position, torque_N 0 or 1); anything else in the file (a silent servo, an obstacle) is left out."""
+    kind, _, sid = key.rpartition("_")
+    if not sid.isdigit() or not isinstance(value, str):
+        return False
+    if kind == "torque":
+        return value in ("0", "1")
+    if kind != "start":
+        return False
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def save_sim_state(url: str, params: dict[str, str], folder: Path | None = None) -> Path:

@@ -90,6 +90,22 @@ def test_a_limits_file_that_would_check_less_than_it_says_is_refused(tmp_path, t
     assert "SIMULATED" not in result.stderr  # refused before the bus opened
 
 
+def test_a_saved_simulator_state_holds_a_pose_and_nothing_else(tmp_path):
+    import json
+
+    from servotool.io.sim_state import load_sim_state, state_file
+
+    url = "sim:rosorin-arm?clock=sim"
+    path = state_file(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # a stale or edited file: a silent servo, an obstacle, a position that is not a number
+    path.write_text(json.dumps({"url": url, "params": {"start_2": "nan", "start_3": "300.000", "torque_4": "0",
+                                                       "silent_5": "1", "obstacle_2": "500"}}))
+    assert load_sim_state(url) == {"start_3": "300.000", "torque_4": "0"}
+    result = invoke("read", "--json")
+    assert result.exit_code == 0 and "Traceback" not in result.output
+
+
 def test_move_refuses_the_tuck_reference_and_unknown_poses():
     result = invoke("move", "--to", "tuck")
     assert result.exit_code == 2 and "reference" in result.stderr

@@ -35,6 +35,7 @@ Per-servo keys (`key` or `key_ID`):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -97,21 +98,28 @@ def _pulses(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # a NaN position crashes the simulator's thread at the first read
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
 def _opt_float(text: str) -> float | None:
-    return None if text.strip().lower() in ("", "none", "never") else float(text)
+    return None if text.strip().lower() in ("", "none", "never") else _finite(text)
 
 
 # URL key -> (ServoParams field(s), converter)
 _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "limit": ("lo,hi", _limit),
-    "start": ("start", float),
+    "start": ("start", _finite),
     "obstacle": ("obstacles", _pulses),
     "silent": ("silent", _switch),
     "silent_after": ("silent_after_s", _opt_float),
     "noise": ("noise", int),
-    "lag_ms": ("lag_ms", float),
-    "max_speed": ("max_speed", float),
-    "sag": ("sag_speed", float),
+    "lag_ms": ("lag_ms", _finite),
+    "max_speed": ("max_speed", _finite),
+    "sag": ("sag_speed", _finite),
     "sag_stop": ("sag_stop", _opt_float),
     "voltage": ("voltage_mv", int),
     "temperature": ("temperature_c", int),
@@ -119,14 +127,14 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "torque": ("torque", _switch),
 }
 
-_BOARD_KEYS = {
+_BOARD_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "seed": ("seed", int),
     "pose": ("pose", str),
     "shape": ("shape", str),
-    "crc_error_rate": ("crc_error_rate", float),
+    "crc_error_rate": ("crc_error_rate", _finite),
     "crc_error_every": ("crc_error_every", int),
-    "garbage_rate": ("garbage_rate", float),
-    "reply_ms": ("reply_delay_ms", float),
+    "garbage_rate": ("garbage_rate", _finite),
+    "reply_ms": ("reply_delay_ms", _finite),
 }
 
 KNOWN_KEYS = tuple(sorted(_BOARD_KEYS)) + tuple(sorted(_SERVO_KEYS))

@@ -145,6 +145,14 @@ def test_client_parameters_out_of_bounds_are_refused_before_the_port_opens(query
             open_bus(url)
 
 
+@pytest.mark.parametrize("query", ["start_2=nan", "start=inf", "lag_ms=nan", "max_speed=inf", "sag=nan",
+                                   "silent_after_2=nan", "sag_stop=inf", "reply_ms=nan"])
+def test_simulator_numbers_that_are_not_finite_are_refused_before_it_starts(query):
+    # a NaN start position crashed the simulator's thread on the first read, every servo then silent
+    with pytest.raises(DeviceURLError, match=query.split("=")[0]):
+        open_bus(f"sim:rosorin-arm?clock=sim&{query}")
+
+
 def test_only_known_frames_reach_the_wire(bus_factory):
     bus = bus_factory()
     bus.read_all()
