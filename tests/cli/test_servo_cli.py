@@ -99,8 +99,8 @@ def test_a_saved_simulator_state_holds_a_pose_and_nothing_else(tmp_path):
     path = state_file(url)
     path.parent.mkdir(parents=True, exist_ok=True)
     # a stale or edited file: a silent servo, an obstacle, a position that is not a number
-    path.write_text(json.dumps({"url": url, "params": {"start_2": "nan", "start_3": "300.000", "torque_4": "0",
-                                                       "silent_5": "1", "obstacle_2": "500"}}))
+    saved = {"start_2": "nan", "start_3": "300.000", "torque_4": "0", "silent_5": "1", "obstacle_2": "500"}
+    path.write_text(json.dumps({"url": url, "params": saved}))
     assert load_sim_state(url) == {"start_3": "300.000", "torque_4": "0"}
     result = invoke("read", "--json")
     assert result.exit_code == 0 and "Traceback" not in result.output
