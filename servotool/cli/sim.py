@@ -99,7 +99,7 @@ def fairino(
     ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the address as JSON on stdout, keep running."),
     duration: float | None = typer.Option(
-        None, "--duration", help="Stop after this many seconds (default: run until Ctrl-C)."
+        None, "--duration", min=0.0, help="Stop after this many seconds (default: run until Ctrl-C)."
     ),
 ) -> None:
     """Serve a simulated FAIRINO controller (XML-RPC, CNDE state stream, UDP ServoJ) until Ctrl-C.

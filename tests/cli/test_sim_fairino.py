@@ -41,6 +41,8 @@ def test_help_lists_the_options():
         (["--lag-ms", "-5"], "must not be negative"),
         (["--rpc-port", "70000"], "--rpc-port"),  # a port past 65535 was a traceback
         (["--udp-port", "-1"], "--udp-port"),
+        (["--duration", "-1"], "--duration"),  # refused as the bus simulators refuse it, not a 0 s serve
+        (["--duration", "nan"], "--duration"),
     ],
 )
 def test_bad_options_give_one_error_line(args, message):
