@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from servotool.analysis.lag import analyze_lag, simulate
+from servotool.analysis.lag import analyze_lag, dynamics, simulate
 from servotool.analysis.lag.fitmodel import FitModel
 from servotool.analysis.lag.solver import solve
 from servotool.motion.ramp import ramp_profile
@@ -53,3 +53,17 @@ def test_a_filter_longer_than_the_dead_time_is_found():
     d = res.dynamics
     assert d.has_filter
     assert d.lag_ms == pytest.approx(14.0, abs=1.0) and d.tau_ms == pytest.approx(12.0, abs=1.0)
+
+
+@pytest.mark.parametrize(
+    ("tau", "seed"), [(0.0, 11), (0.0, 12), (0.002, 13), (0.003, 14), (0.004, 15), (0.008, 16), (0.02, 17)]
+)
+def test_the_pretest_decides_as_the_filter_fit_would(monkeypatch, tau, seed):
+    # the pre-test only spares the filter fit a walk: the outcome is the one the walk would give
+    rec = recording(lag=0.04, tau=tau, noise=0.002, seed=seed)
+    quick = analyze_lag(rec, joint=0, cmd_period_s=T).dynamics
+    monkeypatch.setattr(dynamics, "_no_filter_ahead", lambda *args: False)
+    walked = analyze_lag(rec, joint=0, cmd_period_s=T).dynamics
+    assert quick.has_filter == walked.has_filter
+    assert quick.lag_ms == pytest.approx(walked.lag_ms, abs=0.1)
+    assert quick.tau_ms == pytest.approx(walked.tau_ms, abs=0.1)

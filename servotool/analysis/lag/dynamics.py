@@ -23,7 +23,7 @@ from servotool.analysis.lag.fitmodel import (
     read_grid,
 )
 from servotool.analysis.lag.results import Dynamics, finite, ms
-from servotool.analysis.lag.solver import LsqResult, Tolerances, cost_of, result_at, solve
+from servotool.analysis.lag.solver import LsqResult, Problem, Tolerances, cost_of, result_at, solve
 from servotool.analysis.recording import RecordingError
 
 __all__ = ["FIT_GRID_S", "FRICTION_V_EPS", "first_order_response", "fit_dynamics", "simulate"]
@@ -38,6 +38,7 @@ INLIER_SIGMAS = 4.0  # residuals within this many robust sigmas take part in the
 MAX_NEIGHBOUR_CORRELATION = 0.95
 MIN_EFFECTIVE_SAMPLES = 5.0
 FILTER_TEST_LEVEL = 0.999  # F-test confidence before a first-order lag is believed
+PRETEST_F_SHARE = 0.5  # the filter fit runs when one step from the floor split predicts this share of it
 FRICTION_SIGMAS = 3.0  # an offset counts when it exceeds this many standard errors ...
 FRICTION_MIN_EFFECT_S = 0.5e-3  # ... and is worth this much apparent lag at the slowest speed
 # When the fits stop. Near the optimum, moving a parameter by one standard error raises the cost by about
@@ -128,6 +129,7 @@ class _Fits:
     pure: LsqResult  # dead time alone
     best: LsqResult  # dead time and first-order lag
     scale: float  # robust sigma of the residuals (deg)
+    fitted: bool = True  # False: best is where the filter fit would have started (no filter to look for)
 
 
 def _filter_start(model: FitModel, pure: LsqResult, upper: np.ndarray, f_scale: float | None) -> np.ndarray:
@@ -147,6 +149,26 @@ def _filter_start(model: FitModel, pure: LsqResult, upper: np.ndarray, f_scale: 
     return best_x
 
 
+def _no_filter_ahead(problem: Problem, x: np.ndarray, r_pure: np.ndarray, scale: float) -> bool:
+    """The pre-test before the filter fit from x, the split at TAU_FLOOR_S (the cheapest start, so the
+    cost rises from it to no filter and to the larger splits): is there no filter the fit could believe?
+
+    One Gauss-Newton step from x (plain least squares, as the F test) predicts where the fit ends and the
+    residual there. No filter is looked for when the step ends below TAU_FLOOR_S (never believed) or its
+    F statistic is below PRETEST_F_SHARE of the critical value: from the floor split the fit's own F
+    statistic stays within 20 % of that prediction. A step the model cannot take (no minimum along it) is
+    no evidence: the fit runs."""
+    r, jac = problem(x)
+    normal = jac.T @ jac
+    if not (np.all(np.isfinite(normal)) and normal[0, 0] > 0 and np.linalg.det(normal) > 0):
+        return False
+    d = -np.linalg.solve(normal, jac.T @ r)
+    if x[1] + d[1] < TAU_FLOOR_S:
+        return True
+    f_stat, critical, _ = _f_test(r + jac @ d, r_pure, scale)
+    return f_stat < PRETEST_F_SHARE * critical
+
+
 def _run_fits(model: FitModel, guess: float) -> _Fits:
     """A dead-time-only fit, then dead time + filter from the best of a few starts (_filter_start); robust
     once the scale is known."""
@@ -164,7 +186,14 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
         return out
 
     def full_problem(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return model.residual(x, fit_tau=True)
+        # the filter fit starts where the pre-test looked: that point is not computed twice
+        if last_full and np.array_equal(last_full[0][0], x):
+            return last_full[0][1]
+        out = model.residual(x, fit_tau=True)
+        last_full[:] = [(np.array(x, float), out)]
+        return out
+
+    last_full: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = []
 
     scale_tol, pure_tol, filter_tol = _tolerances(model.n)
     first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1], tol=scale_tol)
@@ -176,41 +205,51 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     if pure is None:
         raise RecordingError("the dynamic fit did not converge")
     start = _filter_start(model, pure, upper, f_scale)
-    if start[1] == 0.0:
-        # no split lowered the cost: any filter the fit could find is shorter than TAU_FLOOR_S, which is
-        # never believed (_filter_is_real), so the filter fit would only confirm the dead time
+    # no split lowered the cost (any filter the fit could find is shorter than TAU_FLOOR_S, never believed),
+    # or the pre-test from the floor split finds no filter it could believe: the filter fit would only walk
+    # a flat cost to confirm the dead time
+    skip = start[1] == 0.0 or (
+        start[1] == TAU_FLOOR_S and _no_filter_ahead(full_problem, start, pure.fun, scale)
+    )
+    if skip:
         best: LsqResult | None = result_at(full_problem, start, f_scale)
     else:
         best = solve(full_problem, start, lower, upper, f_scale, filter_tol)
     if best is None:
         raise RecordingError("the dynamic fit did not converge")
-    return _Fits(pure, best, scale)
+    return _Fits(pure, best, scale, fitted=not skip)
 
 
-def _filter_is_real(fits: _Fits, n: int) -> tuple[bool, float]:
+def _f_test(r_best: np.ndarray, r_pure: np.ndarray, scale: float) -> tuple[float, float, float]:
+    """(F statistic of the filter, its critical value at FILTER_TEST_LEVEL, effective number of independent
+    samples), on the samples both residuals call inliers.
+
+    Residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
+    count independent samples only, or the test and the standard errors would be far too confident."""
+    if scale > 0:
+        inl = (np.abs(r_best) <= INLIER_SIGMAS * scale) & (np.abs(r_pure) <= INLIER_SIGMAS * scale)
+        rb, rp = r_best[inl], r_pure[inl]
+    else:
+        rb, rp = r_best, r_pure
+    rho = float(np.corrcoef(rb[:-1], rb[1:])[0, 1]) if len(rb) > 3 and np.std(rb) > 0 else 0.0
+    rho = min(max(rho, 0.0), MAX_NEIGHBOUR_CORRELATION)
+    n_eff = max(len(rb) * (1 - rho) / (1 + rho), MIN_EFFECTIVE_SAMPLES)
+    dof = max(n_eff - 4, 1.0)
+    ssr1, ssr0 = float(rb @ rb), float(rp @ rp)
+    f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
+    return f_stat, float(special.fdtri(1, dof, FILTER_TEST_LEVEL)), n_eff
+
+
+def _filter_is_real(fits: _Fits) -> tuple[bool, float]:
     """(is the fitted tau believed, effective number of independent samples).
 
     Near tau = 0 the data hardly depend on tau (the corner rounding grows as tau^2), so a fitted tau is only
-    believed when it lowers the residual significantly (F test on the samples both fits call inliers).
-    Residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
-    count independent samples only, or the test and the standard errors would be far too confident.
+    believed when the filter fit ran, and its tau lowers the residual significantly (F test, _f_test).
     """
-    r_best, r_pure, scale = fits.best.fun, fits.pure.fun, fits.scale
-    if scale > 0:
-        inl = (np.abs(r_best) <= INLIER_SIGMAS * scale) & (np.abs(r_pure) <= INLIER_SIGMAS * scale)
-    else:
-        inl = np.ones(n, bool)
-    rb = r_best[inl]
-    rho = float(np.corrcoef(rb[:-1], rb[1:])[0, 1]) if len(rb) > 3 and np.std(rb) > 0 else 0.0
-    rho = min(max(rho, 0.0), MAX_NEIGHBOUR_CORRELATION)
-    n_in = int(inl.sum())
-    n_eff = max(n_in * (1 - rho) / (1 + rho), MIN_EFFECTIVE_SAMPLES)
-    dof = max(n_eff - 4, 1.0)
-    ssr1, ssr0 = float(rb @ rb), float(r_pure[inl] @ r_pure[inl])
-    f_stat = (ssr0 - ssr1) / (ssr1 / dof) if ssr1 > 0 else math.inf
+    f_stat, critical, n_eff = _f_test(fits.best.fun, fits.pure.fun, fits.scale)
     # and only above TAU_FLOOR_S: shorter filters cannot be told apart from the sub-millisecond jitter of when
     # the controller takes each setpoint (on the simulator, a pure delay fits "tau ~ 2 ms" now and then)
-    real = bool(f_stat > special.fdtri(1, dof, FILTER_TEST_LEVEL) and fits.best.x[1] >= TAU_FLOOR_S)
+    real = fits.fitted and f_stat > critical and fits.best.x[1] >= TAU_FLOOR_S
     return real, n_eff
 
 
@@ -265,7 +304,7 @@ def fit_dynamics(
         raise RecordingError("too few measured samples for the dynamic fit")
     guess = max(float(lag_guess_s), 0.0) if finite(lag_guess_s) else DEFAULT_LAG_GUESS_S
     fits = _run_fits(model, guess)
-    has_filter, n_eff = _filter_is_real(fits, n)
+    has_filter, n_eff = _filter_is_real(fits)
     se_scale = math.sqrt(n / n_eff)
     # at tau = 0 (on its bound, no filter found) the two columns of the Jacobian coincide: no standard error
     tau_se = _param_se(fits.best, n - 4)[1] * se_scale if fits.best.x[1] > 0 else math.nan
