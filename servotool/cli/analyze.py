@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
+from servotool.io.jsondoc import with_member
 from servotool.io.paths import out_dir_problem
 
 if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are analysed, not for `analyze -h`
@@ -20,9 +22,10 @@ if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are an
     from servotool.runs.analyze import AnalyzeReport, FileAnalysis, SweepAnalysis
 
 
-def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
+def _run(paths: list[Path], workers: int, keep: bool, encode: bool) -> AnalyzeReport:
     """Analyse with a progress bar on stderr; numerical noise kept off stdout. The bar (and its refresh
-    thread) starts with the first file done: the worker processes are forked before, from one thread."""
+    thread) starts with the first file done: the worker processes are forked before, from one thread.
+    With encode, the workers encode each file's JSON (for a compact document)."""
     from servotool.runs.analyze import analyze_paths
 
     columns = (
@@ -42,7 +45,9 @@ def _run(paths: list[Path], workers: int, keep: bool) -> AnalyzeReport:
 
     with stdout_to_stderr():
         try:
-            return analyze_paths(paths, workers=workers, keep_recordings=keep, on_progress=on_progress)
+            return analyze_paths(
+                paths, workers=workers, keep_recordings=keep, on_progress=on_progress, encode_json=encode
+            )
         finally:
             if bar.live.is_started:
                 bar.stop()
@@ -175,7 +180,8 @@ def analyze(
             refuse(problems)
     n_workers = workers or os.cpu_count() or 1
     plot = plot or plot_dir is not None
-    report = _run(paths, n_workers, keep=plot)
+    # a compact document (stdout not a terminal) takes each file's JSON as its worker encoded it
+    report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
     for folder in (p for p in paths if make_report and p.is_dir()):
         from servotool.runs.report import write_report  # matplotlib: loaded only for a report
 
@@ -194,9 +200,11 @@ def analyze(
         except TableWriteError as exc:
             fail(str(exc))
     if json_out:
-        data = report.to_dict()
-        for entry in data["files"]:
-            entry["plot"] = plots.get(entry["file"])
+        data = report.to_dict(encoded=True)
+        data["files"] = [
+            with_member(entry, "plot", plots.get(str(item.path)))
+            for item, entry in zip(report.analysed, data["files"], strict=True)
+        ]
         if table is not None:
             data["table"] = str(table)
         print_json(data)

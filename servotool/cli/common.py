@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+
+from servotool.io.jsondoc import encode
 
 
 @dataclass
@@ -60,25 +59,11 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _clean(obj: Any) -> Any:
-    """Make numpy scalars, NaN and paths JSON-safe (NaN and inf become null)."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item) and not isinstance(obj, (str, bytes)):
-        with contextlib.suppress(ValueError, TypeError):
-            obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return str(obj)
-
-
 def print_json(data: Any) -> None:
-    """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json)."""
-    sys.stdout.write(json.dumps(_clean(data), indent=2, sort_keys=False) + "\n")
+    """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json):
+    indented on a terminal, compact otherwise (a pipe or a file), the same values either way."""
+    pretty = sys.stdout.isatty()
+    sys.stdout.write(encode(data, indent=2 if pretty else None) + "\n")
     sys.stdout.flush()
 
 

@@ -30,6 +30,7 @@ from servotool.analysis.step import StepResult, analyze_step
 from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
 from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
+from servotool.io.jsondoc import JsonText, compact
 from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
 
 MODES = ("ramp", "step", "sweep")
@@ -125,6 +126,7 @@ class FileAnalysis(_Analysed):
     result: LagResult | StepResult
     skipped: dict[str, int] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    encoded: JsonText | None = None  # to_dict encoded ahead (by the worker that analysed the file)
 
     @property
     def recording(self) -> Recording:
@@ -157,6 +159,7 @@ class SweepAnalysis(_Analysed):
 
     result: SweepFileResult
     rows: list[dict[str, Any]] = field(default_factory=list)
+    encoded: JsonText | None = None  # to_dict encoded ahead (by the worker that analysed the file)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -376,10 +379,12 @@ class AnalyzeReport:
         """Rows of the tidy table (TABLE_COLUMNS), file by file."""
         return [row for f in self.analysed for row in f.rows]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, encoded: bool = False) -> dict[str, Any]:
+        """The report's JSON form; with encoded, each file whose to_dict was encoded ahead is that
+        JsonText (the same value, spliced into a compact document as it is)."""
         combined = self.combined
         return {
-            "files": [f.to_dict() for f in self.analysed],
+            "files": [f.encoded if encoded and f.encoded else f.to_dict() for f in self.analysed],
             "combined_lag": combined.to_dict() if combined is not None else None,
             "combined_lags": [g.to_dict() for g in self.groups],
             "problems": [{"file": p.path, "reason": p.reason} for p in self.problems],
@@ -419,11 +424,17 @@ def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Proble
     return found, problems
 
 
-def _analyse_one(path: Path, keep_recording: bool) -> FileAnalysis | SweepAnalysis | Problem:
+Outcome = FileAnalysis | SweepAnalysis | Problem
+
+
+def _analyse_one(path: Path, keep_recording: bool, encode: bool = False) -> Outcome:
     try:
-        return analyze_any(path, keep_recording)
+        done = analyze_any(path, keep_recording)
     except NotAnalyzable as exc:
         return Problem(str(path), _strip_path(str(exc), path))
+    if encode:  # in the worker, while the other workers analyse: not all in this process after the last file
+        done.encoded = compact(done.to_dict())
+    return done
 
 
 def _quiet_worker() -> None:
@@ -432,11 +443,8 @@ def _quiet_worker() -> None:
         os.dup2(2, 1)
 
 
-Outcome = FileAnalysis | SweepAnalysis | Problem
-
-
-def _analyse_chunk(paths: Sequence[Path], keep_recording: bool) -> list[Outcome]:
-    return [_analyse_one(p, keep_recording) for p in paths]
+def _analyse_chunk(paths: Sequence[Path], keep_recording: bool, encode: bool) -> list[Outcome]:
+    return [_analyse_one(p, keep_recording, encode) for p in paths]
 
 
 def _worker_ready() -> bool:
@@ -502,14 +510,14 @@ class _Workers:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[Outcome]:
+def _outcomes(files: Sequence[Path], workers: int, keep: bool, encode: bool) -> Iterator[Outcome]:
     """Each file's outcome, in file order. With workers > 1 the files go out in chunks of
     files / (CHUNKS_PER_WORKER x workers) to that many processes; until the first of them answers, this
     process analyses the chunks itself, so the workers' start costs no time unless the folder takes less than
     it (forked workers answer at once and are waited for)."""
     if workers <= 1 or len(files) < 2:
         for path in files:
-            yield _analyse_one(path, keep)
+            yield _analyse_one(path, keep)  # encoded ahead only where the cost is spread over workers
         return
     size = max(1, len(files) // (workers * CHUNKS_PER_WORKER))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
@@ -520,10 +528,11 @@ def _outcomes(files: Sequence[Path], workers: int, keep: bool) -> Iterator[Outco
         for k, chunk in enumerate(chunks):
             if not futures and pool.up:
                 futures = {
-                    j: pool.pool.submit(_analyse_chunk, chunks[j], keep) for j in range(k, len(chunks))
+                    j: pool.pool.submit(_analyse_chunk, chunks[j], keep, encode)
+                    for j in range(k, len(chunks))
                 }
             fut = futures.get(k)
-            yield from (fut.result() if fut is not None else _analyse_chunk(chunk, keep))
+            yield from (fut.result() if fut is not None else _analyse_chunk(chunk, keep, encode))
     finally:
         pool.close()
 
@@ -535,17 +544,19 @@ def analyze_paths(
     workers: int = 1,
     keep_recordings: bool = True,
     on_progress: Progress | None = None,
+    encode_json: bool = False,
 ) -> AnalyzeReport:
     """Analyse every recording found; a file that cannot be analysed becomes a Problem, the others go on.
 
     With workers > 1 the files are analysed on that many processes (results in file order either way);
     keep_recordings=False drops each file's rows once analysed (FileAnalysis.kept None), which a big folder
-    needs. Sweep files land in report.sweeps. Ramp files are combined into one delta = v * L fit per
-    GroupKey with two or more files.
+    needs. With encode_json each worker also encodes its files' to_dict (FileAnalysis.encoded, for
+    AnalyzeReport.to_dict(encoded=True)). Sweep files land in report.sweeps. Ramp files are combined into
+    one delta = v * L fit per GroupKey with two or more files.
     """
     files, problems = find_csv_files(paths)
     report = AnalyzeReport(problems=problems)
-    for done, outcome in enumerate(_outcomes(files, workers, keep_recordings), start=1):
+    for done, outcome in enumerate(_outcomes(files, workers, keep_recordings, encode_json), start=1):
         path = files[done - 1]
         if on_file is not None:
             on_file(path)
