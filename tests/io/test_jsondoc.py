@@ -12,7 +12,8 @@ from servotool.io.jsondoc import JsonText, compact, encode, json_safe, with_memb
 
 
 def test_values_are_made_json_safe():
-    doc = {"a": math.nan, "b": [np.float64(1.5), np.int64(3), (math.inf, -math.inf)], 4: Path("/x"), "c": None}
+    numbers = [np.float64(1.5), np.int64(3), (math.inf, -math.inf)]
+    doc = {"a": math.nan, "b": numbers, 4: Path("/x"), "c": None}
     assert json_safe(doc) == {"a": None, "b": [1.5, 3, [None, None]], "4": "/x", "c": None}
     assert json.loads(encode(doc)) == json_safe(doc)
 
