@@ -226,5 +226,36 @@ def _root(
         apply_config_defaults(ctx)
 
 
+def _usage_line(exc: click.ClickException) -> None:
+    """One line on stderr for a mistake on the command line, naming the command's help."""
+    from rich.markup import escape
+
+    from servotool.cli.common import err_console
+
+    hint = ""
+    if isinstance(exc, click.exceptions.UsageError) and exc.ctx is not None:
+        hint = f" (see '{exc.ctx.command_path} -h')"
+    message = " ".join(exc.format_message().split())  # the parser's messages may span lines
+    message = message.replace("Value error, ", "")  # the choice check's wording, without its prefix
+    err_console.print(f"[bold red]error:[/] {escape(message)}{escape(hint)}", highlight=False,
+                      soft_wrap=True)
+
+
 def main() -> None:
-    app()
+    """The installed `servotool` entry point. Exit codes are the commands' own; a usage error (an
+    unknown option, a value that does not parse) is one `error:` line and exit 2, not a boxed panel."""
+    import sys
+
+    try:
+        rv = app(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()  # a bare group: its help, as before
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        _usage_line(exc)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        # end of input at a prompt: as click's own standalone mode does
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)
