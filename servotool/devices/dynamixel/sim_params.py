@@ -26,6 +26,7 @@ separated by commas: at time T (0 when omitted) the servo latches BITS of Hardwa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -69,8 +70,8 @@ def _fault(item: str, default_bits: int) -> FaultSpec:
     head, _, bits = item.partition(":")
     sid, _, at = head.partition("@")
     spec = FaultSpec(int(sid), float(at) if at else 0.0, int(bits, 0) if bits else default_bits)
-    if spec.at_s < 0 or not 0 < spec.bits <= 0xFF:
-        raise ValueError(f"{item!r}: want ID[@T][:BITS] with T >= 0 and BITS 1-255")
+    if not (math.isfinite(spec.at_s) and spec.at_s >= 0) or not 0 < spec.bits <= 0xFF:
+        raise ValueError(f"{item!r}: want ID[@T][:BITS] with T a finite number >= 0 and BITS 1-255")
     return spec
 
 
@@ -80,8 +81,8 @@ def _faults(text: str, default_bits: int = int(HardwareError.OVERLOAD)) -> tuple
 
 def _nonneg(text: str) -> float:
     value = float(text)
-    if not value >= 0:
-        raise ValueError(f"want a number >= 0, got {text!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"want a finite number >= 0, got {text!r}")
     return value
 
 

@@ -182,3 +182,12 @@ def test_bad_parameters_are_refused_with_their_name():
         make(overload="99@1")
     with pytest.raises(DeviceURLError, match="drop_rate"):
         make(drop_rate=2)
+
+
+@pytest.mark.parametrize("key, value", [("overload", "12@nan"), ("overload", "12@inf"), ("latched", "30@nan"),
+                                        ("overload_ramp_s", "inf"), ("overload_ma", "nan"),
+                                        ("reboot_ms", "inf")])
+def test_numbers_that_are_not_finite_are_refused(key, value):
+    # a fault at NaN seconds never fired, silently: the scheduled fault the run was rehearsing never came
+    with pytest.raises(DeviceURLError, match=key):
+        make(**{key: value})
