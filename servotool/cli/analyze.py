@@ -120,6 +120,9 @@ def _render_groups(report: AnalyzeReport) -> None:
         render_combined(g.combined)
 
 
+MAX_WORKERS = 64  # each worker is a process: --workers 100000 would start that many
+
+
 def analyze(
     paths: Annotated[
         list[Path], typer.Argument(help="CSV files or folders (searched recursively for *.csv).")
@@ -141,7 +144,8 @@ def analyze(
         help="Exit 1 when any file holds a controller fault, a runaway or an interrupted run.",
     ),
     workers: Annotated[
-        int, typer.Option("--workers", min=0, help="Processes to analyse on (0: one per core).")
+        int, typer.Option("--workers", min=0, max=MAX_WORKERS,
+                          help=f"Processes to analyse on (0: one per core; at most {MAX_WORKERS}).")
     ] = 0,
     make_report: bool = typer.Option(
         False,

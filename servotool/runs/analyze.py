@@ -521,7 +521,7 @@ def _outcomes(files: Sequence[Path], workers: int, keep: bool, encode: bool) -> 
         return
     size = max(1, len(files) // (workers * CHUNKS_PER_WORKER))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    pool = _Workers(workers)
+    pool = _Workers(min(workers, len(chunks)))  # a process with no chunk to take would only cost its start
     futures: dict[int, Future[list[Outcome]]] = {}
     try:
         pool.wait_up(FORK_START_WAIT_S)

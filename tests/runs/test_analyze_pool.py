@@ -74,3 +74,28 @@ def test_a_cold_start_or_faulted_ramp_stays_out_of_the_combined_fit(tmp_path):
     (group,) = report.groups
     assert sorted(Path(f).name for f in group.files) == ["a.csv", "b.csv"]
     assert abs(group.combined.fit.lag_ms - 78.0) < 1.0
+
+
+def test_the_pool_is_never_larger_than_the_chunks(folder, monkeypatch):
+    # --workers 1000 on six files started a thousand processes
+    sizes: list[int] = []
+    real = analyze._Workers
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, n: int) -> None:
+            sizes.append(n)
+            super().__init__(n)
+
+    monkeypatch.setattr(analyze, "_Workers", Counted)
+    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: False))
+    analyze.analyze_paths([folder], workers=1000)
+    assert sizes and max(sizes) <= 6
+
+
+def test_a_worker_count_past_the_bound_is_a_usage_error(folder):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--workers", "100000"])
+    assert res.exit_code == 2 and "--workers" in res.output
