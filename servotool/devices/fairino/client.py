@@ -25,6 +25,7 @@ import time
 import xmlrpc.client
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from xml.parsers.expat import ExpatError
 
 from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import Arm, JointRanges, Reply, StateFrame
@@ -44,6 +45,12 @@ from servotool.errors import ConnectionLost, DeviceError
 if TYPE_CHECKING:
     # the simulator imports this module (sim: URLs are opened there), never the other way round
     from servotool.devices.fairino.sim import FairinoSim
+
+# what xmlrpc.client raises on an answer it cannot read (not XML, a number that is not one, no value)
+UNREADABLE_ANSWER: tuple[type[Exception], ...] = (ExpatError, xmlrpc.client.ResponseError, ValueError)
+# an optional call's failure, or a connect check's: no usable answer whatever the reason
+NO_ANSWER: tuple[type[Exception], ...] = (
+    OSError, http.client.HTTPException, xmlrpc.client.Error, *UNREADABLE_ANSWER)
 
 _CMD_NAMES = {
     int(p.CmdId.SERVO_J): "ServoJ",
@@ -150,7 +157,7 @@ class FairinoArm:
             with self._rpc_lock:
                 self._transport.set_timeout(timeout_s)
                 self._proxy.GetControllerIP()
-        except (OSError, http.client.HTTPException, xmlrpc.client.Error) as exc:
+        except NO_ANSWER as exc:
             raise DeviceError(f"{self.url}: XML-RPC (port {port}) does not answer: {exc}") from None
 
     def _open_udp(self, port: int) -> None:
@@ -183,7 +190,7 @@ class FairinoArm:
         try:
             with self._rpc_lock:
                 answer = self._proxy.GetJointSoftLimitDeg(1)
-        except (OSError, http.client.HTTPException, xmlrpc.client.Error):
+        except NO_ANSWER:
             return None
         return soft_limits_from_answer(answer, self.n_joints)
 
@@ -292,6 +299,9 @@ class FairinoArm:
                 return getattr(self._proxy, method)(*args)
             except xmlrpc.client.Fault as exc:
                 raise DeviceError(f"{self.url}: {method} refused: {exc.faultString}") from None
+            except UNREADABLE_ANSWER as exc:
+                raise DeviceError(f"{self.url}: {method} answered something that is not XML-RPC "
+                                  f"({type(exc).__name__}: {exc})") from None
             except (OSError, http.client.HTTPException, xmlrpc.client.ProtocolError) as exc:
                 if self._lost is None:
                     why = "timed out" if isinstance(exc, TimeoutError) else f"failed ({exc})"
@@ -299,10 +309,15 @@ class FairinoArm:
                 raise ConnectionLost(self._lost or f"{self.url}: connection lost") from None
 
     def _code(self, method: str, *args: Any, cleanup: bool = False) -> int:
+        """The error code a call answers (an int, or a list whose first item is one). DeviceError for an
+        answer that holds no whole number there."""
         result = self._call(method, *args, cleanup=cleanup)
-        if isinstance(result, (list, tuple)):
-            result = result[0]
-        return int(result)
+        code = result[0] if isinstance(result, (list, tuple)) and result else result
+        if isinstance(code, float) and code.is_integer():
+            code = int(code)
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise DeviceError(f"{self.url}: {method} answered {result!r:.60}, not an error code")
+        return code
 
     # --- Arm ----------------------------------------------------------------------------------------------
 
