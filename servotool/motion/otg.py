@@ -432,9 +432,8 @@ class MultiOtg:
 
         The slowest axis is looked for among the axes that were within 20 % of the slowest last time (or
         among every axis if `every`): each gets a cheap upper bound of its minimum duration (duration_bound),
-        and they are planned in full in decreasing order of their bounds until the longest duration found
-        exceeds every remaining bound. The others are then stretched to it (see _stretched_warm). None
-        when no axis was looked at.
+        and the one of the largest bound is planned in full. The others are then stretched to its duration
+        (see _stretched_warm), which also finds any slower one. None when no axis was looked at.
         """
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax = self._vmax, self._amax, self._jmax
@@ -452,23 +451,22 @@ class MultiOtg:
                     rows.append((ub, i, u, dx, c))
                 else:
                     rows.append((-1.0, i, 0.0, dx, c))
+        if not rows:
+            return [_EMPTY] * self._n
         rows.sort(reverse=True)
-        peaks = self._peaks
-        exact: dict[int, Plan] = {}
-        longest = 0.0
-        for ub, i, u, dx, c in rows:
-            if ub <= longest:
-                break
-            if c is None:
-                plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], peaks[i] or u)
-            else:
-                plan = plan_warm(dx, v[i], a[i], c, vmax[i], amax[i], jmax[i], peaks[i] or u)
-            exact[i] = plan
-            peaks[i] = plan[2]
-            if plan[1] > longest:
-                longest = plan[1]
-        if not exact:
-            return None if rows else [_EMPTY] * self._n
+        ub, i, u, dx, c = rows[0]
+        if ub < 0.0:
+            return None
+        hint = self._peaks[i] or u
+        if c is None:
+            plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], hint)
+        else:
+            plan = plan_warm(dx, v[i], a[i], c, vmax[i], amax[i], jmax[i], hint)
+        self._peaks[i] = plan[2]
+        longest = plan[1]
+        if not longest > 0.0:
+            return None
+        exact = {i: plan}
         return self._stretched_warm(rows, exact, longest)
 
     def _stretched_warm(self, rows: list[_Row], exact: dict[int, Plan], longest: float) -> list[Plan] | None:
