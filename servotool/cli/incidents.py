@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from servotool.cli.common import console, fail, print_json
 from servotool.cli.render import compact_table, write_plot
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture
+from servotool.recorder.capture import capture_stamp
 from servotool.recorder.summary import AxisSummary, summarize
 
 incidents_app = typer.Typer(
@@ -26,8 +28,8 @@ incidents_app = typer.Typer(
 DestOption = Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: the XDG state "
                                                  "dir's servotool/captures).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")]
-RefArg = Annotated[str, typer.Argument(help="A capture: its path, id, unique id prefix, its number in "
-                                       "`incidents list`, or last (the newest).")]
+RefArg = Annotated[str, typer.Argument(help="A capture: its path, id, unique id prefix, its time as "
+                                       "`incidents list` shows it, its number there, or last (the newest).")]
 
 
 def _num(x: Any, fmt: str = ".1f") -> str:
@@ -49,16 +51,22 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
     if not entries:
         console.print(f"no captures in {folder}", highlight=False)
         return
-    console.print(f"{len(entries)} capture(s) in {folder}", highlight=False)
-    table = compact_table()
-    for col in ("#", "id", "device", "axes", "bits", "lead-up\ns", "tail\ns", "end"):
-        table.add_column(col, justify="right" if col in ("#", "lead-up\ns", "tail\ns") else "left",
-                         overflow="fold", no_wrap=col in ("#", "lead-up\ns", "tail\ns"))
+    devices = {str((h.get("device") or {}).get("url", "")) for _, h in entries if h is not None}
+    one_device = len(devices) == 1 and all(h is not None for _, h in entries)
+    console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False)
+    table = compact_table(f"device {escape(devices.pop())}" if one_device else "")
+    cols = ["#", "captured (UTC)"] + ([] if one_device else ["device"])
+    cols += ["axes", "bits", "lead-up\ns", "tail\ns", "end"]
+    for col in cols:
+        right = col in ("#", "lead-up\ns", "tail\ns")
+        table.add_column(col, justify="right" if right else "left", overflow="fold",
+                         no_wrap=right or col == "captured (UTC)")
     for i, (path, h) in enumerate(entries, start=1):
         if h is None:
-            table.add_row(str(i), path.name, "[yellow]unreadable[/]", "", "", "", "", "")
+            table.add_row(str(i), escape(path.name), "[yellow]unreadable[/]", "", "", "", "", "")
             continue
-        table.add_row(str(i), str(h.get("id")), str((h.get("device") or {}).get("url", "")),
+        device = [] if one_device else [escape(str((h.get("device") or {}).get("url", "")))]
+        table.add_row(str(i), capture_stamp(str(h.get("id"))), *device,
                       ", ".join(str(a) for a in h.get("trigger_axes") or []),
                       ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
                       _num(h.get("lead_up_s")), _num(h.get("tail_observed_s")), str(h.get("end")))

@@ -219,7 +219,8 @@ def list_captures(dest: Path) -> list[tuple[Path, dict[str, Any] | None]]:
 
 
 def find_capture(dest: Path, ref: str) -> Path:
-    """A capture by path, file name, id, unique id prefix, list number (1 = oldest; -1 or "last" = newest)."""
+    """A capture by path, file name, id, unique id prefix (with or without `capture_`, so the time `incidents
+    list` shows will do), list number (1 = oldest; -1 or "last" = newest)."""
     direct = Path(ref)
     if direct.is_file():
         return direct
@@ -233,7 +234,7 @@ def find_capture(dest: Path, ref: str) -> Path:
     exact = [p for p in paths if p.name in (ref, ref + SUFFIX)]
     if exact:
         return exact[0]
-    matches = [p for p in paths if p.name.startswith(ref)]
+    matches = [p for p in paths if p.name.startswith(ref) or p.name.startswith("capture_" + ref)]
     if len(matches) == 1:
         return matches[0]
     if matches:

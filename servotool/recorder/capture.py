@@ -81,11 +81,22 @@ class Capture:
         return f"{self.header['id']}.jsonl"
 
 
+ID_PREFIX = "capture_"
+
+
 def wall_id(wall_time: float, axes: Iterable[AxisKey]) -> str:
     """A sortable id from the wall clock (UTC, ms) and the trigger axes, safe in a file name."""
     stamp = datetime.fromtimestamp(wall_time, timezone.utc).strftime("%Y%m%dT%H%M%S.%f")[:-3]
     names = "-".join(str(a) for a in axes)
-    return f"capture_{stamp}Z_axis-{names}"
+    return f"{ID_PREFIX}{stamp}Z_axis-{names}"
+
+
+def capture_stamp(capture_id: str) -> str:
+    """The UTC time part of a capture id (`20261201T032748.564Z`): what a list shows in place of the whole
+    id, whose axes it shows in a column of their own. An id of another form comes back whole."""
+    if not capture_id.startswith(ID_PREFIX):
+        return capture_id
+    return capture_id[len(ID_PREFIX):].split("_", 1)[0]
 
 
 def _off(t: float | None, ref: float) -> float | None:

@@ -156,3 +156,16 @@ def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_
         assert word in res.stderr
         assert before is None or out.read_bytes() == before
     assert not (tmp_path / "figs.png").exists()
+
+
+def test_incidents_list_shows_the_capture_time_whole_and_it_finds_the_capture(captures, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    assert res.exit_code == 0, res.output
+    assert "device scripted:" in res.stdout  # one device: named once, above the table
+    row = next(line for line in res.stdout.splitlines() if line.startswith("1  "))
+    stamp = row.split()[1]
+    assert stamp.endswith("Z") and "T" in stamp and "capture_" not in stamp
+    shown = runner.invoke(app, ["incidents", "show", stamp, "--dest", str(captures), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["header"]["id"].startswith("capture_" + stamp)
