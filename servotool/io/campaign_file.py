@@ -18,6 +18,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 import servotool
 from servotool.errors import FileFormatError
+from servotool.io.strict_yaml import TextTooLarge, read_text_limited
 
 Key = tuple[Any, ...]
 
@@ -110,7 +111,9 @@ def read_campaign_file(path: str | Path) -> YamlText:
     """Read and parse a campaign file; raises CampaignFileError when it cannot be read or parsed."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_limited(p)
+    except TextTooLarge as exc:
+        raise CampaignFileError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CampaignFileError(f"{p}: cannot be read: {exc}") from None
     return read_campaign_text(text, p)

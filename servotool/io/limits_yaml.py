@@ -34,7 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
-from servotool.io.strict_yaml import brief, load_unique, yaml_problem
+from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
@@ -134,11 +134,13 @@ def load_limits(path: str | Path) -> LimitsFile:
     """Read a limits file (LimitsFileError names the file on any problem)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_limited(path)
     except OSError as exc:
         raise LimitsFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise LimitsFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except TextTooLarge as exc:
+        raise LimitsFileError(str(exc)) from None
     return parse_limits(text, str(path), path)
 
 

@@ -7,6 +7,7 @@ limit or change the device. `load_unique` is `yaml.safe_load` (safe tags only) t
 from __future__ import annotations
 
 import reprlib
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,6 +26,24 @@ class UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} is written twice", key_node.start_mark)
             seen.append(key)
         return super().construct_mapping(node, deep=deep)
+
+
+MAX_TEXT_BYTES = 1 << 20  # a campaign, limits or config file written by hand is a few KiB
+
+
+class TextTooLarge(ValueError):
+    """A file meant to be written by hand is larger than MAX_TEXT_BYTES (or never ends: /dev/zero)."""
+
+
+def read_text_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of a file written by hand, read no further than `limit` bytes: OSError when it cannot
+    be read, UnicodeDecodeError when it is not UTF-8, TextTooLarge past the limit (a device that never
+    ends, such as /dev/zero, is not read to its end)."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TextTooLarge(f"{path}: larger than {limit // 1024} KiB: not a file written by hand")
+    return data.decode("utf-8")
 
 
 def load_unique(text: str) -> Any:
@@ -50,4 +69,7 @@ def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
     return (mark.line + 1 if mark is not None else None), str(problem or str(exc).splitlines()[0])
 
 
-__all__ = ["UniqueKeyLoader", "brief", "load_unique", "yaml_problem"]
+__all__ = [
+    "MAX_TEXT_BYTES", "TextTooLarge", "UniqueKeyLoader", "brief", "load_unique", "read_text_limited",
+    "yaml_problem",
+]

@@ -16,7 +16,7 @@ import platformdirs
 import yaml
 
 from servotool.errors import FileFormatError, SettingsError
-from servotool.io.strict_yaml import brief, load_unique, yaml_problem
+from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
 
 CONFIG_ENV = "SERVOTOOL_CONFIG"
 
@@ -70,13 +70,15 @@ def load_config(path: Path) -> dict[str, str]:
     (which one is meant cannot be told), values that are not strings, and text that is not a YAML mapping
     of UTF-8 text."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_limited(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise UserConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise UserConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except TextTooLarge as exc:
+        raise UserConfigError(str(exc)) from None
     try:
         data = load_unique(text)
     except yaml.YAMLError as exc:

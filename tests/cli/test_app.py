@@ -142,3 +142,18 @@ def test_config_robot_is_the_default_device(tmp_path):
     assert "bogus:nowhere" in result.output
     result = runner.invoke(app, ["lag", "--help"], env={**env, "COLUMNS": "80"})
     assert "SERVOTOOL_ROBOT" in result.output
+
+
+@pytest.mark.timeout(60)
+def test_a_hand_edited_file_that_never_ends_is_refused_not_read_to_the_end(tmp_path):
+    # /dev/zero as a campaign, a limits or a config file: read whole, it filled the memory in seconds
+    cases = [
+        (["campaign", "check", "/dev/zero"], {}),
+        (["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500", "--limits", "/dev/zero"],
+         {}),
+        (["config", "show"], {"SERVOTOOL_CONFIG": "/dev/zero"}),
+    ]
+    for args, env in cases:
+        result = runner.invoke(app, args, env={"SERVOTOOL_STATE_DIR": str(tmp_path), **env})
+        assert result.exit_code == 2, (args, result.output)
+        assert "larger than" in result.output and "Traceback" not in result.output
