@@ -19,7 +19,8 @@ from servotool.analysis.lag.fitmodel import (
     FRICTION_V_EPS,
     FitModel,
     filtered,
-    linear_terms,
+    inverse_gram,
+    inverse_normal,
     read_grid,
 )
 from servotool.analysis.lag.results import Dynamics, finite, ms
@@ -97,9 +98,16 @@ def simulate(
 
 
 def _param_se(res: LsqResult, dof: float) -> list[float]:
+    """Standard errors of the one or two parameters from the Jacobian (the pseudo-inverse of a singular
+    normal matrix, as a rank-deficient fit has)."""
     s2 = float(res.fun @ res.fun) / max(dof, 1)
-    cov = s2 * np.linalg.pinv(res.jac.T @ res.jac)
-    return [math.sqrt(max(float(cov[i, i]), 0.0)) for i in range(len(res.x))]
+    g = res.jac.T @ res.jac
+    if len(res.x) == 1:
+        diag = [1.0 / float(g[0, 0]) if g[0, 0] > 0 else 0.0]
+    else:
+        inv = inverse_gram(float(g[0, 0]), float(g[0, 1]), float(g[1, 1]))
+        diag = [float(inv[0, 0]), float(inv[1, 1])]
+    return [math.sqrt(max(s2 * d, 0.0)) for d in diag]
 
 
 def _windowed(
@@ -211,13 +219,26 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     skip = start[1] == 0.0 or (
         start[1] == TAU_FLOOR_S and _no_filter_ahead(full_problem, start, pure.fun, scale)
     )
-    if skip:
-        best: LsqResult | None = result_at(full_problem, start, f_scale)
+    if start[1] == 0.0:
+        # the dead-time fit's own point: the same residual; the tau column (read only where tau > 0) is
+        # the L column, as the two coincide at tau = 0
+        best: LsqResult | None = LsqResult(start, pure.cost, pure.fun, np.repeat(pure.jac, 2, axis=1))
+    elif skip:
+        best = result_at(full_problem, start, f_scale)
     else:
         best = solve(full_problem, start, lower, upper, f_scale, filter_tol)
     if best is None:
         raise RecordingError("the dynamic fit did not converge")
     return _Fits(pure, best, scale, fitted=not skip)
+
+
+def _lag_one_correlation(r: np.ndarray) -> float:
+    """The correlation of each residual with the next (0 for fewer than four, or constant ones)."""
+    if len(r) <= 3:
+        return 0.0
+    a, b = r[:-1] - r[:-1].mean(), r[1:] - r[1:].mean()
+    saa, sbb = float(a @ a), float(b @ b)
+    return float(a @ b) / math.sqrt(saa * sbb) if saa > 0 and sbb > 0 else 0.0
 
 
 def _f_test(r_best: np.ndarray, r_pure: np.ndarray, scale: float) -> tuple[float, float, float]:
@@ -231,8 +252,7 @@ def _f_test(r_best: np.ndarray, r_pure: np.ndarray, scale: float) -> tuple[float
         rb, rp = r_best[inl], r_pure[inl]
     else:
         rb, rp = r_best, r_pure
-    rho = float(np.corrcoef(rb[:-1], rb[1:])[0, 1]) if len(rb) > 3 and np.std(rb) > 0 else 0.0
-    rho = min(max(rho, 0.0), MAX_NEIGHBOUR_CORRELATION)
+    rho = min(max(_lag_one_correlation(rb), 0.0), MAX_NEIGHBOUR_CORRELATION)
     n_eff = max(len(rb) * (1 - rho) / (1 + rho), MIN_EFFECTIVE_SAMPLES)
     dof = max(n_eff - 4, 1.0)
     ssr1, ssr0 = float(rb @ rb), float(rp @ rp)
@@ -307,10 +327,11 @@ def fit_dynamics(
     has_filter, n_eff = _filter_is_real(fits)
     se_scale = math.sqrt(n / n_eff)
     # at tau = 0 (on its bound, no filter found) the two columns of the Jacobian coincide: no standard error
-    tau_se = _param_se(fits.best, n - 4)[1] * se_scale if fits.best.x[1] > 0 else math.nan
+    best_se = _param_se(fits.best, n - 4) if fits.best.x[1] > 0 else [math.nan, math.nan]
+    tau_se = best_se[1] * se_scale
     if has_filter:
         lag, tau = (float(x) for x in fits.best.x)
-        lag_se = _param_se(fits.best, n - 4)[0] * se_scale
+        lag_se = best_se[0] * se_scale
         r = fits.best.fun
     else:
         lag, tau = float(fits.pure.x[0]), 0.0
@@ -318,8 +339,9 @@ def fit_dynamics(
         r = fits.pure.fun
     s2 = float(r @ r) / max(n - 4, 1) * (n / n_eff)
     y, a = model.design(lag, tau)
-    coef = linear_terms(a, model.q_meas - y)
-    cov_lin = s2 * np.linalg.pinv(a.T @ a)
+    g_inv = inverse_normal(a)
+    coef = g_inv @ (a.T @ (model.q_meas - y))
+    cov_lin = s2 * g_inv
     k, b = float(coef[0]), float(coef[1])
     k_se = math.sqrt(max(float(cov_lin[0, 0]), 0.0))
     k_effect_s = abs(k) / slowest_speed if finite(slowest_speed) and slowest_speed > 0 else math.inf

@@ -218,7 +218,7 @@ class FitModel:
         f = np.tanh(resp.dy / FRICTION_V_EPS)
         np.negative(f, out=f)
         e = self.q_meas - resp.y
-        g_inv = _inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
+        g_inv = inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
         c0, c1 = g_inv @ np.array([float(f @ e), float(e.sum())])
         r = e - c0 * f - c1
         # d(friction column)/d(slope): the tanh's derivative
@@ -241,13 +241,13 @@ def _columns(slope: np.ndarray) -> np.ndarray:
     return out
 
 
-def _inverse_normal(a: np.ndarray) -> np.ndarray:
+def inverse_normal(a: np.ndarray) -> np.ndarray:
     """(A^T A)^-1 for the two columns, closed form; the pseudo-inverse when it is singular."""
     g = a.T @ a
-    return _inverse_gram(float(g[0, 0]), float(g[0, 1]), float(g[1, 1]))
+    return inverse_gram(float(g[0, 0]), float(g[0, 1]), float(g[1, 1]))
 
 
-def _inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
+def inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
     """The inverse of the symmetric 2x2 matrix [[g00, g01], [g01, g11]], closed form; the pseudo-inverse
     when it is singular."""
     det = g00 * g11 - g01 * g01
@@ -258,4 +258,4 @@ def _inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
 
 def linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Least-squares coefficients of the linear terms' columns a for the residual r."""
-    return np.asarray(_inverse_normal(a) @ (a.T @ r))
+    return np.asarray(inverse_normal(a) @ (a.T @ r))
