@@ -23,6 +23,7 @@ from servotool.analysis.lag.fitmodel import (
     inverse_normal,
     read_grid,
 )
+from servotool.analysis.lag.orderstats import median
 from servotool.analysis.lag.results import Dynamics, finite, ms
 from servotool.analysis.lag.solver import LsqResult, Problem, Tolerances, cost_of, result_at, solve
 from servotool.analysis.recording import RecordingError
@@ -207,7 +208,7 @@ def _run_fits(model: FitModel, guess: float) -> _Fits:
     first = solve(pure_problem, np.array([guess]), lower[:1], upper[:1], tol=scale_tol)
     if first is None:
         raise RecordingError("the dynamic fit did not converge")
-    scale = MAD_TO_SIGMA * float(np.median(np.abs(first.fun - np.median(first.fun))))
+    scale = MAD_TO_SIGMA * median(np.abs(first.fun - median(first.fun)))
     f_scale = SOFT_L1_SIGMAS * scale if scale > 0 else None
     pure = solve(pure_problem, first.x, lower[:1], upper[:1], f_scale, pure_tol)
     if pure is None:

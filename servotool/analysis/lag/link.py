@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from servotool.analysis.lag.orderstats import median, percentile
 from servotool.analysis.lag.results import LinkLatency
 from servotool.analysis.recording import Recording
 
@@ -46,8 +47,9 @@ def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.
         mins = np.minimum.reduceat(x, starts)
         group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x))))
         hit = np.flatnonzero(x == mins[group])
-        _, first = np.unique(group[hit], return_index=True)
-        return d[hit[first]], x[hit[first]]
+        g = group[hit]  # in order: the first hit of each bin is where the bin number changes
+        first = hit[np.concatenate(([True], g[1:] != g[:-1]))]
+        return d[first], x[first]
     order = np.lexsort((x, idx))  # by bin, fastest first inside each bin
     first_of_bin = np.concatenate([[True], np.diff(idx[order]) > 0])
     return d[order][first_of_bin], x[order][first_of_bin]
@@ -63,7 +65,9 @@ def _state_path(rec: Recording) -> _StatePath:
     # the lower envelope of (receive - device time): frames that crossed the link fastest; its slope is the
     # drift between the two clocks
     edges = np.arange(d.min(), d.max() + DRIFT_BIN_S, DRIFT_BIN_S)
-    idx = np.clip(np.searchsorted(edges, d, side="right") - 1, 0, max(len(edges) - 1, 0))
+    idx = np.searchsorted(edges, d, side="right") - 1
+    np.maximum(idx, 0, out=idx)
+    np.minimum(idx, max(len(edges) - 1, 0), out=idx)
     mins_d, mins_x = _fastest_per_bin(idx, d, x)
     # a drift only shows over a long run: on a short one the minima's scatter would fake one
     if len(mins_d) >= 3 and np.ptp(mins_d) >= DRIFT_MIN_SPAN_S:
@@ -74,7 +78,7 @@ def _state_path(rec: Recording) -> _StatePath:
     h = d + icpt + slope * d
     mapped[ok] = h
     lat = ts[ok] - h
-    return _StatePath(mapped, True, float(lat.mean() * 1e3), float(np.percentile(lat, 99) * 1e3), slope * 1e6)
+    return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6)
 
 
 @dataclass
@@ -98,14 +102,14 @@ def _command_path(rec: Recording, cmd_period_s: float) -> _CommandPath:
     n_ans = int(good.sum())
     if n_ans < MIN_ANSWERS:
         return _CommandPath(rec.cmd_t, n_ans)
-    med = float(np.median(rtt[good]))
+    med = median(rtt[good])
     half = med / 2
     # each answered command was taken about midway between its send and its answer (that follows a late
     # command, not just the typical one); the others at the typical half round trip
     taken = rec.cmd_t + half
     idx = i[ok][good]
     taken[idx] = 0.5 * (rec.cmd_t[idx] + rt[ok][good])
-    spread = MAD_TO_SIGMA * float(np.median(np.abs(rtt[good] - med)))
+    spread = MAD_TO_SIGMA * median(np.abs(rtt[good] - med))
     uncertain = np.ones(len(rec.cmd_t), dtype=bool)
     uncertain[idx] = rtt[good] > med + max(UNCERTAIN_RTT_S, RTT_SIGMAS * spread)
     return _CommandPath(taken, n_ans, half * 1e3, uncertain)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from servotool.analysis.lag.orderstats import median
 from servotool.analysis.lag.results import Noise
 from servotool.analysis.recording import Recording
 
@@ -84,7 +85,7 @@ def state_period(rec: Recording) -> float:
     """Median interval between state frames (s); NaN with fewer than three frames."""
     if len(rec.state_t) < 3:
         return math.nan
-    return float(np.median(np.diff(rec.state_t)))
+    return median(np.diff(rec.state_t))
 
 
 @dataclass
