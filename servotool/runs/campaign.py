@@ -435,7 +435,11 @@ def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
 
 def validate(campaign: Campaign, robot: str | None = None) -> list[str]:
     """Every problem of every run on the campaign's device, or on `robot` when given (it replaces the
-    device for every run). Empty when the campaign may start."""
+    device for every run). Empty when the campaign may start. An empty `robot` (a `--robot "$UNSET"`) is a
+    problem, never the campaign's own device instead."""
+    if robot is not None and not robot.strip():
+        return ["--robot '': an empty device URL; give one, or leave out --robot to run on the campaign's "
+                "own device"]
     url = robot or campaign.device
     if not url:
         return []
@@ -453,7 +457,7 @@ def load_campaign(path: str | Path, robot: str | None = None) -> Campaign:
     CampaignInvalid listing every problem, each with its file:line. Opens no device."""
     doc = read_campaign_file(path)
     campaign, problems = parse_campaign(doc)
-    if campaign.device or robot:
+    if campaign.device or robot is not None:
         problems += validate(campaign, robot)
     if problems:
         raise CampaignInvalid(problems)

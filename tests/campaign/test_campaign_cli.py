@@ -106,3 +106,13 @@ def test_a_value_made_of_nested_aliases_is_quoted_briefly(write_campaign, tmp_pa
     res = runner.invoke(app, ["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500",
                               "--limits", str(limits)])
     assert res.exit_code == 2 and "arm_limit_2 must be" in res.output and len(res.output) < 4000
+
+
+def test_an_empty_robot_is_refused_not_replaced_by_the_campaigns_device(write_campaign, tmp_path):
+    # `--robot "$ARM"` with ARM unset would otherwise run on whatever device the file names
+    path = write_campaign(SHORT)
+    out = tmp_path / "out"
+    for args in (["check", str(path)], ["run", str(path), "--out", str(out)]):
+        res = runner.invoke(app, ["campaign", *args, "--robot", ""])
+        assert res.exit_code == 2 and "--robot ''" in res.output, res.output
+    assert not out.exists()
