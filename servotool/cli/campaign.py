@@ -10,13 +10,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json, refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import RunProgress
 from servotool.cli.render import compact_table, report_table
 from servotool.errors import ExitCode, FileFormatError, Refused
 from servotool.io.campaign_file import shipped_campaign_files
-from servotool.io.paths import out_dir
+from servotool.io.paths import out_dir, out_dir_problem
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matplotlib) load when one runs
@@ -180,6 +180,9 @@ def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume
     from servotool.runs.campaign_run import find_resumable, resume_campaign, start_campaign
 
     base = out_dir(out)
+    problem = out_dir_problem(base)  # a file, or a folder that cannot be written: one line, before anything
+    if problem:
+        refuse([problem])
     try:
         if resume:
             return resume_campaign(campaign, find_resumable(base, campaign.name), robot)

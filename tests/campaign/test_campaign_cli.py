@@ -116,3 +116,10 @@ def test_an_empty_robot_is_refused_not_replaced_by_the_campaigns_device(write_ca
         res = runner.invoke(app, ["campaign", *args, "--robot", ""])
         assert res.exit_code == 2 and "--robot ''" in res.output, res.output
     assert not out.exists()
+
+
+def test_an_out_that_is_a_file_is_refused_with_one_line(write_campaign, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    res = runner.invoke(app, ["campaign", "run", str(write_campaign(SHORT)), "--out", str(a_file)])
+    assert res.exit_code == 2 and res.stderr.startswith("error: refused: --out") and "Errno" not in res.stderr
