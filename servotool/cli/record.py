@@ -156,7 +156,7 @@ def record(
     """
     if bus is not None and robot is not None:
         fail("give --bus or --robot, not both")
-    kind, url = ("arm", robot) if robot is not None else ("bus", bus or DEFAULT_BUS)
+    kind, url = ("arm", robot) if robot is not None else ("bus", DEFAULT_BUS if bus is None else bus)
     try:
         settings = RecordSettings(dest=default_dest(dest), duration_s=duration)
     except ServotoolError as exc:

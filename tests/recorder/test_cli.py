@@ -169,3 +169,8 @@ def test_incidents_list_shows_the_capture_time_whole_and_it_finds_the_capture(ca
     shown = runner.invoke(app, ["incidents", "show", stamp, "--dest", str(captures), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["header"]["id"].startswith("capture_" + stamp)
+
+
+def test_an_empty_bus_is_refused_not_replaced_by_the_default(tmp_path):
+    res = runner.invoke(app, ["record", "--bus", "", "--duration", "1", "--dest", str(tmp_path)])
+    assert res.exit_code == 2 and "no scheme" in res.output
