@@ -14,8 +14,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
+from servotool.errors import StopSignal, exit_code_of
 from servotool.io.jsondoc import with_member
 from servotool.io.paths import out_dir_problem
+from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are analysed, not for `analyze -h`
     from servotool.analysis.sweep_record import SweepFileResult
@@ -185,7 +187,14 @@ def analyze(
     n_workers = workers or os.cpu_count() or 1
     plot = plot or plot_dir is not None
     # a compact document (stdout not a terminal) takes each file's JSON as its worker encoded it
-    report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
+    # SIGTERM or SIGHUP raise like Ctrl-C, so the worker pool is shut down on the way out (killed outright,
+    # the command left its workers waiting for work forever)
+    try:
+        with StopSignals():
+            report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
+    except KeyboardInterrupt as exc:
+        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
+        fail(f"interrupted by {name}", code=exit_code_of(exc))
     for folder in (p for p in paths if make_report and p.is_dir()):
         from servotool.runs.report import write_report  # matplotlib: loaded only for a report
 

@@ -499,3 +499,39 @@ def test_a_plot_never_writes_over_a_recording(tmp_path):
     res = runner.invoke(app, ["analyze", str(csv), "--plot"])
     assert res.exit_code == 2 and "recording" in res.stderr and "Traceback" not in res.output
     assert csv.read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code", [(15, 143), (1, 129)])
+def test_a_stop_signal_leaves_no_worker_behind(tmp_path, signum, code):
+    # SIGTERM to the command alone (not its process group) killed it and left its workers waiting forever
+    import os
+    import subprocess
+    import sys
+    import time
+
+    for k in range(40):
+        write_ramp(tmp_path / f"r{k}.csv", 0.05, speeds=(10.0, 20.0), seed=k)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "servotool", "analyze", str(tmp_path), "--workers", "4"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+
+    def children() -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+        return [int(x) for x in out.split()]
+
+    deadline = time.monotonic() + 60
+    while len(children()) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # polls a condition: the workers exist
+    workers = children()
+    assert len(workers) >= 4, "the workers did not start"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code and b"Traceback" not in err, err
+    deadline = time.monotonic() + 30
+    while any(os.path.exists(f"/proc/{w}") for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}")]
+    for w in alive:
+        os.kill(w, 9)
+    assert not alive, "workers were left behind"
