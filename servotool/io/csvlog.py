@@ -103,6 +103,16 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _one_line(text: str) -> str:
+    """A header value kept on its line: control characters (a newline in an argument, a NUL) written as
+    escapes, so no value can end the header early or forge a header or end line."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
 def device_slug(device: str) -> str:
     """A file-name-safe form of a device URL: sim:fr3 -> sim-fr3, fairino://10.0.0.2 -> fairino-10.0.0.2."""
     base = device.split("?", 1)[0]
@@ -174,14 +184,14 @@ class CsvLogWriter:
             f"{_MAGIC}{FORMAT_VERSION}",
             f"# created: {created.isoformat()}",
             f"# tool: servotool {__version__}",
-            f"# command: {command if command is not None else command_line()}",
-            f"# device: {device}{' (SIMULATED)' if simulated else ''}",
+            f"# command: {_one_line(command if command is not None else command_line())}",
+            f"# device: {_one_line(device)}{' (SIMULATED)' if simulated else ''}",
         ]
         for key, value in (extra or {}).items():
             if key in {"config", "units", "end", "created", "tool", "command", "device", FORMAT_NAME}:
                 raise ValueError(f"extra header key {key!r} is reserved")
             text = value if isinstance(value, str) else json.dumps(value, default=_json_default)
-            lines.append(f"# {key}: {text}".replace("\n", " "))
+            lines.append(f"# {key}: {_one_line(text)}")
         lines.append("# config: " + json.dumps(dict(config), default=_json_default, sort_keys=False))
         lines.append("# units: " + json.dumps(dict(units)))
         self._fh.write("\n".join(lines) + "\n")
@@ -205,7 +215,7 @@ class CsvLogWriter:
 
     def interrupt(self, reason: str) -> None:
         """Mark the run interrupted; the end line will say so with this reason."""
-        self._interrupted = " ".join(str(reason).split()) or "unknown"
+        self._interrupted = _one_line(" ".join(str(reason).split())) or "unknown"
 
     @property
     def interrupted(self) -> str | None:
