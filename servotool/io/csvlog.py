@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import math
@@ -417,25 +418,42 @@ class _RowSink:
         return "skip"
 
 
-def _arrow_read(fh: BinaryIO, offset: int, header: Sequence[str], sink: _RowSink, threads: bool) -> Any:
+@functools.lru_cache(maxsize=16)
+def _options(header: tuple[str, ...], as_text: frozenset[str], threads: bool) -> tuple[Any, Any]:
+    """pyarrow's read and convert options for one header (built once per process: a folder of files of
+    one shape reuses them)."""
+    convert = pacsv.ConvertOptions(
+        column_types=_column_types(header, set(as_text)),
+        strings_can_be_null=True,
+        # only an empty cell is missing: a label that reads "nan" is a label (floats still read nan as
+        # NaN), and a row of them is a damaged row, not a blank line
+        null_values=[""],
+    )
+    return pacsv.ReadOptions(column_names=list(header), use_threads=threads), convert
+
+
+def _arrow_read(
+    fh: BinaryIO, offset: int, header: Sequence[str], sink: _RowSink, threads: bool, short: bool = False
+) -> Any:
     """Parse the body's rows with pyarrow; a column whose cells do not all convert to numbers is read as
-    text instead (the analyses coerce it and count what is lost). Returns (table, the stream's report)."""
+    text instead (the analyses coerce it and count what is lost). Returns (table, the stream's report).
+    A short body is checked whole and handed over as one buffer: streaming it through Python reads on the
+    parser's reader thread costs more hand-overs than the checks themselves."""
     as_text: set[str] = set()
     while True:
         stream = BodyStream(fh, offset, len(header), count_lines=not threads)
+        if short:
+            source = pa.BufferReader(b"".join(iter(stream.read, b"")))
+        else:
+            source = pa.PythonFile(stream, mode="r")
         try:
+            read_options, convert_options = _options(tuple(header), frozenset(as_text), threads)
             table = pacsv.read_csv(
-                pa.PythonFile(stream, mode="r"),
+                source,
                 memory_pool=_pool(),
-                read_options=pacsv.ReadOptions(column_names=list(header), use_threads=threads),
+                read_options=read_options,
                 parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
-                convert_options=pacsv.ConvertOptions(
-                    column_types=_column_types(header, as_text),
-                    strings_can_be_null=True,
-                    # only an empty cell is missing: a label that reads "nan" is a label (floats still read
-                    # nan as NaN), and a row of them is a damaged row, not a blank line
-                    null_values=[""],
-                ),
+                convert_options=convert_options,
             )
             return table, stream.report
         except pa.ArrowInvalid as exc:
@@ -469,7 +487,7 @@ def _body_table(path: Path, meta: CsvMeta, header: Sequence[str], first_line: in
             sink = _RowSink()
             # a short file is one parser block: threads would only add their hand-over
             threads = os.fstat(fh.fileno()).st_size - offset > THREADED_BYTES
-            table, report = _arrow_read(fh, offset, header, sink, threads=threads)
+            table, report = _arrow_read(fh, offset, header, sink, threads=threads, short=not threads)
             if sink.count and threads:
                 sink = _RowSink()
                 table, report = _arrow_read(fh, offset, header, sink, threads=False)
