@@ -256,6 +256,8 @@ def _finish(report: AnalyzeReport, strict: bool) -> None:
         raise typer.Exit(1)
     failures = report.strict_failures() if strict else []
     for path, what in failures:
-        err_console.print(f"[bold red]strict:[/] {escape(path)} holds {', '.join(what)}", highlight=False)
+        # one line whatever the terminal's width: a long path is never broken inside its name
+        line = f"[bold red]strict:[/] {escape(path)} holds {', '.join(what)}"
+        err_console.print(line, highlight=False, soft_wrap=True)
     if failures:
         raise typer.Exit(1)
