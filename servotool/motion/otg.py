@@ -430,7 +430,7 @@ class MultiOtg:
     def _synced_warm(self, every: bool = False) -> list[Plan] | None:
         """The synchronised plans of _planned_cold, to the stretch's tolerance, with fewer full searches.
 
-        The slowest axis is looked for among the axes that were within 20 % of the slowest last time (or
+        The slowest axis is looked for among the axes that were within 10 % of the slowest last time (or
         among every axis if `every`): each gets a cheap upper bound of its minimum duration (duration_bound),
         and the one of the largest bound is planned in full. The others are then stretched to its duration
         (see _stretched_warm), which also finds any slower one. None when no axis was looked at.
@@ -446,7 +446,7 @@ class MultiOtg:
                 c = warm_constants(v[i], a[i], vmax[i], amax[i], jmax[i])
                 if c is None:
                     rows.append((_INF, i, 0.0, dx, c))
-                elif every or slack[i] < 0.2:
+                elif every or slack[i] < 0.1:
                     ub, u = duration_bound(dx, c, vmax[i], amax[i], jmax[i])
                     rows.append((ub, i, u, dx, c))
                 else:
@@ -531,28 +531,28 @@ class MultiOtg:
             return np.array(self._p)
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
-        i = 0
-        for segs, duration, peak in plans:
-            if p[i] == x[i] and v[i] == 0.0 and a[i] == 0.0:
-                i += 1
+        for i in range(self._n):
+            vi = v[i]
+            ai = a[i]
+            if vi == 0.0 and ai == 0.0 and p[i] == x[i]:
                 continue
+            segs, duration, peak = plans[i]
             if duration <= dt:
                 # Land exactly (see Otg.step).
                 p[i] = x[i]
                 v[i] = a[i] = 0.0
                 plans[i] = _EMPTY
-            elif segs[0] > dt:
+                continue
+            t = segs[0]
+            if t > dt:
                 # The cycle ends inside the first segment: follow's arithmetic, without the call.
                 j = segs[1]
-                vi = v[i]
-                ai = a[i]
                 p[i] += dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
                 v[i] = vi + dt * (ai + 0.5 * dt * j)
                 a[i] = ai + dt * j
-                rest = (segs[0] - dt, j, *segs[2:])
+                rest = (t - dt, j, *segs[2:])
                 plans[i] = (rest, sum(rest[0::2]), peak)
             else:
-                p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], v[i], a[i])
+                p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], vi, ai)
                 plans[i] = (rest, left, peak)
-            i += 1
         return np.array(p)

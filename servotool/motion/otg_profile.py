@@ -1217,17 +1217,14 @@ def stretch_warm(
     a2 = amax * amax
     ca = amax / jmax
     tol = 1e-7 * duration
+    # The root lies in (lo, hi) in |u|: G g > 0 (too slow) below it, G g < 0 above it up to the time-optimal
+    # peak. Every evaluation narrows that bracket, and a Newton step that leaves it is a bisection. A guess
+    # of the wrong sign is mirrored, a peak at v_max (a cruise) is a guess from just below it.
     lo, hi = 1e-9 * vmax, vmax
-    # A guess of the wrong sign is mirrored, a peak at v_max (a cruise) is a guess from just below it;
-    # a step beyond (lo, hi) is halved back.
-    u = g * min(abs(hint), 0.999 * vmax) if abs(hint) > lo else g * 0.5 * vmax
-    prev = u
+    au = min(abs(hint), 0.999 * vmax) if abs(hint) > lo else 0.5 * vmax
+    probed = False
     for _ in range(10):
-        if not lo < g * u < hi:
-            u = 0.5 * (prev + (g * hi if g * u >= hi else g * lo))
-            if not lo < g * u < hi:
-                return None
-        prev = u
+        u = g * au
         if (u >= v_rd) == (sa > 0.0):
             base, k, lead = w, -t - duration, lead_same
         else:
@@ -1241,28 +1238,52 @@ def stretch_warm(
         else:
             tau_c = az / amax + ca
             hc, dhc = 0.5 * z * tau_c, az / amax + 0.5 * ca
-        au = u * g
         if au * jmax <= a2:
             ru = sqrt(au / jmax)
             hu, dhu = u * ru, 1.5 * ru
         else:
             hu, dhu = 0.5 * u * (au / amax + ca), au / amax + 0.5 * ca
         r = hc + hu + u * k + dx - lead
-        bound = tol * au
-        if -bound <= r <= bound:
-            if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
+        if au >= hi:
+            # The cruise at v_max: still too slow there (the time-optimal plan, when it cruises) or no
+            # plan to tell: this axis is not shown faster here.
+            if g * r > 0.0 or (dx - (lead + base * tau_c + hc + hu)) / u < 0.0:
                 return None
-            cruise = (dx - (lead + base * tau_c + hc + hu)) / u
-            if cruise < 0.0:
-                return None
-            w_x = u - v_rd
-            segs, total = _segments_x(v0, a0, u, copysign(sqrt(jmax * abs(w_x)), w_x), cruise, amax, jmax)
-            return (segs, total, u) if abs(total - duration) <= 1e-6 * duration else None
+        else:
+            bound = tol * au
+            if -bound <= r <= bound:
+                s = lead + base * tau_c + hc + hu
+                return _warm_plan(u, duration, dx, v0, a0, c, s, amax, jmax)
+        if g * r > 0.0:
+            lo = au
+        else:
+            hi = au
         slope = dhc + dhu + k
-        if slope == 0.0:
-            return None
-        u -= r / slope
+        step = g * r / slope if slope != 0.0 else 0.0
+        if lo < au - step < hi:
+            au -= step
+        elif hi == vmax and not probed and au - step >= hi:
+            probed = True
+            au = vmax
+        else:
+            au = 0.5 * (lo + hi)
     return None
+
+
+def _warm_plan(
+    u: float, duration: float, dx: float, v0: float, a0: float, c: Warm, s: float, amax: float, jmax: float
+) -> Plan | None:
+    """stretch_warm's plan at its root u, where S(u) = s; None where it must refuse (see stretch_warm)."""
+    v_rd, s0 = c[0], c[5]
+    g = 1.0 if u > 0.0 else -1.0
+    if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
+        return None
+    cruise = (dx - s) / u
+    if cruise < 0.0:
+        return None
+    w_x = u - v_rd
+    segs, total = _segments_x(v0, a0, u, copysign(sqrt(jmax * abs(w_x)), w_x), cruise, amax, jmax)
+    return (segs, total, u) if abs(total - duration) <= 1e-6 * duration else None
 
 
 def _polish_stretch(
