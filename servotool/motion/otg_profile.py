@@ -390,6 +390,88 @@ def _residual_ease(a1: float, dx: float, v0: float, a0: float, amax: float, jmax
     return _ease(v0, a0, a1, amax, jmax)[5] - dx
 
 
+def _ease_slope(v0: float, a0: float, a1: float, amax: float, jmax: float) -> tuple[float, float]:
+    """(disp, d disp / d a1) of _ease: the same arithmetic for disp, its slope alongside."""
+    t1 = (a1 - a0) / jmax
+    v1 = v0 + (a1 * a1 - a0 * a0) / (2.0 * jmax)
+    dv1 = a1 / jmax
+    sq = v1 * jmax + 0.5 * a1 * a1
+    if sq > amax * amax:
+        a2 = -amax
+        t2 = (a1 + amax) / jmax if a1 > -amax else 0.0
+        dt2 = 1.0 / jmax if a1 > -amax else 0.0
+        v2 = v1 + (a1 * a1 - amax * amax) / (2.0 * jmax)
+        dv2 = 2.0 * dv1
+        v3 = amax * amax / (2.0 * jmax)
+        dv3 = dt3 = 0.0
+        th = (v2 - v3) / amax
+        dth = dv2 / amax
+        if th < 0.0:
+            th = dth = 0.0
+    else:
+        a2 = -sqrt(sq) if sq > 0.0 else 0.0
+        da2 = a1 / a2 if a2 != 0.0 else 0.0
+        t2 = (a1 - a2) / jmax
+        dt2 = (1.0 - da2) / jmax
+        v2 = v3 = v1 + (a1 * a1 - a2 * a2) / (2.0 * jmax)
+        dv2 = dv3 = dv1 + (a1 - a2 * da2) / jmax
+        th = dth = 0.0
+        dt3 = -da2 / jmax
+    t3 = -a2 / jmax
+    disp = (
+        t1 * (v0 + v1) * 0.5
+        - jmax * t1 * t1 * t1 / 12.0
+        + t2 * (v1 + v2) * 0.5
+        + jmax * t2 * t2 * t2 / 12.0
+        + th * (v2 + v3) * 0.5
+        + t3 * v3 * 0.5
+        - jmax * t3 * t3 * t3 / 12.0
+    )
+    slope = (
+        ((v0 + v1) / jmax + t1 * dv1) * 0.5
+        - 0.25 * t1 * t1
+        + (dt2 * (v1 + v2) + t2 * (dv1 + dv2)) * 0.5
+        + 0.25 * jmax * t2 * t2 * dt2
+        + (dth * (v2 + v3) + th * (dv2 + dv3)) * 0.5
+        + (dt3 * v3 + t3 * dv3) * 0.5
+        - 0.25 * jmax * t3 * t3 * dt3
+    )
+    return disp, slope
+
+
+def _newton_ease(
+    args: tuple[float, float, float, float, float], a1: float, fa: float, b1: float, fb: float, ftol: float
+) -> float:
+    """The eased brake's a1 with |disp - dx| <= ftol, bracketed by (a1, fa), (b1, fb) of opposite signs.
+
+    Newton steps on _ease_slope from the bracket's secant; a step that leaves the bracket (which every
+    evaluation narrows) or does not shrink the residual by half is replaced by Brent's method on what is
+    left of the bracket, so it never leaves it and ends as _root would.
+    """
+    dx, v0, a0, amax, jmax = args
+    xtol = 1e-15 * amax
+    x = a1 - fa * (b1 - a1) / (fb - fa)
+    f_prev = _INF
+    for _ in range(12):
+        disp, slope = _ease_slope(v0, a0, x, amax, jmax)
+        f = disp - dx
+        if -ftol <= f <= ftol:
+            return x
+        if (f > 0.0) == (fa > 0.0):
+            a1, fa = x, f
+        else:
+            b1, fb = x, f
+        af = f if f >= 0.0 else -f
+        xn = x - f / slope if slope != 0.0 else a1
+        if not (a1 < xn < b1 or b1 < xn < a1) or af > 0.5 * f_prev:
+            break
+        if -xtol <= xn - x <= xtol:
+            return xn
+        x = xn
+        f_prev = af
+    return _root(_residual_ease, args, a1, fa, b1, fb, xtol, ftol)
+
+
 def _x_of(u: float, v_rd: float, jmax: float) -> float:
     w = u - v_rd
     return copysign(sqrt(jmax * abs(w)), w)
@@ -840,7 +922,7 @@ def _solve_eased(state: _State, fa: float, fb: float, lo_is_zero_peak: bool, fto
     if g1 == 0.0:
         return 0.0, sign
     args = (sign * dx, sign * v0, ea0, amax, jmax)
-    return _root(_residual_ease, args, ea0, g0, 0.0, g1, 1e-15 * amax, ftol), sign
+    return _newton_ease(args, ea0, g0, 0.0, g1, ftol), sign
 
 
 def _solve_peak(

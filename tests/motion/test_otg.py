@@ -483,6 +483,41 @@ def test_warm_stretch_is_the_cold_stretch():
     assert agreed > 300
 
 
+def test_eased_brake_newton_agrees_with_brent():
+    # White-box: the eased brake's Newton steps land on the root Brent's method finds, to its tolerance.
+    from servotool.motion import otg_profile as prof
+
+    rng = np.random.default_rng(20261205)
+    checked = 0
+    for _ in range(3000):
+        am, jm = float(rng.uniform(0.2, 8.0)), float(rng.uniform(2.0, 200.0))
+        a0 = -float(rng.uniform(0.0, am))
+        # moving forward with a stop beyond the ramp's: a0 < 0 < v_rd
+        v0 = 0.5 * a0 * a0 / jm + float(rng.uniform(1e-6, 3.0))
+        d_hard = prof._ease(v0, a0, a0, am, jm)[5]
+        d_soft = prof._ease(v0, a0, 0.0, am, jm)[5]
+        dx = d_hard + float(rng.uniform(0.0, 1.0)) * (d_soft - d_hard)
+        fa, fb = d_hard - dx, d_soft - dx
+        if fa == 0.0 or fb == 0.0 or (fa > 0.0) == (fb > 0.0):
+            continue
+        a1 = float(rng.uniform(a0, 0.0))
+        disp, slope = prof._ease_slope(v0, a0, a1, am, jm)
+        assert disp == prof._ease(v0, a0, a1, am, jm)[5]
+        h = 1e-6 * am
+        fd = (prof._ease(v0, a0, a1 + h, am, jm)[5] - prof._ease(v0, a0, a1 - h, am, jm)[5]) / (2 * h)
+        assert slope == pytest.approx(fd, rel=1e-4, abs=1e-9 * v0 / am)
+        ftol = 4.0 * prof._EPS * (abs(d_hard) + abs(d_soft) + abs(dx))
+        args = (dx, v0, a0, am, jm)
+        fast = prof._newton_ease(args, a0, fa, 0.0, fb, ftol)
+        cold = prof._root(prof._residual_ease, args, a0, fa, 0.0, fb, 1e-15 * am, ftol)
+        assert a0 <= fast <= 0.0
+        t_fast, t_cold = prof._ease(v0, a0, fast, am, jm)[6], prof._ease(v0, a0, cold, am, jm)[6]
+        assert t_fast == pytest.approx(t_cold, rel=1e-9, abs=1e-12)
+        assert prof._ease(v0, a0, fast, am, jm)[5] == pytest.approx(dx, rel=1e-9, abs=1e-12)
+        checked += 1
+    assert checked > 1000
+
+
 def test_warm_synchronisation_agrees_with_the_cold_one():
     # White-box: the synchronised planning from last peaks and duration bounds gives the plans of the one
     # that plans every axis in full and stretches the faster ones, whatever those last peaks and slacks.
