@@ -222,8 +222,7 @@ def run(
     campaign = _load(file, robot)
     if dry_run:
         console.print(f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
-                      f"new folder under {out_dir(out)}; nothing was opened", highlight=False,
-                      soft_wrap=True)  # a long path is never cut inside its name
+                      f"new folder under {out_dir(out)}; nothing was opened", highlight=False)
         console.print(_plan_table(campaign))
         return
     cr = _open_folder(campaign, out, robot, resume)
