@@ -497,40 +497,6 @@ def _segments(
     return (t1, j1, t2, 0.0, t3, j3, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
 
 
-def _segments_x(
-    v0: float, a0: float, u: float, x: float, cruise: float, amax: float, jmax: float
-) -> tuple[Segments, float]:
-    """(_segments(v0, a0, u, cruise, amax, jmax, x), their total duration): the same floats, in one call."""
-    d = 1.0 if x >= 0.0 else -1.0
-    sq = x * x + (a0 * a0 if (x >= 0.0) == (a0 >= 0.0) else 0.0)
-    a2 = amax * amax
-    if sq > a2:
-        ap = d * amax
-        j1 = jmax if ap >= a0 else -jmax
-        v1 = v0 + (a2 - a0 * a0) / (2.0 * j1)
-        v2 = u - ap * amax / (2.0 * jmax)
-        t2 = (v2 - v1) / ap
-        if t2 < 0.0:
-            t2 = 0.0
-    else:
-        ap = d * sqrt(sq) if sq > 0.0 else 0.0
-        j1 = jmax if ap >= a0 else -jmax
-        t2 = 0.0
-    t1 = (ap - a0) / j1
-    t3 = d * ap / jmax
-    au = u if u >= 0.0 else -u
-    if au * jmax <= a2:
-        tb1 = sqrt(au / jmax)
-        tb2 = 0.0
-    else:
-        tb1 = amax / jmax
-        tb2 = au / amax - tb1
-    jb = -jmax if u > 0.0 else jmax
-    segs = (t1, j1, t2, 0.0, t3, -d * jmax, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb)
-    # sum(segs[0::2]) (as _duration), term by term in the same order: the same float.
-    return segs, t1 + t2 + t3 + cruise + tb1 + tb2 + tb1
-
-
 def _duration(segs: Segments) -> float:
     return sum(segs[0::2])
 
@@ -1335,7 +1301,7 @@ def stretch_warm(
             bound = tol * au
             if -bound <= r <= bound:
                 s = lead + base * tau_c + hc + hu
-                return _warm_plan(u, duration, dx, v0, a0, c, s, amax, jmax)
+                return _warm_plan(u, z, s, duration, dx, v0, a0, c, amax, jmax)
         if g * r > 0.0:
             lo = au
         else:
@@ -1353,19 +1319,56 @@ def stretch_warm(
 
 
 def _warm_plan(
-    u: float, duration: float, dx: float, v0: float, a0: float, c: Warm, s: float, amax: float, jmax: float
+    u: float,
+    z: float,
+    s: float,
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    c: Warm,
+    amax: float,
+    jmax: float,
 ) -> Plan | None:
-    """stretch_warm's plan at its root u, where S(u) = s; None where it must refuse (see stretch_warm)."""
-    v_rd, s0 = c[0], c[5]
+    """stretch_warm's plan at its root u, where S(u) = s; None where it must refuse (see stretch_warm).
+
+    z = u - base of the symmetric decomposition, so the transfer's squared peak acceleration is j_max |z|:
+    the segments of _segments (and their total, term by term) to rounding, without the search variable.
+    """
+    v_rd = c[0]
     g = 1.0 if u > 0.0 else -1.0
-    if g * (u - v_rd) > 0.0 and g * (dx - s0) < 0.0:
+    if g * (u - v_rd) > 0.0 and g * (dx - c[5]) < 0.0:
         return None
     cruise = (dx - s) / u
     if cruise < 0.0:
         return None
-    w_x = u - v_rd
-    segs, total = _segments_x(v0, a0, u, copysign(sqrt(jmax * abs(w_x)), w_x), cruise, amax, jmax)
-    return (segs, total, u) if abs(total - duration) <= 1e-6 * duration else None
+    d = 1.0 if z >= 0.0 else -1.0
+    sq = jmax * z * d
+    a2 = amax * amax
+    if sq > a2:
+        ap = d * amax
+        j1 = jmax if ap >= a0 else -jmax
+        t2 = (u - ap * amax / (2.0 * jmax) - v0 - (a2 - a0 * a0) / (2.0 * j1)) / ap
+        if t2 < 0.0:
+            t2 = 0.0
+    else:
+        ap = d * sqrt(sq)
+        j1 = jmax if ap >= a0 else -jmax
+        t2 = 0.0
+    t1 = (ap - a0) / j1
+    t3 = d * ap / jmax
+    au = u * g
+    if au * jmax <= a2:
+        tb1 = sqrt(au / jmax)
+        tb2 = 0.0
+    else:
+        tb1 = amax / jmax
+        tb2 = au / amax - tb1
+    jb = -g * jmax
+    total = t1 + t2 + t3 + cruise + tb1 + tb2 + tb1
+    if abs(total - duration) > 1e-6 * duration:
+        return None
+    return (t1, j1, t2, 0.0, t3, -d * jmax, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb), total, u
 
 
 def _polish_stretch(
