@@ -1271,12 +1271,14 @@ def stretch_warm(
     lo, hi = 1e-9 * vmax, vmax
     au = min(abs(hint), 0.999 * vmax) if abs(hint) > lo else 0.5 * vmax
     probed = False
+    rising = sa > 0.0
+    k_same, k_other = -t - duration, t - duration
     for _ in range(10):
         u = g * au
-        if (u >= v_rd) == (sa > 0.0):
-            base, k, lead = w, -t - duration, lead_same
+        if (u >= v_rd) == rising:
+            base, k, lead = w, k_same, lead_same
         else:
-            base, k, lead = v_rd, t - duration, lead_other
+            base, k, lead = v_rd, k_other, lead_other
         # H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u.
         z = u - base
         az = z if z >= 0.0 else -z
@@ -1302,12 +1304,13 @@ def stretch_warm(
             if -bound <= r <= bound:
                 s = lead + base * tau_c + hc + hu
                 return _warm_plan(u, z, s, duration, dx, v0, a0, c, amax, jmax)
-        if g * r > 0.0:
+        gr = g * r
+        if gr > 0.0:
             lo = au
         else:
             hi = au
         slope = dhc + dhu + k
-        step = g * r / slope if slope != 0.0 else 0.0
+        step = gr / slope if slope != 0.0 else 0.0
         if lo < au - step < hi:
             au -= step
         elif hi == vmax and not probed and au - step >= hi:
