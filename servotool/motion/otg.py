@@ -24,17 +24,19 @@ import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
 from servotool.motion.otg_profile import (
+    Axis,
     OtgPlan,
     Plan,
     Segments,
     Warm,
-    duration_bound,
+    axis_constants,
+    duration_bound_axis,
     follow,
     plan_to_rest,
     plan_warm,
     stretch_to,
-    stretch_warm,
-    warm_constants,
+    stretch_warm_axis,
+    warm_constants_axis,
 )
 
 __all__ = [
@@ -290,6 +292,10 @@ class MultiOtg:
         self._vmax = [lim.max_velocity for lim in per_axis]
         self._amax = [lim.max_acceleration for lim in per_axis]
         self._jmax = [lim.max_jerk for lim in per_axis]
+        # What the warm planning needs of each axis's limits alone, computed once here, not per re-plan.
+        self._k: list[Axis] = [
+            axis_constants(lim.max_velocity, lim.max_acceleration, lim.max_jerk) for lim in per_axis
+        ]
         self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities")
         self._a = [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations")
         self._x = list(self._p)
@@ -436,18 +442,18 @@ class MultiOtg:
         (see _stretched_warm), which also finds any slower one. None when no axis was looked at.
         """
         p, v, a, x = self._p, self._v, self._a, self._x
-        vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        vmax, amax, jmax, ks = self._vmax, self._amax, self._jmax, self._k
         slack = self._slack
         # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed
         rows: list[_Row] = []
         for i in range(self._n):
             dx = x[i] - p[i]
             if dx != 0.0 or v[i] != 0.0 or a[i] != 0.0:
-                c = warm_constants(v[i], a[i], vmax[i], amax[i], jmax[i])
+                c = warm_constants_axis(v[i], a[i], ks[i])
                 if c is None:
                     rows.append((_INF, i, 0.0, dx, c))
                 elif every or slack[i] < 0.1:
-                    ub, u = duration_bound(dx, c, vmax[i], amax[i], jmax[i])
+                    ub, u = duration_bound_axis(dx, c, ks[i])
                     rows.append((ub, i, u, dx, c))
                 else:
                     rows.append((-1.0, i, 0.0, dx, c))
@@ -478,14 +484,14 @@ class MultiOtg:
         start again (from the peaks just found).
         """
         v, a = self._v, self._a
-        vmax, amax, jmax = self._vmax, self._amax, self._jmax
+        vmax, amax, jmax, ks = self._vmax, self._amax, self._jmax, self._k
         warm, peaks, slack = self._warm, self._peaks, self._slack
         for _ in range(len(rows)):  # every pass ends or plans one more axis in full
             plans: list[Plan] = [_EMPTY] * self._n
             for ub, i, u, dx, c in rows:
                 plan = exact.get(i)
                 if plan is None and c is not None:
-                    found = stretch_warm(longest, dx, v[i], a[i], warm[i] or u, c, vmax[i], amax[i], jmax[i])
+                    found = stretch_warm_axis(longest, dx, v[i], a[i], warm[i] or u, c, ks[i])
                     if found is not None:
                         plans[i] = found
                         warm[i] = self._stretched[i] = found[2]
@@ -505,7 +511,7 @@ class MultiOtg:
                 slack[i] = 1.0 - plan[1] / longest
                 if c is not None and 0.0 < plan[1] < longest * (1.0 - 1e-12):
                     guess = warm[i] or plan[2]
-                    found = stretch_warm(longest, dx, v[i], a[i], guess, c, vmax[i], amax[i], jmax[i])
+                    found = stretch_warm_axis(longest, dx, v[i], a[i], guess, c, ks[i])
                     if found is not None:
                         plans[i] = found
                         warm[i] = self._stretched[i] = found[2]

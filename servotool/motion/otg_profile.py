@@ -62,14 +62,19 @@ _Residual = Callable[..., float]
 
 __all__ = [
     "OtgPlan",
+    "Axis",
     "advance",
+    "axis_constants",
     "duration_bound",
+    "duration_bound_axis",
     "follow",
     "plan_to_rest",
     "plan_warm",
     "stretch_to",
     "stretch_warm",
+    "stretch_warm_axis",
     "warm_constants",
+    "warm_constants_axis",
 ]
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
@@ -534,6 +539,14 @@ def _rest_peak(dist: float, amax: float, jmax: float) -> float:
     # Holding a_max: u^2 / a + u a / j = dist.
     ca = amax / jmax
     return 0.5 * amax * (sqrt(ca * ca + 4.0 * dist / amax) - ca)
+
+
+def _rest_peak_axis(dist: float, k: Axis) -> float:
+    """_rest_peak(dist, a_max, j_max), the same float, from the limits' constants k (see axis_constants)."""
+    _, amax, jmax, _, ca, a3x2, sqrt_j, ca2 = k
+    if dist * jmax * jmax <= a3x2:
+        return (0.5 * dist * sqrt_j) ** (2.0 / 3.0)
+    return 0.5 * amax * (sqrt(ca2 + 4.0 * dist / amax) - ca)
 
 
 def plan_to_rest(
@@ -1129,11 +1142,31 @@ def _stretch_newton(
 Warm = tuple[float, float, float, float, float, float, float, float, float]
 
 
+# What an axis's warm planning needs of its limits alone, computed once per axis (see axis_constants):
+# (v_max, a_max, j_max, a_max^2, a_max / j_max, 2 a_max^3, sqrt(j_max), (a_max / j_max)^2).
+Axis = tuple[float, float, float, float, float, float, float, float]
+
+
+def axis_constants(vmax: float, amax: float, jmax: float) -> Axis:
+    """The constants of one axis's limits that the *_axis functions take, each the float the functions
+    without the suffix compute from the limits on every call (so both give the same floats)."""
+    ca = amax / jmax
+    return vmax, amax, jmax, amax * amax, ca, 2.0 * amax * amax * amax, sqrt(jmax), ca * ca
+
+
 def warm_constants(v0: float, a0: float, vmax: float, amax: float, jmax: float) -> Warm | None:
+    """warm_constants_axis with the limits' constants computed here."""
+    return warm_constants_axis(v0, a0, axis_constants(vmax, amax, jmax))
+
+
+def warm_constants_axis(v0: float, a0: float, k: Axis) -> Warm | None:
     """The constants of the symmetric decomposition (see _lean_s) with S(v_rd) and the stop S(0), or None
     for a state beyond the limits (|v0| > v_max, |a0| > a_max or |v_rd| > v_max), which they do not serve.
 
-    The same floats as plan_to_rest computes for the state (so plan_warm's plan is plan_to_rest's)."""
+    k is axis_constants of the limits. The same floats as plan_to_rest computes for the state (so
+    plan_warm's plan is plan_to_rest's)."""
+    # One unpacking of the tuple costs less than indexing it item by item.
+    vmax, amax, jmax, a2, ca, _, _, _ = k
     aa = a0 if a0 >= 0.0 else -a0
     h = 0.5 * a0 * aa / jmax
     v_rd = v0 + h
@@ -1143,15 +1176,14 @@ def warm_constants(v0: float, a0: float, vmax: float, amax: float, jmax: float) 
     w = v0 - h
     lead_same = -t * (v0 - h + h / 3.0)
     lead_other = t * (v0 + t * (0.5 * a0 - copysign(jmax, a0) * t / 6.0))
-    a2 = amax * amax
     av = v_rd if v_rd >= 0.0 else -v_rd
-    rd_stop = v_rd * (2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + amax / jmax)
+    rd_stop = v_rd * (2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + ca)
     s0 = lead_other + 0.5 * rd_stop
     if (v_rd >= 0.0) == (a0 >= 0.0) or v_rd == 0.0:
         stop = s0
     else:
         aw = w if w >= 0.0 else -w
-        stop = 0.5 * w * (2.0 * sqrt(aw / jmax) if aw * jmax <= a2 else aw / amax + amax / jmax) + lead_same
+        stop = 0.5 * w * (2.0 * sqrt(aw / jmax) if aw * jmax <= a2 else aw / amax + ca) + lead_same
     return v_rd, w, t, lead_same, lead_other, s0, stop, (1.0 if a0 >= 0.0 else -1.0), rd_stop
 
 
@@ -1169,6 +1201,11 @@ def plan_warm(
 
 
 def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) -> tuple[float, float]:
+    """duration_bound_axis with the limits' constants computed here."""
+    return duration_bound_axis(dx, c, axis_constants(vmax, amax, jmax))
+
+
+def duration_bound_axis(dx: float, c: Warm, k: Axis) -> tuple[float, float]:
     """(T, u): the duration T of one plan to rest at dx that keeps every limit, and its peak u.
 
     So T >= the time-optimal duration. c is warm_constants of the state. The plan is the transfer to the
@@ -1176,13 +1213,15 @@ def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) ->
     v_max), cruising there. Where that peak lies beyond the time-optimal one (no cruise >= 0), the secant
     in the search variable x from S(v_rd) at x = 0, then the secant in u from the stop, are tried once
     each; where none gives a plan, the stop followed by the rest-to-rest move (u = 0 then). Cheap: no search.
+    k is axis_constants of the limits.
     """
     v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
+    vmax, amax, jmax, _, _, _, _, _ = k
     # The model of _plan_inside: u tau(u) = dx - S(v_rd) + v_rd tau(v_rd); v_max caps it below.
     d = dx - 2.0 * lead_other + s0
-    u = copysign(min(_rest_peak(abs(d), amax, jmax), vmax), d)
+    u = copysign(min(_rest_peak_axis(abs(d), k), vmax), d)
     if u != 0.0:
-        bound, su = _bound_at(u, dx, c, amax, jmax)
+        bound, su = _bound_at(u, dx, c, k)
         if bound < _INF:
             return bound, u
         # Beyond the time-optimal peak: secants from the peaks whose S is known land short of it where S
@@ -1191,12 +1230,12 @@ def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) ->
             xm = copysign(sqrt(jmax * abs(u - v_rd)), u - v_rd) * (dx - s0) / (su - s0)
             u2 = v_rd + xm * abs(xm) / jmax
             if u2 != 0.0 and abs(u2) <= vmax:
-                bound = _bound_at(u2, dx, c, amax, jmax)[0]
+                bound = _bound_at(u2, dx, c, k)[0]
                 if bound < _INF:
                     return bound, u2
         if (su - stop) * (dx - stop) > 0.0:
             u3 = u * (dx - stop) / (su - stop)
-            bound = _bound_at(u3, dx, c, amax, jmax)[0]
+            bound = _bound_at(u3, dx, c, k)[0]
             if bound < _INF:
                 return bound, u3
     # Stop (the transfer to rest: the plan of peak 0), then move from rest.
@@ -1208,10 +1247,10 @@ def duration_bound(dx: float, c: Warm, vmax: float, amax: float, jmax: float) ->
     return t_stop + rest, 0.0
 
 
-def _bound_at(u: float, dx: float, c: Warm, amax: float, jmax: float) -> tuple[float, float]:
+def _bound_at(u: float, dx: float, c: Warm, lim: Axis) -> tuple[float, float]:
     """(T + cruise, S) of the plan through the peak u != 0 (see duration_bound); inf for no cruise >= 0."""
     v_rd, w, t, lead_same, lead_other, _, _, sa, _ = c
-    a2 = amax * amax
+    _, amax, jmax, a2, ca, _, _, _ = lim
     if (u >= v_rd) == (sa > 0.0):
         base, k, lead = w, -t, lead_same
     else:
@@ -1222,10 +1261,10 @@ def _bound_at(u: float, dx: float, c: Warm, amax: float, jmax: float) -> tuple[f
         r = sqrt(az / jmax)
         hc, tau_c = z * r, 2.0 * r
     else:
-        tau_c = az / amax + amax / jmax
+        tau_c = az / amax + ca
         hc = 0.5 * z * tau_c
     au = u if u >= 0.0 else -u
-    hu = u * sqrt(au / jmax) if au * jmax <= a2 else 0.5 * u * (au / amax + amax / jmax)
+    hu = u * sqrt(au / jmax) if au * jmax <= a2 else 0.5 * u * (au / amax + ca)
     s = lead + base * tau_c + hc + hu
     if (dx - s) / u >= 0.0:
         return k + (hc + hu + dx - lead) / u, s
@@ -1243,6 +1282,13 @@ def stretch_warm(
     amax: float,
     jmax: float,
 ) -> Plan | None:
+    """stretch_warm_axis with the limits' constants computed here."""
+    return stretch_warm_axis(duration, dx, v0, a0, hint, c, axis_constants(vmax, amax, jmax))
+
+
+def stretch_warm_axis(
+    duration: float, dx: float, v0: float, a0: float, hint: float, c: Warm, lim: Axis
+) -> Plan | None:
     """stretch_to's plan found from a guess of its peak alone, without the time-optimal plan; or None.
 
     c is warm_constants of the state; `hint` guesses the stretched peak (the previous cycle's). A plan is
@@ -1253,7 +1299,8 @@ def stretch_warm(
     with dx short of S(v_rd) (then u* lies before v_rd): that case, the eased brake's targets (whose
     time-optimal plan has no peak to lower) and a stop within rounding of the target are refused. Such a
     plan also proves that this axis can land in `duration`. None means only "not found here": the caller
-    plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton.
+    plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton. lim is
+    axis_constants of the limits.
     """
     v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
     e = dx - stop
@@ -1262,8 +1309,7 @@ def stretch_warm(
     g = 1.0 if e > 0.0 else -1.0
     if a0 * v_rd < 0.0 and min(stop, s0) <= dx <= max(stop, s0):
         return None
-    a2 = amax * amax
-    ca = amax / jmax
+    vmax, amax, jmax, a2, ca, _, _, _ = lim
     tol = 1e-7 * duration
     # The root lies in (lo, hi) in |u|: G g > 0 (too slow) below it, G g < 0 above it up to the time-optimal
     # peak. Every evaluation narrows that bracket, and a Newton step that leaves it is a bisection. A guess
@@ -1303,7 +1349,7 @@ def stretch_warm(
             bound = tol * au
             if -bound <= r <= bound:
                 s = lead + base * tau_c + hc + hu
-                return _warm_plan(u, z, s, duration, dx, v0, a0, c, amax, jmax)
+                return _warm_plan(u, z, s, duration, dx, v0, a0, c, lim)
         gr = g * r
         if gr > 0.0:
             lo = au
@@ -1330,8 +1376,7 @@ def _warm_plan(
     v0: float,
     a0: float,
     c: Warm,
-    amax: float,
-    jmax: float,
+    k: Axis,
 ) -> Plan | None:
     """stretch_warm's plan at its root u, where S(u) = s; None where it must refuse (see stretch_warm).
 
@@ -1346,8 +1391,8 @@ def _warm_plan(
     if cruise < 0.0:
         return None
     d = 1.0 if z >= 0.0 else -1.0
+    _, amax, jmax, a2, ca, _, _, _ = k
     sq = jmax * z * d
-    a2 = amax * amax
     if sq > a2:
         ap = d * amax
         j1 = jmax if ap >= a0 else -jmax
@@ -1365,7 +1410,7 @@ def _warm_plan(
         tb1 = sqrt(au / jmax)
         tb2 = 0.0
     else:
-        tb1 = amax / jmax
+        tb1 = ca
         tb2 = au / amax - tb1
     jb = -g * jmax
     total = t1 + t2 + t3 + cruise + tb1 + tb2 + tb1

@@ -544,6 +544,59 @@ def test_warm_synchronisation_agrees_with_the_cold_one():
             assert w[2] == pytest.approx(c[2], abs=1e-4 * lim.max_velocity)
 
 
+def _stream_outputs(seed=7, cycles=4000, n=6):
+    """Every step's position, velocity and acceleration over a seeded stream (small and large steps, holds,
+    float32 echoes re-anchoring the position), per-axis limits drawn at random: one float64 array."""
+    rng = np.random.default_rng(seed)
+    limits = [OtgLimits(*(rng.uniform(0.5, 2.0) * np.array([1.0, 4.0, 40.0]))) for _ in range(n)]
+    gen = MultiOtg(np.zeros(n), limits)
+    target = np.zeros(n)
+    out = []
+    k = 0
+    while k < cycles:
+        r = rng.random()
+        if r < 0.3:
+            target = target + rng.normal(0.0, 0.01, n)
+        elif r < 0.5:
+            target = target + rng.uniform(-0.5, 0.5, n) * (rng.random(n) < 0.8)
+        gen.set_target(target)
+        for _ in range(int(rng.integers(1, 40))):
+            if rng.random() < 0.2:
+                gen.set_position(gen.position.astype(np.float32))
+            out += [gen.step(0.001), gen.velocity, gen.acceleration]
+            k += 1
+    return np.concatenate(out)
+
+
+# sha256 of _stream_outputs()'s bytes, recorded from the generator at commit 4eb7a73, before the limits'
+# constants were cached per axis: the cache must not change a single bit.
+_STREAM_SHA256 = "e7e2344eb00214458635c03980005359765a321adbf57f172570fb57748df10d"
+
+
+def test_cached_limit_constants_change_no_bit_of_a_stream(monkeypatch):
+    import hashlib
+    import platform
+
+    import servotool.motion.otg as otg_mod
+    import servotool.motion.otg_profile as prof
+
+    cached = _stream_outputs()
+    # Reference path, same run: the constants of the limits computed afresh on every call, as the public
+    # entry points without the _axis suffix do.
+    monkeypatch.setattr(otg_mod, "warm_constants_axis", lambda v0, a0, k: prof.warm_constants(v0, a0, *k[:3]))
+    monkeypatch.setattr(otg_mod, "duration_bound_axis", lambda dx, c, k: prof.duration_bound(dx, c, *k[:3]))
+    monkeypatch.setattr(
+        otg_mod,
+        "stretch_warm_axis",
+        lambda d, dx, v0, a0, hint, c, k: prof.stretch_warm(d, dx, v0, a0, hint, c, *k[:3]),
+    )
+    fresh = _stream_outputs()
+    assert cached.tobytes() == fresh.tobytes()
+    # Same floats as recorded before the cache existed; pow() in libm may round differently elsewhere.
+    if platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc":
+        assert hashlib.sha256(cached.tobytes()).hexdigest() == _STREAM_SHA256
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Several axes
 
