@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from servotool.devices.arm import Arm
+from servotool.devices.fairino.client import real_url_settings
 from servotool.devices.fairino.profiles import N_JOINTS, PROFILES, ProfileError, with_overrides
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
 from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
@@ -172,9 +173,9 @@ def device_facts(url: str) -> DeviceFacts:
         except ProfileError as exc:
             raise DeviceURLError(f"{url}: {exc}") from None
         return DeviceFacts(url, "arm", profile.name, True, N_JOINTS, profile.joint_speed_limits)
-    model = parsed.params.get("model", "")
+    _, model, _ = real_url_settings(parsed)  # the whole URL, as the run will open it
     limits = PROFILES[model].joint_speed_limits if model in PROFILES else ()
-    return DeviceFacts(url, "arm", model, False, N_JOINTS, limits)
+    return DeviceFacts(url, "arm", "" if model == "fairino" else model, False, N_JOINTS, limits)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -151,3 +151,15 @@ runs:
     assert "name a servo twice" in joined and "inside 500 pulses" in joined
     assert "joint 3 is not among the joints" in joined and "80 pulses/s is above" in joined
     assert "`lag` needs an arm" in joined
+
+
+@pytest.mark.parametrize(
+    ("query", "word"),
+    [("silence_ms=nan", "silence_ms"), ("bogus=1", "unknown parameter"), ("model=fr99", "unknown model"),
+     ("rpc_port=70000", "rpc_port"), ("transport=tcp", "transport")],
+)
+def test_a_real_arm_url_is_checked_whole_as_the_run_will_open_it(write_campaign, query, word):
+    # the check said 'valid' and the run refused the same URL when it opened the arm
+    path = write_campaign(GOOD)
+    problems = problems_of(path, robot=f"fairino://192.0.2.1?{query}")
+    assert any(word in p for p in problems), problems

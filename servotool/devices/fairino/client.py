@@ -627,11 +627,10 @@ def client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str],
     return out
 
 
-def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
-    """Open `fairino://HOST[?transport=udp|rpc&rpc_port=&cnde_port=&udp_port=&state_ms=&silence_ms=&timeout_ms=
-    &model=fr3|fr20]`, a real controller (`sim:` URLs are opened by sim.open_url, through the registry).
-    Unknown parameters or models raise DeviceURLError listing the valid ones, before anything is opened;
-    extra keyword arguments go to FairinoArm."""
+def real_url_settings(parsed: DeviceURL) -> tuple[str, str, dict[str, Any]]:
+    """(host, model, FairinoArm keywords) of a `fairino://` URL, checked whole without opening anything:
+    DeviceURLError for a simulator URL, a missing host, an unknown parameter or model, or a value out of
+    its bounds (campaign checks ask this before a run; open_url asks it first)."""
     if parsed.simulated:
         # the simulator is none of the real client's business: devices.registry opens sim: URLs through sim.py
         raise DeviceURLError(f"{parsed.raw}: a simulator URL: open it with devices.registry.open_arm")
@@ -643,11 +642,20 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
     if params:
         unknown, valid = ", ".join(sorted(params)), ", ".join(sorted(_REAL_PARAMS))
         raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {unknown}; valid: {valid}")
-    if hasattr(kwargs.get("clock"), "attach"):
-        raise DeviceURLError(f"{parsed.raw}: a real controller runs in real time, not on a simulated clock")
     model = client.pop("model", "fairino")
     if model != "fairino" and model not in PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
+    return host, model, client
+
+
+def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> FairinoArm:
+    """Open `fairino://HOST[?transport=udp|rpc&rpc_port=&cnde_port=&udp_port=&state_ms=&silence_ms=&timeout_ms=
+    &model=fr3|fr20]`, a real controller (`sim:` URLs are opened by sim.open_url, through the registry).
+    Unknown parameters or models raise DeviceURLError listing the valid ones, before anything is opened;
+    extra keyword arguments go to FairinoArm."""
+    host, model, client = real_url_settings(parsed)
+    if hasattr(kwargs.get("clock"), "attach"):
+        raise DeviceURLError(f"{parsed.raw}: a real controller runs in real time, not on a simulated clock")
     limits: tuple[float, ...] = CONSERVATIVE_LIMITS
     ranges: JointRanges = CONSERVATIVE_RANGES
     lag_ms: float | None = None
