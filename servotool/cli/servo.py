@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.live import Live
@@ -185,8 +185,9 @@ def read_cmd(
 
 @servo_app.command("move")
 def move_cmd(
-    to: str = typer.Option(..., "--to", help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from "
-                           "--limits) or id=pulse,... e.g. 2=700,3=200."),
+    goals: Annotated[list[str], typer.Option(
+        "--to", help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from --limits) or "
+        "id=pulse,... e.g. 2=700,3=200; given once.")],
     speed: float = typer.Option(DEFAULT_SPEED, "--speed", help=f"Speed cap, pulses/s (the minimum-jerk peak "
                                 f"speed), above 0 and at most {MAX_SPEED:g}."),
     limits: Path | None = LimitsOption,
@@ -206,6 +207,10 @@ def move_cmd(
     So the approach to the tuck (before relax) is made without --limits, against the stored limits only.
     """
     lf, problems = limits_problem(limits)
+    to = goals[-1]
+    if len(goals) > 1:  # typer would keep only the last: 2=500 then 2=900 moved to 900 without a word
+        problems.append(f"--to given {len(goals)} times ({', '.join(goals)}): give one goal, several servos "
+                        "in one --to (e.g. --to 2=700,3=200)")
     if lf is not None and not lf.limits:  # given, yet it would check nothing beyond the stored limits
         problems.append(f"{limits}: no arm_limit_N entry to check a goal against; give the mapped limits "
                         "file, or leave out --limits to check against the stored limits only")

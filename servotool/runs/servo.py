@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ def servo_pose(sample: Mapping[Hashable, int]) -> dict[int, int]:
     return {k: int(v) for k, v in sample.items() if isinstance(k, int)}
 
 
+_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
 def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, int]:
     """A named pose ("rest") or "id=pulse,..." ("2=700,3=200") -> {servo id: pulse}. ValueError on bad
     text."""
@@ -73,10 +77,10 @@ def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, i
     goal: dict[int, int] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        try:
-            sid, pulse = int(key), int(value)
-        except ValueError:
-            raise ValueError(f"goal item {part.strip()!r}: want id=pulse with whole numbers") from None
+        # int() alone also reads "1_000" and non-ASCII digits ("１２" is 12): only plain decimal digits count
+        if not (_WHOLE.fullmatch(key) and _WHOLE.fullmatch(value)):
+            raise ValueError(f"goal item {part.strip()!r}: want id=pulse with whole numbers")
+        sid, pulse = int(key), int(value)
         if not sep or sid in goal:
             raise ValueError(f"goal item {part.strip()!r} is malformed or repeated")
         goal[sid] = pulse

@@ -196,6 +196,11 @@ def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
         (("move", "--to", "2=1200,7=5", "--speed", "inf"), ["--speed inf", "servo 7 is not on this arm",
                                                            "servo 2 goal 1200 outside 0-1000"]),
         (("move", "--to", "2=x"), ["want id=pulse"]),
+        # a second --to used to replace the first without a word: 2=500 then 2=900 moved servo 2 to 900
+        (("move", "--to", "2=500", "--to", "2=900"), ["--to given 2 times"]),
+        (("move", "--to", "2=500", "--to", "3=400"), ["--to given 2 times"]),
+        (("move", "--to", "2=\uff11\uff12"), ["want id=pulse"]),  # full-width digits: int() reads 12
+        (("move", "--to", "2=5_00"), ["want id=pulse"]),  # int() reads 500
         (("move", "--to", "tuck"), ["reference"]),
         (("read", "--watch", "--period", "0"), ["--period 0"]),
         (("relax", "--limits", "/nonexistent/limits.yaml"), ["cannot read"]),
