@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from servotool.clock import Clock
 from servotool.devices.bus import Bus, ServoRecord, read_records
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
-from servotool.errors import Refused
+from servotool.errors import ConnectionLost, Refused
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
 
@@ -227,9 +227,27 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
     if not stopped:
         clock.sleep(settle_s)
     final = {sid: bus.read_position(sid) for sid in live_goal}
+    _refuse_lost(bus, final)
     return MoveResult(start={sid: armpose.pose[sid] for sid in live_goal}, goal=live_goal, final=final,
                       duration_s=duration, frames=frames, silent=armpose.silent, carried=armpose.carried,
                       skipped=skipped, limits={sid: limits[sid] for sid in live_goal}, aborted=stopped)
+
+
+class MoveServoLost(ConnectionLost):
+    """A servo the arm cannot do without stopped answering during a move: the arm was held (exit 3)."""
+
+
+def _refuse_lost(bus: Bus, final: Mapping[int, int | None]) -> None:
+    """Hold the arm and raise MoveServoLost when a moved servo outside the bus's optional ids (the claw)
+    does not answer the read-back (the client has retried): a joint that lost power mid-move is no
+    finished move."""
+    lost = [sid for sid, pulse in final.items() if pulse is None and sid not in bus.optional_ids]
+    if not lost:
+        return
+    with contextlib.suppress(Exception):
+        bus.hold()
+    raise MoveServoLost(f"servo {', '.join(map(str, lost))} stopped answering during the move (not read "
+                        "back at its end); arm held")
 
 
 def hold(bus: Bus, ids: Iterable[int] | None = None) -> list[int]:

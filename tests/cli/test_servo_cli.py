@@ -306,3 +306,23 @@ def test_watch_refuses_a_simulator_in_simulated_time():
     # a live view keeps the host's clock: a clock=sim simulator would never move under it
     result = invoke("read", "--bus", "sim:rosorin-arm?clock=sim", "--watch")
     assert result.exit_code == 2 and "simulated time" in result.output
+
+
+def test_a_joint_that_stops_answering_mid_move_holds_the_arm_and_exits_3():
+    # the shoulder loses power 0.3 s (simulated) into a 1.4 s move: the move ended 'done' (exit 0), its
+    # final position null and "silent": [] in the JSON
+    result = invoke("move", "--bus", f"sim:rosorin-arm?silent_after_2=0.3&{FAST}", "--to", "2=700,3=400",
+                    "--json")
+    assert result.exit_code == 3, result.output
+    assert "servo 2 stopped answering during the move" in result.stderr
+    assert "arm held" in result.stderr
+    assert result.stdout == ""
+
+
+def test_the_claw_that_stops_answering_mid_move_is_a_note():
+    # the claw is optional on this arm (a silent claw at the start is carried too): the joints' move stands
+    result = invoke("move", "--bus", f"sim:rosorin-arm?silent_after_10=0.3&{FAST}", "--to", "2=700,10=300",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["final"]["10"] is None and data["final"]["2"] == 700
