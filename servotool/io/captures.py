@@ -25,6 +25,7 @@ from servotool.errors import FileFormatError, Refused
 from servotool.io.paths import state_dir
 
 CAPTURE_FORMAT = "servotool-capture"
+CAPTURE_VERSION = 1  # the one layout this reader knows (recorder.capture.FORMAT_VERSION writes it)
 SUFFIX = ".jsonl"
 TMP_SUFFIX = ".tmp"
 SIZE_WARN_BYTES = 200 * 1024 * 1024
@@ -171,7 +172,8 @@ def inspect_destination(dest: Path) -> DestinationReport:
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    """The header of a capture file (first line only). CaptureFormatError if it is not one."""
+    """The header of a capture file (first line only). CaptureFormatError if it is not one, or is one of
+    another format version than CAPTURE_VERSION."""
     try:
         with open(path, "rb") as fh:
             first = fh.readline()
@@ -183,6 +185,10 @@ def read_header(path: Path) -> dict[str, Any]:
         raise CaptureFormatError(f"{path}: line 1 is not JSON: not a servotool capture") from None
     if not isinstance(header, dict) or header.get("format") != CAPTURE_FORMAT:
         raise CaptureFormatError(f"{path}: not a servotool capture (no '{CAPTURE_FORMAT}' header)")
+    version = header.get("version")
+    if type(version) is not int or version != CAPTURE_VERSION:  # another layout would be misread, not refused
+        raise CaptureFormatError(f"{path}: capture format version {json.dumps(version)}; this servotool "
+                                 f"reads version {CAPTURE_VERSION} only")
     return header
 
 

@@ -89,7 +89,7 @@ def test_incidents_errors(captures, tmp_path):
     res = runner.invoke(app, ["incidents", "show", "nope", "--dest", str(captures)])
     assert res.exit_code == 2 and "no capture" in res.output
     bad = captures / "capture_bad.jsonl"
-    bad.write_text('{"format": "servotool-capture", "counts": {"fast": 3}}\n{}\n')
+    bad.write_text('{"format": "servotool-capture", "version": 1, "counts": {"fast": 3}}\n{}\n')
     res = runner.invoke(app, ["incidents", "show", str(bad)])
     assert res.exit_code == 2 and "header counts 3" in res.output
     res = runner.invoke(app, ["incidents", "list", "--dest", str(tmp_path / "none")])
@@ -174,3 +174,27 @@ def test_incidents_list_shows_the_capture_time_whole_and_it_finds_the_capture(ca
 def test_an_empty_bus_is_refused_not_replaced_by_the_default(tmp_path):
     res = runner.invoke(app, ["record", "--bus", "", "--duration", "1", "--dest", str(tmp_path)])
     assert res.exit_code == 2 and "no scheme" in res.output
+
+
+@pytest.mark.parametrize("version", [2, 99, "1", None, True, 1.0])
+def test_a_capture_of_another_format_version_is_refused_not_misread(captures, version):
+    # version 99 was shown and plotted as if it were version 1 (exit 0)
+    path = sorted(captures.glob("capture_*.jsonl"))[0]
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["version"] = version
+    other = captures / "capture_20200101T000000.000Z_axis-1.jsonl"
+    other.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    for cmd in ("show", "plot"):
+        res = runner.invoke(app, ["incidents", cmd, str(other)])
+        assert res.exit_code == 2, res.output
+        assert "capture format version" in res.output and "reads version 1 only" in res.output
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures), "--json"])
+    assert res.exit_code == 0
+
+
+def test_the_reader_knows_the_version_the_recorder_writes():
+    from servotool.io.captures import CAPTURE_VERSION
+    from servotool.recorder.capture import FORMAT_VERSION
+
+    assert CAPTURE_VERSION == FORMAT_VERSION
