@@ -121,6 +121,17 @@ class Bus(Protocol):
         ...
 
 
+@runtime_checkable
+class LatchingBus(Protocol):
+    """A bus whose servos latch hardware errors (Dynamixel): a latched servo keeps its torque off until a
+    REBOOT, so a goal sent to it goes nowhere."""
+
+    def hardware_latches(self, ids: Iterable[int]) -> dict[int, str]:
+        """Servos among `ids` that answer with a latched hardware error, each with its bits in words
+        ("0x20 OVERLOAD"). Read only; a silent servo is not in it."""
+        ...
+
+
 def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
     """Position, voltage, temperature and torque of each servo (all by default). A servo that does not
     answer its position read is not asked the rest (it is silent) and reads as all None."""

@@ -22,9 +22,9 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from servotool.clock import Clock
-from servotool.devices.bus import Bus, ServoRecord, read_records
+from servotool.devices.bus import Bus, LatchingBus, ServoRecord, read_records
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
-from servotool.errors import ConnectionLost, Refused
+from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
 
@@ -194,6 +194,10 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
     live_goal = {sid: int(p) for sid, p in goal.items() if sid not in armpose.silent}
     traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
+    latched = _latches(bus, live_goal)
+    if latched:
+        raise MoveServoLatched(f"servo {_named(latched)}: hardware error latched, its torque stays off "
+                               "until a reboot (which a move never sends); nothing moved")
     check = pulse_limits({sid: limits[sid] for sid in live_goal})
     aborted = abort_check(abort_requested)
     period_ms = int(round(period_s * 1000))
@@ -228,6 +232,7 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
         clock.sleep(settle_s)
     final = {sid: bus.read_position(sid) for sid in live_goal}
     _refuse_lost(bus, final)
+    _refuse_latched(bus, final, live_goal)
     return MoveResult(start={sid: armpose.pose[sid] for sid in live_goal}, goal=live_goal, final=final,
                       duration_s=duration, frames=frames, silent=armpose.silent, carried=armpose.carried,
                       skipped=skipped, limits={sid: limits[sid] for sid in live_goal}, aborted=stopped)
@@ -248,6 +253,36 @@ def _refuse_lost(bus: Bus, final: Mapping[int, int | None]) -> None:
         bus.hold()
     raise MoveServoLost(f"servo {', '.join(map(str, lost))} stopped answering during the move (not read "
                         "back at its end); arm held")
+
+
+class MoveServoLatched(Refused):
+    """A goal servo had a hardware error latched before the move: refused, nothing sent (exit 2)."""
+
+
+class MoveServoFault(RunFault):
+    """A moved servo latched a hardware error during the move: the arm was held (exit 1)."""
+
+
+def _latches(bus: Bus, ids: Iterable[int]) -> dict[int, str]:
+    """{servo id: bits in words} of the servos among `ids` with a latched hardware error; {} on a bus
+    without such latches (the Hiwonder-style board)."""
+    return bus.hardware_latches(ids) if isinstance(bus, LatchingBus) else {}
+
+
+def _named(latched: Mapping[int, str]) -> str:
+    return ", ".join(f"{sid} ({bits})" for sid, bits in latched.items())
+
+
+def _refuse_latched(bus: Bus, final: Mapping[int, int | None], goal: Mapping[int, int]) -> None:
+    """Hold the arm and raise MoveServoFault when a moved servo latched a hardware error during the move."""
+    latched = _latches(bus, goal)
+    if not latched:
+        return
+    with contextlib.suppress(Exception):
+        bus.hold()
+    what = ", ".join(f"{sid} latched hardware error {bits}" for sid, bits in latched.items())
+    where = ", ".join(f"servo {sid} read back at {final.get(sid)}, goal {goal[sid]}" for sid in latched)
+    raise MoveServoFault(f"servo {what} during the move ({where}); arm held")
 
 
 def hold(bus: Bus, ids: Iterable[int] | None = None) -> list[int]:

@@ -326,3 +326,21 @@ def test_the_claw_that_stops_answering_mid_move_is_a_note():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["final"]["10"] is None and data["final"]["2"] == 700
+
+
+def test_a_goal_servo_with_a_latched_hardware_error_is_refused_before_motion():
+    # servo 10 answers with its alert bit and its torque is off: the move went out and said 'moved 1 servo
+    # to 10=2100, within 55 pulses' (exit 0) while nothing had moved
+    result = invoke("move", "--bus", "sim:microduck?clock=sim&latched=10", "--to", "10=2100")
+    assert result.exit_code == 2, result.output
+    assert "servo 10 (0x20 OVERLOAD): hardware error latched" in result.stderr
+    assert "nothing moved" in result.stderr
+    assert "moved 1 servo" not in result.stdout
+
+
+def test_a_servo_that_latches_a_hardware_error_mid_move_is_a_fault():
+    # the overload latches 0.2 s (simulated) into the move: it ended 384 pulses short with exit 0
+    result = invoke("move", "--bus", "sim:microduck?clock=sim&overload=10@0.2", "--to", "10=2300", "--json")
+    assert result.exit_code == 1, result.output
+    assert "servo 10 latched hardware error 0x20" in result.stderr and "arm held" in result.stderr
+    assert result.stdout == ""

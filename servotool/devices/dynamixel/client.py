@@ -335,6 +335,11 @@ class DxlBus:
         t_sent, t, axes, answers = self._sync_read(ids, ct.HARDWARE_ERROR_STATUS.address, 1)
         return ErrorSweep(t_sent, t, {sid: answers[sid][1][0] if sid in answers else None for sid in axes})
 
+    def hardware_latches(self, ids: Iterable[int]) -> dict[int, str]:
+        """Servos among `ids` answering with a non-zero Hardware Error Status, bits as "0x20 OVERLOAD"."""
+        latched = self.read_hardware_errors(tuple(ids)).latched
+        return {sid: f"0x{bits:02x} {ct.describe_hardware_error(bits)}" for sid, bits in latched.items()}
+
     # --- single registers -----------------------------------------------------------------------------------
 
     def read(self, axis: int, field_: str | int | ct.Register) -> int | None:
