@@ -17,7 +17,7 @@ from servotool.cli.common import announce_device, err_console, fail
 from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
-from servotool.devices.registry import DeviceURLError, open_bus, parse_url
+from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
 from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.io.sim_state import load_sim_state, save_sim_state
@@ -54,6 +54,15 @@ def url_profile(url: str) -> ArmProfile | None:
     try:
         return profile_for(parsed)
     except KeyError:
+        return None
+
+
+def url_family(url: str) -> str | None:
+    """The device family a bus URL names ("hiwonder", "dynamixel"), known without opening it; None when the
+    URL does not parse (opening it then says why)."""
+    try:
+        return family_of(parse_url(url)).name
+    except DeviceURLError:
         return None
 
 

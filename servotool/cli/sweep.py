@@ -27,6 +27,7 @@ from servotool.cli.bus_common import (
     fail_all,
     limits_problem,
     stopped_by,
+    url_family,
     url_profile,
     url_simulated,
 )
@@ -148,6 +149,9 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
     """Every setting checked before the bus is opened: one line per problem and exit 2."""
     problems: list[str] = []
     prof = url_profile(bus)
+    if url_family(bus) == "dynamixel":  # its limits (0-4095) could not be written after all the motion
+        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file (pulses 0-1000 of the "
+                        "Hiwonder-style board); a Dynamixel bus's limits cannot be written there")
     joints = tuple(joint) if joint else (prof.joint_ids if prof else ())
     if prof is not None:
         problems += [f"--joint {j}: servo {j} not on this arm ({prof.name}: {', '.join(map(str, prof.ids))})"

@@ -381,3 +381,18 @@ def test_a_relaxed_arm_is_refused_before_anything_moves(tmp_path):
     assert [s["direction"] for s in data["sweeps"]] == ["down", "up"] and data["fault"] is False
     read = runner.invoke(app, ["servo", "read", "--bus", bus, "--json"])
     assert read.exit_code == 0, read.output
+
+
+@pytest.mark.parametrize("bus", ["sim:microduck?clock=sim", "dxl:///dev/nonexistent-dxl?ids=10"])
+def test_a_dynamixel_bus_is_refused_before_it_opens(tmp_path, monkeypatch, bus):
+    # the sweep ran 120 s (simulated) on servo 10, then its limits could not be written (the limits file
+    # holds 0-1000 pulses) and it ended 'refused' (exit 2) after all that motion
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    result = sweep("--bus", bus, "--joint", "10", "--direction", "up", "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "Dynamixel" in line and "0-1000" in line
+    assert not list(tmp_path.iterdir())
