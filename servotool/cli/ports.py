@@ -126,10 +126,15 @@ def ports(
     """
     if not probe and given(ctx, "timeout_ms"):
         fail("--timeout-ms applies only when probing; leave it out with --no-probe")
+    if any(not d.strip() for d in extra or []):  # --port "$PORT" with PORT unset: no port to probe
+        fail("--port is empty: give a device path (e.g. /dev/ttyUSB0)")
     listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
               for p in sorted(list_ports.comports(), key=lambda p: p.device)]
-    listed += [{"device": d, "description": "(given)", "hwid": ""} for d in extra or []
-               if d not in {x["device"] for x in listed}]
+    known = {x["device"] for x in listed}
+    for d in extra or []:  # a port listed or given before is probed once
+        if d not in known:
+            known.add(d)
+            listed.append({"device": d, "description": "(given)", "hwid": ""})
     dxl = dynamixel_probe() if probe else None
     for entry in listed:
         entry["answers"] = probe_port(entry["device"], dxl, timeout_ms) if probe else None

@@ -148,3 +148,22 @@ def test_a_probe_timeout_without_probing_is_refused_not_ignored():
     assert result.exit_code == 2 and "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--timeout-ms" in lines[0] and "--no-probe" in lines[0]
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_port_is_refused_not_probed(value, monkeypatch):
+    # --port "$PORT" with PORT unset was 'probed' and reported as nothing answering, with no error
+    monkeypatch.setattr("servotool.cli.ports.probe_port", lambda *a, **k: pytest.fail("nothing is probed"))
+    result = runner.invoke(app, ["ports", "--port", value, "--json"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("error:") == 1 and "--port" in result.stderr and result.stdout == ""
+
+
+def test_a_port_given_twice_is_probed_once(monkeypatch):
+    seen = []
+    monkeypatch.setattr("servotool.cli.ports.list_ports.comports", lambda: [])
+    monkeypatch.setattr("servotool.cli.ports.probe_port", lambda dev, *a: seen.append(dev) or
+                        {"hiwonder": [], "dynamixel": None, "busy": None, "error": None})
+    result = runner.invoke(app, ["ports", "--port", "/dev/x", "--port", "/dev/x", "--json"])
+    assert result.exit_code == 0, result.output
+    assert seen == ["/dev/x"] and [p["device"] for p in json.loads(result.stdout)["ports"]] == ["/dev/x"]
