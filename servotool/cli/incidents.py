@@ -52,7 +52,7 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
         console.print(f"no captures in {folder}", highlight=False)
         return
     devices = {str((h.get("device") or {}).get("url", "")) for _, h in entries if h is not None}
-    one_device = len(devices) == 1 and all(h is not None for _, h in entries)
+    one_device = len(devices) == 1  # an unreadable file names no device: it does not call for the column
     console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False)
     table = compact_table(f"device {escape(devices.pop())}" if one_device else "")
     cols = ["#", "captured (UTC)"] + ([] if one_device else ["device"])
@@ -62,8 +62,11 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
         table.add_column(col, justify="right" if right else "left", overflow="fold",
                          no_wrap=right or col == "captured (UTC)")
     for i, (path, h) in enumerate(entries, start=1):
-        if h is None:
-            table.add_row(str(i), escape(path.name), "[yellow]unreadable[/]", "", "", "", "", "")
+        if h is None:  # the name goes where it may fold: a long one must not widen the time column
+            stamp = capture_stamp(path.stem) if path.name.startswith("capture_") else "-"
+            cells = [""] * (len(cols) - 3)
+            named = "" if stamp != "-" else f": {escape(path.name)}"  # a capture's name is its time, shown
+            table.add_row(str(i), escape(stamp), *cells, f"[yellow]unreadable[/]{named}")
             continue
         device = [] if one_device else [escape(str((h.get("device") or {}).get("url", "")))]
         table.add_row(str(i), capture_stamp(str(h.get("id"))), *device,

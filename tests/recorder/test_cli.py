@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from servotool.cli.app import app
 from servotool.clock import FakeClock
+from servotool.recorder.capture import capture_stamp
 from servotool.runs.record import RecordSettings, run_record
 from tests.recorder.helpers import ScriptedSource
 
@@ -198,3 +199,24 @@ def test_the_reader_knows_the_version_the_recorder_writes():
     from servotool.recorder.capture import FORMAT_VERSION
 
     assert CAPTURE_VERSION == FORMAT_VERSION
+
+
+def test_one_unreadable_file_leaves_the_list_readable(captures, monkeypatch):
+    # a truncated capture (its first line cut) and a stray file in the folder: the list grew a device column,
+    # the stray's whole name widened the time column, and the device URL was folded one character a line
+    monkeypatch.setenv("COLUMNS", "80")
+    good = sorted(captures.glob("capture_*.jsonl"))[0]
+    (captures / "capture_20200101T000000.000Z_axis-3.jsonl").write_bytes(good.read_bytes()[:40])
+    (captures / "notes-about-the-overload-on-the-left-leg-of-the-robot.jsonl").write_text("see above\n")
+    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    assert "device scripted:" in res.stdout  # every readable capture has one device: named once, above
+    rule = next(i for i, line in enumerate(lines) if line.startswith("\u2500"))
+    rows = [line for line in lines[rule + 1:] if line[:1].isdigit()]
+    assert len(rows) == 3, res.stdout
+    assert rows[0].split()[1] == "20200101T000000.000Z" and "unreadable" in rows[0]
+    assert rows[1].split()[1] == capture_stamp(good.stem)
+    assert "unreadable" in rows[2] and rows[2].split()[1] == "-"  # not a capture's name: the name is shown
+    assert "notes-about" in "".join(line.strip() for line in lines[rule + 1:])
