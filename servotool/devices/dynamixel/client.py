@@ -363,10 +363,20 @@ class DxlBus:
         except ValueError as exc:
             raise DxlWriteRefused(str(exc)) from None
 
+    @staticmethod
+    def _addressable(ids: Iterable[int]) -> None:
+        """DxlWriteRefused unless every id is one servo's (0-MAX_ID): 254 is the broadcast id, and a write
+        or REBOOT sent to it reaches every servo on the line."""
+        bad = [sid for sid in ids if type(sid) is not int or not 0 <= sid <= MAX_ID]
+        if bad:
+            raise DxlWriteRefused(f"servo id {', '.join(map(str, bad))} outside 0-{MAX_ID} (254 is the "
+                                  "broadcast id): nothing sent")
+
     def write(self, axis: int, field_: str | int | ct.Register, value: int) -> bool:
         """Write one RAM field of one servo and wait for its answer. True when accepted; False when it did
-        not answer or answered with an error. DxlWriteRefused (nothing sent) for an EEPROM address, a
-        read-only field or a value that does not fit."""
+        not answer or answered with an error. DxlWriteRefused (nothing sent) for an id outside 0-MAX_ID
+        (the broadcast id), an EEPROM address, a read-only field or a value that does not fit."""
+        self._addressable((axis,))
         reg, raw = self._checked(field_, value)
         with self._link():
             result, error = self._ph.writeTxRx(self._port, axis, reg.address, reg.size, list(raw))
@@ -375,6 +385,7 @@ class DxlBus:
     def write_many(self, field_: str | int | ct.Register, values: Mapping[int, int]) -> None:
         """One SYNC WRITE of a RAM field to several servos (no answers come back). DxlWriteRefused as
         write()."""
+        self._addressable(values)
         checked = {sid: self._checked(field_, v) for sid, v in values.items()}
         if not checked:
             return
@@ -390,7 +401,8 @@ class DxlBus:
     def set_torque(self, ids: Iterable[int] | None, on: bool) -> dict[int, bool]:
         """Torque Enable on or off, servo by servo with their answers: True where accepted (a servo with a
         latched hardware error refuses torque on until rebooted)."""
-        axes = self._ids if ids is None else ids
+        axes = tuple(self._ids if ids is None else ids)
+        self._addressable(axes)  # all refused before the first is switched
         return {sid: self.write(sid, ct.TORQUE_ENABLE, int(on)) for sid in axes}
 
     def write_goals(self, goals: Mapping[int, int]) -> None:
@@ -423,7 +435,9 @@ class DxlBus:
 
     def reboot(self, axis: int) -> bool:
         """Send REBOOT to one servo: clears its hardware-error latch, torque comes back off. Only an explicit
-        recovery decision calls this; True when the servo acknowledged."""
+        recovery decision calls this; True when the servo acknowledged. DxlWriteRefused (nothing sent) for
+        an id outside 0-MAX_ID: a broadcast REBOOT would drop every servo's torque."""
+        self._addressable((axis,))
         with self._link():
             result, error = self._ph.reboot(self._port, axis)
         return self._answer(axis, result, error)
@@ -460,6 +474,7 @@ class DxlBus:
         """Every servo of targets to its goal, arriving after about duration_ms: Profile Velocity is set per
         servo from its last known position, then the goals go out in one SYNC WRITE. DxlWriteRefused (a
         ValueError's kin: nothing sent) for a goal outside position_range or a negative duration."""
+        self._addressable(targets)
         lo, hi = self.position_range
         if duration_ms < 0 or any(not lo <= g <= hi for g in targets.values()):
             raise DxlWriteRefused(f"move refused: goals must be {lo}-{hi} pulses and duration >= 0 "

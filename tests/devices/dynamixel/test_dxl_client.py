@@ -131,6 +131,27 @@ def test_eeprom_writes_are_refused_before_anything_is_sent(bus_factory):
     assert isinstance(DxlWriteRefused("x"), Refused)
 
 
+@pytest.mark.parametrize("axis", [254, 253, 255, -1, 1000])
+def test_a_write_or_reboot_to_the_broadcast_or_an_invalid_id_is_refused_before_anything_is_sent(bus_factory,
+                                                                                               axis):
+    # write(254, ...) went out as a broadcast: every servo on the line took the goal or the torque switch
+    bus = bus_factory("sim:microduck?clock=sim")
+    sim = bus.sim
+    sent = bus.stats.packets_sent
+    with pytest.raises(DxlWriteRefused, match="servo id"):
+        bus.write(axis, "Goal Position", 2300)
+    with pytest.raises(DxlWriteRefused, match="servo id"):
+        bus.write_goals({10: 2100, axis: 2300})
+    with pytest.raises(DxlWriteRefused, match="servo id"):
+        bus.set_torque([axis], False)
+    with pytest.raises(DxlWriteRefused, match="servo id"):
+        bus.reboot(axis)
+    with pytest.raises(DxlWriteRefused, match="servo id"):
+        bus.move({axis: 2300}, 500)
+    assert bus.stats.packets_sent == sent
+    assert not {"Write", "SyncWrite", "Reboot"} & set(dict(sim.instructions))
+
+
 def test_ram_writes_torque_and_goals(bus_factory):
     clock = FakeClock()
     bus = bus_factory("sim:microduck?noise=0", clock=clock)
