@@ -223,9 +223,15 @@ class FrameParser:
 # --- host -> board: commands -------------------------------------------------------------------------------
 
 
+BROADCAST_ID = 0xFE  # every bus servo obeys it: a move, hold or torque switch sent to it reaches them all
+MAX_SERVO_ID = 0xFD
+
+
 def _check_id(sid: int) -> int:
-    if not 0 <= int(sid) <= 0xFF:
-        raise ValueError(f"servo id {sid} out of range 0-255")
+    """A single servo's id (0-253), as every host command addresses; ValueError for the broadcast id 254,
+    255 and anything else."""
+    if not 0 <= int(sid) <= MAX_SERVO_ID:
+        raise ValueError(f"servo id {sid} out of range 0-{MAX_SERVO_ID} ({BROADCAST_ID} is the broadcast id)")
     return int(sid)
 
 

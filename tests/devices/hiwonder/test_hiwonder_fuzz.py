@@ -30,7 +30,7 @@ def _valid_frame(rng: random.Random) -> bytes:
     if kind == 1:
         return p.stop_frame(rng.sample(range(1, 11), rng.randint(1, 6)))
     if kind == 2:
-        return p.request_frame(rng.choice(p.READ_SUBS), rng.randint(0, 255))
+        return p.request_frame(rng.choice(p.READ_SUBS), rng.randint(0, p.MAX_SERVO_ID))
     sub = rng.choice(list(p.REPLY_FORMATS))
     value: int | tuple[int, int] = rng.randint(0, 100)
     if sub == p.SubCommand.READ_LIMIT:

@@ -39,8 +39,18 @@ def test_functions_enum():
     assert p.Function.BUS_SERVO == 5
 
 
-ids = st.integers(0, 255)
+ids = st.integers(0, 253)  # 254 is the broadcast id: no host command addresses it
 pulses = st.integers(0, 1000)
+
+
+@pytest.mark.parametrize("sid", [254, 255, 256, -1])
+def test_no_host_command_addresses_the_broadcast_id(sid):
+    # Move({254: 500}) was encoded: every servo on the line would have moved to 500
+    relax = p.ServoRequest(p.SubCommand.TORQUE_OFF, sid)
+    read = p.ServoRequest(p.SubCommand.READ_POSITION, sid)
+    for cmd in (p.Move(100, {2: 500, sid: 500}), p.Stop((1, sid)), relax, read):
+        with pytest.raises(ValueError, match="broadcast"):
+            p.encode_command(cmd)
 
 
 @given(st.integers(0, 0xFFFF), st.dictionaries(ids, pulses, min_size=1, max_size=20))
