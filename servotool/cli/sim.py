@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import queue
-import signal
-import threading
-import time
 from enum import Enum
 from typing import Annotated, Any
 
@@ -16,6 +13,7 @@ from rich.table import Table
 from servotool.cli.common import console, err_console, fail, print_json, user_errors
 from servotool.cli.sim_dynamixel import sim_dynamixel
 from servotool.cli.sim_hiwonder import sim_hiwonder
+from servotool.cli.sim_serve import serve
 from servotool.devices.fairino.physics import FaultEvent
 from servotool.devices.fairino.profiles import PARAM_HELP, ProfileError
 from servotool.devices.fairino.sim import FairinoSim, SimError
@@ -118,29 +116,23 @@ def fairino(
         )
         sim.start()
     log = err_console if json_out else console
-    stop = threading.Event()
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+
+    def announce() -> None:
         info = sim.address()
         if json_out:
             print_json(info)
         else:
             console.print(_panel(info))
             console.print(f"connect servotool with --robot '{info['url']}'", soft_wrap=True, highlight=False)
-        err_console.print("serving; Ctrl-C to stop", style="dim")
-        end = time.monotonic() + duration if duration is not None else None
-        while not stop.is_set() and (end is None or time.monotonic() < end):
+
+    def log_faults() -> None:
+        while True:
             try:
-                event: FaultEvent = sim.faults.get(timeout=0.1)
+                event: FaultEvent = sim.faults.get_nowait()
             except queue.Empty:
-                continue
+                return
             log.print(f"[bold red]fault[/] t={event.t:8.3f} s  {event.text}", highlight=False)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sim.stop()
-        signal.signal(signal.SIGTERM, previous)
-    err_console.print("simulator stopped", style="dim")
+
+    serve(sim.stop, duration, announce, log_faults)
 sim_app.command("hiwonder")(sim_hiwonder)
 sim_app.command("dynamixel")(sim_dynamixel)

@@ -73,4 +73,4 @@ def sim_dynamixel(
                           f"{describe_hardware_error(bits)}", highlight=False)
         seen = server.sim.latched()
 
-    serve(server, duration, announce, log_latches)
+    serve(server.close, duration, announce, log_latches)

@@ -61,4 +61,4 @@ def sim_hiwonder(
                           highlight=False)
             console.print(f"connect servotool with --bus '{url}'", soft_wrap=True, highlight=False)
 
-    serve(server, duration, announce)
+    serve(server.close, duration, announce)

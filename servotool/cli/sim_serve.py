@@ -1,6 +1,6 @@
-"""What `servotool sim hiwonder` and `servotool sim dynamixel` share: their common options, the key=value
-parameter parsing, starting a bus simulator with one error line on a bad setting, and serving it until
-Ctrl-C, SIGTERM or --duration."""
+"""What the `servotool sim` commands share: for `hiwonder` and `dynamixel`, their common options, the
+key=value parameter parsing and starting a bus simulator with one error line on a bad setting; for all
+three, serving until Ctrl-C, SIGTERM or --duration."""
 
 from __future__ import annotations
 
@@ -59,11 +59,11 @@ def start_or_fail(start: Callable[[str, dict[str, str]], ServerT], profile: str,
         fail(str(exc))
 
 
-def serve(server: Closable, duration: float | None, announce: Callable[[], None],
+def serve(close: Callable[[], None], duration: float | None, announce: Callable[[], None],
           poll: Callable[[], None] | None = None) -> None:
     """Announce the simulator, then serve until Ctrl-C, SIGTERM or `duration` seconds, calling `poll` about
-    every 0.1 s (to log what the simulator latched); the server is closed and the previous SIGTERM handler
-    put back however it ends."""
+    every 0.1 s (to log what the simulator latched); `close` stops the simulator and the previous SIGTERM
+    handler is put back however it ends."""
     stop = threading.Event()
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -78,6 +78,6 @@ def serve(server: Closable, duration: float | None, announce: Callable[[], None]
     except KeyboardInterrupt:
         pass
     finally:
-        server.close()
+        close()
         signal.signal(signal.SIGTERM, previous)
     err_console.print("simulator stopped", style="dim")
