@@ -352,6 +352,21 @@ def _residual_x(
     return _shape(v0, a0, u, amax, jmax)[0] - dx
 
 
+def _ease_disp(v0: float, v1: float, v2: float, v3: float, t1: float, t2: float, th: float, t3: float,
+               jmax: float) -> float:
+    """The displacement of an eased brake (_ease: a ramp from a0 to a1, one down to a2, a hold at a2, a ramp
+    back to zero) from the four phases' durations and the velocities where they end."""
+    return (
+        t1 * (v0 + v1) * 0.5
+        - jmax * t1 * t1 * t1 / 12.0
+        + t2 * (v1 + v2) * 0.5
+        + jmax * t2 * t2 * t2 / 12.0
+        + th * (v2 + v3) * 0.5
+        + t3 * v3 * 0.5
+        - jmax * t3 * t3 * t3 / 12.0
+    )
+
+
 def _ease(
     v0: float, a0: float, a1: float, amax: float, jmax: float
 ) -> tuple[float, float, float, float, float, float, float]:
@@ -379,15 +394,7 @@ def _ease(
         v2 = v3 = v1 + (a1 * a1 - a2 * a2) / (2.0 * jmax)
         th = 0.0
     t3 = -a2 / jmax
-    disp = (
-        t1 * (v0 + v1) * 0.5
-        - jmax * t1 * t1 * t1 / 12.0
-        + t2 * (v1 + v2) * 0.5
-        + jmax * t2 * t2 * t2 / 12.0
-        + th * (v2 + v3) * 0.5
-        + t3 * v3 * 0.5
-        - jmax * t3 * t3 * t3 / 12.0
-    )
+    disp = _ease_disp(v0, v1, v2, v3, t1, t2, th, t3, jmax)
     return t1, t2, th, t3, a2, disp, t1 + t2 + th + t3
 
 
@@ -423,15 +430,7 @@ def _ease_slope(v0: float, a0: float, a1: float, amax: float, jmax: float) -> tu
         th = dth = 0.0
         dt3 = -da2 / jmax
     t3 = -a2 / jmax
-    disp = (
-        t1 * (v0 + v1) * 0.5
-        - jmax * t1 * t1 * t1 / 12.0
-        + t2 * (v1 + v2) * 0.5
-        + jmax * t2 * t2 * t2 / 12.0
-        + th * (v2 + v3) * 0.5
-        + t3 * v3 * 0.5
-        - jmax * t3 * t3 * t3 / 12.0
-    )
+    disp = _ease_disp(v0, v1, v2, v3, t1, t2, th, t3, jmax)
     slope = (
         ((v0 + v1) / jmax + t1 * dv1) * 0.5
         - 0.25 * t1 * t1
