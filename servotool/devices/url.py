@@ -8,7 +8,10 @@ splits: which schemes and profiles exist, and what each parameter means, is the 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from servotool.clock import Clock, FakeClock
@@ -134,3 +137,21 @@ def sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | 
 __all__ = [
     "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "sim_clock", "url_flag",
 ]
+
+
+def bounded(lo: float, hi: float, unit: str = "", scale: float = 1.0,
+            integer: bool = False) -> Callable[[str], Any]:
+    """A URL parameter converter that refuses (ValueError "want ... within lo..hi") a value that is not a
+    finite number within lo..hi, or not a whole number when `integer`; the value is returned times `scale`
+    (ms to s), or as an int when `integer`. A NaN or infinite bound on a wait would make it wait forever."""
+
+    def convert(raw: str) -> Any:
+        try:
+            value = float(int(raw)) if integer else float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise ValueError(f"want {'an integer' if integer else 'a number'} within {lo:g}..{hi:g}{unit}")
+        return int(value) if integer else value * scale
+
+    return convert

@@ -39,7 +39,7 @@ from servotool.devices.fairino.profiles import (
 )
 from servotool.devices.fairino.rpc import server_proxy
 from servotool.devices.fairino.stream import StateStream
-from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.devices.url import DeviceURL, DeviceURLError, bounded
 from servotool.errors import ConnectionLost, DeviceError
 
 if TYPE_CHECKING:
@@ -577,34 +577,20 @@ class FairinoArm:
 
 # --- URLs ---------------------------------------------------------------------------------------------------
 
-def _bounded(lo: float, hi: float, unit: str, scale: float = 1.0,
-             integer: bool = False) -> Callable[[str], Any]:
-    """A URL parameter converter that refuses (ValueError naming the bounds) a value that is not a finite
-    number within lo..hi; the value is returned times `scale` (ms to s), or as an int when `integer`."""
-
-    def convert(raw: str) -> Any:
-        value = float(int(raw)) if integer else float(raw)
-        if not (math.isfinite(value) and lo <= value <= hi):
-            raise ValueError(f"want {'an integer' if integer else 'a number'} within {lo:g}..{hi:g}{unit}")
-        return int(value) if integer else value * scale
-
-    return convert
-
-
 # URL parameter -> FairinoArm keyword and converter. Every number is bounded: a NaN or infinite silence_ms
 # would never compare greater than a silence, so the lost-link watchdog would never fire.
 CLIENT_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "transport": ("transport", str),
-    "silence_ms": ("silence_s", _bounded(10, 2000, " ms", scale=1e-3)),
-    "timeout_ms": ("rpc_timeout_s", _bounded(1, 10000, " ms", scale=1e-3)),
+    "silence_ms": ("silence_s", bounded(10, 2000, " ms", scale=1e-3)),
+    "timeout_ms": ("rpc_timeout_s", bounded(1, 10000, " ms", scale=1e-3)),
 }
-_PORT = _bounded(1, 65535, "", integer=True)
+_PORT = bounded(1, 65535, "", integer=True)
 _REAL_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     **CLIENT_PARAMS,
     "rpc_port": ("rpc_port", _PORT),
     "cnde_port": ("cnde_port", _PORT),
     "udp_port": ("udp_port", _PORT),
-    "state_ms": ("state_ms", _bounded(1, 1000, " ms", integer=True)),
+    "state_ms": ("state_ms", bounded(1, 1000, " ms", integer=True)),
     "model": ("model", str),
 }
 

@@ -19,10 +19,9 @@ commands and reads are ever written: the protocol module cannot encode EEPROM wr
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,7 @@ from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
-from servotool.devices.url import sim_clock
+from servotool.devices.url import bounded, sim_clock
 from servotool.errors import DeviceError
 
 if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
@@ -309,18 +308,14 @@ def profile_for(parsed: DeviceURL) -> ArmProfile:
     return get_profile(name)
 
 
-def _number(params: dict[str, str], key: str, default: float, lo: float, hi: float, integer: bool) -> float:
+def _number(params: dict[str, str], key: str, default: float, convert: Callable[[str], Any]) -> float:
     raw = params.pop(key, None)
     if raw is None:
         return default
     try:
-        value = float(int(raw)) if integer else float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and lo <= value <= hi):
-        kind = "an integer" if integer else "a number"
-        raise ValueError(f"{key}={raw!r}: want {kind} within {lo:g}..{hi:g}")
-    return value
+        return float(convert(raw))
+    except ValueError as exc:
+        raise ValueError(f"{key}={raw!r}: {exc}") from None
 
 
 def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
@@ -328,9 +323,9 @@ def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
     servo); DeviceURLError naming the parameter and its bounds, before the port is opened."""
     try:
         return {
-            "baud": int(_number(params, "baud", DEFAULT_BAUD, 1, 12_000_000, integer=True)),
-            "timeout_s": _number(params, "timeout_ms", DEFAULT_TIMEOUT_S * 1e3, 1, 1e4, integer=False) / 1e3,
-            "retries": int(_number(params, "retries", DEFAULT_RETRIES, 0, 100, integer=True)),
+            "baud": int(_number(params, "baud", DEFAULT_BAUD, bounded(1, 12_000_000, integer=True))),
+            "timeout_s": _number(params, "timeout_ms", DEFAULT_TIMEOUT_S * 1e3, bounded(1, 1e4)) / 1e3,
+            "retries": int(_number(params, "retries", DEFAULT_RETRIES, bounded(0, 100, integer=True))),
             "profile": params.pop("profile", None),
         }
     except ValueError as exc:
