@@ -1,7 +1,8 @@
 """`servotool servo read|move|hold|relax`: a bus-servo arm's state, safe moves, hold and torque off.
 
-Exit codes: 0 done, 2 a setting or goal refused (nothing moved), 3 no board answered or the link failed,
-130 Ctrl-C (after a hold, or for `read --watch` with the servos left as they were).
+Exit codes: 0 done, 1 a Dynamixel servo latched a hardware error during a move, or `hold` found one latched,
+2 a setting or goal refused (nothing moved), 3 no board answered or the link failed, 130/143/129 a signal
+(after a hold, or for `read --watch` with the servos left as they were).
 """
 
 from __future__ import annotations
@@ -250,7 +251,11 @@ def move_cmd(
 
 @servo_app.command("hold")
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
-    """Stop every servo where it is and hold it there (torque on)."""
+    """Stop every servo where it is and hold it there (torque on).
+
+    A Dynamixel servo with a hardware error latched (torque off until a reboot, never sent) holds nothing:
+    it is named and the exit is 1.
+    """
     with bus_command(bus, keep_sim_pose=True) as dev:
         ids = hold(dev)
     if json_out:

@@ -285,10 +285,24 @@ def _refuse_latched(bus: Bus, final: Mapping[int, int | None], goal: Mapping[int
     raise MoveServoFault(f"servo {what} during the move ({where}); arm held")
 
 
+class HoldServoFault(RunFault):
+    """A servo asked to hold has a hardware error latched: its torque is off, so it holds nothing (exit 1)."""
+
+
 def hold(bus: Bus, ids: Iterable[int] | None = None) -> list[int]:
-    """Hold the servos where they are (all by default). Returns the ids held."""
+    """Hold the servos where they are (all by default). Returns the ids held.
+
+    A servo with a hardware error latched (Dynamixel) keeps its torque off until a reboot, which is never
+    sent here: the others are held, then HoldServoFault names it (and its bits) rather than calling it held.
+    """
     ids = list(bus.ids if ids is None else ids)
     bus.hold(ids)
+    latched = _latches(bus, ids)
+    if latched:
+        held = [sid for sid in ids if sid not in latched]
+        others = f"servos {', '.join(map(str, held))} held" if held else "no servo held"
+        raise HoldServoFault(f"servo {_named(latched)}: hardware error latched, its torque is off until a "
+                             f"reboot (never sent here), so it does not hold; {others}")
     return ids
 
 

@@ -344,3 +344,26 @@ def test_a_servo_that_latches_a_hardware_error_mid_move_is_a_fault():
     assert result.exit_code == 1, result.output
     assert "servo 10 latched hardware error 0x20" in result.stderr and "arm held" in result.stderr
     assert result.stdout == ""
+
+
+def test_hold_names_a_servo_with_a_latched_hardware_error_and_exits_1():
+    # servo 10's torque is off until a reboot: hold said 'holding servos 10, 11, ...' (exit 0) while servo 10
+    # held nothing
+    result = invoke("hold", "--bus", "sim:microduck?clock=sim&latched=10")
+    assert result.exit_code == 1, result.output
+    assert "servo 10 (0x20 OVERLOAD)" in result.stderr and "does not hold" in result.stderr
+    assert "holding servos" not in result.stdout
+    assert len(result.stderr.strip().splitlines()) == 2  # the announcement and one error line
+
+
+def test_hold_json_with_a_latched_servo_prints_no_held_document():
+    result = invoke("hold", "--bus", "sim:microduck?clock=sim&latched=10,12", "--json")
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert "servo 10 (0x20 OVERLOAD), 12 (0x20 OVERLOAD)" in result.stderr
+
+
+def test_hold_on_a_clean_dynamixel_bus_holds_every_servo():
+    result = invoke("hold", "--bus", "sim:microduck?clock=sim", "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["held"]) == 14
