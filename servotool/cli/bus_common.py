@@ -18,7 +18,7 @@ from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
-from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
+from servotool.errors import DeviceError, ExitCode, ServotoolError, StopSignal, exit_code_of
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.io.sim_state import load_sim_state, save_sim_state
 from servotool.runs.ownership import claim
@@ -117,27 +117,39 @@ def save_sim_pose(url: str, bus: Bus) -> None:
 def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
     """One command's bus: the device's host-wide lock first (another servotool process holds it: exit 2),
     then the bus opened (see open_arm_bus). Inside, a refusal or device error is one line with its exit
-    code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129. However it ends, a simulated arm's pose is
-    saved (keep_sim_pose) and the bus closed, then the lock released."""
+    code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129 (one line; while the bus is still opening
+    too, when nothing was sent). However it ends, a simulated arm's pose is saved (keep_sim_pose) and the
+    bus closed, then the lock released; a signal during that ending is counted, not obeyed half way."""
     with contextlib.ExitStack() as stack:
+        # handlers from the start: a signal while the port opens would otherwise kill us without a word
+        signals = stack.enter_context(StopSignals())
         try:
             stack.enter_context(claim(url))
+            dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
         except ServotoolError as exc:
             fail_on(exc)
-        dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
+        except KeyboardInterrupt as exc:
+            fail(f"interrupted by {signal_label(exc)} while opening {url}; nothing was sent",
+                 exit_code_of(exc))
         try:
             yield dev
         except ServotoolError as exc:
             fail_on(exc)
         except KeyboardInterrupt as exc:
-            what = "Ctrl-C" if type(exc) is KeyboardInterrupt else str(exc)
-            fail(f"interrupted by {what} (a move under way was stopped with a hold)", exit_code_of(exc))
+            fail(f"interrupted by {signal_label(exc)} (a move under way was stopped with a hold)",
+                 exit_code_of(exc))
         finally:
-            try:
-                if keep_sim_pose:
-                    save_sim_pose(url, dev)
-            finally:
-                dev.close()
+            with signals.deferring(raise_after=False):
+                try:
+                    if keep_sim_pose:
+                        save_sim_pose(url, dev)
+                finally:
+                    dev.close()
+
+
+def signal_label(exc: KeyboardInterrupt) -> str:
+    """How an error line names the signal behind `exc`: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    return exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
 
 
 def stopped_by(signals: StopSignals, what: str) -> NoReturn:

@@ -22,12 +22,13 @@ from servotool.cli.common import announce_device, console, err_console, fail, pr
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.devices.registry import DeviceURLError
-from servotool.errors import ExitCode, ServotoolError
+from servotool.errors import ExitCode, ServotoolError, StopSignal, exit_code_of
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
 from servotool.runs.ownership import claim
 from servotool.runs.record import RecordOutcome, RecordProgress, RecordSettings, run_record
 from servotool.runs.record_sources import open_source
+from servotool.runs.signals import StopSignals
 
 DEFAULT_BUS = "sim:microduck"
 DEFAULT_ROBOT = "sim:fr3"
@@ -164,22 +165,31 @@ def record(
     problem = dest_problem(settings.dest)
     if problem:
         fail(f"captures cannot be published: {problem} (choose another --dest)")
+    out = _record(url, kind, settings, json_out)
+    _report(out, settings.dest, json_out)
+
+
+def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> RecordOutcome:
+    """Open the device and record; a signal before the loop takes over (the device still opening) is one
+    line and its exit code (130/143/129), with nothing written."""
     clock = MonotonicClock()
     try:
-        with claim(url) if kind == "bus" else _no_claim():
+        # handlers from the start: SIGTERM or SIGHUP while the device opens would kill us without a word
+        with StopSignals(), claim(url) if kind == "bus" else _no_claim():
             source = open_source(url, kind, clock)
-            announce_device(url, source.simulated, source.model)
-            out = (run_record(source, clock, settings,
-                              on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
-                   if json_out else _run_live(source, clock, settings))
+            with contextlib.closing(source):  # run_record closes it too; a signal before it starts does not
+                announce_device(url, source.simulated, source.model)
+                return (run_record(source, clock, settings,
+                                   on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
+                        if json_out else _run_live(source, clock, settings))
     except DeviceURLError as exc:
         fail(str(exc))
     except (ServotoolError, ArmDeviceError, OSError) as exc:
         code = getattr(exc, "exit_code", ExitCode.DEVICE)
         fail(f"cannot record from {url}: {exc}", int(code))
-    except KeyboardInterrupt:
-        fail("interrupted before recording started; nothing was recorded", ExitCode.INTERRUPTED)
-    _report(out, settings.dest, json_out)
+    except KeyboardInterrupt as exc:
+        label = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
+        fail(f"interrupted by {label} before recording started; nothing was recorded", exit_code_of(exc))
 
 
 def _no_claim() -> contextlib.nullcontext[None]:

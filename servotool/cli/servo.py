@@ -22,6 +22,7 @@ from servotool.cli.bus_common import (
     bus_command,
     fail_all,
     limits_problem,
+    signal_label,
     stopped_by,
     url_profile,
 )
@@ -31,7 +32,7 @@ from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
-from servotool.errors import ExitCode
+from servotool.errors import exit_code_of
 from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,
@@ -146,7 +147,8 @@ def read_cmd(
     bus: str = BusOption,
     json_out: bool = JsonOption,
     watch_: bool = typer.Option(False, "--watch", help="Keep reading every servo and show them live until "
-                                "Ctrl-C (read only: the servos are left as they were; exit 130)."),
+                                "Ctrl-C, SIGTERM or SIGHUP (read only: the servos are left as they were; "
+                                "exit 130, 143, 129)."),
     period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
 ) -> None:
     """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as
@@ -162,11 +164,11 @@ def read_cmd(
         if watch_:
             try:
                 _watch(bus, dev, period, json_out, names)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 if not json_out:
                     console.line()  # the live table ends without one
-                err_console.print("watch ended by Ctrl-C; nothing was written to the servos")
-                raise typer.Exit(ExitCode.INTERRUPTED) from None
+                err_console.print(f"watch ended by {signal_label(exc)}; nothing was written to the servos")
+                raise typer.Exit(exit_code_of(exc)) from None
             return
         records = read_records(dev)
     silent = sorted(sid for sid, r in records.items() if r.silent)
