@@ -170,7 +170,33 @@ def load_command(entry: LazyCommand) -> Any:
         holder.add_typer(target, name=entry.name, help=entry.help or typer.models.Default(None))
     else:
         holder.command(entry.name)(target)
-    return typer.main.get_command(holder).commands[entry.name]  # type: ignore[attr-defined]
+    command = typer.main.get_command(holder).commands[entry.name]  # type: ignore[attr-defined]
+    refuse_flag_conflicts(command)
+    return command
+
+
+def refuse_flag_conflicts(command: Any) -> None:
+    """Make every on/off flag pair of `command` and the commands under it (`--shaped/--raw`,
+    `--guard/--no-guard`) a usage error when given both ways: click would keep the last one silently, and
+    `--shaped --raw` would step raw. Checked on the raw arguments, before the command runs (nothing opens)."""
+    pairs = [(param.opts, param.secondary_opts) for param in command.params
+             if getattr(param, "is_flag", False) and param.secondary_opts]
+    if pairs:
+        parse = command.parse_args
+
+        def checked(ctx: click.Context, args: list[str]) -> list[str]:
+            given = set(args[:args.index("--")] if "--" in args else args)
+            for on, off in pairs:
+                yes, no = [opt for opt in on if opt in given], [opt for opt in off if opt in given]
+                if yes and no:
+                    raise click.exceptions.UsageError(f"{yes[0]} and {no[0]} exclude each other: give one",
+                                                      ctx=ctx)
+            result: list[str] = parse(ctx, args)
+            return result
+
+        command.parse_args = checked
+    for sub in getattr(command, "commands", {}).values():
+        refuse_flag_conflicts(sub)
 
 
 def _no_op() -> None:

@@ -40,7 +40,8 @@ ShapedOpt = Annotated[
     typer.Option(
         "--shaped/--raw",
         help="Through the stream shaper (default), or raw "
-        "one-tick jumps (the runaway trigger: simulators and test arms only).",
+        "one-tick jumps (the runaway trigger: simulators and test arms only). --shaped and --raw exclude "
+        "each other: both given is refused.",
     ),
 ]
 VMaxOpt = Annotated[float, typer.Option("--v-max", help="Shaper speed bound, deg/s.")]

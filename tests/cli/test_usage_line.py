@@ -55,3 +55,38 @@ def test_version_and_success_exit_zero(
         main()
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("servotool ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "pair"),
+    [
+        (["step", "--raw", "--shaped"], "--shaped and --raw"),
+        (["step", "--shaped", "--raw"], "--shaped and --raw"),  # the last one won: a raw step
+        (["step", "--guard", "--no-guard"], "--guard and --no-guard"),
+        (["lag", "--ramp", "--no-ramp"], "--ramp and --no-ramp"),
+        (["ports", "--no-probe", "--probe"], "--probe and --no-probe"),
+    ],
+)
+def test_an_on_off_pair_given_both_ways_is_refused_before_anything_opens(
+    argv: list[str], pair: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # refused while the command line is parsed: before the command runs, so before any device opens
+    monkeypatch.setattr(sys, "argv", ["servotool", *argv, "--robot" if argv[0] != "ports" else "--no-probe",
+                                      *(["sim:fr3?clock=sim"] if argv[0] != "ports" else [])])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and pair in lines[0], lines
+    assert "exclude each other" in lines[0]
+
+
+def test_a_flag_given_twice_the_same_way_is_no_conflict(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["servotool", "step", "--shaped", "--shaped", "-h"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 0
+    words = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "--shaped and --raw exclude each other" in words  # the help says so
