@@ -11,7 +11,8 @@ import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import typer
 from typer import _click as click  # the click typer is built on (typer carries its own copy)
@@ -172,7 +173,42 @@ def load_command(entry: LazyCommand) -> Any:
         holder.command(entry.name)(target)
     command = typer.main.get_command(holder).commands[entry.name]  # type: ignore[attr-defined]
     refuse_flag_conflicts(command)
+    refuse_empty_paths(command)
     return command
+
+
+def _names_path(annotation: Any) -> bool:
+    """True for Path, Path | None, list[Path] and the like."""
+    return annotation is Path or any(_names_path(arg) for arg in get_args(annotation))
+
+
+def refuse_empty_paths(command: Any) -> None:
+    """Make an empty value ('') of every path option and argument of `command` and the commands under it a
+    usage error (exit 2), before the command runs: Path('') is '.', so `--out ''` meant the current folder
+    and `analyze ''` analysed it. Found by the parameter's type, so a new path option is covered too."""
+    for param in command.params:
+        desc = getattr(param, "type_descriptor", None)
+        if desc is None or not _names_path(desc.annotation):
+            continue
+        _refuse_empty(param)
+    for sub in getattr(command, "commands", {}).values():
+        refuse_empty_paths(sub)
+
+
+def _refuse_empty(param: Any) -> None:
+    process = param.process_value
+
+    def checked(ctx: click.Context, value: Any) -> Any:
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            # an argument by its name in the usage line (FILE), not its parameter name (file)
+            hint = f"'{param.name.upper()}'" if param.param_type_name == "argument" else None
+            raise click.exceptions.BadParameter("an empty path names no file or folder", ctx=ctx, param=param,
+                                                param_hint=hint)
+        return process(ctx, value)
+
+    param.process_value = checked
+    param.refuses_empty_path = True
 
 
 def refuse_flag_conflicts(command: Any) -> None:

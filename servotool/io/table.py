@@ -21,7 +21,10 @@ class TableWriteError(ServotoolError):
 
 def check_table_path(path: Path, inputs: Sequence[Path] = ()) -> None:
     """Refuse, before any work, a path whose format cannot be written here, and one that would overwrite a
-    recording: an input file itself, or any file that is a servotool recording."""
+    recording: an input file itself, or any file that is a servotool recording, and a folder (the table is
+    one file)."""
+    if path.is_dir():
+        raise TableWriteError(f"{path}: a folder; give the table's file name (e.g. {path / 'passes.csv'})")
     target = path.resolve()
     if any(target == p.resolve() for p in inputs) or (path.is_file() and is_recording(path)):
         raise TableWriteError(f"{path}: is a recording; the table never overwrites one (name a new file)")
