@@ -66,6 +66,16 @@ def url_family(url: str) -> str | None:
         return None
 
 
+def url_ranges(url: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(position range in pulses, servo id range) of a Dynamixel bus URL, known without opening it (the X
+    series' control table); None for any other URL."""
+    if url_family(url) != "dynamixel":
+        return None
+    from servotool.devices.dynamixel import control_table as ct  # pure data: no serial, no SDK
+
+    return ct.POSITION_RANGE, (0, ct.MAX_ID)
+
+
 def url_simulated(url: str) -> bool:
     """True when the URL names a simulator (known without opening it)."""
     try:

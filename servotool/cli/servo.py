@@ -25,6 +25,7 @@ from servotool.cli.bus_common import (
     signal_label,
     stopped_by,
     url_profile,
+    url_ranges,
 )
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table
@@ -219,9 +220,13 @@ def move_cmd(
                         "file, or leave out --limits to check against the stored limits only")
     prof = url_profile(bus)
     poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
-    # a bus without a known arm profile (a Dynamixel bus) is checked against its own range once open
+    # a Dynamixel bus: its position and id ranges are the control table's, known before it opens; its
+    # servos (and their stored limits) are asked once it is open, before anything is written
+    ranges = url_ranges(bus)
+    span = (0, 1000) if prof else (ranges[0] if ranges else None)
     problems += move_problems(to, speed, poses, prof.ids if prof else (),
-                              prof.reference_poses if prof else (), span=(0, 1000) if prof else None)
+                              prof.reference_poses if prof else (), span=span,
+                              id_span=ranges[1] if ranges else None)
     if problems:
         fail_all(problems)
     with bus_command(bus, keep_sim_pose=True) as dev, StopSignals() as signals:

@@ -361,11 +361,12 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
 
 def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]], ids: Iterable[int],
                   reference_poses: Iterable[str] = (),
-                  span: tuple[int, int] | None = (PULSE_MIN, PULSE_MAX)) -> list[str]:
+                  span: tuple[int, int] | None = (PULSE_MIN, PULSE_MAX),
+                  id_span: tuple[int, int] | None = None) -> list[str]:
     """Every problem of a move request found without the bus, one sentence each: a speed not finite or
     outside (0, MAX_SPEED], a goal that does not parse, names a reference pose (not a command target), a
-    servo the arm does not have (when `ids` are known), or a pulse outside `span` (None: the bus tells, once
-    open)."""
+    servo the arm does not have (when `ids` are known), an id outside `id_span` (no single servo has it), or
+    a pulse outside `span` (None: the bus tells, once open)."""
     out: list[str] = []
     if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
         out.append(f"--speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
@@ -382,6 +383,9 @@ def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]],
     known = set(ids)
     out += [f"servo {sid} is not on this arm ({', '.join(map(str, sorted(known)))})"
             for sid in goal if known and sid not in known]
+    if id_span is not None:
+        out += [f"servo id {sid} outside {id_span[0]}-{id_span[1]}: no single servo has it (254 is the "
+                "broadcast id)" for sid in goal if not id_span[0] <= sid <= id_span[1]]
     if span is not None:
         out += [f"servo {sid} goal {pulse} outside {span[0]}-{span[1]} pulses" for sid, pulse in goal.items()
                 if not span[0] <= pulse <= span[1]]

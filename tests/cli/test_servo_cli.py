@@ -299,7 +299,7 @@ def test_a_bus_without_a_hiwonder_profile_is_checked_against_its_own_range():
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["goal"] == {"11": 2100}
     result = invoke("move", "--bus", "sim:microduck?clock=sim", "--to", "11=5000")
-    assert result.exit_code == 2 and "[0, 4095]" in result.stderr
+    assert result.exit_code == 2 and "goal 5000 outside 0-4095" in result.stderr  # before the bus opens
 
 
 def test_watch_refuses_a_simulator_in_simulated_time():
@@ -367,3 +367,31 @@ def test_hold_on_a_clean_dynamixel_bus_holds_every_servo():
     result = invoke("hold", "--bus", "sim:microduck?clock=sim", "--json")
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)["held"]) == 14
+
+
+@pytest.mark.parametrize("goal", ["11=5000", "11=-1", "11=4096", "11=2000,12=9999"])
+def test_a_dynamixel_goal_outside_0_4095_is_refused_before_the_port_opens(goal):
+    # nothing listens on this port: a command that opened it would say so and exit 3
+    result = invoke("move", "--bus", "dxl:///dev/servotool-no-such-port", "--to", goal)
+    assert result.exit_code == 2, result.output
+    assert "outside 0-4095" in result.stderr and "cannot open" not in result.stderr
+
+
+@pytest.mark.parametrize("goal", ["254=2000", "253=2000"])
+def test_a_dynamixel_id_no_servo_can_have_is_refused_before_the_port_opens(goal):
+    result = invoke("move", "--bus", "dxl:///dev/servotool-no-such-port", "--to", goal)
+    assert result.exit_code == 2, result.output
+    assert "0-252" in result.stderr and "cannot open" not in result.stderr
+
+
+def test_an_unknown_dynamixel_id_is_refused_with_nothing_written(monkeypatch):
+    from servotool.devices.dynamixel.client import DxlBus
+
+    written = []
+    for name in ("write", "write_many", "write_goals", "move", "hold", "torque_on", "torque_off", "reboot"):
+        if hasattr(DxlBus, name):
+            monkeypatch.setattr(DxlBus, name, lambda self, *a, _n=name, **k: written.append(_n))
+    result = invoke("move", "--bus", "sim:microduck?clock=sim", "--to", "99=2000")
+    assert result.exit_code == 2, result.output
+    assert "servo(s) 99 not on this arm" in result.stderr
+    assert written == []

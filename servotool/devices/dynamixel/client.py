@@ -47,8 +47,8 @@ from dynamixel_sdk import (
 from servotool.clock import Clock, MonotonicClock
 from servotool.devices.bus import Bus
 from servotool.devices.dynamixel import control_table as ct
+from servotool.devices.dynamixel.control_table import MAX_ID
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
-from servotool.devices.dynamixel.protocol import MAX_ID
 from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.devices.url import sim_clock
@@ -232,7 +232,7 @@ class DxlBus:
 
     @property
     def position_range(self) -> tuple[int, int]:
-        return (0, ct.PULSES_PER_REV - 1)
+        return ct.POSITION_RANGE
 
     @property
     def last_position(self) -> Mapping[int, int]:

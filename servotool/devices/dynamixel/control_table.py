@@ -18,6 +18,8 @@ RAM_START = 64  # the first RAM address; everything below is EEPROM (kept across
 TABLE_SIZE = 228  # through Indirect Data 20 (227)
 
 PULSES_PER_REV = 4096
+POSITION_RANGE = (0, PULSES_PER_REV - 1)  # a goal in position control mode, pulses (one turn)
+MAX_ID = 252  # the highest id one servo can have (253 is reserved, 254 the broadcast id)
 RPM_PER_UNIT = 0.229  # Present/Goal Velocity, Velocity Trajectory, Profile Velocity, Velocity Limit
 PULSES_PER_S_PER_UNIT = RPM_PER_UNIT * PULSES_PER_REV / 60.0  # one velocity unit in pulses per second
 

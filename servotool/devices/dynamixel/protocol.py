@@ -21,7 +21,6 @@ from servotool.errors import ProtocolError
 
 HEADER = b"\xff\xff\xfd\x00"
 BROADCAST_ID = 0xFE
-MAX_ID = 252
 MAX_LENGTH = 1024  # the longest packet dynamixel-sdk builds or accepts
 STATUS = 0x55
 
