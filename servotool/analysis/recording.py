@@ -8,7 +8,8 @@ the raw target as r1..rN, with pass/phase labels), `state` rows (measured joints
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,8 +50,6 @@ class Recording:
     cmd_phase: np.ndarray
     state_t: np.ndarray
     state_q: np.ndarray
-    state_main: np.ndarray
-    state_sub: np.ndarray
     reply_t: np.ndarray
     reply_err: np.ndarray
     reply_cmd: np.ndarray  # "" for a ServoJ answer, else the command answered
@@ -151,29 +150,164 @@ def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
     return np.asarray(cat.codes, dtype=np.int32), [str(c) for c in cat.categories]
 
 
-def _event_rows(ordered_codes: np.ndarray, names: list[str], order: np.ndarray, event: str) -> np.ndarray:
-    """Row indices of one event, in time order (ordered_codes: the event codes of the rows in `order`)."""
+def _fast(df: Table, col: str) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """(values, empty-cell mask or None) from a reader that hands number columns over as such (see
+    ArrowColumns.numbers), else None (then the column is read through _num)."""
+    numbers = getattr(df, "numbers", None)
+    if numbers is None or col not in df.columns:
+        return None
+    try:
+        got: tuple[np.ndarray, np.ndarray | None] = numbers(col)
+    except TypeError:  # a number column with text in it: coerced by _num
+        return None
+    return got
+
+
+def _floats_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The column as float64 at each array of row indices: NaN where a cell is empty or no number, or
+    where the file has no such column."""
+    got = _fast(df, col)
+    if got is None:
+        values = _num(df, col)
+        return [values[r] for r in rows]
+    _release(df, col)
+    values, missing = got
+    out = []
+    for r in rows:
+        x = values[r].astype(np.float64, copy=False)  # a new array either way: indexing copies
+        if missing is not None:
+            x[missing[r]] = np.nan
+        out.append(x)
+    return out
+
+
+def _ints_at(df: Table, col: str, rows: Sequence[np.ndarray], fill: int) -> list[np.ndarray]:
+    """The column as integers at each array of row indices; `fill` where a cell is empty or NaN or the
+    file has no such column (fill 0: a code; an infinite code becomes the extreme integer, as numpy's
+    nan_to_num gives it; fill -1: a pass label, -1 for any non-finite one)."""
+    if not any(len(r) for r in rows):  # (fault rows, say): the column is not read
+        return [np.zeros(0, dtype=np.int64) for _ in rows]
+    got = _fast(df, col)
+    if got is not None and got[0].dtype == np.int64:
+        _release(df, col)
+        values, missing = got
+        out = []
+        for r in rows:
+            x = values[r]
+            if missing is not None:
+                x[missing[r]] = fill
+            out.append(x)
+        return out
+    if got is None:
+        full = _num(df, col)
+    else:
+        _release(df, col)
+        full = got[0].astype(np.float64)
+        if got[1] is not None:
+            full[got[1]] = np.nan
+    if fill == 0:
+        return [_ints(full[r]) for r in rows]
+    return [np.where(np.isfinite(x), x, fill).astype(int) for x in (full[r] for r in rows)]
+
+
+def _times(df: Table) -> np.ndarray:
+    """The t column as float64, NaN where empty or no number (a read-only view where nothing is)."""
+    got = _fast(df, "t")
+    if got is None:
+        return _num(df, "t")
+    _release(df, "t")
+    values, missing = got
+    values = values.astype(np.float64, copy=False)
+    if missing is None:
+        return values
+    values = values.copy()
+    values[missing] = np.nan
+    return values
+
+
+def _event_rows(ev: np.ndarray, names: list[str], order: np.ndarray | None, event: str) -> np.ndarray:
+    """Row indices of one event, in time order (ev: the event codes of the rows in `order`; None: every
+    row, already in time order)."""
     if event not in names:
         return np.zeros(0, dtype=np.int64)
-    return order[ordered_codes == names.index(event)]
+    hit = ev == names.index(event)
+    return np.flatnonzero(hit) if order is None else order[hit]
 
 
-def _label_values(codes: np.ndarray, names: list[str], rows: np.ndarray) -> np.ndarray:
+def _labels_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The label of each row in each array of row indices (object arrays of str), "" where empty."""
+    codes, names = _labels(df, col)
     lookup = np.array([*names, ""], dtype=object)
-    c = codes[rows]
-    return lookup[np.where(c >= 0, c, len(names))]
+    out = []
+    for r in rows:
+        c = codes[r]
+        out.append(lookup[np.where(c >= 0, c, len(names))])
+    return out
 
 
 def _ints(values: np.ndarray) -> np.ndarray:
     return np.nan_to_num(values).astype(int)
 
 
-def recording_from_frame(df: Table) -> Recording:
+def columns_for(header: Iterable[str], joints: Iterable[int] | None = None, raw: bool = True) -> list[str]:
+    """The columns of `header` that recording_from_frame(df, joints, raw) reads (joints None: all)."""
+    names = list(header)
+    wanted = set(_BASE)
+    for prefix in ("q", "r") if raw else ("q",):
+        cols = joint_columns(prefix, names)
+        wanted.update(cols if joints is None else (cols[j] for j in joints if 0 <= j < len(cols)))
+    return [c for c in names if c in wanted]
+
+
+_BASE = ("t", "event", "pass", "phase", "errcode", "main_code", "sub_code", "dev_t", "info")
+
+
+def _order(t: np.ndarray, ev: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, dict[str, int]]:
+    """(the rows with a finite time, in time order, or None when that is every row as it is; their event
+    codes; rows left out). A stable sort keeps the file order for equal stamps."""
+    timed = np.isfinite(t)
+    if timed.all():
+        if np.all(t[1:] >= t[:-1]):
+            return None, ev, {"no_time": 0, "nan_joint": 0}
+        order = np.argsort(t, kind="stable")
+        return order, ev[order], {"no_time": 0, "nan_joint": 0}
+    blank = ~timed & (ev < 0)  # an empty line, not a damaged row
+    skipped = {"no_time": int((~timed & ~blank).sum()), "nan_joint": 0}
+    order = np.flatnonzero(timed)
+    t_timed = t[order]
+    if not np.all(t_timed[1:] >= t_timed[:-1]):
+        order = order[np.argsort(t_timed, kind="stable")]
+    return order, ev[order], skipped
+
+
+def _joints(
+    df: Table, cols: list[str], read: Sequence[int], rows: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """(rows x joints) float64 arrays, one per array of row indices, column-major (a joint's column is
+    contiguous); the joints not in `read` are NaN. One column at a time: a long recording never holds all
+    joint columns at full length at once."""
+    make = np.empty if len(read) == len(cols) else functools.partial(np.full, fill_value=np.nan)
+    out = [make((len(r), len(cols)), order="F") for r in rows]
+    for j in read:
+        for a, x in zip(out, _floats_at(df, cols[j], rows), strict=True):
+            a[:, j] = x
+    return out
+
+
+def _finite_rows(a: np.ndarray, read: Sequence[int]) -> np.ndarray:
+    if len(read) == 1:
+        return np.isfinite(a[:, read[0]])
+    return np.isfinite(a if len(read) == a.shape[1] else a[:, list(read)]).all(axis=1)
+
+
+def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bool = True) -> Recording:
     """Split a servotool-csv DataFrame into per-event arrays, each sorted by time (stable for ties).
 
-    Rows without a finite time are left out, and so are cmd and state rows whose joint values are not all
-    finite; both are counted in Recording.skipped. Raises RecordingError when the frame has no `t`/`event`
-    columns or no joint columns.
+    joints (indices from 0) limits the joint columns read to those (None: all); the others are NaN in
+    cmd_q, state_q and cmd_r, and n_joints is still the file's count. raw=False reads no r1..rN (cmd_r
+    None). Rows without a finite time are left out, and so are cmd and state rows whose joint values read
+    are not all finite; both are counted in Recording.skipped. Raises RecordingError when the frame has no
+    `t`/`event` columns or no joint columns.
     """
     names = list(df.columns)
     for col in ("t", "event"):
@@ -182,71 +316,54 @@ def recording_from_frame(df: Table) -> Recording:
     qcols = joint_columns("q", names)
     if not qcols:
         raise RecordingError("no joint columns q1..qN")
-    rcols = joint_columns("r", names)
-    t = _num(df, "t")
+    read = list(range(len(qcols))) if joints is None else sorted({j for j in joints if 0 <= j < len(qcols)})
+    t = _times(df)
     ev, ev_names = _labels(df, "event")
-    timed = np.isfinite(t)
-    blank = ~timed & (ev < 0)  # an empty line, not a damaged row
-    skipped = {"no_time": int((~timed & ~blank).sum()), "nan_joint": 0}
     # rows are written in time order per loop tick; a frame stamped just before a send can land in the next
-    # batch, so order by time here (a stable sort keeps the file order for equal stamps)
-    order = np.flatnonzero(timed)
-    t_timed = t[order]
-    if not np.all(t_timed[1:] >= t_timed[:-1]):
-        order = order[np.argsort(t_timed, kind="stable")]
-    ev = ev[order]
-    cmd_all = _event_rows(ev, ev_names, order, "cmd")
-    st_all = _event_rows(ev, ev_names, order, "state")
-    # one column at a time: a long recording never holds all joint columns at full length at once
-    cmd_q = np.empty((len(cmd_all), len(qcols)))
-    state_q = np.empty((len(st_all), len(qcols)))
-    for j, c in enumerate(qcols):
-        values = _num(df, c)
-        cmd_q[:, j] = values[cmd_all]
-        state_q[:, j] = values[st_all]
-        del values
-    cmd_ok, st_ok = np.isfinite(cmd_q).all(axis=1), np.isfinite(state_q).all(axis=1)
-    skipped["nan_joint"] = int((~cmd_ok).sum() + (~st_ok).sum())
+    # batch, so order by time here
+    order, ev, skipped = _order(t, ev)
+    cmd_all, st_all = (_event_rows(ev, ev_names, order, e) for e in ("cmd", "state"))
+    cmd_q, state_q = _joints(df, qcols, read, (cmd_all, st_all)) if read else (
+        np.full((len(cmd_all), len(qcols)), np.nan), np.full((len(st_all), len(qcols)), np.nan))  # fmt: skip
+    cmd_ok = _finite_rows(cmd_q, read) if read else np.ones(len(cmd_all), dtype=bool)
+    st_ok = _finite_rows(state_q, read) if read else np.ones(len(st_all), dtype=bool)
+    skipped["nan_joint"] = int(len(cmd_ok) - np.count_nonzero(cmd_ok) + len(st_ok) - np.count_nonzero(st_ok))
     # most recordings have no row to drop: then no copy of the (long) arrays
     cmd, cmd_q = (cmd_all, cmd_q) if cmd_ok.all() else (cmd_all[cmd_ok], cmd_q[cmd_ok])
     st, state_q = (st_all, state_q) if st_ok.all() else (st_all[st_ok], state_q[st_ok])
     rep, flt, grd, stop = (_event_rows(ev, ev_names, order, e) for e in ("reply", "fault", "guard", "stop"))
-    info, info_names = _labels(df, "info")
-    phase, phase_names = _labels(df, "phase")
-    cmd_r = None
-    if rcols:
-        r = np.column_stack([_num(df, c)[cmd] for c in rcols])
-        if np.isfinite(r).any():
-            cmd_r = r
-    cmd_pass = _num(df, "pass", -1)[cmd]
-    main = _num(df, "main_code", 0)
-    state_main, fault_main = _ints(main[st]), _ints(main[flt])
-    del main  # one full-length column at a time
-    sub = _num(df, "sub_code", 0)
-    state_sub, fault_sub = _ints(sub[st]), _ints(sub[flt])
-    del sub
-    dev_t, errcode = _num(df, "dev_t")[st], _num(df, "errcode", 0)[rep]
+    del ev
+    rcols = joint_columns("r", names) if raw else []
+    r_read = [j for j in read if j < len(rcols)]
+    cmd_r = _joints(df, rcols, r_read, (cmd,))[0] if r_read else None
+    if cmd_r is not None and not np.isfinite(cmd_r).any():
+        cmd_r = None
+    reply_cmd, guard_info, stop_info = _labels_at(df, "info", (rep, grd, stop[:1]))
+    (cmd_phase,) = _labels_at(df, "phase", (cmd,))
+    (cmd_pass,) = _ints_at(df, "pass", (cmd,), -1)
+    (fault_main,) = _ints_at(df, "main_code", (flt,), 0)
+    (fault_sub,) = _ints_at(df, "sub_code", (flt,), 0)
+    (dev_t,) = _floats_at(df, "dev_t", (st,))
+    (errcode,) = _ints_at(df, "errcode", (rep,), 0)
     return Recording(
         cmd_t=t[cmd],
         cmd_q=cmd_q,
         cmd_r=cmd_r,
-        cmd_pass=np.where(np.isfinite(cmd_pass), cmd_pass, -1).astype(int),
-        cmd_phase=_label_values(phase, phase_names, cmd),
+        cmd_pass=cmd_pass,
+        cmd_phase=cmd_phase,
         state_t=t[st],
         state_q=state_q,
-        state_main=state_main,
-        state_sub=state_sub,
         reply_t=t[rep],
-        reply_err=_ints(errcode),
-        reply_cmd=_label_values(info, info_names, rep),
+        reply_err=errcode,
+        reply_cmd=reply_cmd,
         fault_t=t[flt],
         fault_main=fault_main,
         fault_sub=fault_sub,
         state_dev=dev_t,
         guard_t=t[grd],
-        guard_info=[str(x) for x in _label_values(info, info_names, grd)],
+        guard_info=[str(x) for x in guard_info],
         stop_t=float(t[stop[0]]) if len(stop) else None,
-        stop_reason=str(_label_values(info, info_names, stop[:1])[0]) if len(stop) else "",
+        stop_reason=str(stop_info[0]) if len(stop) else "",
         skipped=skipped,
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import functools
 import io
 import json
@@ -21,7 +22,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -298,6 +299,7 @@ THREADED_BYTES = 4 << 20  # a body larger than this is parsed on every core
 TAIL_BYTES = 1 << 16  # the end line is looked for in this much of the file's tail
 _BOM = b"\xef\xbb\xbf"
 _NUMERIC = re.compile(r"^(t|seq|pass|[qr]\d+|errcode|main_code|sub_code|dev_t)$")
+_INTEGER = re.compile(r"^(seq|pass|errcode|main_code|sub_code)$")  # int64 where every cell is one
 _LABELS = ("event", "phase")
 _NUMBER_MISSING = ["", "nan", "NaN", "NAN", "-nan", "NA", "N/A", "null", "NULL", "None"]
 
@@ -384,13 +386,19 @@ def _pool() -> Any:
     return pa.system_memory_pool()
 
 
-def _column_types(header: Sequence[str], as_text: set[str]) -> dict[str, Any]:
+def _column_types(
+    header: Sequence[str], as_text: Collection[str], as_float: Collection[str] = (), ints: bool = False
+) -> dict[str, Any]:
+    """Each column's type: labels coded, numbers float64, with `ints` the counters and codes int64. A
+    column whose cells did not all convert goes one step down (int64 to float64, float64 to text)."""
     types: dict[str, Any] = {}
     for name in header:
         if name in as_text:
             types[name] = pa.string()
         elif name in _LABELS or name == "info":  # few distinct texts, mostly empty: codes, not strings
             types[name] = pa.dictionary(pa.int32(), pa.string())
+        elif ints and name not in as_float and _INTEGER.match(name):
+            types[name] = pa.int64()
         elif _NUMERIC.match(name):
             types[name] = pa.float64()
     return types
@@ -418,36 +426,63 @@ class _RowSink:
         return "skip"
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """How a body is to be parsed: its column names, the columns to convert (None: all), and the columns
+    demoted because a cell did not convert (to float64, to text)."""
+
+    header: tuple[str, ...]
+    include: tuple[str, ...] | None = None
+    ints: bool = False
+    as_float: frozenset[str] = frozenset()
+    as_text: frozenset[str] = frozenset()
+
+    def types(self) -> dict[str, Any]:
+        return _column_types(self.header, self.as_text, self.as_float, self.ints)
+
+    def demoted(self, name: str) -> _Shape | None:
+        """The same shape with `name` one type down, or None when it is text already."""
+        kind = self.types().get(name)
+        if kind == pa.int64():
+            return dataclasses.replace(self, as_float=self.as_float | {name})
+        if name in self.as_text:
+            return None
+        return dataclasses.replace(self, as_text=self.as_text | {name})
+
+
 @functools.lru_cache(maxsize=16)
-def _options(header: tuple[str, ...], as_text: frozenset[str], threads: bool) -> tuple[Any, Any]:
-    """pyarrow's read and convert options for one header (built once per process: a folder of files of
+def _options(shape: _Shape, threads: bool) -> tuple[Any, Any]:
+    """pyarrow's read and convert options for one body shape (built once per process: a folder of files of
     one shape reuses them)."""
+    include = [] if shape.include is None else list(shape.include)
     convert = pacsv.ConvertOptions(
-        column_types=_column_types(header, set(as_text)),
+        column_types=shape.types(),
+        include_columns=include,
         strings_can_be_null=True,
         # only an empty cell is missing: a label that reads "nan" is a label (floats still read nan as
         # NaN), and a row of them is a damaged row, not a blank line
         null_values=[""],
     )
-    return pacsv.ReadOptions(column_names=list(header), use_threads=threads), convert
+    return pacsv.ReadOptions(column_names=list(shape.header), use_threads=threads), convert
 
 
 def _arrow_read(
-    fh: BinaryIO, offset: int, header: Sequence[str], sink: _RowSink, threads: bool, short: bool = False
+    fh: BinaryIO, offset: int, shape: _Shape, sink: _RowSink, threads: bool, count: bool, short: bool = False
 ) -> Any:
-    """Parse the body's rows with pyarrow; a column whose cells do not all convert to numbers is read as
-    text instead (the analyses coerce it and count what is lost). Returns (table, the stream's report).
-    A short body is checked whole and handed over as one buffer: streaming it through Python reads on the
-    parser's reader thread costs more hand-overs than the checks themselves."""
-    as_text: set[str] = set()
+    """Parse the body's rows with pyarrow; a column whose cells do not all convert to its type is read as
+    the next type down instead (int64, float64, text: the analyses coerce text and count what is lost).
+    Returns (table, the stream's report). A short body is checked whole and handed over as one buffer:
+    streaming it through Python reads on the parser's reader thread costs more hand-overs than the checks
+    themselves. count: number the lines taken out (needed to number the rows the parser refuses)."""
+    header = shape.header
     while True:
-        stream = BodyStream(fh, offset, len(header), count_lines=not threads)
+        stream = BodyStream(fh, offset, len(header), count_lines=count)
         if short:
             source = pa.BufferReader(b"".join(iter(stream.read, b"")))
         else:
             source = pa.PythonFile(stream, mode="r")
         try:
-            read_options, convert_options = _options(tuple(header), frozenset(as_text), threads)
+            read_options, convert_options = _options(shape, threads)
             table = pacsv.read_csv(
                 source,
                 memory_pool=_pool(),
@@ -459,13 +494,15 @@ def _arrow_read(
         except pa.ArrowInvalid as exc:
             if str(exc).startswith("Empty CSV file"):  # no rows at all: an empty table of the same columns
                 stream.read()
-                types = _column_types(header, as_text)
-                empty = [pa.array([], types.get(name, pa.string())) for name in header]
-                return pa.table(empty, names=list(header)), stream.report
+                types = shape.types()
+                names = list(header if shape.include is None else shape.include)
+                empty = [pa.array([], types.get(name, pa.string())) for name in names]
+                return pa.table(empty, names=names), stream.report
             col = _bad_column(str(exc), header)
-            if col is None or col in as_text:
+            lower = None if col is None else shape.demoted(col)
+            if lower is None:
                 raise
-            as_text.add(col)
+            shape = lower
             sink.reset()
 
 
@@ -479,18 +516,19 @@ def _bad_column(message: str, header: Sequence[str]) -> str | None:
     return header[int(m.group(1))]
 
 
-def _body_table(path: Path, meta: CsvMeta, header: Sequence[str], first_line: int, offset: int) -> Any:
-    """The rows as an Arrow table, parsed on every core when the body is long. When the parser refused
-    rows on several threads (which cannot number them), the body is parsed again on one thread."""
+def _body_table(path: Path, meta: CsvMeta, shape: _Shape, first_line: int, offset: int) -> Any:
+    """The rows as an Arrow table, parsed on every core when the body is long. The lines taken out are
+    numbered only when the parser refused rows (the body is then parsed again, on one thread, counting
+    them): a clean body is not counted line by line."""
     try:
         with path.open("rb") as fh:
             sink = _RowSink()
             # a short file is one parser block: threads would only add their hand-over
             threads = os.fstat(fh.fileno()).st_size - offset > THREADED_BYTES
-            table, report = _arrow_read(fh, offset, header, sink, threads=threads, short=not threads)
-            if sink.count and threads:
+            table, report = _arrow_read(fh, offset, shape, sink, threads, count=False, short=not threads)
+            if sink.count:
                 sink = _RowSink()
-                table, report = _arrow_read(fh, offset, header, sink, threads=False)
+                table, report = _arrow_read(fh, offset, shape, sink, False, count=True, short=not threads)
             _finish(fh, meta, report, sink, first_line, offset)
             return table
     except pa.ArrowInvalid as exc:
@@ -513,14 +551,15 @@ def _finish(
     """Set meta's end status and skipped rows (in line order) from what the stream took out and what the
     parser refused. Raises CsvFormatError naming the line of an end line that rows follow (it would hide
     them)."""
-    cuts = list(report.bad) + ([report.end] if report.end is not None else [])
+    end = report.end
+    # the end line's number is needed only to name it in the refusal below (counting costs a pass)
+    cuts = list(report.bad) + ([end] if end is not None and report.rows_after_end is not None else [])
     unnumbered = sorted({c.pos for c in cuts if c.index < 0})
     if unnumbered:
         index = dict(zip(unnumbered, line_numbers(fh, offset, unnumbered), strict=True))
         for c in cuts:
             if c.index < 0:
                 c.index = index[c.pos]
-    end = report.end
     if end is not None and report.rows_after_end is not None:
         raise CsvFormatError(
             f"{meta.path}: line {first_line + end.index}: '{_END}{end.verdict.text}' is followed by more rows"
@@ -582,16 +621,17 @@ class _PlainRow:
 
 class ArrowColumns(Mapping[str, Any]):
     """The body's columns, each converted to numpy (labels to a pandas Categorical) when asked for: no
-    DataFrame is built, so a long recording is held once, as the Arrow table."""
+    DataFrame is built, so a long recording is held once, as the Arrow table. `columns` names every column
+    of the file; one the reader was asked to leave out (read_columns' select) raises KeyError."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, header: Sequence[str] | None = None) -> None:
         self._table = table
-        self._names = list(table.column_names)
+        self._names = list(table.column_names if header is None else header)
         self._rows = int(table.num_rows)
 
     @property
     def columns(self) -> list[str]:
-        """Every column of the file, released ones included."""
+        """Every column of the file, released ones and ones left out included."""
         return list(self._names)
 
     def __len__(self) -> int:
@@ -615,7 +655,27 @@ class ArrowColumns(Mapping[str, Any]):
             return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
         if col.type == pa.float64():
             return _chunks_to_numpy(col.chunks, np.float64, np.nan)
+        if col.type == pa.int64():  # numbers come out as float64 whatever the parser held them as
+            values, missing = self.numbers(name)
+            out = values.astype(np.float64)
+            if missing is not None:
+                out[missing] = np.nan
+            return out
         return col.to_numpy()
+
+    def numbers(self, name: str) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
+        """A number column as (its values, float64 or int64, read-only and without a copy where the column
+        is one block; True where a cell is empty, or None when none is). The value under an empty cell is
+        meaningless. Raises TypeError for a column held as text."""
+        col = self._table.column(name)
+        kind = col.type
+        if kind == pa.float64():
+            dtype: Any = np.float64
+        elif kind == pa.int64():
+            dtype = np.int64
+        else:
+            raise TypeError(f"column {name!r} holds text, not numbers")
+        return _one_block(col, dtype)
 
     def codes(self, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
         """A text column as (int32 code per row, -1 where empty; the label of each code), straight from
@@ -623,12 +683,45 @@ class ArrowColumns(Mapping[str, Any]):
         col = self._table.column(name)
         if not _is_text(col.type):
             raise TypeError(f"column {name!r} holds numbers, not labels")
+        if pa.types.is_dictionary(col.type) and col.num_chunks == 1:  # one block, so one dictionary
+            arr = col.chunk(0)
+            labels = [str(x) for x in arr.dictionary.to_pylist()]
+            values, missing = _array_view(arr.indices, np.int32)
+            if missing is None:
+                return values, labels
+            codes = values.copy()
+            codes[missing] = -1
+            return codes, labels
         if not pa.types.is_dictionary(col.type):
             col = col.dictionary_encode()
         col = col.unify_dictionaries()
         labels = [str(x) for x in col.chunk(0).dictionary.to_pylist()] if col.num_chunks else []
         codes = _chunks_to_numpy([c.indices for c in col.chunks], np.int32, -1)
         return codes.astype(np.int32, copy=False), labels
+
+
+def _one_block(col: Any, dtype: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
+    """A fixed-width Arrow column as (values, empty-cell mask or None): a view of a column of one block,
+    else one copy."""
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=dtype), None
+    arr = col.chunk(0) if col.num_chunks == 1 else pa.concat_arrays(col.chunks)
+    return _array_view(arr, dtype)
+
+
+def _array_view(arr: Any, dtype: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
+    """(arr's values viewed as numpy, True where a cell is empty or None when none is), from the buffers
+    with numpy alone (pyarrow's own conversion would load pandas). A dictionary's indices carry its
+    empty cells."""
+    n, off = len(arr), arr.offset
+    validity, data = arr.buffers()[:2]
+    if data is None:  # no values at all
+        return np.zeros(n, dtype=dtype), (np.ones(n, dtype=bool) if n else None)
+    values = np.frombuffer(data, dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize)
+    if validity is None or not arr.null_count:
+        return values, None
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=off + n, bitorder="little")
+    return values, ~bits[off:].view(bool)
 
 
 def _chunks_to_numpy(chunks: Sequence[Any], dtype: Any, missing: float) -> Any:
@@ -652,15 +745,27 @@ def _is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_dictionary(kind))
 
 
-def read_columns(path: str | Path) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns]:
+Select = Callable[[CsvMeta, list[str]], Collection[str] | None]
+
+
+def read_columns(
+    path: str | Path, select: Select | None = None
+) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns]:
     """Like read_csv, but the rows come back as columns converted on demand (ArrowColumns) where pyarrow
-    is installed: the fast, lean path for long recordings. Same guarantees and errors as read_csv."""
+    is installed: the fast, lean path for long recordings. Same guarantees and errors as read_csv.
+
+    select(meta, column names), when given, names the columns to convert (None: all of them): the others
+    are still counted in every row (a row of the wrong width is left out as before) but not converted, and
+    reading one raises KeyError. Without pyarrow every column is read."""
     if not HAVE_ARROW:
         return read_csv(path)
     path = Path(path)
     meta, header, header_lines, offset = _open_header(path)
-    table = _body_table(path, meta, header, header_lines + 1, offset)
-    return meta, ArrowColumns(table)
+    wanted = select(meta, header) if select is not None else None
+    include = None if not wanted else tuple(c for c in header if c in set(wanted))
+    shape = _Shape(tuple(header), include or None, ints=True)
+    table = _body_table(path, meta, shape, header_lines + 1, offset)
+    return meta, ArrowColumns(table, header)
 
 
 def _open_header(path: Path) -> tuple[CsvMeta, list[str], int, int]:
@@ -701,7 +806,7 @@ def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, p
         return meta, empty
     if not HAVE_ARROW:
         return meta, _plain_body(path, meta, header, header_lines + 1, offset)
-    table = _body_table(path, meta, header, header_lines + 1, offset)
+    table = _body_table(path, meta, _Shape(tuple(header)), header_lines + 1, offset)
     if table.num_rows == 0:
         return meta, empty
     return meta, table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_pool())

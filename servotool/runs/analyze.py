@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 import numpy as np
 
 from servotool.analysis.lag import CombinedLag, LagResult, analyze_lag, combine_lag
-from servotool.analysis.recording import Recording, RecordingError, recording_from_frame
+from servotool.analysis.recording import Recording, RecordingError, columns_for, recording_from_frame
 from servotool.analysis.step import StepResult, analyze_step
 from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
 from servotool.errors import FileFormatError
@@ -197,16 +197,36 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
     )
 
 
+def _joint_read(meta: CsvMeta) -> int | None:
+    """The one joint a lag or step analysis of the file looks at (its config's), or None: every joint is
+    read (another mode, or a joint that is no integer, which the analysis then refuses as before)."""
+    if meta.mode not in ("ramp", "step"):
+        return None
+    try:
+        return int(_cfg(meta, "joint", 0))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _columns_read(meta: CsvMeta, header: list[str]) -> list[str] | None:
+    """What the reader converts: for a lag or step run, the analysed joint's columns and the event
+    columns only (the other joints' cells are not parsed as numbers); every column otherwise."""
+    joint = _joint_read(meta)
+    return None if joint is None else columns_for(header, [joint], raw=meta.mode == "step")
+
+
 def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
     """Read one servotool-csv file and analyse it according to its header's mode (ramp, step or sweep).
 
     An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why);
     malformed rows and rows with non-finite values are left out and counted (skipped_rows()). Raises
-    NotAnalyzable naming the file for a foreign, damaged or unsupported file.
+    NotAnalyzable naming the file for a foreign, damaged or unsupported file. Of a lag or step run only
+    the analysed joint is read (FileAnalysis.recording holds NaN for the others, and only that joint's
+    non-finite values leave a row out).
     """
     path = Path(path)
     try:
-        meta, table = read_columns(path)
+        meta, table = read_columns(path, _columns_read)
     except (CsvFormatError, OSError) as exc:
         raise NotAnalyzable(str(exc)) from None
     if meta.mode not in MODES:
@@ -219,7 +239,8 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
                 meta.config, table, None if meta.complete else (meta.end_reason or "no end line")))
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep
-        rec = recording_from_frame(table)
+        joint = _joint_read(meta)
+        rec = recording_from_frame(table, None if joint is None else [joint], raw=meta.mode == "step")
         del table
         skipped = dict(rec.skipped, faults=len(rec.fault_t))
         fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)
