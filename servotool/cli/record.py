@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -152,6 +153,7 @@ def record(
     When an axis latches a hardware error (a FAIRINO arm: a new fault code), one capture (JSONL) is
     published with the lead-up and a 2 s tail. Read only: nothing is commanded, no REBOOT is ever sent.
     Ctrl-C, SIGTERM or SIGHUP ends it, publishing any open capture first.
+    A capture that cannot be written (a full disk) stops the recording; those already published are kept.
     Exit 0 done, 1 a capture could not be published, 2 bad usage, 3 device unreachable or lost,
     130 / 143 / 129 Ctrl-C / SIGTERM / SIGHUP.
     """
@@ -206,7 +208,8 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
     else:
         if not console.is_terminal:
             console.print()  # the live view's last render ends without a newline off a terminal
-        console.print(f"{out.status}" + (f" ({out.reason})" if out.reason else "")
+        said = out.reason and out.reason not in out.publish_errors  # those get their error line below
+        console.print(f"{out.status}" + (f" ({out.reason})" if said else "")
                       + f": recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns), "
                       f"{len(out.captures)} capture(s) in {dest}", highlight=False)
         for c in out.captures:
@@ -214,6 +217,6 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
                           f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
                           highlight=False)
     for e in out.publish_errors:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
     if code:
         raise typer.Exit(code)

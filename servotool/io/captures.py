@@ -90,21 +90,27 @@ def publish_capture(
     """Write header + samples as `dest/name` (a free variant if taken) atomically; return the path.
 
     Order: temporary file in dest, write, flush, fsync, os.replace to the published name, fsync of dest.
-    The folder (and parents) is created here, at the first publication. OSError propagates; a temporary
-    file may then remain (it is reported at the next connection, not removed).
+    The folder (and parents) is created here, at the first publication. OSError propagates (a full disk,
+    a file in the folder's place) after this publication's own temporary file is removed: nothing
+    half-written is left. Only a process killed mid-write leaves one (reported at the next connection).
     """
     if "/" in name or name.startswith("."):
         raise ValueError(f"capture name {name!r} must be a plain file name")
     dest.mkdir(parents=True, exist_ok=True)
     target = _free_name(dest, name if name.endswith(SUFFIX) else name + SUFFIX)
     tmp = dest / f".{target.name}.{os.getpid()}{TMP_SUFFIX}"
-    with open(tmp, "wb") as fh:
-        fh.write(encode_line(header))
-        for sample in samples:
-            fh.write(encode_line(sample))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(encode_line(header))
+            for sample in samples:
+                fh.write(encode_line(sample))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # ours, never published: a partial file would only hold space on a full disk
+        raise
     _fsync_dir(dest)
     return target
 

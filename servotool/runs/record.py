@@ -7,9 +7,10 @@ recorder wants one, the status read when due, then -- where a control loop would
 captures whose tail is complete are published. Connecting only inspects the destination (its size and any
 leftover temporary files, as warnings); the folder is created by the first publication.
 
-Every ending (duration reached, a stop request from Ctrl-C or SIGTERM, a lost device, an error of our own)
-goes through one path: the recorder is told the connection is closing, the device is closed (the driver's
-disconnect attempt), then any capture still open is published with the tail it really observed.
+Every ending (duration reached, a stop request from Ctrl-C or SIGTERM, a lost device, a capture that could
+not be written -- a full disk, a file where the folder was --, an error of our own) goes through one path:
+the recorder is told the connection is closing, the device is closed (the driver's disconnect attempt), then
+any capture still open is published with the tail it really observed.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ COMPLETE = "complete"
 INTERRUPTED = "interrupted"
 CONNECTION_LOST = "connection-lost"
 DEVICE_ERROR = "device-error"
+PUBLISH_FAILED = "publish-failed"  # a capture could not be written (a full disk, the folder made a file)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ class RecordProgress:
 
 @dataclass
 class RecordOutcome:
-    """How the loop ended: status (complete, interrupted, connection-lost, device-error), reason, counts."""
+    """How the loop ended: status (complete, interrupted, connection-lost, device-error, publish-failed),
+    reason, counts."""
 
     status: str
     reason: str | None
@@ -103,6 +106,8 @@ class RecordOutcome:
             return SIGNAL_EXITS.get(self.signal or signal.SIGINT, ExitCode.INTERRUPTED)
         if self.status in (CONNECTION_LOST, DEVICE_ERROR):
             return ExitCode.DEVICE
+        if self.status == PUBLISH_FAILED:
+            return ExitCode.FAULT
         return ExitCode.DONE
 
 
@@ -127,8 +132,12 @@ class _Loop:
 
     def __init__(self, source: TelemetrySource, clock: Clock, settings: RecordSettings,
                  on_progress: Callable[[RecordProgress], None] | None,
-                 publish: Callable[[Path, Capture], Path]) -> None:
+                 publish: Callable[[Path, Capture], Path],
+                 on_warning: Callable[[str], None] | None = None) -> None:
         self.source, self.clock, self.settings = source, clock, settings
+        self.on_warning = on_warning
+        self.warnings: list[str] = []
+        self.dest_seen = settings.dest.is_dir()  # once it exists, its disappearing is news
         rec_settings = settings.recorder
         if source.status_every_frame:  # the status rides in every frame: no poll to schedule or defer
             rec_settings = dataclasses.replace(rec_settings, status_period_s=0.0)
@@ -143,14 +152,29 @@ class _Loop:
         self.last_fast: Sweep | None = None
         self.last_context: Sweep | None = None
 
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+        if self.on_warning is not None:
+            self.on_warning(text)
+
     def publish_all(self, caps: list[Capture]) -> None:
+        """Publish each capture; a failure is recorded (the loop then stops) and the next one is tried. A
+        destination removed since it existed is made again (the evidence first) and said in a warning."""
+        dest = self.settings.dest
         for cap in caps:
+            removed = self.dest_seen and not dest.is_dir()
             t0 = self.clock.now()
             try:
-                path = self.publish(self.settings.dest, cap)
+                path = self.publish(dest, cap)
             except OSError as exc:
-                self.publish_errors.append(f"capture {cap.name} could not be published: {exc}")
+                why = "not a folder" if dest.exists() and not dest.is_dir() else exc.strerror or str(exc)
+                self.publish_errors.append(f"capture {cap.name} could not be published in {dest} ({why}); "
+                                           "recording stopped, captures already published are kept")
                 continue
+            self.dest_seen = True
+            if removed:
+                self.warn(f"capture folder {dest} was removed during the recording: made again for "
+                          f"{path.name}")
             self.captures.append(PublishedCapture(path, cap.header, (self.clock.now() - t0) * 1000.0))
 
     def frame(self) -> None:
@@ -188,7 +212,8 @@ class _Loop:
         t0 = self.clock.now()
         end = math.inf if self.settings.duration_s is None else t0 + self.settings.duration_s
         k = 0
-        while not stopped() and self.clock.now() < end:
+        # a capture that could not be written ends the recording: the next one would be lost the same way
+        while not stopped() and not self.publish_errors and self.clock.now() < end:
             self.frame()
             new = self.rec.drain_events()
             self.events.extend(new)
@@ -226,7 +251,7 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
     publish what is still open after closing it. Never raises for a device failure or a signal: the
     outcome says how it ended and carries the exit code (3 lost device, 130/143/129 signals)."""
     stop = stop if stop is not None else StopRequest()
-    loop = _Loop(source, clock, settings, on_progress, publish)
+    loop = _Loop(source, clock, settings, on_progress, publish, on_warning)
     warnings = inspect_destination(settings.dest).warnings()
     for w in warnings:
         if on_warning is not None:
@@ -240,6 +265,8 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                 loop.loop(lambda: _stopped(stop, signals))
             if _stopped(stop, signals):
                 status, reason = INTERRUPTED, _signal_reason(stop.signal)
+            elif loop.publish_errors:
+                status, reason = PUBLISH_FAILED, loop.publish_errors[0]
         except KeyboardInterrupt as exc:  # a third signal, or Ctrl-C outside the handlers
             stop.set(getattr(exc, "signum", signal.SIGINT))
             status, reason = INTERRUPTED, _signal_reason(stop.signal)
@@ -254,7 +281,7 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                     loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
                     loop.events.extend(loop.rec.drain_events())
     return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
-                         loop.events, warnings, loop.publish_errors, loop.rec.latched,
+                         loop.events, warnings + loop.warnings, loop.publish_errors, loop.rec.latched,
                          stop.signal if status == INTERRUPTED else None, t0)
 
 
