@@ -644,7 +644,11 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
                  clock=clock)
     if not bus.ids:
-        found = bus.broadcast_ping()
+        try:
+            found = bus.broadcast_ping()
+        except BaseException:  # a signal or a lost link while the line is pinged: the port is not kept
+            bus.close()
+            raise
         if not found:
             bus.close()
             raise DeviceError(f"{parsed.raw}: no servo answered a broadcast ping at {opts['baud']} baud")

@@ -379,7 +379,12 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     port = _open_port(parsed.target, opts["baud"], parsed.raw)
     bus = HiwonderBus(port, parsed.raw, profile, simulated=False, timeout_s=opts["timeout_s"],
                       retries=opts["retries"])
-    if kwargs.get("probe", True) and not bus.answers():
+    try:
+        answered = not kwargs.get("probe", True) or bus.answers()
+    except BaseException:  # a signal or a lost link while probing: the port is not kept
+        bus.close()
+        raise
+    if not answered:
         bus.close()
         raise NoBoardAnswer(f"no board answered on {parsed.target} (no servo of {profile.name} answered a "
                             f"position read at {opts['baud']} baud: check power, cable and baud)")

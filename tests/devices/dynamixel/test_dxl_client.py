@@ -233,3 +233,29 @@ def test_the_family_loads_dynamixel_sdk_only_when_a_bus_opens():
             "assert 'microduck' in d.PROFILES and callable(d.open_url) and callable(d.probe); "
             "assert 'dynamixel_sdk' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_a_signal_during_the_discovery_ping_closes_the_port(monkeypatch):
+    # a real URL without ids pings the line (about a second per baud on hardware): Ctrl-C or SIGTERM
+    # there left the port open behind the error
+    from servotool.errors import StopSignal
+
+    closed = []
+    real_close = DxlBus.close
+
+    def ping(self):
+        raise StopSignal(15)
+
+    def close(self):
+        closed.append(True)
+        real_close(self)
+
+    monkeypatch.setattr(DxlBus, "broadcast_ping", ping)
+    monkeypatch.setattr(DxlBus, "close", close)
+    server = start_sim("microduck", {})
+    try:
+        with pytest.raises(StopSignal):
+            open_bus(f"dxl://{server.path}?baud=1000000")
+        assert closed == [True]
+    finally:
+        server.close()

@@ -278,3 +278,25 @@ def test_clock_sim_with_a_host_clock_from_the_caller_is_refused(url):
 
     with pytest.raises(DeviceURLError, match="simulated time"):
         open_bus(url, clock=MonotonicClock())
+
+
+def test_a_signal_during_the_board_probe_closes_the_port(monkeypatch):
+    # the probe reads servo after servo (a timeout each on a dead line): Ctrl-C or SIGTERM there left the
+    # port open behind the error
+    from servotool.errors import StopSignal
+
+    closed = []
+    real_close = HiwonderBus.close
+
+    def answers(self):
+        raise StopSignal(15)
+
+    def close(self):
+        closed.append(True)
+        real_close(self)
+
+    monkeypatch.setattr(HiwonderBus, "answers", answers)
+    monkeypatch.setattr(HiwonderBus, "close", close)
+    with start_sim("rosorin-arm", {}) as server, pytest.raises(StopSignal):
+        open_bus(f"hiwonder://{server.path}?timeout_ms=200")
+    assert closed == [True]
