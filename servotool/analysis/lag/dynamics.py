@@ -20,7 +20,6 @@ from servotool.analysis.lag.fitmodel import (
     FitModel,
     filtered,
     inverse_gram,
-    inverse_normal,
     read_grid,
 )
 from servotool.analysis.lag.orderstats import median
@@ -339,9 +338,7 @@ def fit_dynamics(
         lag_se = _param_se(fits.pure, n - 3)[0] * se_scale
         r = fits.pure.fun
     s2 = float(r @ r) / max(n - 4, 1) * (n / n_eff)
-    y, a = model.design(lag, tau)
-    g_inv = inverse_normal(a)
-    coef = g_inv @ (a.T @ (model.q_meas - y))
+    coef, g_inv = model.linear_at(lag, tau)
     cov_lin = s2 * g_inv
     k, b = float(coef[0]), float(coef[1])
     k_se = math.sqrt(max(float(cov_lin[0, 0]), 0.0))

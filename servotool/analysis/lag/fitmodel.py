@@ -35,6 +35,9 @@ class _Stretch:
     i0: int
     i1: int
     u: np.ndarray  # the command on the grid
+    pos0: np.ndarray  # the frames' places on the grid (in cells) at no dead time
+    low: float  # the smallest and largest of pos0
+    high: float
 
 
 def _padded(w: np.ndarray) -> np.ndarray:
@@ -66,12 +69,29 @@ def read_grid(w: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.nda
     return _read_padded(_padded(w), t0, h, t)
 
 
-def _read_rates(wp: np.ndarray, t0: float, h: float, t: np.ndarray) -> tuple[np.ndarray, ...]:
-    """_read_padded's two values and, exactly, their derivatives by t (the slopes of the interpolants)."""
-    f, wm, w0, w1, w2 = _cells(wp, t0, h, t)
-    s0, s1 = (w1 - wm) / (2.0 * h), (w2 - w0) / (2.0 * h)
-    dw, ds = w1 - w0, s1 - s0
-    return w0 + f * dw, s0 + f * ds, dw / h, ds / h
+def _read_window(
+    wp: np.ndarray, f: np.ndarray, j: np.ndarray, h: float, rates: bool
+) -> tuple[np.ndarray, ...]:
+    """_read_padded's two values at cells j (place f in the cell) of the padded grid wp; with rates also
+    their derivatives by t (the slopes of the interpolants)."""
+    w0 = wp[j + 1]
+    dw = wp[j + 2]
+    dw -= w0
+    d0 = wp[j + 2]
+    d0 -= wp[j]  # twice h times the central slope at this cell ...
+    dd = wp[j + 3]
+    dd -= w0
+    dd -= d0  # ... and its step to the next cell's
+    y = f * dw
+    y += w0
+    dy = f * dd
+    dy += d0
+    dy *= 0.5 / h
+    if not rates:
+        return y, dy
+    dw *= 1.0 / h
+    dd *= 0.5 / h**2
+    return y, dy, dw, dd
 
 
 def _filter_coefficients(h: float, tau: float) -> tuple[float, float, float]:
@@ -144,8 +164,12 @@ class FitModel:
                 t0 = min(t_rest, float(frames.min())) - LEAD_CELLS * h
                 n = int(math.floor((float(frames.max()) - t0) / h)) + LEAD_CELLS + 2
                 u = np.interp(t0 + h * np.arange(n), t_cmd, q_cmd)
-                self.stretches.append(_Stretch(t0, i0, i1, u))
+                pos0 = (frames - t0) / h
+                low, high = float(pos0.min()), float(pos0.max())
+                self.stretches.append(_Stretch(t0, i0, i1, u, pos0, low, high))
         self._cache: tuple[float, bool, list[tuple[np.ndarray, np.ndarray | None]]] | None = None
+        # the linear terms solved at each (L, tau) evaluated: the fit's end needs them again
+        self._linear: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def n(self) -> int:
@@ -167,7 +191,7 @@ class FitModel:
         grids = self._filtered(tau, jac and by_tau)
         if len(self.stretches) == 1 and self.stretches[0].i0 == 0 and self.stretches[0].i1 == self.n:
             # one stretch over every frame (a short recording): the arrays as read, no copies into place
-            return self._read(self.stretches[0], grids[0], self.t_meas - lag, jac)
+            return self._read(self.stretches[0], grids[0], lag, jac)
         n = self.n
         out = _Response(np.empty(n), np.empty(n))
         if jac:
@@ -176,7 +200,7 @@ class FitModel:
                 out.y_t, out.dy_t = np.empty(n), np.empty(n)
         for st, grid in zip(self.stretches, grids, strict=True):
             sl = slice(st.i0, st.i1)
-            part = self._read(st, grid, self.t_meas[sl] - lag, jac)
+            part = self._read(st, grid, lag, jac)
             for name in ("y", "dy", "y_l", "dy_l", "y_t", "dy_t"):
                 values = getattr(part, name)
                 if values is not None:
@@ -184,28 +208,55 @@ class FitModel:
         return out
 
     def _read(
-        self, st: _Stretch, grid: tuple[np.ndarray, np.ndarray | None], t: np.ndarray, jac: bool
+        self, st: _Stretch, grid: tuple[np.ndarray, np.ndarray | None], lag: float, jac: bool
     ) -> _Response:
-        """One stretch's frames (at t, the dead time taken off) read from its filtered grid."""
-        wp, wp_t = grid
+        """One stretch's frames, the dead time lag taken off, read from its filtered grid (as _read_padded)."""
+        win, win_t = grid
+        cells = len(win) - 2  # cells of the grid (the padded one has one more at each end)
+        shift = lag / self.h
+        pos = st.pos0 - shift
+        if st.low - shift < 0.0 or st.high - shift > cells - 1.0:
+            np.maximum(pos, 0.0, out=pos)  # the clip, without np.clip's dispatch
+            np.minimum(pos, cells - 1.0, out=pos)
+        j = pos.astype(np.intp)
+        if st.high - shift >= cells - 2.0:
+            np.minimum(j, cells - 2, out=j)
+        f = pos - j
         if not jac:
-            return _Response(*_read_padded(wp, st.t0, self.h, t))
-        y, dy, ddt, dsdt = _read_rates(wp, st.t0, self.h, t)
-        out = _Response(y, dy, -ddt, -dsdt)
-        if wp_t is not None:
-            out.y_t, out.dy_t = _read_padded(wp_t, st.t0, self.h, t)
+            return _Response(*_read_window(win, f, j, self.h, False))
+        y, dy, ddt, dsdt = _read_window(win, f, j, self.h, True)
+        np.negative(ddt, out=ddt)
+        np.negative(dsdt, out=dsdt)
+        out = _Response(y, dy, ddt, dsdt)
+        if win_t is not None:
+            out.y_t, out.dy_t = _read_window(win_t, f, j, self.h, False)
         return out
-
-    def design(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
-        """(model position at the frames, the linear terms' columns: friction and bias)."""
-        resp = self.response(lag, tau)
-        return resp.y, _columns(resp.dy)
 
     def residual_only(self, x: np.ndarray) -> np.ndarray:
         """The residual at x = (L, tau) alone (see residual)."""
-        y, cols = self.design(float(x[0]), float(x[1]))
-        e = self.q_meas - y
-        return np.asarray(e - cols @ linear_terms(cols, e))
+        resp = self.response(float(x[0]), float(x[1]))
+        f = np.tanh(resp.dy / FRICTION_V_EPS)
+        np.negative(f, out=f)
+        e = self.q_meas - resp.y
+        c0, c1 = self._solve_linear(float(x[0]), float(x[1]), f, e)
+        e -= c0 * f
+        e -= c1
+        return e
+
+    def _solve_linear(self, lag: float, tau: float, f: np.ndarray, e: np.ndarray) -> tuple[float, float]:
+        """The friction and bias terms (least squares on the columns f and a constant against e), kept with
+        their normal matrix's inverse for linear_at."""
+        g_inv = inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
+        coef = g_inv @ np.array([float(f @ e), float(e.sum())])
+        self._linear[(lag, tau)] = (coef, g_inv)
+        return float(coef[0]), float(coef[1])
+
+    def linear_at(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        """((friction, bias), the inverse of their normal matrix) at (L, tau): as residual solved them there,
+        or solved now."""
+        if (lag, tau) not in self._linear:
+            self.residual_only(np.array([lag, tau]))
+        return self._linear[(lag, tau)]
 
     def residual(self, x: np.ndarray, fit_tau: bool) -> tuple[np.ndarray, np.ndarray]:
         """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
@@ -218,8 +269,8 @@ class FitModel:
         f = np.tanh(resp.dy / FRICTION_V_EPS)
         np.negative(f, out=f)
         e = self.q_meas - resp.y
-        g_inv = inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
-        c0, c1 = g_inv @ np.array([float(f @ e), float(e.sum())])
+        c0, c1 = self._solve_linear(lag, tau, f, e)
+        g_inv = self._linear[(lag, tau)][1]
         r = e - c0 * f - c1
         # d(friction column)/d(slope): the tanh's derivative
         dcol = (f * f - 1.0) / FRICTION_V_EPS
@@ -233,20 +284,6 @@ class FitModel:
         return r, jac
 
 
-def _columns(slope: np.ndarray) -> np.ndarray:
-    """The linear terms' columns: friction against the direction of motion, and a constant."""
-    out = np.empty((len(slope), 2))
-    out[:, 0] = -np.tanh(slope / FRICTION_V_EPS)
-    out[:, 1] = 1.0
-    return out
-
-
-def inverse_normal(a: np.ndarray) -> np.ndarray:
-    """(A^T A)^-1 for the two columns, closed form; the pseudo-inverse when it is singular."""
-    g = a.T @ a
-    return inverse_gram(float(g[0, 0]), float(g[0, 1]), float(g[1, 1]))
-
-
 def inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
     """The inverse of the symmetric 2x2 matrix [[g00, g01], [g01, g11]], closed form; the pseudo-inverse
     when it is singular."""
@@ -254,8 +291,3 @@ def inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
     if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2:
         return np.array([[g11, -g01], [-g01, g00]]) / det
     return np.asarray(np.linalg.pinv(np.array([[g00, g01], [g01, g11]])))
-
-
-def linear_terms(a: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Least-squares coefficients of the linear terms' columns a for the residual r."""
-    return np.asarray(inverse_normal(a) @ (a.T @ r))

@@ -9,6 +9,7 @@ a short recording was most of the fit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,11 +91,26 @@ def _weighted(v: np.ndarray, w: np.ndarray | None) -> np.ndarray:
 def _step(normal: np.ndarray, grad: np.ndarray, free: np.ndarray, damping: float) -> np.ndarray:
     """The damped Gauss-Newton step in the free parameters (zero in the others), from the normal matrix
     J^T W J and the gradient J^T W r at the current point."""
-    sub = normal[np.ix_(free, free)]
-    diag = np.diag(sub).copy()
-    diag[diag <= 0] = 1.0
-    sub = sub + damping * np.diag(diag)
+    idx = np.flatnonzero(free).tolist()
     step = np.zeros(len(grad))
+    diag = [float(normal[i, i]) if normal[i, i] > 0 else 1.0 for i in idx]
+    if len(idx) == 1:  # one or two parameters (the dynamic fit's): closed form, no LAPACK call
+        i = idx[0]
+        a = float(normal[i, i]) + damping * diag[0]
+        if a != 0.0:
+            step[i] = -float(grad[i]) / a
+            return step
+    elif len(idx) == 2:
+        i, k = idx
+        a, b, d = float(normal[i, i]) + damping * diag[0], float(normal[i, k]), float(normal[k, k])
+        d += damping * diag[1]
+        det = a * d - b * float(normal[k, i])
+        if det != 0.0 and math.isfinite(det):
+            gi, gk = float(grad[i]), float(grad[k])
+            step[i] = -(d * gi - b * gk) / det
+            step[k] = -(a * gk - float(normal[k, i]) * gi) / det
+            return step
+    sub = normal[np.ix_(free, free)] + damping * np.diag(diag)
     try:
         step[free] = -np.linalg.solve(sub, grad[free])
     except np.linalg.LinAlgError:
