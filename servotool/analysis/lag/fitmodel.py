@@ -210,9 +210,9 @@ class FitModel:
     def _read(
         self, st: _Stretch, grid: tuple[np.ndarray, np.ndarray | None], lag: float, jac: bool
     ) -> _Response:
-        """One stretch's frames, the dead time lag taken off, read from its filtered grid (as _read_padded)."""
-        win, win_t = grid
-        cells = len(win) - 2  # cells of the grid (the padded one has one more at each end)
+        """One stretch's frames, the dead time lag taken off, read from its padded grid (as _read_padded)."""
+        wp, wp_t = grid
+        cells = len(wp) - 2  # cells of the grid (the padded one has one more at each end)
         shift = lag / self.h
         pos = st.pos0 - shift
         if st.low - shift < 0.0 or st.high - shift > cells - 1.0:
@@ -223,13 +223,13 @@ class FitModel:
             np.minimum(j, cells - 2, out=j)
         f = pos - j
         if not jac:
-            return _Response(*_read_window(win, f, j, self.h, False))
-        y, dy, ddt, dsdt = _read_window(win, f, j, self.h, True)
+            return _Response(*_read_window(wp, f, j, self.h, False))
+        y, dy, ddt, dsdt = _read_window(wp, f, j, self.h, True)
         np.negative(ddt, out=ddt)
         np.negative(dsdt, out=dsdt)
         out = _Response(y, dy, ddt, dsdt)
-        if win_t is not None:
-            out.y_t, out.dy_t = _read_window(win_t, f, j, self.h, False)
+        if wp_t is not None:
+            out.y_t, out.dy_t = _read_window(wp_t, f, j, self.h, False)
         return out
 
     def residual_only(self, x: np.ndarray) -> np.ndarray:
