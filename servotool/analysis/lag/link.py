@@ -58,10 +58,13 @@ def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.
 def _state_path(rec: Recording) -> _StatePath:
     ts, dev = rec.state_t, rec.state_dev
     mapped = ts.copy()
-    if not (len(dev) == len(ts) and np.isfinite(dev).sum() >= MIN_TIMESTAMPED_FRAMES):
+    ok = np.isfinite(dev) if len(dev) == len(ts) else np.zeros(len(ts), dtype=bool)
+    n_ok = int(np.count_nonzero(ok))
+    if n_ok < MIN_TIMESTAMPED_FRAMES:
         return _StatePath(mapped, False)
-    ok = np.isfinite(dev)
-    d, x = dev[ok], ts[ok] - dev[ok]
+    every = n_ok == len(ts)  # every frame timestamped (as a rule): no copies through the mask
+    d, ts_ok = (dev, ts) if every else (dev[ok], ts[ok])
+    x = ts_ok - d
     # the lower envelope of (receive - device time): frames that crossed the link fastest; its slope is the
     # drift between the two clocks
     edges = np.arange(d.min(), d.max() + DRIFT_BIN_S, DRIFT_BIN_S)
@@ -76,8 +79,11 @@ def _state_path(rec: Recording) -> _StatePath:
         slope, icpt = 0.0, float(mins_x.min())
     icpt -= max(0.0, float(np.max(icpt + slope * d - x)))  # no frame arrives before it was sampled
     h = d + icpt + slope * d
-    mapped[ok] = h
-    lat = ts[ok] - h
+    if every:
+        mapped = h
+    else:
+        mapped[ok] = h
+    lat = ts_ok - h
     return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -24,17 +25,34 @@ CONSTANT_LAG_FLOOR_MS = 1.5  # per-pass lags within max(this, CONSTANT_LAG_FRACT
 CONSTANT_LAG_FRACTION = 0.03
 
 
-def _intercept_fit(v: np.ndarray, d: np.ndarray) -> tuple[float, float]:
+def _line_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """y = a + b * x by least squares over a few points (at least two distinct x): (a, b, the standard error
+    of a from the scatter about the line, NaN with fewer than 3 points). Written out: a pass count of points
+    costs less in floats than in numpy calls."""
+    n = len(x)
+    xm, ym = sum(x) / n, sum(y) / n
+    sxx = sum((u - xm) ** 2 for u in x)
+    b = sum((u - xm) * (w - ym) for u, w in zip(x, y, strict=True)) / sxx
+    a = ym - b * xm
+    if n < 3:
+        return a, b, math.nan
+    s2 = sum((w - a - b * u) ** 2 for u, w in zip(x, y, strict=True)) / (n - 2)
+    # the intercept's variance: s2 times the [0, 0] element of the inverse normal matrix
+    return a, b, math.sqrt(max(s2 * (1.0 / n + xm * xm / sxx), 0.0))
+
+
+def _intercept_fit(v: Sequence[float], d: Sequence[float]) -> tuple[float, float]:
     """delta = b + v * L by least squares: (b, its standard error), NaN with fewer than 3 distinct speeds."""
-    n = len(v)
-    if n < 3 or np.ptp(v) <= 0:
+    if len(v) < 3 or max(v) <= min(v):
         return math.nan, math.nan
-    a = np.column_stack([np.ones(n), v])
-    coef, *_ = np.linalg.lstsq(a, d, rcond=None)
-    r = d - a @ coef
-    s2 = float(np.sum(r**2) / (n - 2))
-    cov = s2 * np.linalg.inv(a.T @ a)
-    return float(coef[0]), math.sqrt(max(float(cov[0, 0]), 0.0))
+    icpt, _, icpt_se = _line_fit(v, d)
+    return icpt, icpt_se
+
+
+@functools.lru_cache(maxsize=64)
+def _t_quantile(dof: int) -> float:
+    """Student's t quantile CI_QUANTILE at dof degrees of freedom (stats.t.ppf, without its overhead)."""
+    return float(special.stdtrit(dof, CI_QUANTILE))
 
 
 def fit_through_origin(v: Sequence[float], delta: Sequence[float]) -> OriginFit | None:
@@ -43,22 +61,18 @@ def fit_through_origin(v: Sequence[float], delta: Sequence[float]) -> OriginFit 
     The standard error comes from the scatter of the points about the line (n - 1 degrees of freedom), so a
     lag that changes with speed shows up as a wide interval, not a falsely precise one.
     """
-    va = np.abs(np.asarray(v, dtype=float))
-    d = np.asarray(delta, dtype=float)
-    ok = np.isfinite(va) & np.isfinite(d) & (va > 0)
-    va, d = va[ok], d[ok]
-    n = len(va)
+    pts = [(abs(float(a)), float(b)) for a, b in zip(v, delta, strict=True)]
+    pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b) and a > 0]
+    n = len(pts)
     if n == 0:
         return None
-    sxx = float(np.sum(va * va))
-    lag = float(np.sum(va * d) / sxx)
+    va, d = [a for a, _ in pts], [b for _, b in pts]
+    sxx = sum(a * a for a in va)
+    lag = sum(a * b for a, b in pts) / sxx
     if n >= 2:
-        resid = d - lag * va
-        s2 = float(np.sum(resid**2) / (n - 1))
+        s2 = sum((b - lag * a) ** 2 for a, b in pts) / (n - 1)
         se = math.sqrt(s2 / sxx)
-        tq = float(
-            special.stdtrit(n - 1, CI_QUANTILE)
-        )  # Student's t quantile (stats.t.ppf, without its overhead)
+        tq = _t_quantile(n - 1)
         ci = (lag - tq * se, lag + tq * se)
     else:
         se = math.nan
@@ -78,28 +92,26 @@ def midpoint_check(
     passes: Sequence[PassLag], fit: OriginFit | None, tolerance_ms: float = MIDPOINT_TOLERANCE_MS
 ) -> MidpointCheck | None:
     """Compare the midpoint-crossing lags with the fit; None when no pass has a midpoint lag."""
-    vals = np.array([p.mid_lag_ms for p in passes if finite(p.mid_lag_ms)])
-    if vals.size == 0:
+    vals = [p.mid_lag_ms for p in passes if finite(p.mid_lag_ms)]
+    if not vals:
         return None
-    mean = float(vals.mean())
+    mean = sum(vals) / len(vals)
     diff = mean - fit.lag_ms if fit is not None else math.nan
     return MidpointCheck(
         mean_ms=mean,
-        min_ms=float(vals.min()),
-        max_ms=float(vals.max()),
+        min_ms=float(min(vals)),
+        max_ms=float(max(vals)),
         diff_from_fit_ms=diff,
         tolerance_ms=tolerance_ms,
         agrees=bool(finite(diff) and abs(diff) <= tolerance_ms),
     )
 
 
-def _friction_trend(v: np.ndarray, lags_ms: np.ndarray) -> float:
+def _friction_trend(v: Sequence[float], lags_ms: Sequence[float]) -> float:
     """k (deg) in L_pass = L_inf + k / v: an offset looks like extra lag that shrinks at speed."""
-    if np.ptp(v) <= 0:
+    if max(v) <= min(v):
         return math.nan
-    a = np.column_stack([np.ones(len(v)), 1.0 / v])
-    coef, *_ = np.linalg.lstsq(a, lags_ms * 1e-3, rcond=None)
-    return float(coef[1])
+    return _line_fit([1.0 / u for u in v], [lag * 1e-3 for lag in lags_ms])[1]
 
 
 def _varying_message(good: Sequence[PassLag], tol: float, friction: float, omb: float) -> str:
@@ -123,13 +135,13 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
     good = [p for p in passes if finite(p.lag_ms)]
     if fit is None or len(good) < 2 or len({round(p.speed_deg_s, 6) for p in good}) < 2:
         return None
-    lags = np.array([p.lag_ms for p in good])
-    v = np.array([p.speed_deg_s for p in good])
+    lags = [p.lag_ms for p in good]
+    v = [p.speed_deg_s for p in good]
     tol = max(CONSTANT_LAG_FLOOR_MS, CONSTANT_LAG_FRACTION * abs(fit.lag_ms))
-    spread = float(np.ptp(lags))
+    spread = float(max(lags) - min(lags))
     outs = [p.lag_ms for p in good if p.direction == "out"]
     backs = [p.lag_ms for p in good if p.direction == "back"]
-    omb = float(np.mean(outs) - np.mean(backs)) if outs and backs else math.nan
+    omb = float(sum(outs) / len(outs) - sum(backs) / len(backs)) if outs and backs else math.nan
     friction = _friction_trend(v, lags)
     constant = spread <= tol
     if constant:

@@ -36,11 +36,14 @@ def pass_ticks(rec: Recording) -> list[PassTicks]:
     labelled = np.flatnonzero(labels >= 0)
     order = labelled[np.argsort(labels[labelled], kind="stable")]  # by pass, each in tick order
     cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    # the phase labels compared once for the whole run (they are Python strings: one compare per tick)
+    phases = rec.cmd_phase
+    is_cruise = phases == CRUISE
+    is_settle = phases == SETTLE
     for idx in np.split(order, cuts) if len(order) else []:
         p = int(labels[idx[0]])
-        phases = rec.cmd_phase[idx]
-        cruise = idx[phases == CRUISE]
-        settle_pos = np.flatnonzero(phases == SETTLE)
+        cruise = idx[is_cruise[idx]]
+        settle_pos = np.flatnonzero(is_settle[idx])
         end_idx = int(idx[settle_pos[0] - 1]) if settle_pos.size and settle_pos[0] > 0 else None
         after = idx[-1] + 1
         next_t = float(rec.cmd_t[after]) if after < len(rec.cmd_t) else math.inf
@@ -181,22 +184,28 @@ def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
     change_t = tc[changed]
     if len(ts) == 0:
         return None
-    k = np.searchsorted(change_t, ts, side="right") - 1  # index of the last change at or before each frame
-    last_change = np.where(k >= 0, change_t[np.maximum(k, 0)], tc[0]) if len(change_t) else tc[0]
-    nxt = np.searchsorted(change_t, ts, side="right")
+    nxt = np.searchsorted(change_t, ts, side="right")  # the first change after each frame
+    k = nxt - 1  # the last change at or before it
     if len(change_t):
-        next_change = np.where(nxt < len(change_t), change_t[np.minimum(nxt, len(change_t) - 1)], math.inf)
+        last_change = change_t[np.maximum(k, 0)]
+        last_change[k < 0] = tc[0]
+        next_change = change_t[np.minimum(nxt, len(change_t) - 1)]
+        next_change[nxt >= len(change_t)] = math.inf
     else:
-        next_change = np.full(len(ts), math.inf)
+        last_change, next_change = np.full(len(ts), tc[0]), np.full(len(ts), math.inf)
     # a frame is at rest when the command was still for settle_s before it and it arrived before the command
     # moved again (the lag only makes that conservative)
-    rest = (ts - last_change >= settle_s) & (ts <= next_change) & (ts >= tc[0]) & np.isfinite(qs)
-    if rest.sum() < MIN_REST_FRAMES:
+    rest = ts - last_change >= settle_s
+    rest &= ts <= next_change
+    rest &= ts >= tc[0]
+    rest &= np.isfinite(qs)
+    n_rest = int(np.count_nonzero(rest))
+    if n_rest < MIN_REST_FRAMES:
         return None
     dev = _from_group_median(k[rest], qs[rest])
     return Noise(
         std_deg=float(np.std(dev)),
         peak_deg=float(np.max(np.abs(dev))),
-        n_samples=int(rest.sum()),
+        n_samples=n_rest,
         source="rest",
     )
