@@ -232,7 +232,11 @@ def list_captures(dest: Path) -> list[tuple[Path, dict[str, Any] | None]]:
 
 def find_capture(dest: Path, ref: str) -> Path:
     """A capture by path, file name, id, unique id prefix (with or without `capture_`, so the time `incidents
-    list` shows will do), list number (1 = oldest; -1 or "last" = newest)."""
+    list` shows will do), list number (1 = oldest; -1 or "last" = newest). An empty ref (or a bare
+    `capture_`) is refused: as a prefix it would pick any capture, and as a path it is the current folder."""
+    if ref.strip() in ("", "capture_"):
+        raise CaptureNotFound(f"{ref!r} names no capture: give its id, number, time or path (see `servotool "
+                              "incidents list`)")
     direct = Path(ref)
     if direct.is_file():
         return direct

@@ -137,3 +137,13 @@ def test_dest_problem_creates_nothing(tmp_path):
     assert dest_problem(tmp_path / "a" / "b") is None and not (tmp_path / "a").exists()
     (tmp_path / "f").write_text("x")
     assert "not a folder" in dest_problem(tmp_path / "f" / "c")
+
+
+@pytest.mark.parametrize("ref", ["", " ", "capture_"])
+def test_a_ref_that_names_no_capture_in_particular_is_refused(tmp_path, ref):
+    # '' (or bare 'capture_') was a prefix of every capture: with one in the folder it was shown
+    from servotool.io.captures import CaptureNotFound, find_capture
+
+    publish_capture(tmp_path, "capture_20261130T101010.000Z_axis-12.jsonl", header(3), samples(3))
+    with pytest.raises(CaptureNotFound, match="names no capture"):
+        find_capture(tmp_path, ref)
