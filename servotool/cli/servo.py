@@ -260,15 +260,17 @@ def move_cmd(
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Stop every servo where it is and hold it there (torque on).
 
-    A Dynamixel servo with a hardware error latched (torque off until a reboot, never sent) holds nothing:
-    it is named and the exit is 1.
+    Each servo is read back: a Dynamixel servo with a hardware error latched (torque off until a reboot,
+    never sent) holds nothing: it is named and the exit is 1. A joint that does not answer is named, exit 3.
     """
     with bus_command(bus, keep_sim_pose=True) as dev:
-        ids = hold(dev)
+        result = hold(dev)
     if json_out:
-        print_json({"device": bus, "held": ids})
-    else:
-        console.print(f"holding servos {', '.join(map(str, ids))}")
+        print_json({"device": bus, "held": result.held, "silent": result.silent})
+        return
+    console.print(f"holding servos {', '.join(map(str, result.held))}")
+    for sid in result.silent:
+        err_console.print(f"[yellow]servo {sid} silent (optional): not held[/]")
 
 
 @servo_app.command("relax")

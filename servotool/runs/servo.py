@@ -289,21 +289,39 @@ class HoldServoFault(RunFault):
     """A servo asked to hold has a hardware error latched: its torque is off, so it holds nothing (exit 1)."""
 
 
-def hold(bus: Bus, ids: Iterable[int] | None = None) -> list[int]:
-    """Hold the servos where they are (all by default). Returns the ids held.
+class HoldServoLost(ConnectionLost):
+    """A joint servo did not answer when the arm was held: whether it holds is unknown (exit 3)."""
 
-    A servo with a hardware error latched (Dynamixel) keeps its torque off until a reboot, which is never
-    sent here: the others are held, then HoldServoFault names it (and its bits) rather than calling it held.
+
+@dataclass
+class HoldResult:
+    held: list[int]  # answered after the hold, no hardware error latched
+    silent: list[int]  # optional servos (the claw) that did not answer: not held
+
+
+def hold(bus: Bus, ids: Iterable[int] | None = None) -> HoldResult:
+    """Hold the servos where they are (all by default), then read each one back.
+
+    Only servos that answer after the hold, with no hardware error latched, are reported held. A servo with
+    a hardware error latched (Dynamixel: torque off until a reboot, never sent here) raises
+    HoldServoFault; a joint that does not answer raises HoldServoLost; the others are held either way. A
+    silent optional servo (the claw) is reported in `silent`.
     """
     ids = list(bus.ids if ids is None else ids)
     bus.hold(ids)
-    latched = _latches(bus, ids)
+    silent = [sid for sid in ids if bus.read_position(sid) is None]
+    latched = _latches(bus, [sid for sid in ids if sid not in silent])
+    held = [sid for sid in ids if sid not in silent and sid not in latched]
+    others = f"servos {', '.join(map(str, held))} held" if held else "no servo held"
+    joints = [sid for sid in silent if sid not in bus.optional_ids]
+    quiet = f"; servo {', '.join(map(str, joints))} not answering, not held" if joints else ""
     if latched:
-        held = [sid for sid in ids if sid not in latched]
-        others = f"servos {', '.join(map(str, held))} held" if held else "no servo held"
         raise HoldServoFault(f"servo {_named(latched)}: hardware error latched, its torque is off until a "
-                             f"reboot (never sent here), so it does not hold; {others}")
-    return ids
+                             f"reboot (never sent here), so it does not hold{quiet}; {others}")
+    if joints:
+        raise HoldServoLost(f"servo {', '.join(map(str, joints))} not answering after the hold: not held "
+                            f"(position unknown; check its cable); {others}")
+    return HoldResult(held=held, silent=silent)
 
 
 @dataclass

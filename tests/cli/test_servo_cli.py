@@ -395,3 +395,21 @@ def test_an_unknown_dynamixel_id_is_refused_with_nothing_written(monkeypatch):
     assert result.exit_code == 2, result.output
     assert "servo(s) 99 not on this arm" in result.stderr
     assert written == []
+
+
+def test_hold_with_a_silent_joint_names_it_and_exits_3():
+    # 'holding servos 1, 2, 3, 4, 5, 10' (exit 0) while servo 3 answered nothing
+    result = invoke("hold", "--bus", f"sim:rosorin-arm?silent_3=1&{FAST}")
+    assert result.exit_code == 3, result.output
+    assert "servo 3" in result.stderr and "not answering" in result.stderr and "not held" in result.stderr
+    assert "holding servos" not in result.stdout
+
+
+def test_hold_with_the_silent_claw_holds_the_joints_and_says_so():
+    result = invoke("hold", "--bus", f"sim:rosorin-arm?silent_10=1&{FAST}", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["held"] == [1, 2, 3, 4, 5] and data["silent"] == [10]
+    result = invoke("hold", "--bus", f"sim:rosorin-arm?silent_10=1&{FAST}")
+    assert result.exit_code == 0 and "holding servos 1, 2, 3, 4, 5" in result.stdout
+    assert "servo 10" in result.stderr and "not held" in result.stderr
