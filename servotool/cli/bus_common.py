@@ -135,6 +135,7 @@ def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
         signals = stack.enter_context(StopSignals())
         try:
             stack.enter_context(claim(url))
+            stack.callback(signals.ending)  # the lock is then released whole, whatever signal comes
             dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
         except ServotoolError as exc:
             fail_on(exc)
@@ -149,12 +150,12 @@ def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
             fail(f"interrupted by {signal_label(exc)} (a move under way was stopped with a hold)",
                  exit_code_of(exc))
         finally:
-            with signals.deferring(raise_after=False):
-                try:
-                    if keep_sim_pose:
-                        save_sim_pose(url, dev)
-                finally:
-                    dev.close()
+            signals.ending()  # the pose saved, the bus closed and the lock released, whatever comes
+            try:
+                if keep_sim_pose:
+                    save_sim_pose(url, dev)
+            finally:
+                dev.close()
 
 
 def signal_label(exc: KeyboardInterrupt) -> str:

@@ -175,21 +175,26 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
     """Open the device and record; a signal before the loop takes over (the device still opening) is one
     line and its exit code (130/143/129), with nothing written."""
     clock = MonotonicClock()
+    out: RecordOutcome | None = None
     try:
         # handlers from the start: SIGTERM or SIGHUP while the device opens would kill us without a word
-        with StopSignals(), claim(url) if kind == "bus" else _no_claim():
+        with StopSignals() as signals, claim(url) if kind == "bus" else _no_claim():
             source = open_source(url, kind, clock)
             with contextlib.closing(source):  # run_record closes it too; a signal before it starts does not
                 announce_device(url, source.simulated, source.model)
-                return (run_record(source, clock, settings,
-                                   on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
-                        if json_out else _run_live(source, clock, settings))
+                out = (run_record(source, clock, settings,
+                                  on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
+                       if json_out else _run_live(source, clock, settings))
+                signals.ending()  # recorded and published: the lock is released whole
+            return out
     except DeviceURLError as exc:
         fail(str(exc))
     except (ServotoolError, ArmDeviceError, OSError) as exc:
         code = getattr(exc, "exit_code", ExitCode.DEVICE)
         fail(f"cannot record from {url}: {exc}", int(code))
     except KeyboardInterrupt as exc:
+        if out is not None:  # in the instant between the recording's own ending and ours: it stands
+            return out
         label = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
         fail(f"interrupted by {label} before recording started; nothing was recorded", exit_code_of(exc))
 

@@ -103,6 +103,11 @@ class StopSignals:
         """While streaming: a signal is a request the loop polls (the third one raises)."""
         return self._mode(LATCH)
 
+    def ending(self) -> None:
+        """From now until the handlers are restored, signals are only counted: what is left of the ending
+        (a device closed, a lock released) runs whole."""
+        self.mode = DEFER
+
     @contextmanager
     def deferring(self, raise_after: bool = True) -> Iterator[StopSignals]:
         """While ending safely: signals are counted only; with raise_after, a signal that came during the

@@ -68,3 +68,15 @@ def test_exit_codes_of_errors():
     assert exit_code_of(RunFault("x")) == 1
     assert exit_code_of(KeyboardInterrupt()) == 130
     assert exit_code_of(RuntimeError("bug")) == 1
+
+
+def test_after_ending_signals_are_only_counted_until_the_handlers_go():
+    done = []
+    with StopSignals() as sig:
+        sig.ending()
+        _kill(signal.SIGTERM)
+        with sig.latching():  # a phase entered after the ending keeps it once left
+            pass
+        _kill(signal.SIGHUP)
+        done.append("released")
+    assert done == ["released"] and sig.count == 2 and sig.exit_code() == ExitCode.SIGTERM
