@@ -40,7 +40,8 @@ class Recording:
     """One run's events as arrays, each sorted by time (s since run start).
 
     cmd_q / cmd_r / state_q are (samples, joints); cmd_r is None when the run streamed no raw target.
-    cmd_pass is -1 where a row carried no pass label; cmd_phase is "" where it carried no phase.
+    cmd_pass is -1 where a row carried no pass label; cmd_phase is "" where it carried no phase. cmd_phase
+    and reply_cmd are numpy str arrays (object arrays of str when a label is longer than MAX_FIXED_LABEL).
     """
 
     cmd_t: np.ndarray
@@ -154,11 +155,11 @@ def _fast(df: Table, col: str) -> tuple[np.ndarray, np.ndarray | None] | None:
     """(values, empty-cell mask or None) from a reader that hands number columns over as such (see
     ArrowColumns.numbers), else None (then the column is read through _num)."""
     numbers = getattr(df, "numbers", None)
-    if numbers is None or col not in df.columns:
+    if numbers is None:
         return None
     try:
         got: tuple[np.ndarray, np.ndarray | None] = numbers(col)
-    except TypeError:  # a number column with text in it: coerced by _num
+    except (TypeError, KeyError):  # a number column with text in it (coerced by _num), or none at all
         return None
     return got
 
@@ -176,7 +177,9 @@ def _floats_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
     for r in rows:
         x = values[r].astype(np.float64, copy=False)  # a new array either way: indexing copies
         if missing is not None:
-            x[missing[r]] = np.nan
+            hole = missing[r]
+            if hole.any():
+                x[hole] = np.nan
         out.append(x)
     return out
 
@@ -195,7 +198,9 @@ def _ints_at(df: Table, col: str, rows: Sequence[np.ndarray], fill: int) -> list
         for r in rows:
             x = values[r]
             if missing is not None:
-                x[missing[r]] = fill
+                hole = missing[r]
+                if hole.any():
+                    x[hole] = fill
             out.append(x)
         return out
     if got is None:
@@ -234,15 +239,19 @@ def _event_rows(ev: np.ndarray, names: list[str], order: np.ndarray | None, even
     return np.flatnonzero(hit) if order is None else order[hit]
 
 
+MAX_FIXED_LABEL = 32  # labels up to this long come as a fixed-width numpy str array, longer ones as objects
+
+
 def _labels_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The label of each row in each array of row indices (object arrays of str), "" where empty."""
+    """The label of each row in each array of row indices, "" where empty: a numpy str array (an object
+    array of str when a label is longer than MAX_FIXED_LABEL, so that one long text does not widen every
+    cell)."""
     codes, names = _labels(df, col)
-    lookup = np.array([*names, ""], dtype=object)
-    out = []
-    for r in rows:
-        c = codes[r]
-        out.append(lookup[np.where(c >= 0, c, len(names))])
-    return out
+    if not names:  # every cell empty
+        return [np.zeros(len(r), dtype="U1") for r in rows]
+    wide = max(len(n) for n in names) > MAX_FIXED_LABEL
+    lookup = np.array([*names, ""], dtype=object if wide else str)
+    return [lookup[codes[r]] for r in rows]  # code -1 (empty) picks the last label, ""
 
 
 def _ints(values: np.ndarray) -> np.ndarray:
@@ -327,10 +336,11 @@ def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bo
         np.full((len(cmd_all), len(qcols)), np.nan), np.full((len(st_all), len(qcols)), np.nan))  # fmt: skip
     cmd_ok = _finite_rows(cmd_q, read) if read else np.ones(len(cmd_all), dtype=bool)
     st_ok = _finite_rows(state_q, read) if read else np.ones(len(st_all), dtype=bool)
-    skipped["nan_joint"] = int(len(cmd_ok) - np.count_nonzero(cmd_ok) + len(st_ok) - np.count_nonzero(st_ok))
+    n_cmd, n_st = int(np.count_nonzero(cmd_ok)), int(np.count_nonzero(st_ok))
+    skipped["nan_joint"] = len(cmd_ok) - n_cmd + len(st_ok) - n_st
     # most recordings have no row to drop: then no copy of the (long) arrays
-    cmd, cmd_q = (cmd_all, cmd_q) if cmd_ok.all() else (cmd_all[cmd_ok], cmd_q[cmd_ok])
-    st, state_q = (st_all, state_q) if st_ok.all() else (st_all[st_ok], state_q[st_ok])
+    cmd, cmd_q = (cmd_all, cmd_q) if n_cmd == len(cmd_ok) else (cmd_all[cmd_ok], cmd_q[cmd_ok])
+    st, state_q = (st_all, state_q) if n_st == len(st_ok) else (st_all[st_ok], state_q[st_ok])
     rep, flt, grd, stop = (_event_rows(ev, ev_names, order, e) for e in ("reply", "fault", "guard", "stop"))
     del ev
     rcols = joint_columns("r", names) if raw else []

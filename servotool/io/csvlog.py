@@ -485,7 +485,7 @@ def _arrow_read(
             read_options, convert_options = _options(shape, threads)
             table = pacsv.read_csv(
                 source,
-                memory_pool=_pool(),
+                memory_pool=_pool() if threads else pa.default_memory_pool(),
                 read_options=read_options,
                 parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
                 convert_options=convert_options,
@@ -516,15 +516,19 @@ def _bad_column(message: str, header: Sequence[str]) -> str | None:
     return header[int(m.group(1))]
 
 
-def _body_table(path: Path, meta: CsvMeta, shape: _Shape, first_line: int, offset: int) -> Any:
-    """The rows as an Arrow table, parsed on every core when the body is long. The lines taken out are
-    numbered only when the parser refused rows (the body is then parsed again, on one thread, counting
-    them): a clean body is not counted line by line."""
+def _body_table(
+    path: Path, meta: CsvMeta, shape: _Shape, first_line: int, offset: int, fh: BinaryIO | None = None
+) -> Any:
+    """The rows as an Arrow table (read from fh when given, else from the file), parsed on every core
+    when the body is long. The lines taken out are numbered only when the parser refused rows (the body
+    is then parsed again, on one thread, counting them): a clean body is not counted line by line."""
     try:
-        with path.open("rb") as fh:
+        with contextlib.ExitStack() as stack:
+            if fh is None:
+                fh = stack.enter_context(path.open("rb"))
             sink = _RowSink()
             # a short file is one parser block: threads would only add their hand-over
-            threads = os.fstat(fh.fileno()).st_size - offset > THREADED_BYTES
+            threads = fh.seek(0, os.SEEK_END) - offset > THREADED_BYTES
             table, report = _arrow_read(fh, offset, shape, sink, threads, count=False, short=not threads)
             if sink.count:
                 sink = _RowSink()
@@ -668,12 +672,8 @@ class ArrowColumns(Mapping[str, Any]):
         is one block; True where a cell is empty, or None when none is). The value under an empty cell is
         meaningless. Raises TypeError for a column held as text."""
         col = self._table.column(name)
-        kind = col.type
-        if kind == pa.float64():
-            dtype: Any = np.float64
-        elif kind == pa.int64():
-            dtype = np.int64
-        else:
+        dtype = _FIXED.get(col.type.id)
+        if dtype is None:
             raise TypeError(f"column {name!r} holds text, not numbers")
         return _one_block(col, dtype)
 
@@ -686,6 +686,8 @@ class ArrowColumns(Mapping[str, Any]):
         if pa.types.is_dictionary(col.type) and col.num_chunks == 1:  # one block, so one dictionary
             arr = col.chunk(0)
             labels = [str(x) for x in arr.dictionary.to_pylist()]
+            if not labels:  # every cell empty
+                return np.full(len(arr), -1, dtype=np.int32), labels
             values, missing = _array_view(arr.indices, np.int32)
             if missing is None:
                 return values, labels
@@ -698,6 +700,9 @@ class ArrowColumns(Mapping[str, Any]):
         labels = [str(x) for x in col.chunk(0).dictionary.to_pylist()] if col.num_chunks else []
         codes = _chunks_to_numpy([c.indices for c in col.chunks], np.int32, -1)
         return codes.astype(np.int32, copy=False), labels
+
+
+_FIXED: dict[int, Any] = {pa.float64().id: np.float64, pa.int64().id: np.int64} if HAVE_ARROW else {}
 
 
 def _one_block(col: Any, dtype: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
@@ -760,11 +765,19 @@ def read_columns(
     if not HAVE_ARROW:
         return read_csv(path)
     path = Path(path)
-    meta, header, header_lines, offset = _open_header(path)
-    wanted = select(meta, header) if select is not None else None
-    include = None if not wanted else tuple(c for c in header if c in set(wanted))
-    shape = _Shape(tuple(header), include or None, ints=True)
-    table = _body_table(path, meta, shape, header_lines + 1, offset)
+    try:
+        with path.open("rb") as f:
+            # a file parsed on one thread is read in one go, its header and body from the same bytes
+            small = os.fstat(f.fileno()).st_size <= THREADED_BYTES
+            fh: BinaryIO = io.BytesIO(f.read()) if small else f
+            meta, header, header_lines = _read_header(fh, path)
+            offset = fh.tell()
+            wanted = select(meta, header) if select is not None else None
+            include = None if not wanted else tuple(c for c in header if c in set(wanted))
+            shape = _Shape(tuple(header), include or None, ints=True)
+            table = _body_table(path, meta, shape, header_lines + 1, offset, fh)
+    except OSError as exc:
+        raise CsvFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return meta, ArrowColumns(table, header)
 
 

@@ -422,27 +422,51 @@ def analyze_written(path: Path) -> tuple[FileAnalysis | None, str | None]:
 
 
 def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
-    """Files named directly, plus every *.csv under the folders named (recursively, sorted)."""
+    """Files named directly, plus every *.csv under the folders named (recursively, sorted; folders reached
+    through a symbolic link are not entered). A file found twice (named twice, or through a link) is
+    taken once."""
     found: list[Path] = []
     problems: list[Problem] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            items = sorted(x for x in p.rglob("*") if x.is_file() and x.suffix.lower() == ".csv")
+            real = os.path.realpath(p)
+            items = sorted(_csv_under(p, real))
             if not items:
                 problems.append(Problem(str(p), "folder holds no .csv file"))
         elif p.is_file():
-            items = [p]
+            items = [(p, os.path.realpath(p))]
         else:
             problems.append(Problem(str(p), "no such file or folder"))
             continue
-        for item in items:
-            key = item.resolve()
+        for item, key in items:
             if key not in seen:
                 seen.add(key)
                 found.append(item)
     return found, problems
+
+
+def _csv_under(folder: Path, real: str) -> Iterator[tuple[Path, str]]:
+    """(path, resolved path) of every file named *.csv (any case) under folder, whose resolved path is
+    `real`: one directory listing per folder, a path resolved only where it is a link."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:  # an unreadable folder holds nothing we can read
+        return
+    for entry in entries:
+        name = entry.name
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                yield from _csv_under(folder / name, os.path.join(real, name))
+                continue
+            dot = name.rfind(".")
+            if dot > 0 and name[dot:].lower() == ".csv" and entry.is_file():
+                link = entry.is_symlink()
+                yield folder / name, os.path.realpath(entry.path) if link else os.path.join(real, name)
+        except OSError:
+            continue
 
 
 Outcome = FileAnalysis | SweepAnalysis | Problem

@@ -42,3 +42,57 @@ def test_analysing_a_recording_does_not_load_pandas(tmp_path):
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def _recording(path, rows, cols=("t", "event", "seq", "pass", "phase", "q1", "q2", "errcode", "info")):
+    cols = list(cols)
+    with CsvLogWriter(path, device="d", simulated=True, config={}, units={}, columns=cols, command="x") as w:
+        for row in rows:
+            w.write(row)
+    return path
+
+
+def test_only_the_selected_columns_are_converted_and_the_rest_refuse_to_be_read(tmp_path):
+    rows = [{"t": i / 100, "event": "cmd", "seq": i, "q1": float(i), "q2": "x"} for i in range(5)]
+    path = _recording(tmp_path / "r.csv", [*rows, {"t": 0.05, "event": "state"}])
+    meta, cols = csvlog.read_columns(path, lambda m, header: ["t", "event", "seq", "q1"])
+    assert cols.columns == ["t", "event", "seq", "pass", "phase", "q1", "q2", "errcode", "info"]
+    assert cols.numbers("seq")[0].dtype == np.int64 and cols["seq"].dtype == np.float64
+    assert np.array_equal(cols["q1"], [0, 1, 2, 3, 4, np.nan], equal_nan=True)
+    with pytest.raises(KeyError):
+        cols["q2"]  # left out: its "x" was never converted
+
+
+@pytest.mark.parametrize(("cell", "expected"), [("7", 7.0), ("1.5", 1.5), ("nan", np.nan), ("abc", np.nan)])
+def test_a_counter_that_is_no_integer_reads_as_before(tmp_path, cell, expected):
+    """int64 where every cell is one; a cell that is not goes one type down (float64, then text) and
+    the recording's numbers are those of the float reader."""
+    from servotool.analysis.recording import recording_from_frame
+
+    rows = [{"t": i / 100, "event": "cmd", "pass": 1, "q1": float(i), "q2": 0.0} for i in range(4)]
+    rows[2]["pass"] = cell
+    path = _recording(tmp_path / "p.csv", rows)
+    rec = recording_from_frame(csvlog.read_columns(path)[1])
+    want = np.array([1, 1, -1 if np.isnan(expected) else int(expected), 1])
+    assert np.array_equal(rec.cmd_pass, want)
+    if cell != "abc":  # (a column of text comes back as labels, as it always did)
+        assert np.array_equal(csvlog.read_columns(path)[1]["pass"], [1, 1, expected, 1], equal_nan=True)
+
+
+def test_a_recording_of_one_joint_leaves_the_others_out(tmp_path):
+    from servotool.analysis.recording import columns_for, recording_from_frame
+
+    rows = []
+    for i in range(6):
+        q2 = "nan" if i == 1 else i
+        rows.append({"t": i / 10, "event": "cmd", "pass": 0, "phase": "cruise", "q1": i, "q2": q2})
+        rows.append({"t": i / 10 + 0.01, "event": "state", "q1": "nan" if i == 4 else i, "q2": 0})
+    rows.append({"t": 0.7, "event": "reply", "errcode": 3, "info": "L" * 40})
+    path = _recording(tmp_path / "j.csv", rows)
+    cols = columns_for(csvlog.read_columns(path)[1].columns, [0], raw=False)
+    assert "q2" not in cols and "seq" not in cols and "q1" in cols
+    rec = recording_from_frame(csvlog.read_columns(path, lambda m, h: cols)[1], [0], raw=False)
+    assert rec.n_joints == 2 and np.isnan(rec.cmd_q[:, 1]).all() and len(rec.cmd_t) == 6
+    assert rec.skipped["nan_joint"] == 1 and len(rec.state_t) == 5  # q2's nan is no longer looked at
+    assert rec.reply_cmd.tolist() == ["L" * 40] and rec.cmd_phase.tolist() == ["cruise"] * 6
+    assert rec.reply_err.tolist() == [3]

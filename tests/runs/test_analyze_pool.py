@@ -99,3 +99,18 @@ def test_a_worker_count_past_the_bound_is_a_usage_error(folder):
 
     res = CliRunner().invoke(app, ["analyze", str(folder), "--workers", "100000"])
     assert res.exit_code == 2 and "--workers" in res.output
+
+
+def test_files_are_found_sorted_once_each_without_entering_linked_folders(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a-b").mkdir()
+    (tmp_path / "a" / "d.csv").mkdir()  # a folder named like a recording
+    for name in ("a/x.csv", "a/b/y.CSV", "a-b/z.csv", ".hidden.csv", "a/.csv", "a/w.csv.bak", "a/noext"):
+        (tmp_path / name).write_text("")
+    os.symlink(tmp_path / "a" / "x.csv", tmp_path / "a-b" / "link.csv")  # the same file again
+    os.symlink(tmp_path / "a", tmp_path / "a-b" / "dirlink")  # not entered
+    os.symlink(tmp_path / "nowhere.csv", tmp_path / "a" / "broken.csv")
+    found, problems = analyze.find_csv_files([tmp_path, tmp_path / "a" / "x.csv"])
+    names = [str(p.relative_to(tmp_path)) for p in found]
+    # in Path order (by path component: a/ before a-b/), the linked copy of a/x.csv left out
+    assert names == [".hidden.csv", "a/b/y.CSV", "a/x.csv", "a-b/z.csv"] and problems == []
