@@ -73,7 +73,8 @@ class _Series:
     ordered: bool = False  # ts and ts_raw are both sorted
 
     def __post_init__(self) -> None:
-        self.ordered = bool(np.all(np.diff(self.ts) >= 0) and np.all(np.diff(self.ts_raw) >= 0))
+        ts, raw = self.ts, self.ts_raw
+        self.ordered = bool((ts[1:] >= ts[:-1]).all() and (raw[1:] >= raw[:-1]).all())
 
 
 def _series(rec: Recording, joint: int, cmd_period_s: float, correct_link: bool) -> _Series:
@@ -88,10 +89,14 @@ def _series(rec: Recording, joint: int, cmd_period_s: float, correct_link: bool)
     warnings = []
     # after a controller fault the arm no longer executes the command: the model ends there
     horizon = float(rec.fault_t[0]) if len(rec.fault_t) else math.inf
-    keep = (ts_all_raw < horizon) & np.isfinite(qs_all)
+    keep = np.isfinite(qs_all)
+    keep &= ts_all_raw < horizon
     if np.isfinite(horizon):
         warnings.append(f"controller fault at t = {horizon:.3f} s: samples after it are left out")
-    ts, ts_raw, qs = ts_all[keep], ts_all_raw[keep], qs_all[keep]
+    if keep.all():  # as a rule: the arrays themselves, no copies through the mask
+        ts, ts_raw, qs = ts_all, ts_all_raw, qs_all
+    else:
+        ts, ts_raw, qs = ts_all[keep], ts_all_raw[keep], qs_all[keep]
     return _Series(tc, tc_raw, qc, ts, ts_raw, qs, link, uncertain, state_period(rec), warnings)
 
 
@@ -139,11 +144,12 @@ def _dynamics(
     try:
         sel = s.ts >= s.tc[0]
         sel &= timing_certain(s.tc, s.ts, s.uncertain, lag0, cmd_period_s, s.warnings)
+        every = bool(sel.all())
         return fit_dynamics(
             s.tc,
             s.qc,
-            s.ts[sel],
-            s.qs[sel],
+            s.ts if every else s.ts[sel],
+            s.qs if every else s.qs[sel],
             lag0,
             slowest_speed=min(cruise_speeds) if cruise_speeds else math.nan,
             windows=_fit_windows(s, passes),

@@ -312,8 +312,9 @@ def fit_dynamics(
     """
     t_meas = np.asarray(t_meas, float)
     q_meas = np.asarray(q_meas, float)
-    ok = np.isfinite(t_meas) & np.isfinite(q_meas)
-    t_fit, q_fit = t_meas[ok], q_meas[ok]
+    ok = np.isfinite(t_meas)
+    ok &= np.isfinite(q_meas)
+    t_fit, q_fit = (t_meas, q_meas) if ok.all() else (t_meas[ok], q_meas[ok])
     spans = None
     if windows is not None:
         t_fit, q_fit, spans = _windowed(t_fit, q_fit, windows)

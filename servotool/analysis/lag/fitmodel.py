@@ -238,18 +238,22 @@ class FitModel:
         f = np.tanh(resp.dy / FRICTION_V_EPS)
         np.negative(f, out=f)
         e = self.q_meas - resp.y
-        c0, c1 = self._solve_linear(float(x[0]), float(x[1]), f, e)
+        c0, c1, _ = self._solve_linear(float(x[0]), float(x[1]), f, e)
         e -= c0 * f
         e -= c1
         return e
 
-    def _solve_linear(self, lag: float, tau: float, f: np.ndarray, e: np.ndarray) -> tuple[float, float]:
-        """The friction and bias terms (least squares on the columns f and a constant against e), kept with
-        their normal matrix's inverse for linear_at."""
+    def _solve_linear(
+        self, lag: float, tau: float, f: np.ndarray, e: np.ndarray
+    ) -> tuple[float, float, tuple[float, float, float]]:
+        """The friction and bias terms (least squares on the columns f and a constant against e), and the
+        inverse of their normal matrix as (g00, g01, g11); kept for linear_at."""
         g_inv = inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
-        coef = g_inv @ np.array([float(f @ e), float(e.sum())])
-        self._linear[(lag, tau)] = (coef, g_inv)
-        return float(coef[0]), float(coef[1])
+        i00, i01, i11 = float(g_inv[0, 0]), float(g_inv[0, 1]), float(g_inv[1, 1])
+        fe, se = float(f @ e), float(e.sum())
+        c0, c1 = i00 * fe + i01 * se, i01 * fe + i11 * se
+        self._linear[(lag, tau)] = (np.array([c0, c1]), g_inv)
+        return c0, c1, (i00, i01, i11)
 
     def linear_at(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
         """((friction, bias), the inverse of their normal matrix) at (L, tau): as residual solved them there,
@@ -269,18 +273,26 @@ class FitModel:
         f = np.tanh(resp.dy / FRICTION_V_EPS)
         np.negative(f, out=f)
         e = self.q_meas - resp.y
-        c0, c1 = self._solve_linear(lag, tau, f, e)
-        g_inv = self._linear[(lag, tau)][1]
-        r = e - c0 * f - c1
+        c0, c1, (i00, i01, i11) = self._solve_linear(lag, tau, f, e)
+        r = e
+        r -= c0 * f
+        r -= c1
         # d(friction column)/d(slope): the tanh's derivative
-        dcol = (f * f - 1.0) / FRICTION_V_EPS
+        dcol = f * f
+        dcol -= 1.0
+        dcol *= 1.0 / FRICTION_V_EPS
         derivs = [(resp.y_l, resp.dy_l)] + ([(resp.y_t, resp.dy_t)] if fit_tau else [])
-        jac = np.empty((self.n, len(derivs)))
+        cols = np.empty((len(derivs), self.n))  # the Jacobian by columns: rows here, transposed below
         for p, (y_p, dy_p) in enumerate(derivs):
-            da0 = dcol * dy_p  # type: ignore[operator]
-            v = y_p + c0 * da0
-            b0, b1 = g_inv @ np.array([float(f @ v) - float(da0 @ r), float(v.sum())])
-            jac[:, p] = b0 * f + b1 - v
+            da0 = dcol * dy_p
+            v = da0 * c0
+            v += y_p
+            fv, vs = float(f @ v) - float(da0 @ r), float(v.sum())
+            col = cols[p]
+            np.multiply(f, i00 * fv + i01 * vs, out=col)
+            col += i01 * fv + i11 * vs
+            col -= v
+        jac = cols.T
         return r, jac
 
 
