@@ -67,3 +67,21 @@ def test_the_pretest_decides_as_the_filter_fit_would(monkeypatch, tau, seed):
     assert quick.has_filter == walked.has_filter
     assert quick.lag_ms == pytest.approx(walked.lag_ms, abs=0.1)
     assert quick.tau_ms == pytest.approx(walked.tau_ms, abs=0.1)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.005, 0.015, 0.03, 0.05])
+@pytest.mark.parametrize("lag", [0.03, 0.12])
+def test_the_fit_finds_the_known_dead_time_and_filter_within_its_standard_errors(tau, lag):
+    # seeded recordings of a known truth: what any faster fit must still recover
+    rec = recording(lag=lag, tau=tau, noise=0.001, seed=int(tau * 1e4 + lag * 1e3))
+    d = analyze_lag(rec, joint=0, cmd_period_s=T).dynamics
+    assert d.has_filter == (tau > 0)
+    assert d.lag_se_ms < 0.2
+    assert abs(d.lag_ms - lag * 1e3) <= 3 * d.lag_se_ms + 0.01
+    # a cruise pins the sum to a few microseconds whatever the split
+    assert d.effective_lag_ms == pytest.approx((lag + tau) * 1e3, abs=0.05)
+    if tau > 0:
+        assert d.tau_se_ms < 0.2
+        assert abs(d.tau_ms - tau * 1e3) <= 3 * d.tau_se_ms + 0.01
+    else:
+        assert d.tau_ms == 0.0

@@ -106,16 +106,18 @@ def _midpoints(s: _Series, passes: Sequence[PassTicks]) -> tuple[dict[int, float
     speeds: dict[int, float] = {}
     window = max(MID_WINDOW_PERIODS * s.t_state, MIN_MID_WINDOW_S) if finite(s.t_state) else MIN_MID_WINDOW_S
     for ps in passes:
-        v = slope(s.tc[ps.cruise], s.qc[ps.cruise]) if ps.cruise.size >= 2 else math.nan
+        cruise = ps.cruise_ticks
+        v = slope(s.tc[cruise], s.qc[cruise]) if ps.cruise.size >= 2 else math.nan
         speeds[ps.index] = v
         if not finite(v) or v == 0 or ps.end_idx is None:
             continue
         sgn = float(np.sign(v))
-        mid = 0.5 * (float(s.qc[ps.idx[0]]) + float(s.qc[ps.end_idx]))
-        t_c = crossing(s.tc[ps.idx], s.qc[ps.idx], mid, sgn, 0.0)
-        lo = np.searchsorted(s.ts, s.tc[ps.idx][0])
-        hi = np.searchsorted(s.ts, ps.next_t + MID_SEARCH_AFTER_S)
-        t_m = crossing(s.ts[lo:hi], s.qs[lo:hi], mid, sgn, window)
+        first = int(ps.idx[0])
+        mid = 0.5 * (float(s.qc[first]) + float(s.qc[ps.end_idx]))
+        ticks = ps.ticks
+        t_c = crossing(s.tc[ticks], s.qc[ticks], mid, sgn, 0.0)
+        lo, hi = np.searchsorted(s.ts, [s.tc[first], ps.next_t + MID_SEARCH_AFTER_S])
+        t_m = crossing(s.ts[lo:hi], s.qs[lo:hi], mid, sgn, window, s.ordered)
         if finite(t_c) and finite(t_m):
             mids[ps.index] = t_m - t_c
     return mids, speeds
@@ -241,12 +243,16 @@ def _pass_lag(
         note = ("cut off by the end of the run before enough cruise" if ps.end_idx is None
                 else "cruise too short for the lag: lengthen --sweep or lower the speed")
     # guard view at the send ticks: the setpoint just sent against the newest frame received before it
-    ci = ps.cruise
-    g = sgn * (s.qc[ci] - c.m_latest[ci])
+    ci = ps.cruise_ticks
+    g = s.qc[ci] - c.m_latest[ci]
+    g *= sgn
     g_ok = np.isfinite(g)
-    settled = g_ok & (s.tc_raw[ci] >= s.tc_raw[c0] + c.skip)
-    g_peak = float(np.max(np.abs(g[g_ok]))) if g_ok.any() else math.nan
-    g_mean = float(g[settled].mean()) if settled.sum() >= MIN_FRAMES else math.nan
+    every = bool(g_ok.all())
+    settled = s.tc_raw[ci] >= s.tc_raw[c0] + c.skip
+    if not every:
+        settled &= g_ok
+    g_peak = float(np.max(np.abs(g if every else g[g_ok]))) if g_ok.any() else math.nan
+    g_mean = float(g[settled].mean()) if np.count_nonzero(settled) >= MIN_FRAMES else math.nan
     overshoot = _overshoot(c, ps, q_end, sgn)
     if ps.end_idx is not None and not finite(overshoot):
         note = note or "cut off before the stop"

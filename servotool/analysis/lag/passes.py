@@ -28,6 +28,23 @@ class PassTicks:
     end_idx: int | None  # last cmd index before the settle (the commanded end of the pass), None if cut off
     next_t: float  # send time of the first tick after the pass
 
+    @property
+    def ticks(self) -> slice | np.ndarray:
+        """idx as a slice when its ticks are consecutive (as a rule): views instead of gathered copies."""
+        return _span(self.idx)
+
+    @property
+    def cruise_ticks(self) -> slice | np.ndarray:
+        """cruise as a slice when its ticks are consecutive (as a rule)."""
+        return _span(self.cruise)
+
+
+def _span(idx: np.ndarray) -> slice | np.ndarray:
+    """The sorted, distinct indices idx as a slice when they are consecutive, else idx itself."""
+    if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
 
 def pass_ticks(rec: Recording) -> list[PassTicks]:
     """Every labelled pass of the recording, in pass order."""
@@ -59,10 +76,13 @@ def slope(t: np.ndarray, q: np.ndarray) -> float:
     return float(np.dot(tc, q - float(q.sum()) / len(q)) / np.dot(tc, tc))
 
 
-def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: float) -> float:
+def crossing(
+    t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: float, ordered: bool = False
+) -> float:
     """Time the series first crosses `level` moving in direction `sign`, refined by a local
     straight-line fit over the samples within window_s of the raw crossing (so one noisy sample cannot move
-    it). NaN: never."""
+    it). NaN: never. ordered: t is sorted (the samples near the crossing are then looked for only around
+    it, the same samples)."""
     above = sign * (q - level) >= 0
     hits = np.flatnonzero(above[1:] & ~above[:-1]) + 1
     if hits.size == 0:
@@ -70,8 +90,11 @@ def crossing(t: np.ndarray, q: np.ndarray, level: float, sign: float, window_s: 
     i = int(hits[0])
     dq = q[i] - q[i - 1]
     t_raw = t[i - 1] + (t[i] - t[i - 1]) * (level - q[i - 1]) / dq if dq != 0 else t[i]
+    if ordered:  # every sample within window_s lies inside this stretch: the test below picks the same
+        a, b = np.searchsorted(t, [t_raw - 2.0 * window_s, t_raw + 2.0 * window_s])
+        t, q = t[a : b + 1], q[a : b + 1]
     near = np.abs(t - t_raw) <= window_s
-    if near.sum() >= 3:
+    if np.count_nonzero(near) >= 3:
         # a straight line through the nearby samples, by its closed form
         x, y = t[near] - t_raw, q[near]
         xm, ym = float(x.sum()) / len(x), float(y.sum()) / len(y)
