@@ -351,12 +351,14 @@ class MultiOtg:
         if x != self._x:
             # The previous peaks are guesses for unchanged targets only; the common duration changes with
             # any target, so every stretched peak is stale.
-            peaks, slack, p = self._peaks, self._slack, self._p
-            for i, (new, old) in enumerate(zip(x, self._x, strict=True)):
-                if new != old:
+            peaks, slack, p, xo = self._peaks, self._slack, self._p, self._x
+            for i in range(self._n):
+                d = x[i] - xo[i]
+                if d != 0.0:
                     peaks[i] = None
                     # A change that is not small against what is left to travel says nothing of the slack.
-                    if abs(new - old) > abs(old - p[i]):
+                    e = xo[i] - p[i]
+                    if (d if d >= 0.0 else -d) > (e if e >= 0.0 else -e):
                         slack[i] = 0.0
             self._stretched = [None] * self._n
             self._x = x
@@ -446,24 +448,34 @@ class MultiOtg:
         slack = self._slack
         # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed
         rows: list[_Row] = []
+        near: list[int] = []  # where in rows the axes that may be the slowest are
         for i in range(self._n):
             dx = x[i] - p[i]
             if dx != 0.0 or v[i] != 0.0 or a[i] != 0.0:
                 c = warm_constants_axis(v[i], a[i], ks[i])
                 if c is None:
+                    # searched in full first anyway: every other one needs its bound
+                    near.append(len(rows))
                     rows.append((_INF, i, 0.0, dx, c))
                 elif every or slack[i] < 0.1:
-                    ub, u = duration_bound_axis(dx, c, ks[i])
-                    rows.append((ub, i, u, dx, c))
+                    near.append(len(rows))
+                    rows.append((0.0, i, 0.0, dx, c))
                 else:
                     rows.append((-1.0, i, 0.0, dx, c))
         if not rows:
             return [_EMPTY] * self._n
+        # One axis alone that may be the slowest is searched in full without a bound to choose it by.
+        if len(near) > 1:
+            for r in near:
+                _, i, _, dx, c = rows[r]
+                if c is not None:
+                    ub, u = duration_bound_axis(dx, c, ks[i])
+                    rows[r] = (ub, i, u, dx, c)
         rows.sort(reverse=True)
         ub, i, u, dx, c = rows[0]
         if ub < 0.0:
             return None
-        hint = self._peaks[i] or u
+        hint = self._peaks[i] or u or None
         if c is None:
             plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], hint)
         else:
@@ -533,7 +545,12 @@ class MultiOtg:
 
         A dt that is not finite and > 0 (0, negative, NaN, inf) changes nothing.
         """
-        if not _valid_dt(dt):
+        # _valid_dt, inlined: this runs every cycle.
+        try:
+            ok = 0.0 < dt < _INF
+        except TypeError:
+            ok = False
+        if not ok:
             return np.array(self._p)
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
@@ -556,8 +573,8 @@ class MultiOtg:
                 p[i] += dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
                 v[i] = vi + dt * (ai + 0.5 * dt * j)
                 a[i] = ai + dt * j
-                rest = (t - dt, j, *segs[2:])
-                plans[i] = (rest, sum(rest[0::2]), peak)
+                # What is left lasts dt less (to rounding; the landing test tolerates that).
+                plans[i] = ((t - dt, j) + segs[2:], duration - dt, peak)
             else:
                 p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], vi, ai)
                 plans[i] = (rest, left, peak)

@@ -611,7 +611,8 @@ def _plan_search(
 def _ramp_down(v0: float, a0: float, jmax: float) -> float:
     """Displacement of ramping the acceleration straight to zero (ending at v_rd), in |a0| / j_max s."""
     t = abs(a0) / jmax
-    return t * (v0 + t * (0.5 * a0 - copysign(jmax, a0) * t / 6.0))
+    # v0 t + a0 t^2 / 2 - sign(a0) j_max t^3 / 6, with sign(a0) j_max t = a0.
+    return t * (v0 + t * a0 / 3.0)
 
 
 def _stop(v0: float, a0: float, v_rd: float, amax: float, jmax: float) -> float:
@@ -1173,8 +1174,8 @@ def warm_constants_axis(v0: float, a0: float, k: Axis) -> Warm | None:
         return None
     t = aa / jmax
     w = v0 - h
-    lead_same = -t * (v0 - h + h / 3.0)
-    lead_other = t * (v0 + t * (0.5 * a0 - copysign(jmax, a0) * t / 6.0))
+    lead_same = -t * (w + h / 3.0)
+    lead_other = t * (v0 + t * a0 / 3.0)  # _ramp_down
     av = v_rd if v_rd >= 0.0 else -v_rd
     rd_stop = v_rd * (2.0 * sqrt(av / jmax) if av * jmax <= a2 else av / amax + ca)
     s0 = lead_other + 0.5 * rd_stop
@@ -1318,6 +1319,7 @@ def stretch_warm_axis(
     probed = False
     rising = sa > 0.0
     k_same, k_other = -t - duration, t - duration
+    hca = 0.5 * ca
     for _ in range(10):
         u = g * au
         if (u >= v_rd) == rising:
@@ -1327,28 +1329,30 @@ def stretch_warm_axis(
         # H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u.
         z = u - base
         az = z if z >= 0.0 else -z
+        # tau(|z|) (2 rc, or q + a_max / j_max) is needed only where a plan is returned or refused.
         if az * jmax <= a2:
             rc = sqrt(az / jmax)
-            hc, dhc, tau_c = z * rc, 1.5 * rc, 2.0 * rc
+            hc, dhc = z * rc, 1.5 * rc
         else:
-            tau_c = az / amax + ca
-            hc, dhc = 0.5 * z * tau_c, az / amax + 0.5 * ca
+            q = az / amax
+            hc, dhc = 0.5 * z * (q + ca), q + hca
         if au * jmax <= a2:
             ru = sqrt(au / jmax)
             hu, dhu = u * ru, 1.5 * ru
         else:
-            hu, dhu = 0.5 * u * (au / amax + ca), au / amax + 0.5 * ca
+            q = au / amax
+            hu, dhu = 0.5 * u * (q + ca), q + hca
         r = hc + hu + u * k + dx - lead
         if au >= hi:
             # The cruise at v_max: still too slow there (the time-optimal plan, when it cruises) or no
             # plan to tell: this axis is not shown faster here.
+            tau_c = 2.0 * rc if az * jmax <= a2 else az / amax + ca
             if g * r > 0.0 or (dx - (lead + base * tau_c + hc + hu)) / u < 0.0:
                 return None
-        else:
-            bound = tol * au
-            if -bound <= r <= bound:
-                s = lead + base * tau_c + hc + hu
-                return _warm_plan(u, z, s, duration, dx, v0, a0, c, lim)
+        elif -tol * au <= r <= tol * au:
+            tau_c = 2.0 * rc if az * jmax <= a2 else az / amax + ca
+            s = lead + base * tau_c + hc + hu
+            return _warm_plan(u, z, s, duration, dx, v0, a0, c, lim)
         gr = g * r
         if gr > 0.0:
             lo = au
