@@ -459,6 +459,9 @@ def _options(shape: _Shape, threads: bool) -> tuple[Any, Any]:
         column_types=shape.types(),
         include_columns=include,
         strings_can_be_null=True,
+        # BodyStream hands on only lines that decode as UTF-8: a second check of every text cell would
+        # find nothing
+        check_utf8=False,
         # only an empty cell is missing: a label that reads "nan" is a label (floats still read nan as
         # NaN), and a row of them is a damaged row, not a blank line
         null_values=[""],
