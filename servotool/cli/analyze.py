@@ -104,7 +104,7 @@ def _note_skipped(fa: FileAnalysis | SweepAnalysis) -> None:
     if s["no_time"]:
         parts.append(f"{s['no_time']} row(s) without a time")
     if s["nan_joint"]:
-        parts.append(f"{s['nan_joint']} row(s) with a non-finite joint value")
+        parts.append(f"{s['nan_joint']} row(s) with a non-finite value of the analysed joint")
     if parts:
         err_console.print(
             f"[yellow]rows left out[/] {escape(f'{fa.path}: ' + '; '.join(parts))}",

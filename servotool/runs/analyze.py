@@ -85,7 +85,7 @@ class _Analysed:
 
     def skipped_rows(self) -> dict[str, Any]:
         """Rows left out of the analysis: malformed lines (with their line numbers, the first few), rows
-        without a time, cmd/state rows with a non-finite joint value."""
+        without a time, cmd/state rows with a non-finite value of the analysed joint."""
         m = self.meta
         skipped = getattr(self, "skipped", {})
         return {
@@ -499,8 +499,11 @@ def _worker_ready() -> bool:
 # "fork" copies this process, its libraries already imported, in milliseconds; "forkserver" starts a server
 # that imports numpy, scipy and pyarrow first (a second or more). None: fork where that is safe (see _context)
 START_METHOD: str | None = None
-# small chunks: the last ones to finish keep one core busy alone; each costs a few ms of hand-over
-CHUNKS_PER_WORKER = 64
+# chunks shrink as the files run out: each takes 1/(CHUNK_SHARE x workers) of the files left, at most
+# MAX_CHUNK of them (the progress bar moves at least that often) and at least one. Each chunk costs the
+# command about half a millisecond of hand-over; the small last ones leave little of one core idle
+CHUNK_SHARE = 4
+MAX_CHUNK = 32
 FORK_START_WAIT_S = 5.0  # forked workers answer in milliseconds: wait for them rather than analyse here
 
 
@@ -555,17 +558,28 @@ class _Workers:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _chunks(files: Sequence[Path], workers: int) -> list[Sequence[Path]]:
+    """The files in consecutive chunks of decreasing size (see CHUNK_SHARE): 1,000 files on 2 workers go
+    out as 61 chunks, twenty of 32 files first and single files last."""
+    out: list[Sequence[Path]] = []
+    i = 0
+    while i < len(files):
+        size = max(1, min(MAX_CHUNK, (len(files) - i) // (CHUNK_SHARE * workers)))
+        out.append(files[i : i + size])
+        i += size
+    return out
+
+
 def _outcomes(files: Sequence[Path], workers: int, keep: bool, encode: bool) -> Iterator[Outcome]:
-    """Each file's outcome, in file order. With workers > 1 the files go out in chunks of
-    files / (CHUNKS_PER_WORKER x workers) to that many processes; until the first of them answers, this
+    """Each file's outcome, in file order. With workers > 1 the files go out in chunks (_chunks) to that
+    many processes; until the first of them answers, this
     process analyses the chunks itself, so the workers' start costs no time unless the folder takes less than
     it (forked workers answer at once and are waited for)."""
     if workers <= 1 or len(files) < 2:
         for path in files:
             yield _analyse_one(path, keep)  # encoded ahead only where the cost is spread over workers
         return
-    size = max(1, len(files) // (workers * CHUNKS_PER_WORKER))
-    chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    chunks = _chunks(files, workers)
     pool = _Workers(min(workers, len(chunks)))  # a process with no chunk to take would only cost its start
     futures: dict[int, Future[list[Outcome]]] = {}
     try:
