@@ -214,25 +214,40 @@ def _refuse_empty(param: Any) -> None:
 def refuse_flag_conflicts(command: Any) -> None:
     """Make every on/off flag pair of `command` and the commands under it (`--shaped/--raw`,
     `--guard/--no-guard`) a usage error when given both ways: click would keep the last one silently, and
-    `--shaped --raw` would step raw. Checked on the raw arguments, before the command runs (nothing opens)."""
-    pairs = [(param.opts, param.secondary_opts) for param in command.params
-             if getattr(param, "is_flag", False) and param.secondary_opts]
+    `--shaped --raw` would step raw. Judged by what click's parser takes as each flag while it parses,
+    before the command runs (nothing opens): a value spelled like a flag (`--out --raw`) is a value."""
+    pairs = {id(param) for param in command.params
+             if getattr(param, "is_flag", False) and param.secondary_opts}
     if pairs:
-        parse = command.parse_args
+        make = command.make_parser
 
-        def checked(ctx: click.Context, args: list[str]) -> list[str]:
-            given = set(args[:args.index("--")] if "--" in args else args)
-            for on, off in pairs:
-                yes, no = [opt for opt in on if opt in given], [opt for opt in off if opt in given]
-                if yes and no:
-                    raise click.exceptions.UsageError(f"{yes[0]} and {no[0]} exclude each other: give one",
-                                                      ctx=ctx)
-            result: list[str] = parse(ctx, args)
-            return result
+        def checked(ctx: click.Context) -> Any:
+            parser = make(ctx)
+            seen: dict[int, bool] = {}  # per parse: the flag pair (its param) -> the way it was first given
+            options = {*parser._long_opt.values(), *parser._short_opt.values()}
+            for option in options:
+                if id(option.obj) in pairs:
+                    option.process = _watched(option, seen, ctx)
+            return parser
 
-        command.parse_args = checked
+        command.make_parser = checked
     for sub in getattr(command, "commands", {}).values():
         refuse_flag_conflicts(sub)
+
+
+def _watched(option: Any, seen: dict[int, bool], ctx: click.Context) -> Callable[[Any, Any], None]:
+    """`option.process` (one spelling of a flag pair, as click's parser takes it), refusing the pair given
+    both ways."""
+    process = option.process
+
+    def taken(value: Any, state: Any) -> None:
+        param, way = option.obj, bool(option.const)
+        if seen.setdefault(id(param), way) != way:
+            raise click.exceptions.UsageError(
+                f"{param.opts[0]} and {param.secondary_opts[0]} exclude each other: give one", ctx=ctx)
+        process(value, state)
+
+    return taken
 
 
 def _no_op() -> None:

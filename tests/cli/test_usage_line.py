@@ -90,3 +90,34 @@ def test_a_flag_given_twice_the_same_way_is_no_conflict(
     assert exit_info.value.code == 0
     words = " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert "--shaped and --raw exclude each other" in words  # the help says so
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["step", "--shaped", "--out", "--raw"],  # a folder named --raw: the step stays shaped
+        ["step", "--raw", "--out", "--shaped"],
+        ["ports", "--no-probe", "--port", "--probe"],  # a device path spelled like the other flag
+    ],
+)
+def test_a_value_spelled_like_the_other_flag_is_a_value_not_a_conflict(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # what click parsed decides, not the raw words: "--raw" here is the value of --out (-h: nothing runs)
+    monkeypatch.setattr(sys, "argv", ["servotool", *argv, "-h"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    assert "exclude each other" not in capsys.readouterr().err
+
+
+def test_a_flag_pair_given_both_ways_after_a_value_is_still_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["servotool", "step", "--out", "--raw", "--shaped", "--raw", "-h"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--shaped and --raw exclude each other" in lines[0], lines
+
