@@ -17,12 +17,14 @@ import typer
 from rich.markup import escape
 from serial.tools import list_ports
 
+from servotool.cli.bus_common import signal_label
 from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
-from servotool.errors import ServotoolError
+from servotool.errors import ServotoolError, exit_code_of
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 from servotool.runs.ownership import device_key
+from servotool.runs.signals import StopSignals
 
 DYNAMIXEL_BAUDS = (57600, 1_000_000)
 PROBE_TIMEOUT_MS = 50  # per servo: a board relays a read in a few ms, a USB adapter's latency timer adds 16
@@ -108,6 +110,23 @@ def _answers(found: dict[str, Any]) -> str:
     return "; ".join(parts) or "[dim]nothing answered[/]"
 
 
+def _probe_all(listed: list[dict[str, Any]], dxl: Callable[[str, int], list[int]] | None,
+               timeout_ms: int | None) -> None:
+    """Fill each entry's "answers" (None: not probed, timeout_ms None). Ctrl-C, SIGTERM or SIGHUP while
+    probing: the port being probed is closed and its lock released, then one line and exit 130, 143 or 129
+    (without handlers a signal ended the process with no word)."""
+    device = None
+    with StopSignals():
+        try:
+            for entry in listed:
+                device = entry["device"]
+                entry["answers"] = None if timeout_ms is None else probe_port(device, dxl, timeout_ms)
+        except KeyboardInterrupt as exc:
+            where = f" while probing {device}" if timeout_ms is not None and device else ""
+            fail(f"interrupted by {signal_label(exc)}{where}; only read and ping requests were sent, "
+                 "and the port is closed", exit_code_of(exc))
+
+
 def ports(
     ctx: typer.Context,
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Ask each port whether a servo board answers "
@@ -122,7 +141,8 @@ def ports(
     """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus.
 
     Harmless reads only; a port another servotool process holds is not probed, and a port that cannot be
-    opened says so. Exit 0 whatever answered, 2 for bad usage.
+    opened says so. Exit 0 whatever answered, 2 for bad usage, 130/143/129 for Ctrl-C, SIGTERM or SIGHUP
+    while probing (the port being probed is closed first).
     """
     if not probe and given(ctx, "timeout_ms"):
         fail("--timeout-ms applies only when probing; leave it out with --no-probe")
@@ -136,8 +156,7 @@ def ports(
             known.add(d)
             listed.append({"device": d, "description": "(given)", "hwid": ""})
     dxl = dynamixel_probe() if probe else None
-    for entry in listed:
-        entry["answers"] = probe_port(entry["device"], dxl, timeout_ms) if probe else None
+    _probe_all(listed, dxl, timeout_ms if probe else None)
     if json_out:
         print_json({"ports": listed, "dynamixel_probe": dxl is not None})
         return

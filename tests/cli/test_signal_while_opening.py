@@ -3,6 +3,7 @@ never a silent death, and no file left behind."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -38,3 +39,21 @@ def test_servo_read_watch_ends_with_the_signal_exit_code_and_one_line(signum: in
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and NAME[signum] in lines[0] and "nothing was sent" in lines[0], done.stderr
     assert done.stdout == ""
+
+
+PROBING = Path(__file__).with_name("probing_signal.py")
+
+
+@pytest.mark.parametrize("where", ["opening", "reading"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_ports_ends_with_the_signal_exit_code_and_one_line(tmp_path: Path, signum: int, where: str) -> None:
+    note = tmp_path / "closed.txt"
+    done = subprocess.run([sys.executable, str(PROBING), str(int(signum)), where, str(note)],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks")})
+    assert done.returncode == EXIT[signum], (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and NAME[signum] in lines[0] and "probing" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    if where == "reading":  # the port was open: closed before the exit
+        assert note.read_text() == "closed\n"
