@@ -4,7 +4,7 @@ exit code, settings problems as one line each, and the simulated arm's pose kept
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -13,12 +13,12 @@ from urllib.parse import urlencode
 import typer
 from rich.markup import escape
 
-from servotool.cli.common import announce_device, err_console, fail
+from servotool.cli.common import announce_device, err_console, fail, signal_label
 from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
-from servotool.errors import DeviceError, ExitCode, ServotoolError, StopSignal, exit_code_of
+from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.io.sim_state import load_sim_state, save_sim_state
 from servotool.runs.ownership import claim
@@ -123,13 +123,22 @@ def save_sim_pose(url: str, bus: Bus) -> None:
             save_sim_state(url, params)
 
 
+NOTHING_SENT = "nothing was sent to the servos"
+
+
+def read_only() -> str:
+    """What a read-only command did to the servos when a signal ended it."""
+    return NOTHING_SENT
+
+
 @contextmanager
-def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
+def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool = False) -> Iterator[Bus]:
     """One command's bus: the device's host-wide lock first (another servotool process holds it: exit 2),
     then the bus opened (see open_arm_bus). Inside, a refusal or device error is one line with its exit
-    code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129 (one line; while the bus is still opening
-    too, when nothing was sent). However it ends, a simulated arm's pose is saved (keep_sim_pose) and the
-    bus closed, then the lock released; a signal during that ending is counted, not obeyed half way."""
+    code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129 with one line: `on_signal()` says what the
+    command had done to the servos by then (while the bus is still opening: nothing was sent). However it
+    ends, a simulated arm's pose is saved (keep_sim_pose) and the bus closed, then the lock released; a
+    signal during that ending is counted, not obeyed half way."""
     with contextlib.ExitStack() as stack:
         # handlers from the start: a signal while the port opens would otherwise kill us without a word
         signals = stack.enter_context(StopSignals())
@@ -140,15 +149,14 @@ def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
         except ServotoolError as exc:
             fail_on(exc)
         except KeyboardInterrupt as exc:
-            fail(f"interrupted by {signal_label(exc)} while opening {url}; nothing was sent",
+            fail(f"interrupted by {signal_label(exc)} while opening {url}; {NOTHING_SENT}",
                  exit_code_of(exc))
         try:
             yield dev
         except ServotoolError as exc:
             fail_on(exc)
         except KeyboardInterrupt as exc:
-            fail(f"interrupted by {signal_label(exc)} (a move under way was stopped with a hold)",
-                 exit_code_of(exc))
+            fail(f"interrupted by {signal_label(exc)}; {on_signal()}", exit_code_of(exc))
         finally:
             signals.ending()  # the pose saved, the bus closed and the lock released, whatever comes
             try:
@@ -156,11 +164,6 @@ def bus_command(url: str, *, keep_sim_pose: bool = False) -> Iterator[Bus]:
                     save_sim_pose(url, dev)
             finally:
                 dev.close()
-
-
-def signal_label(exc: KeyboardInterrupt) -> str:
-    """How an error line names the signal behind `exc`: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
-    return exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
 
 
 def stopped_by(signals: StopSignals, what: str) -> NoReturn:

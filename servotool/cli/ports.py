@@ -17,8 +17,7 @@ import typer
 from rich.markup import escape
 from serial.tools import list_ports
 
-from servotool.cli.bus_common import signal_label
-from servotool.cli.common import console, err_console, fail, given, print_json
+from servotool.cli.common import console, err_console, fail, given, print_json, signal_label
 from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError, exit_code_of

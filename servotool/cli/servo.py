@@ -17,17 +17,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from servotool.cli.bus_common import (
+    NOTHING_SENT,
     BusOption,
     JsonOption,
     bus_command,
     fail_all,
     limits_problem,
-    signal_label,
+    read_only,
     stopped_by,
     url_profile,
     url_ranges,
 )
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json, signal_label
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
@@ -38,6 +39,7 @@ from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
+    MoveLog,
     MoveResult,
     hold,
     move_problems,
@@ -159,7 +161,7 @@ def read_cmd(
     if watch_ and asks_simulated_time(bus):
         fail("--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
              "under a run")
-    with bus_command(bus, keep_sim_pose=True) as dev:
+    with bus_command(bus, keep_sim_pose=True, on_signal=read_only) as dev:
         prof = _profile(dev)
         names = dict(prof.joint_names) if prof else {}
         if watch_:
@@ -229,14 +231,16 @@ def move_cmd(
                               id_span=ranges[1] if ranges else None)
     if problems:
         fail_all(problems)
-    with bus_command(bus, keep_sim_pose=True) as dev, StopSignals() as signals:
+    log = MoveLog()
+    with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev, \
+            StopSignals() as signals:
         goal = parse_goal(to, poses)
         if lf is None:
             err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
         with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
             result = move_to(dev, bus_clock(dev), goal, limits=lim, speed=speed,
-                             abort_requested=lambda: signals.requested is not None)
+                             abort_requested=lambda: signals.requested is not None, log=log)
     if result.aborted:
         stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
     notes = []
@@ -256,6 +260,21 @@ def move_cmd(
         err_console.print(f"[yellow]{note}[/]")
 
 
+def _move_stopped(log: MoveLog) -> str:
+    """What a move had done when a signal ended it, for its error line."""
+    if not log.started:
+        return f"{NOTHING_SENT} (the move had not started)"
+    n = log.frames
+    return f"the move was stopped with a hold after {n} frame{'s' if n != 1 else ''}"
+
+
+def _relax_stopped(sent: list[int]) -> str:
+    """What a relax had done when a signal ended it, for its error line."""
+    if not sent:
+        return f"{NOTHING_SENT} (torque is as it was)"
+    return f"torque-off went to servo(s) {', '.join(map(str, sent))} only: see `servotool servo read`"
+
+
 @servo_app.command("hold")
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Stop every servo where it is and hold it there (torque on).
@@ -263,7 +282,9 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     Each servo is read back: a Dynamixel servo with a hardware error latched (torque off until a reboot,
     never sent) holds nothing: it is named and the exit is 1. A joint that does not answer is named, exit 3.
     """
-    with bus_command(bus, keep_sim_pose=True) as dev:
+    on_signal = "the hold was sent first: the servos hold where they are"
+    with bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev, \
+            StopSignals() as signals, signals.deferring():  # a signal never cuts a hold short
         result = hold(dev)
     if json_out:
         print_json({"device": bus, "held": result.held, "silent": result.silent})
@@ -298,8 +319,10 @@ def relax_cmd(
     assert prof is not None
     tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
     tol = prof.tuck_tolerance if tolerance is None else tolerance
-    with bus_command(bus, keep_sim_pose=True) as dev:
-        result = relax(dev, bus_clock(dev), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force)
+    sent: list[int] = []
+    with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _relax_stopped(sent)) as dev:
+        result = relax(dev, bus_clock(dev), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force,
+                       sent=sent)
     if json_out:
         print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,
                     "forced": result.forced, "attempts": result.attempts})

@@ -251,7 +251,8 @@ def sweep(
     if problems:
         fail_all(problems)
     files = SweepFiles(**{**files.__dict__, "limits": lf})
-    with bus_command(bus, keep_sim_pose=True) as dev:
+    with bus_command(bus, keep_sim_pose=True,
+                     on_signal=lambda: "the sweep was stopped: the arm holds where it was") as dev:
         record, signals = _run(dev, config, files)
     _render(record, json_out)
     if record.run.error:

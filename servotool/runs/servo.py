@@ -154,6 +154,15 @@ class MoveResult:
     aborted: bool = False
 
 
+@dataclass
+class MoveLog:
+    """What a move has done so far, readable while it runs and after it raised: `started` once nothing
+    but a hold can end it (a frame sent, or the hold of an abort or an exception), `frames` sent."""
+
+    started: bool = False
+    frames: int = 0
+
+
 def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping[int, tuple[int, int]],
               speed: float, period_s: float = PERIOD_S) -> Trajectory:
     """The minimum-jerk trajectory from start to goal, after checking the goal and every sample against the
@@ -184,11 +193,15 @@ def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping
 def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[int, tuple[int, int]],
             speed: float = DEFAULT_SPEED, period_s: float = PERIOD_S, settle_s: float = 0.2,
             abort_requested: Abort = None,
-            on_progress: Callable[[float, dict[int, int]], None] | None = None) -> MoveResult:
+            on_progress: Callable[[float, dict[int, int]], None] | None = None,
+            log: MoveLog | None = None) -> MoveResult:
     """Move to `goal` ({servo id: pulse}) along a minimum-jerk trajectory capped at `speed` pulses/s.
 
     Everything is checked before the first frame (Refused: nothing was sent). Frames go out every period_s on
     absolute deadlines of `clock`. An abort request sends a hold at once and ends the move (aborted=True).
+    From the first frame on, an exception (a signal, a lost link) sends a hold before it passes on, while
+    the move settles and its end is read back too; before it, nothing was sent. `on_progress(t, targets)`
+    is called after each frame sent; `log` (see MoveLog) tells a caller which of the two an exception met.
     """
     armpose = read_arm(bus)
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
@@ -204,7 +217,9 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
     t0 = clock.now()
     k = frames = 0
     stopped = False
+    log = log if log is not None else MoveLog()
     try:
+        log.started = True  # from here any way out sends a hold, but the move's own end
         while True:
             if aborted():
                 bus.hold()
@@ -215,22 +230,23 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
             if check.check(as_pose(targets)) is not None:
                 raise Refused(f"internal: sample {targets} left the limits; arm held")
             bus.move(targets, period_ms)
-            frames += 1
+            frames = log.frames = frames + 1
             if on_progress is not None:
                 on_progress(clock.now() - t0, targets)
             if traj.done(k * period_s):
                 break
             k += 1
             clock.sleep_until(t0 + k * period_s)
+        duration = clock.now() - t0
+        if not stopped:
+            clock.sleep(settle_s)
+        final = {sid: bus.read_position(sid) for sid in live_goal}
     except BaseException:
-        # Ctrl-C or a lost link mid-move: try to stop the arm where it is, and report the original error
+        # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
+        # the original error
         with contextlib.suppress(Exception):
             bus.hold()
         raise
-    duration = clock.now() - t0
-    if not stopped:
-        clock.sleep(settle_s)
-    final = {sid: bus.read_position(sid) for sid in live_goal}
     _refuse_lost(bus, final)
     _refuse_latched(bus, final, live_goal)
     return MoveResult(start={sid: armpose.pose[sid] for sid in live_goal}, goal=live_goal, final=final,
@@ -349,11 +365,13 @@ def tuck_check(pose: Mapping[int, int | None], tuck: Mapping[int, int], joints: 
 
 
 def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[int], tolerance: int,
-          force: bool = False, attempts: int = 3) -> RelaxResult:
+          force: bool = False, attempts: int = 3, sent: list[int] | None = None) -> RelaxResult:
     """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
 
     Refused (nothing sent) unless the tuck joints are within `tolerance` pulses of the tuck pose (where the
     arm rests on itself), or force is given: with torque off every joint that carries weight drops.
+    `sent` gets each servo id a torque-off is about to go to, so a caller whose relax an exception (a
+    signal) cut short can say which servos may be limp.
     """
     joints = tuple(joints)
     pose = bus.read_pose()
@@ -368,6 +386,8 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
     for n in range(1, attempts + 1):  # noqa: B007 - n is reported
         for sid in bus.ids:
             if torque.get(sid) is not False:
+                if sent is not None and sid not in sent:
+                    sent.append(sid)
                 bus.torque_off(sid)
         clock.sleep(0.05)
         torque = {sid: bus.read_torque(sid) for sid in bus.ids}
