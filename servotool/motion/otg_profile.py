@@ -542,7 +542,7 @@ def _rest_peak(dist: float, amax: float, jmax: float) -> float:
 
 def _rest_peak_axis(dist: float, k: Axis) -> float:
     """_rest_peak(dist, a_max, j_max), the same float, from the limits' constants k (see axis_constants)."""
-    _, amax, jmax, _, ca, a3x2, sqrt_j, ca2 = k
+    _, amax, jmax, _, ca, a3x2, sqrt_j, ca2, _, _, _, _, _, _, _ = k
     if dist * jmax * jmax <= a3x2:
         return (0.5 * dist * sqrt_j) ** (2.0 / 3.0)
     return 0.5 * amax * (sqrt(ca2 + 4.0 * dist / amax) - ca)
@@ -1143,15 +1143,20 @@ Warm = tuple[float, float, float, float, float, float, float, float, float]
 
 
 # What an axis's warm planning needs of its limits alone, computed once per axis (see axis_constants):
-# (v_max, a_max, j_max, a_max^2, a_max / j_max, 2 a_max^3, sqrt(j_max), (a_max / j_max)^2).
-Axis = tuple[float, float, float, float, float, float, float, float]
+# (v_max, a_max, j_max, a_max^2, a_max / j_max, 2 a_max^3, sqrt(j_max), (a_max / j_max)^2, -v_max, -a_max,
+# -j_max, a_max / (2 j_max), 1e-9 v_max, 0.999 v_max, 0.5 v_max).
+Axis = tuple[
+    float, float, float, float, float, float, float, float, float, float, float, float, float, float, float
+]
 
 
 def axis_constants(vmax: float, amax: float, jmax: float) -> Axis:
     """The constants of one axis's limits that the *_axis functions take, each the float the functions
     without the suffix compute from the limits on every call (so both give the same floats)."""
     ca = amax / jmax
-    return vmax, amax, jmax, amax * amax, ca, 2.0 * amax * amax * amax, sqrt(jmax), ca * ca
+    a2, a3x2, ca2 = amax * amax, 2.0 * amax * amax * amax, ca * ca
+    head = (vmax, amax, jmax, a2, ca, a3x2, sqrt(jmax), ca2)
+    return (*head, -vmax, -amax, -jmax, 0.5 * ca, 1e-9 * vmax, 0.999 * vmax, 0.5 * vmax)
 
 
 def warm_constants(v0: float, a0: float, vmax: float, amax: float, jmax: float) -> Warm | None:
@@ -1166,11 +1171,11 @@ def warm_constants_axis(v0: float, a0: float, k: Axis) -> Warm | None:
     k is axis_constants of the limits. The same floats as plan_to_rest computes for the state (so
     plan_warm's plan is plan_to_rest's)."""
     # One unpacking of the tuple costs less than indexing it item by item.
-    vmax, amax, jmax, a2, ca, _, _, _ = k
+    vmax, amax, jmax, a2, ca, _, _, _, nvmax, namax, _, _, _, _, _ = k
     aa = a0 if a0 >= 0.0 else -a0
     h = 0.5 * a0 * aa / jmax
     v_rd = v0 + h
-    if not (-vmax <= v_rd <= vmax and -vmax <= v0 <= vmax and -amax <= a0 <= amax):
+    if not (nvmax <= v_rd <= vmax and nvmax <= v0 <= vmax and namax <= a0 <= amax):
         return None
     t = aa / jmax
     w = v0 - h
@@ -1216,7 +1221,7 @@ def duration_bound_axis(dx: float, c: Warm, k: Axis) -> tuple[float, float]:
     k is axis_constants of the limits.
     """
     v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
-    vmax, amax, jmax, _, _, _, _, _ = k
+    vmax, amax, jmax, _, _, _, _, _, _, _, _, _, _, _, _ = k
     # The model of _plan_inside: u tau(u) = dx - S(v_rd) + v_rd tau(v_rd); v_max caps it below.
     d = dx - 2.0 * lead_other + s0
     u = copysign(min(_rest_peak_axis(abs(d), k), vmax), d)
@@ -1250,7 +1255,7 @@ def duration_bound_axis(dx: float, c: Warm, k: Axis) -> tuple[float, float]:
 def _bound_at(u: float, dx: float, c: Warm, lim: Axis) -> tuple[float, float]:
     """(T + cruise, S) of the plan through the peak u != 0 (see duration_bound); inf for no cruise >= 0."""
     v_rd, w, t, lead_same, lead_other, _, _, sa, _ = c
-    _, amax, jmax, a2, ca, _, _, _ = lim
+    _, amax, jmax, a2, ca, _, _, _, _, _, _, _, _, _, _ = lim
     if (u >= v_rd) == (sa > 0.0):
         base, k, lead = w, -t, lead_same
     else:
@@ -1304,22 +1309,22 @@ def stretch_warm_axis(
     """
     v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
     e = dx - stop
-    if abs(e) <= 1e-12 * (abs(dx) + abs(stop)):
+    if (e if e >= 0.0 else -e) <= 1e-12 * ((dx if dx >= 0.0 else -dx) + (stop if stop >= 0.0 else -stop)):
         return None
     g = 1.0 if e > 0.0 else -1.0
-    if a0 * v_rd < 0.0 and min(stop, s0) <= dx <= max(stop, s0):
+    if a0 * v_rd < 0.0 and (stop <= dx <= s0 or s0 <= dx <= stop):
         return None
-    vmax, amax, jmax, a2, ca, _, _, _ = lim
+    vmax, amax, jmax, a2, ca, _, _, _, _, _, _, hca, lo, v999, v_half = lim
     tol = 1e-7 * duration
     # The root lies in (lo, hi) in |u|: G g > 0 (too slow) below it, G g < 0 above it up to the time-optimal
     # peak. Every evaluation narrows that bracket, and a Newton step that leaves it is a bisection. A guess
     # of the wrong sign is mirrored, a peak at v_max (a cruise) is a guess from just below it.
-    lo, hi = 1e-9 * vmax, vmax
-    au = min(abs(hint), 0.999 * vmax) if abs(hint) > lo else 0.5 * vmax
+    hi = vmax
+    ah = hint if hint >= 0.0 else -hint
+    au = (ah if ah < v999 else v999) if ah > lo else v_half
     probed = False
     rising = sa > 0.0
     k_same, k_other = -t - duration, t - duration
-    hca = 0.5 * ca
     for _ in range(10):
         u = g * au
         if (u >= v_rd) == rising:
@@ -1386,40 +1391,49 @@ def _warm_plan(
     z = u - base of the symmetric decomposition, so the transfer's squared peak acceleration is j_max |z|:
     the segments of _segments (and their total, term by term) to rounding, without the search variable.
     """
+    # Sign tests instead of products with +-1, and the jerks picked rather than negated: the same floats.
+    _, amax, jmax, a2, ca, _, _, _, _, _, nj, _, _, _, _ = k
     v_rd = c[0]
-    g = 1.0 if u > 0.0 else -1.0
-    if g * (u - v_rd) > 0.0 and g * (dx - c[5]) < 0.0:
-        return None
+    if u > 0.0:
+        if u > v_rd and dx < c[5]:
+            return None
+        au, jb, je = u, nj, jmax
+    else:
+        if u < v_rd and dx > c[5]:
+            return None
+        au, jb, je = -u, jmax, nj
     cruise = (dx - s) / u
     if cruise < 0.0:
         return None
-    d = 1.0 if z >= 0.0 else -1.0
-    _, amax, jmax, a2, ca, _, _, _ = k
-    sq = jmax * z * d
+    if z >= 0.0:
+        sq, j3 = jmax * z, nj
+    else:
+        sq, j3 = -(jmax * z), jmax
     if sq > a2:
-        ap = d * amax
-        j1 = jmax if ap >= a0 else -jmax
+        ap = amax if z >= 0.0 else -amax
+        j1 = jmax if ap >= a0 else nj
         t2 = (u - ap * amax / (2.0 * jmax) - v0 - (a2 - a0 * a0) / (2.0 * j1)) / ap
         if t2 < 0.0:
             t2 = 0.0
+        t3 = ca
     else:
-        ap = d * sqrt(sq)
-        j1 = jmax if ap >= a0 else -jmax
+        rq = sqrt(sq)
+        ap = rq if z >= 0.0 else -rq
+        j1 = jmax if ap >= a0 else nj
         t2 = 0.0
+        t3 = rq / jmax
     t1 = (ap - a0) / j1
-    t3 = d * ap / jmax
-    au = u * g
     if au * jmax <= a2:
         tb1 = sqrt(au / jmax)
         tb2 = 0.0
     else:
         tb1 = ca
         tb2 = au / amax - tb1
-    jb = -g * jmax
     total = t1 + t2 + t3 + cruise + tb1 + tb2 + tb1
-    if abs(total - duration) > 1e-6 * duration:
+    miss = total - duration
+    if miss > 1e-6 * duration or -miss > 1e-6 * duration:
         return None
-    return (t1, j1, t2, 0.0, t3, -d * jmax, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, -jb), total, u
+    return (t1, j1, t2, 0.0, t3, j3, cruise, 0.0, tb1, jb, tb2, 0.0, tb1, je), total, u
 
 
 def _polish_stretch(
