@@ -232,7 +232,10 @@ def run(
     with StopSignals() as signals:  # SIGTERM and SIGHUP stop a run the way Ctrl-C does
         hooks = CampaignHooks(signals=signals, on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
                               run_progress=ui.progress)
-        state = run_campaign(campaign, cr, hooks)
+        try:
+            state = run_campaign(campaign, cr, hooks)
+        except Refused as exc:  # the folder taken by another process since it was checked: nothing written
+            fail(str(exc))
     summary = build_report(cr.folder)
     report = write_report(cr.folder, summary)
     if json_out:

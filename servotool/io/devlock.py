@@ -25,7 +25,10 @@ from servotool.errors import Refused
 
 
 class DeviceBusy(Refused):
-    """Another process holds the device's lock; nothing was opened or sent."""
+    """Another process holds the device's lock; nothing was opened or sent. `holder` says who (pid, since
+    when, command line), as the lock file tells."""
+
+    holder: str = "unknown"
 
 
 def lock_dir(explicit: str | Path | None = None) -> Path:
@@ -87,9 +90,10 @@ class DeviceLock:
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
-            raise DeviceBusy(
-                f"{self.key} is in use by another servotool process ({holder}): one run per device"
-            ) from None
+            busy = DeviceBusy(f"{self.key} is in use by another servotool process ({holder}): one run per "
+                              "device")
+            busy.holder = holder
+            raise busy from None
         except BaseException:
             os.close(fd)
             raise

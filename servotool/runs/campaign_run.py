@@ -27,6 +27,7 @@ from servotool.devices.bus import bus_clock
 from servotool.devices.registry import DeviceURLError, open_arm, open_bus
 from servotool.errors import DeviceError, Refused, StopSignal
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.io.devlock import DeviceLock
 from servotool.runs.campaign import (
     Campaign,
     CampaignInvalid,
@@ -146,6 +147,26 @@ def _state_problem(raw: Any) -> str | None:
     return None
 
 
+class CampaignBusy(Refused):
+    """Another servotool process is running this campaign folder: nothing was written to it (exit 2)."""
+
+
+def folder_lock(folder: Path) -> DeviceLock:
+    """The host-wide lock of one campaign folder: one process writes its runs, CSVs and state at a time."""
+    return DeviceLock(f"campaign-{folder.resolve()}")
+
+
+@contextlib.contextmanager
+def hold_folder(folder: Path) -> Iterator[None]:
+    """Hold the folder's lock for the context; CampaignBusy when another process holds it."""
+    try:
+        with folder_lock(folder):
+            yield
+    except DeviceBusy as exc:
+        raise CampaignBusy(f"{folder} is being run by another servotool process ({exc.holder}); wait for it "
+                           "to end, or stop it, before resuming") from None
+
+
 @dataclass
 class CampaignHooks:
     """Callbacks of a campaign run; all optional. confirm(run, url) asks the typed confirmation of a raw
@@ -213,6 +234,8 @@ def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) 
                       "fault (safety: faults_allowed: false)")
     if robot and robot != state.device:
         raise Refused(f"{folder} ran on {state.device}; resume it on the same device, not {robot}")
+    with hold_folder(folder):  # refused now when another process runs it (run_campaign holds it then)
+        pass
     problems = validate(campaign, state.device)
     if problems:
         raise CampaignInvalid(problems)
@@ -359,19 +382,21 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
 
     Stops after a run that was interrupted, refused or lost its device, and after a faulted run unless the
     campaign's safety rules allow faults. state.stopped says why, state.stop_status with which status.
+    The folder is held for the whole run: CampaignBusy (nothing written) when another process runs it.
     """
     hooks = hooks or CampaignHooks()
     make_clock: Callable[[], Any] = clock_factory or MonotonicClock
     state = cr.state
-    try:
-        with claim(state.device):  # one writer per arm: the whole campaign holds the device
-            _run_all(campaign, cr, hooks, make_clock)
-    except (DeviceBusy, LockUnavailable) as exc:
-        state.stopped, state.stop_status = str(exc), REFUSED
-    except KeyboardInterrupt as exc:
-        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-        state.stopped, state.stop_status = f"{name} between runs", STOPPED
-    state.save(cr.folder)
+    with hold_folder(cr.folder):
+        try:
+            with claim(state.device):  # one writer per arm: the whole campaign holds the device
+                _run_all(campaign, cr, hooks, make_clock)
+        except (DeviceBusy, LockUnavailable) as exc:
+            state.stopped, state.stop_status = str(exc), REFUSED
+        except KeyboardInterrupt as exc:
+            name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
+            state.stopped, state.stop_status = f"{name} between runs", STOPPED
+        state.save(cr.folder)
     return state
 
 

@@ -11,6 +11,7 @@ from servotool.errors import Refused
 from servotool.runs.campaign import load_campaign
 from servotool.runs.campaign_run import (
     CampaignHooks,
+    CampaignRun,
     CampaignState,
     find_resumable,
     resume_campaign,
@@ -176,3 +177,26 @@ def test_a_tampered_state_file_is_refused_with_one_line(write_campaign, tmp_path
     path.write_text(json.dumps({**state, "stopped": "Ctrl-C", "stop_status": "stopped", **edit}))
     with pytest.raises(Refused, match="campaign state"):
         resume_campaign(c, find_resumable(tmp_path / "out", c.name))
+
+
+def test_a_second_run_beside_a_first_cannot_take_its_folder(write_campaign, tmp_path):
+    # `campaign run --resume` started while the same campaign runs (a simulator: no device lock to stop it)
+    # would pick the running folder and write runs, CSVs and state into it beside the first
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    tried = []
+
+    def beside(run, total):
+        if run.index == 1:
+            with pytest.raises(Refused, match="another servotool process"):
+                resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
+            before = (cr.folder / "campaign-state.json").read_text()
+            second = CampaignRun(cr.folder, CampaignState.load(cr.folder))  # past the check: the lock holds
+            with pytest.raises(Refused, match="another servotool process"):
+                run_campaign(c, second)
+            assert (cr.folder / "campaign-state.json").read_text() == before  # not written over
+            tried.append(run.index)
+
+    state = run_campaign(c, cr, CampaignHooks(on_run_start=beside))
+    assert tried == [1] and state.done and [r.index for r in state.runs] == [0, 1, 2]
+    assert len(list(cr.folder.glob("*.csv"))) == 3
