@@ -146,6 +146,17 @@ class LazyGroup(TyperGroup):
         self.commands[cmd_name] = load_command(entry)
         return self.get_command(ctx, cmd_name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C, SIGTERM or SIGHUP that no command handled itself (its plain work: a file
+        checked, a listing) ends it with one line and 130, 143 or 129 (typer made every one a silent 130)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            from servotool.cli.common import fail, signal_label
+            from servotool.errors import exit_code_of
+
+            fail(f"interrupted by {signal_label(exc)}", exit_code_of(exc))
+
     def format_help(self, ctx: click.Context, formatter: Any) -> None:
         tidy_metavars(self, ctx)
         self._listing = True
@@ -323,16 +334,21 @@ def main() -> None:
     unknown option, a value that does not parse) is one `error:` line and exit 2, not a boxed panel."""
     import sys
 
-    try:
-        rv = app(standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        exc.show()  # a bare group: its help, as before
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        _usage_line(exc)
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        # end of input at a prompt: as click's own standalone mode does
-        print("Aborted!", file=sys.stderr)
-        sys.exit(1)
+    from servotool.runs.signals import StopSignals
+
+    # SIGTERM and SIGHUP raise like Ctrl-C wherever a command has no handlers of its own (LazyGroup.invoke
+    # turns them into one line and their exit code); without this they ended the process without a word
+    with StopSignals():
+        try:
+            rv = app(standalone_mode=False)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a bare group: its help, as before
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            _usage_line(exc)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            # end of input at a prompt: as click's own standalone mode does
+            print("Aborted!", file=sys.stderr)
+            sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)

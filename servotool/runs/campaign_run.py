@@ -387,16 +387,15 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     hooks = hooks or CampaignHooks()
     make_clock: Callable[[], Any] = clock_factory or MonotonicClock
     state = cr.state
-    with hold_folder(cr.folder):
-        try:
-            with claim(state.device):  # one writer per arm: the whole campaign holds the device
-                _run_all(campaign, cr, hooks, make_clock)
-        except (DeviceBusy, LockUnavailable) as exc:
-            state.stopped, state.stop_status = str(exc), REFUSED
-        except KeyboardInterrupt as exc:
-            name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-            state.stopped, state.stop_status = f"{name} between runs", STOPPED
-        state.save(cr.folder)
+    try:  # one writer per folder and per arm: the whole campaign holds both (CampaignBusy passes on)
+        with hold_folder(cr.folder), claim(state.device):
+            _run_all(campaign, cr, hooks, make_clock)
+    except (DeviceBusy, LockUnavailable) as exc:
+        state.stopped, state.stop_status = str(exc), REFUSED
+    except KeyboardInterrupt as exc:
+        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
+        state.stopped, state.stop_status = f"{name} between runs", STOPPED
+    state.save(cr.folder)
     return state
 
 
