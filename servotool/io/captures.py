@@ -13,6 +13,7 @@ $SERVOTOOL_STATE_DIR); inspecting it never creates it: only a publication does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -84,12 +85,37 @@ def _free_name(dest: Path, name: str) -> Path:
     return target
 
 
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP)
+
+
+def _link_free(tmp: Path, dest: Path, target: Path) -> Path:
+    """Publish `tmp` as `target`, or as the next free name when another process took `target` meanwhile, and
+    remove `tmp`; the published path. A file system without hard links gets a rename to a free name (its
+    last instant unguarded)."""
+    name = target.name
+    while True:
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            target = _free_name(dest, name)
+            continue
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            os.replace(tmp, target)
+            return target
+        tmp.unlink()
+        return target
+
+
 def publish_capture(
     dest: Path, name: str, header: Mapping[str, Any], samples: Iterable[Mapping[str, Any]]
 ) -> Path:
     """Write header + samples as `dest/name` (a free variant if taken) atomically; return the path.
 
-    Order: temporary file in dest, write, flush, fsync, os.replace to the published name, fsync of dest.
+    Order: temporary file in dest, write, flush, fsync, a hard link to the published name (never over a
+    file another recorder published there since the name was chosen: the next free name then), fsync of
+    dest.
     The folder (and parents) is created here, at the first publication. OSError propagates (a full disk,
     a file in the folder's place) after this publication's own temporary file is removed: nothing
     half-written is left. Only a process killed mid-write leaves one (reported at the next connection).
@@ -106,7 +132,7 @@ def publish_capture(
                 fh.write(encode_line(sample))
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        target = _link_free(tmp, dest, target)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()  # ours, never published: a partial file would only hold space on a full disk

@@ -147,3 +147,24 @@ def test_a_ref_that_names_no_capture_in_particular_is_refused(tmp_path, ref):
     publish_capture(tmp_path, "capture_20261130T101010.000Z_axis-12.jsonl", header(3), samples(3))
     with pytest.raises(CaptureNotFound, match="names no capture"):
         find_capture(tmp_path, ref)
+
+
+def test_a_name_taken_by_another_recorder_after_it_was_chosen_is_never_written_over(tmp_path, monkeypatch):
+    # two recorders publishing into one folder: the other one's capture lands on the chosen name between the
+    # check and the rename; the rename must not replace it (that capture would be lost without a word)
+    import servotool.io.captures as captures
+
+    real = captures._free_name
+    theirs = b'{"theirs": true}\n'
+
+    def chosen_then_taken(dest, name):
+        target = real(dest, name)
+        if not (tmp_path / "capture_1.jsonl").exists():
+            target.write_bytes(theirs)
+        return target
+
+    monkeypatch.setattr(captures, "_free_name", chosen_then_taken)
+    path = publish_capture(tmp_path, "capture_1.jsonl", header(2), samples(2))
+    assert (tmp_path / "capture_1.jsonl").read_bytes() == theirs
+    assert path != tmp_path / "capture_1.jsonl" and read_capture(path)[0]["id"] == "capture_x"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
