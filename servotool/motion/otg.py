@@ -570,9 +570,10 @@ class MultiOtg:
             if t > dt:
                 # The cycle ends inside the first segment: follow's arithmetic, without the call.
                 j = segs[1]
-                p[i] += dt * (vi + dt * (0.5 * ai + dt * j / 6.0))
-                v[i] = vi + dt * (ai + 0.5 * dt * j)
-                a[i] = ai + dt * j
+                dj = dt * j  # 0.5 * dt * j is 0.5 * dj exactly: the same floats as follow's
+                p[i] += dt * (vi + dt * (0.5 * ai + dj / 6.0))
+                v[i] = vi + dt * (ai + 0.5 * dj)
+                a[i] = ai + dj
                 # What is left lasts dt less (to rounding; the landing test tolerates that).
                 plans[i] = ((t - dt, j) + segs[2:], duration - dt, peak)
             else:

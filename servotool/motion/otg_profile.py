@@ -640,11 +640,11 @@ def _plan_inside(
     amax: float,
     jmax: float,
     hint: float | None,
-    pre: tuple[_Lean, float] | None = None,
+    pre: tuple[_Lean, float, float] | None = None,
 ) -> Plan | None:
     """plan_to_rest for a moving state inside the limits: one piece solved; None leaves it to the search.
 
-    `pre`, when given, is (_lean_consts(...), v_rd tau(|v_rd|)) computed already.
+    `pre`, when given, is (_lean_consts(...), v_rd tau(|v_rd|), S(0)) computed already.
 
     S(x) rises monotonically on the side of v_rd where the transfer keeps the sign of a0, and on the other
     side (where the acceleration ramps through zero) rises to a local maximum above S0 = S(v_rd) and falls
@@ -652,11 +652,12 @@ def _plan_inside(
     v_rd, the eased brake takes the peaks between v_rd and 0), and one short of S0 exactly one root, on the
     rising branch of the near side; it is the time-optimal plan (checked against the full search and ruckig).
     """
+    stop: float | None = None
     if pre is None:
         shape = _lean_consts(v0, a0, v_rd, amax, jmax)
         rd_stop = v_rd * _brake_time(abs(v_rd), amax, jmax)
     else:
-        shape, rd_stop = pre
+        shape, rd_stop, stop = pre
     # S0: the ramp of the acceleration to zero (shape[5]), then the brake from v_rd.
     s0 = shape[5] + 0.5 * rd_stop
     f0 = s0 - dx
@@ -666,7 +667,7 @@ def _plan_inside(
     x_start, f_start = 0.0, f0
     if a0 * v_rd < 0.0 and (a0 > 0.0) == (side > 0.0):
         # Decelerating toward v_rd with the target ahead of S0: the eased brake covers S0 .. S(0).
-        f_zero = _stop(v0, a0, v_rd, amax, jmax) - dx
+        f_zero = (_stop(v0, a0, v_rd, amax, jmax) if stop is None else stop) - dx
         if f_zero * side >= 0.0:
             state = (dx, v0, a0, v_rd, vmax, amax, jmax)
             ftol = 4.0 * _EPS * (abs(s0) + abs(f_zero) + abs(dx))
@@ -1201,7 +1202,7 @@ def plan_warm(
     if (v0 == 0.0 and a0 == 0.0) or not -vmax < v_rd < vmax:
         return plan_to_rest(dx, v0, a0, vmax, amax, jmax, hint)
     shape = (a0, v_rd, c[1], c[2], c[3], c[4], amax, jmax)
-    plan = _plan_inside(dx, v0, a0, v_rd, vmax, amax, jmax, hint, (shape, c[8]))
+    plan = _plan_inside(dx, v0, a0, v_rd, vmax, amax, jmax, hint, (shape, c[8], c[6]))
     return plan if plan is not None else _plan_search(dx, v0, a0, vmax, amax, jmax, hint)
 
 
@@ -1354,7 +1355,7 @@ def stretch_warm_axis(
             tau_c = 2.0 * rc if az * jmax <= a2 else az / amax + ca
             if g * r > 0.0 or (dx - (lead + base * tau_c + hc + hu)) / u < 0.0:
                 return None
-        elif -tol * au <= r <= tol * au:
+        elif -(bound := tol * au) <= r <= bound:
             tau_c = 2.0 * rc if az * jmax <= a2 else az / amax + ca
             s = lead + base * tau_c + hc + hu
             return _warm_plan(u, z, s, duration, dx, v0, a0, c, lim)
