@@ -269,6 +269,7 @@ def columns_for(header: Iterable[str], joints: Iterable[int] | None = None, raw:
 
 
 _BASE = ("t", "event", "pass", "phase", "errcode", "main_code", "sub_code", "dev_t", "info")
+FAULT_CODES = ("main_code", "sub_code")  # read at fault rows only: not at all in a run without a fault
 
 
 def _order(t: np.ndarray, ev: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, dict[str, int]]:

@@ -635,6 +635,18 @@ class ArrowColumns(Mapping[str, Any]):
         self._table = table
         self._names = list(table.column_names if header is None else header)
         self._rows = int(table.num_rows)
+        self._later: dict[str, Callable[[str], Any]] = {}
+
+    def defer(self, names: Iterable[str], convert: Callable[[str], Any]) -> None:
+        """Columns not in the table yet: convert(name) makes one (an Arrow column of the same rows) the first
+        time it is read."""
+        self._later.update(dict.fromkeys(names, convert))
+
+    def _column(self, name: str) -> Any:
+        convert = self._later.pop(name, None)
+        if convert is not None:
+            self._table = self._table.append_column(name, convert(name))
+        return self._table.column(name)
 
     @property
     def columns(self) -> list[str]:
@@ -650,11 +662,12 @@ class ArrowColumns(Mapping[str, Any]):
     def release(self, name: str) -> None:
         """Drop a column that has been read: its memory goes back at once (the system allocator); reading
         it again raises KeyError."""
+        self._later.pop(name, None)
         if name in self._table.column_names:
             self._table = self._table.drop_columns([name])
 
     def __getitem__(self, name: str) -> Any:
-        col = self._table.column(name)
+        col = self._column(name)
         if _is_text(col.type):
             import pandas as pd
 
@@ -674,7 +687,7 @@ class ArrowColumns(Mapping[str, Any]):
         """A number column as (its values, float64 or int64, read-only and without a copy where the column
         is one block; True where a cell is empty, or None when none is). The value under an empty cell is
         meaningless. Raises TypeError for a column held as text."""
-        col = self._table.column(name)
+        col = self._column(name)
         dtype = _FIXED.get(col.type.id)
         if dtype is None:
             raise TypeError(f"column {name!r} holds text, not numbers")
@@ -683,7 +696,7 @@ class ArrowColumns(Mapping[str, Any]):
     def codes(self, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
         """A text column as (int32 code per row, -1 where empty; the label of each code), straight from
         the parser's dictionary: no Python string per row."""
-        col = self._table.column(name)
+        col = self._column(name)
         if not _is_text(col.type):
             raise TypeError(f"column {name!r} holds numbers, not labels")
         if pa.types.is_dictionary(col.type) and col.num_chunks == 1:  # one block, so one dictionary
@@ -757,14 +770,16 @@ Select = Callable[[CsvMeta, list[str]], Collection[str] | None]
 
 
 def read_columns(
-    path: str | Path, select: Select | None = None
+    path: str | Path, select: Select | None = None, lazy: Collection[str] = ()
 ) -> tuple[CsvMeta, pd.DataFrame | ArrowColumns]:
     """Like read_csv, but the rows come back as columns converted on demand (ArrowColumns) where pyarrow
     is installed: the fast, lean path for long recordings. Same guarantees and errors as read_csv.
 
     select(meta, column names), when given, names the columns to convert (None: all of them): the others
     are still counted in every row (a row of the wrong width is left out as before) but not converted, and
-    reading one raises KeyError. Without pyarrow every column is read."""
+    reading one raises KeyError. Of the selected columns, those in `lazy` are converted only when first
+    read (a second parse of the body, for them alone), where the body is parsed on one thread; a longer
+    body converts them with the rest. Without pyarrow every column is read."""
     if not HAVE_ARROW:
         return read_csv(path)
     path = Path(path)
@@ -777,11 +792,26 @@ def read_columns(
             offset = fh.tell()
             wanted = select(meta, header) if select is not None else None
             include = None if not wanted else tuple(c for c in header if c in set(wanted))
+            later = tuple(c for c in include or () if c in lazy) if small else ()
+            if include is not None and later and len(later) < len(include):
+                include = tuple(c for c in include if c not in later)
+            else:
+                later = ()
             shape = _Shape(tuple(header), include or None, ints=True)
             table = _body_table(path, meta, shape, header_lines + 1, offset, fh)
     except OSError as exc:
         raise CsvFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return meta, ArrowColumns(table, header)
+    columns = ArrowColumns(table, header)
+    if later:
+        columns.defer(later, functools.partial(_late_column, fh, shape, offset))
+    return meta, columns
+
+
+def _late_column(fh: BinaryIO, shape: _Shape, offset: int, name: str) -> Any:
+    """Column `name` of the body in fh (a short one, held in memory), parsed again for it alone: the same
+    checks, so the same rows."""
+    late = dataclasses.replace(shape, include=(name,))
+    return _arrow_read(fh, offset, late, _RowSink(), False, count=False, short=True)[0].column(name)
 
 
 def _open_header(path: Path) -> tuple[CsvMeta, list[str], int, int]:

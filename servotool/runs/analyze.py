@@ -26,7 +26,13 @@ from urllib.parse import parse_qsl, urlencode
 import numpy as np
 
 from servotool.analysis.lag import CombinedLag, LagResult, analyze_lag, combine_lag
-from servotool.analysis.recording import Recording, RecordingError, columns_for, recording_from_frame
+from servotool.analysis.recording import (
+    FAULT_CODES,
+    Recording,
+    RecordingError,
+    columns_for,
+    recording_from_frame,
+)
 from servotool.analysis.step import StepResult, analyze_step
 from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
 from servotool.errors import FileFormatError
@@ -228,7 +234,7 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
     """
     path = Path(path)
     try:
-        meta, table = read_columns(path, _columns_read)
+        meta, table = read_columns(path, _columns_read, lazy=FAULT_CODES)
     except (CsvFormatError, OSError) as exc:
         raise NotAnalyzable(str(exc)) from None
     if meta.mode not in MODES:

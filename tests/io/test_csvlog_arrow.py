@@ -96,3 +96,16 @@ def test_a_recording_of_one_joint_leaves_the_others_out(tmp_path):
     assert rec.skipped["nan_joint"] == 1 and len(rec.state_t) == 5  # q2's nan is no longer looked at
     assert rec.reply_cmd.tolist() == ["L" * 40] and rec.cmd_phase.tolist() == ["cruise"] * 6
     assert rec.reply_err.tolist() == [3]
+
+
+def test_a_lazy_column_is_converted_when_first_read_and_only_then(tmp_path, monkeypatch):
+    rows = [{"t": i / 10, "event": "state", "q1": i, "errcode": i % 3} for i in range(5)]
+    path = _recording(tmp_path / "lazy.csv", [*rows, {"t": 0.6, "event": "reply", "errcode": "1.5"}])
+    parses = []
+    real = csvlog._arrow_read
+    monkeypatch.setattr(csvlog, "_arrow_read", lambda *a, **k: parses.append(a[2].include) or real(*a, **k))
+    wanted = ["t", "event", "q1", "errcode"]
+    cols = csvlog.read_columns(path, lambda m, h: wanted, lazy=("errcode", "info"))[1]
+    assert parses == [("t", "event", "q1")]
+    assert np.array_equal(cols["errcode"], [0, 1, 2, 0, 1, 1.5])  # demoted to float64 on its own parse
+    assert parses[1:] == [("errcode",)] * (len(parses) - 1) and len(cols["q1"]) == 6
