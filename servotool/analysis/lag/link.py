@@ -57,34 +57,45 @@ def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.
 
 def _state_path(rec: Recording) -> _StatePath:
     ts, dev = rec.state_t, rec.state_dev
-    mapped = ts.copy()
     ok = np.isfinite(dev) if len(dev) == len(ts) else np.zeros(len(ts), dtype=bool)
     n_ok = int(np.count_nonzero(ok))
     if n_ok < MIN_TIMESTAMPED_FRAMES:
-        return _StatePath(mapped, False)
+        return _StatePath(ts.copy(), False)
     every = n_ok == len(ts)  # every frame timestamped (as a rule): no copies through the mask
     d, ts_ok = (dev, ts) if every else (dev[ok], ts[ok])
     x = ts_ok - d
-    # the lower envelope of (receive - device time): frames that crossed the link fastest; its slope is the
-    # drift between the two clocks
-    edges = np.arange(d.min(), d.max() + DRIFT_BIN_S, DRIFT_BIN_S)
+    d_min = float(d.min())
+    if float(d.max()) - d_min < DRIFT_MIN_SPAN_S:
+        # a drift only shows over a long run: on a short one no drift is fitted, and the lower envelope is the
+        # fastest frame of all (the smallest of the bins' minima below), which no frame arrives before
+        slope, icpt = 0.0, float(x.min())
+        h = d + icpt
+    else:
+        slope, icpt = _drift(d, x, d_min)
+        icpt -= max(0.0, float(np.max(icpt + slope * d - x)))  # no frame arrives before it was sampled
+        h = d + icpt + slope * d
+    if every:
+        mapped = h
+    else:
+        mapped = ts.copy()
+        mapped[ok] = h
+    lat = ts_ok - h
+    return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6)
+
+
+def _drift(d: np.ndarray, x: np.ndarray, d_min: float) -> tuple[float, float]:
+    """(slope, intercept) of the lower envelope of x = receive - device time against device time d: the
+    frames that crossed the link fastest, one per DRIFT_BIN_S; its slope is the drift between the clocks."""
+    edges = np.arange(d_min, float(d.max()) + DRIFT_BIN_S, DRIFT_BIN_S)
     idx = np.searchsorted(edges, d, side="right") - 1
     np.maximum(idx, 0, out=idx)
     np.minimum(idx, max(len(edges) - 1, 0), out=idx)
     mins_d, mins_x = _fastest_per_bin(idx, d, x)
-    # a drift only shows over a long run: on a short one the minima's scatter would fake one
+    # on a run just past DRIFT_MIN_SPAN_S the fastest frames may still span less: no drift then either
     if len(mins_d) >= 3 and np.ptp(mins_d) >= DRIFT_MIN_SPAN_S:
         slope, icpt = (float(c) for c in np.polyfit(mins_d, mins_x, 1))
-    else:
-        slope, icpt = 0.0, float(mins_x.min())
-    icpt -= max(0.0, float(np.max(icpt + slope * d - x)))  # no frame arrives before it was sampled
-    h = d + icpt + slope * d
-    if every:
-        mapped = h
-    else:
-        mapped[ok] = h
-    lat = ts_ok - h
-    return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6)
+        return slope, icpt
+    return 0.0, float(mins_x.min())
 
 
 @dataclass
@@ -101,23 +112,30 @@ def _command_path(rec: Recording, cmd_period_s: float) -> _CommandPath:
     if not (len(rt) and len(rec.cmd_t)):
         return _CommandPath(rec.cmd_t, 0)
     i = np.searchsorted(rec.cmd_t, rt, side="right") - 1
-    ok = i >= 0
-    rtt = rt[ok] - rec.cmd_t[i[ok]]
-    first = np.concatenate([[True], np.diff(i[ok]) > 0])
-    good = first & (rtt < cmd_period_s / 2)
-    n_ans = int(good.sum())
+    if int(i.min()) < 0:  # replies before the first command belong to none
+        ok = i >= 0
+        i, rt = i[ok], rt[ok]
+        if not len(i):
+            return _CommandPath(rec.cmd_t, 0)
+    rtt = rt - rec.cmd_t[i]
+    good = np.empty(len(i), dtype=bool)
+    good[0] = True
+    np.greater(i[1:], i[:-1], out=good[1:])  # the first reply after each command
+    good &= rtt < cmd_period_s / 2
+    n_ans = int(np.count_nonzero(good))
     if n_ans < MIN_ANSWERS:
         return _CommandPath(rec.cmd_t, n_ans)
-    med = median(rtt[good])
+    if n_ans < len(good):
+        i, rt, rtt = i[good], rt[good], rtt[good]
+    med = median(rtt)
     half = med / 2
     # each answered command was taken about midway between its send and its answer (that follows a late
     # command, not just the typical one); the others at the typical half round trip
     taken = rec.cmd_t + half
-    idx = i[ok][good]
-    taken[idx] = 0.5 * (rec.cmd_t[idx] + rt[ok][good])
-    spread = MAD_TO_SIGMA * median(np.abs(rtt[good] - med))
+    taken[i] = 0.5 * (rec.cmd_t[i] + rt)
+    spread = MAD_TO_SIGMA * median(np.abs(rtt - med))
     uncertain = np.ones(len(rec.cmd_t), dtype=bool)
-    uncertain[idx] = rtt[good] > med + max(UNCERTAIN_RTT_S, RTT_SIGMAS * spread)
+    uncertain[i] = rtt > med + max(UNCERTAIN_RTT_S, RTT_SIGMAS * spread)
     return _CommandPath(taken, n_ans, half * 1e3, uncertain)
 
 
