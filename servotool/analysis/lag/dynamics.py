@@ -247,11 +247,13 @@ def _f_test(r_best: np.ndarray, r_pure: np.ndarray, scale: float) -> tuple[float
 
     Residuals of neighbouring frames are correlated (timing jitter of one setpoint moves several frames):
     count independent samples only, or the test and the standard errors would be far too confident."""
+    rb, rp = r_best, r_pure
     if scale > 0:
-        inl = (np.abs(r_best) <= INLIER_SIGMAS * scale) & (np.abs(r_pure) <= INLIER_SIGMAS * scale)
-        rb, rp = r_best[inl], r_pure[inl]
-    else:
-        rb, rp = r_best, r_pure
+        inl = np.abs(r_best) <= INLIER_SIGMAS * scale
+        if r_pure is not r_best:  # the dead-time fit's own point (no filter looked for): one residual
+            inl &= np.abs(r_pure) <= INLIER_SIGMAS * scale
+        if not inl.all():
+            rb, rp = r_best[inl], r_pure[inl]
     rho = min(max(_lag_one_correlation(rb), 0.0), MAX_NEIGHBOUR_CORRELATION)
     n_eff = max(len(rb) * (1 - rho) / (1 + rho), MIN_EFFECTIVE_SAMPLES)
     dof = max(n_eff - 4, 1.0)

@@ -135,9 +135,9 @@ def solve(
 
     Stops when a step moves no parameter by more than tol.step or gains less than tol.cost of the cost
     (see Tolerances), or after MAX_STEPS trials."""
-    x = np.clip(np.asarray(x0, float), lower, upper)
+    x = np.minimum(np.maximum(np.asarray(x0, float), lower), upper)  # np.clip without its dispatch
     r, jac = problem(x)
-    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(jac))):
+    if not (np.isfinite(r).all() and np.isfinite(jac).all()):
         return None
     cost, w = _weights(r, f_scale)
     damping = DAMPING_START
@@ -148,7 +148,7 @@ def solve(
         free = ~held
         if not free.any():
             break
-        x_new = np.clip(x + _step(normal, grad, free, damping), lower, upper)
+        x_new = np.minimum(np.maximum(x + _step(normal, grad, free, damping), lower), upper)
         moved = float(np.max(np.abs(x_new - x)))
         if moved == 0.0 or (
             tol.predicted
@@ -157,8 +157,8 @@ def solve(
         ):
             break
         r_new, jac_new = problem(x_new)
-        cost_new, w_new = _weights(r_new, f_scale) if np.all(np.isfinite(r_new)) else (np.inf, w)
-        if cost_new <= cost and np.all(np.isfinite(jac_new)):
+        cost_new, w_new = _weights(r_new, f_scale) if np.isfinite(r_new).all() else (np.inf, w)
+        if cost_new <= cost and np.isfinite(jac_new).all():
             gain = cost - cost_new
             x, r, jac, cost, w = x_new, r_new, jac_new, cost_new, w_new
             normal, grad = jac.T @ _weighted(jac, w), jac.T @ _weighted(r, w)
