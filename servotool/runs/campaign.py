@@ -20,6 +20,7 @@ and a run that breaks the campaign's safety rules. Nothing here opens a device o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -408,6 +409,10 @@ def _parse_runs(doc: YamlText, problems: list[str]) -> list[RunSpec]:
     return runs
 
 
+# a campaign's folder is <out>/<name>_<stamp> and --resume searches <name>_*: no path, no pattern
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
 def _text_field(doc: YamlText, name: str, problems: list[str], required: bool = True) -> str:
     value = doc.data.get(name)
     if value is None and not required:
@@ -424,6 +429,9 @@ def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
     for extra in sorted(set(doc.data) - set(TOP_KEYS), key=str):
         problems.append(f"{doc.where((extra,))}: unknown key {extra!r} (known: {', '.join(TOP_KEYS)})")
     name = _text_field(doc, "name", problems) or doc.path.stem
+    if not PLAIN_NAME.fullmatch(name):
+        problems.append(f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, digits, "
+                        "'_' and '-' only, starting with a letter or digit, at most 100 characters")
     purpose = _text_field(doc, "purpose", problems)
     device = _text_field(doc, "device", problems)
     rules = _typed(doc, ("safety",), doc.data.get("safety"), SAFETY_KEYS, "safety rule", problems)

@@ -163,3 +163,18 @@ def test_a_real_arm_url_is_checked_whole_as_the_run_will_open_it(write_campaign,
     path = write_campaign(GOOD)
     problems = problems_of(path, robot=f"fairino://192.0.2.1?{query}")
     assert any(word in p for p in problems), problems
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "x_*", "new\\nline", "tab\\there", "..",
+                                  "é" * 3 + "/x", "v1.2"])
+def test_a_name_that_is_no_plain_folder_name_is_refused_with_its_line(write_campaign, name):
+    # the run's folder is <out>/<name>_<stamp>: "../../escape" wrote it outside --out, "x_*" made --resume's
+    # search match other campaigns' folders
+    text = GOOD.replace("name: t", f'name: "{name}"')
+    with pytest.raises(CampaignInvalid) as info:
+        load_campaign(write_campaign(text))
+    assert any(":2:" in p and "name" in p for p in info.value.problems), info.value.problems
+
+
+def test_a_plain_name_with_dashes_underscores_and_digits_is_fine(write_campaign):
+    assert load_campaign(write_campaign(GOOD.replace("name: t", "name: fr3-lag_v2"))).name == "fr3-lag_v2"

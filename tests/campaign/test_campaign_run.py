@@ -200,3 +200,12 @@ def test_a_second_run_beside_a_first_cannot_take_its_folder(write_campaign, tmp_
     state = run_campaign(c, cr, CampaignHooks(on_run_start=beside))
     assert tried == [1] and state.done and [r.index for r in state.runs] == [0, 1, 2]
     assert len(list(cr.folder.glob("*.csv"))) == 3
+
+
+def test_resume_never_picks_the_folder_of_a_campaign_whose_name_extends_this_one(write_campaign, tmp_path):
+    longer = load_campaign(write_campaign(TEXT.format(device=SIM, faults="true").replace(
+        "name: quick", "name: quick_more"), "more.yaml"))
+    start_campaign(longer, tmp_path / "out")  # unfinished, and its folder matches quick_*
+    with pytest.raises(Refused, match="no unfinished run of campaign quick "):
+        find_resumable(tmp_path / "out", "quick")
+    assert find_resumable(tmp_path / "out", "quick_more").name.startswith("quick_more_")
