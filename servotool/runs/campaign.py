@@ -430,8 +430,8 @@ def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
         problems.append(f"{doc.where((extra,))}: unknown key {extra!r} (known: {', '.join(TOP_KEYS)})")
     name = _text_field(doc, "name", problems) or doc.path.stem
     if not PLAIN_NAME.fullmatch(name):
-        problems.append(f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, digits, "
-                        "'_' and '-' only, starting with a letter or digit, at most 100 characters")
+        problems.append(f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, "
+                        "digits, '_' and '-' only, starting with a letter or digit, at most 100 characters")
     purpose = _text_field(doc, "purpose", problems)
     device = _text_field(doc, "device", problems)
     rules = _typed(doc, ("safety",), doc.data.get("safety"), SAFETY_KEYS, "safety rule", problems)

@@ -195,8 +195,8 @@ def campaign_folder(out: Path, name: str, when: datetime | None = None) -> Path:
 def find_resumable(out: Path, name: str) -> Path:
     """The newest folder of this campaign under `out` that did not reach its end; Refused when none."""
     own = re.compile(re.escape(name) + r"_\d{8}T\d{6}Z(-\d+)?")  # not campaign <name>_more's folders
-    folders = sorted((p for p in out.glob(f"{name}_*") if own.fullmatch(p.name) and (p / STATE_FILE).is_file()),
-                     reverse=True)
+    folders = sorted((p for p in out.glob(f"{name}_*")
+                      if own.fullmatch(p.name) and (p / STATE_FILE).is_file()), reverse=True)
     for folder in folders:
         state = CampaignState.load(folder)
         if not state.done:
