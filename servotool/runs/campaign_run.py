@@ -398,8 +398,21 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     except KeyboardInterrupt as exc:
         name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
         state.stopped, state.stop_status = f"{name} between runs", STOPPED
-    state.save(cr.folder)
+    # a signal now is counted only (the run is stopping anyway): the folder and its state are left whole
+    with hooks.signals.deferring(raise_after=False) if hooks.signals else contextlib.nullcontext():
+        _set_aside_strays(cr.folder, state)
+        state.save(cr.folder)
     return state
+
+
+def _set_aside_strays(folder: Path, state: CampaignState) -> None:
+    """Rename every CSV of the folder that no finished run lists to `*.csv.interrupted`: the report is
+    rebuilt from the folder's CSVs, and a run cut short while its own partial CSV was being set aside (a
+    second Ctrl-C) left that CSV under its name."""
+    kept = {name for record in state.runs for name in record.files}
+    for path in folder.glob("*.csv"):
+        if path.name not in kept:
+            shutil.move(str(path), str(path) + PARTIAL_SUFFIX)
 
 
 def _run_all(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks,

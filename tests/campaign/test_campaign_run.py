@@ -209,3 +209,34 @@ def test_resume_never_picks_the_folder_of_a_campaign_whose_name_extends_this_one
     with pytest.raises(Refused, match="no unfinished run of campaign quick "):
         find_resumable(tmp_path / "out", "quick")
     assert find_resumable(tmp_path / "out", "quick_more").name.startswith("quick_more_")
+
+
+def test_a_second_ctrl_c_while_the_interrupted_run_is_set_aside_leaves_no_partial_csv(
+        write_campaign, tmp_path, monkeypatch):
+    # the report is rebuilt from the folder's *.csv: an interrupted run's CSV left under that name would count
+    import servotool.runs.campaign_run as campaign_run
+
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    real_move, pressed = campaign_run.shutil.move, []
+
+    def second_ctrl_c(src, dst):
+        if not pressed:
+            pressed.append(src)
+            raise KeyboardInterrupt  # the user pressed Ctrl-C again while the partial CSV was renamed
+        return real_move(src, dst)
+
+    monkeypatch.setattr(campaign_run.shutil, "move", second_ctrl_c)
+
+    def progress(run):
+        def tick(info):
+            if run.index == 0 and info.k == 5:
+                signal.raise_signal(signal.SIGINT)
+
+        return {"on_tick": tick}
+
+    state = run_campaign(c, cr, CampaignHooks(run_progress=progress))
+    assert pressed and state.stop_status == "interrupted" and not state.runs
+    assert not list(cr.folder.glob("*.csv")), list(cr.folder.iterdir())
+    assert len(list(cr.folder.glob("*.csv.interrupted"))) == 1
+    assert CampaignState.load(cr.folder).stop_status == "interrupted"
