@@ -228,7 +228,13 @@ def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) 
         raise Refused(f"{folder} holds campaign {state.name} ({state.total} runs), not {campaign.name} "
                       f"({len(campaign.runs)} runs)")
     copy = folder / CAMPAIGN_COPY
-    if copy.is_file() and copy.read_text(encoding="utf-8") != campaign.text:
+    try:
+        started_with = copy.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # removed or damaged: whether the file changed is unknown
+        why = getattr(exc, "strerror", None) or exc
+        raise Refused(f"{folder}: its copy of the campaign ({CAMPAIGN_COPY}) cannot be read ({why}); run it "
+                      "afresh (without --resume)") from None
+    if started_with != campaign.text:
         raise Refused(f"{campaign.path} changed since {folder} started; run it afresh (without --resume)")
     if state.done:
         raise Refused(f"{folder}: campaign {state.name} already ran to its end")

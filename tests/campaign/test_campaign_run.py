@@ -240,3 +240,12 @@ def test_a_second_ctrl_c_while_the_interrupted_run_is_set_aside_leaves_no_partia
     assert not list(cr.folder.glob("*.csv")), list(cr.folder.iterdir())
     assert len(list(cr.folder.glob("*.csv.interrupted"))) == 1
     assert CampaignState.load(cr.folder).stop_status == "interrupted"
+
+
+def test_resume_refuses_a_folder_whose_copy_of_the_campaign_is_gone(write_campaign, tmp_path):
+    # without the copy nothing tells whether the file changed since: resuming could mix two campaigns' runs
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    (cr.folder / "campaign.yaml").unlink()
+    with pytest.raises(Refused, match="campaign.yaml"):
+        resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
