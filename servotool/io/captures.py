@@ -17,10 +17,11 @@ import errno
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from servotool.errors import FileFormatError, Refused
 from servotool.io.paths import state_dir
@@ -30,6 +31,7 @@ CAPTURE_VERSION = 1  # the one layout this reader knows (recorder.capture.FORMAT
 SUFFIX = ".jsonl"
 TMP_SUFFIX = ".tmp"
 SIZE_WARN_BYTES = 200 * 1024 * 1024
+HEADER_MAX_BYTES = 1 << 20  # a header is a few KiB; a first line past this is no capture's
 
 
 class CaptureFormatError(FileFormatError):
@@ -203,14 +205,30 @@ def inspect_destination(dest: Path) -> DestinationReport:
     return report
 
 
-def read_header(path: Path) -> dict[str, Any]:
-    """The header of a capture file (first line only). CaptureFormatError if it is not one, or is one of
-    another format version than CAPTURE_VERSION."""
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading, when it is a regular file (through links); CaptureFormatError otherwise: a
+    FIFO named like a capture would wait for a writer for ever, and a device would never end."""
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of waiting
     except OSError as exc:
         raise CaptureFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CaptureFormatError(f"{path}: not a regular file, so no capture")
+    return os.fdopen(fd, "rb")
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of a capture file (first line only, at most HEADER_MAX_BYTES). CaptureFormatError if it is
+    not one, or is one of another format version than CAPTURE_VERSION."""
+    try:
+        with _open_regular(path) as fh:
+            first = fh.readline(HEADER_MAX_BYTES + 1)
+    except OSError as exc:
+        raise CaptureFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(first) > HEADER_MAX_BYTES:
+        raise CaptureFormatError(f"{path}: line 1 is longer than {HEADER_MAX_BYTES >> 20} MiB: not a "
+                                 "servotool capture")
     try:
         header = json.loads(first)
     except ValueError:
@@ -229,7 +247,7 @@ def read_capture(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     complete capture (a bad line, or fewer samples than its header counts)."""
     header = read_header(path)
     samples: list[dict[str, Any]] = []
-    with open(path, "rb") as fh:
+    with _open_regular(path) as fh:
         fh.readline()
         for n, raw in enumerate(fh, start=2):
             try:

@@ -168,3 +168,25 @@ def test_a_name_taken_by_another_recorder_after_it_was_chosen_is_never_written_o
     assert (tmp_path / "capture_1.jsonl").read_bytes() == theirs
     assert path != tmp_path / "capture_1.jsonl" and read_capture(path)[0]["id"] == "capture_x"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_or_device_named_like_a_capture_is_unreadable_not_a_hang(tmp_path):
+    # opening a FIFO for reading waits for a writer: `incidents list` hung on one in the folder, for ever
+    publish_capture(tmp_path, "capture_1.jsonl", header(2), samples(2))
+    os.mkfifo(tmp_path / "capture_2.jsonl")
+    (tmp_path / "capture_3.jsonl").symlink_to("/dev/zero")  # endless, with no line break
+    listed = dict(list_captures(tmp_path))
+    assert listed[tmp_path / "capture_1.jsonl"] is not None
+    assert listed[tmp_path / "capture_2.jsonl"] is None and listed[tmp_path / "capture_3.jsonl"] is None
+    for name in ("capture_2.jsonl", "capture_3.jsonl"):
+        with pytest.raises(CaptureFormatError, match="not a regular file"):
+            read_capture(tmp_path / name)
+
+
+@pytest.mark.timeout(30)
+def test_a_header_line_without_end_is_refused_without_reading_it_all(tmp_path):
+    path = tmp_path / "capture_big.jsonl"
+    path.write_bytes(b'{"format": "servotool-capture", "x": "' + b"a" * (3 << 20))
+    with pytest.raises(CaptureFormatError, match="line 1 is longer than"):
+        read_capture(path)
