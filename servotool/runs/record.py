@@ -15,11 +15,13 @@ any capture still open is published with the tail it really observed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +146,9 @@ class _Loop:
         self.rec = FlightRecorder(rec_settings)
         self.on_progress = on_progress
         self.publish = publish
+        # what a publication runs under: run_record makes signals only counted there, so a capture the
+        # recorder handed over is published and reported whole whatever comes (a third Ctrl-C included)
+        self.shield: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         self.captures: list[PublishedCapture] = []
         self.events: list[RecorderEvent] = []
         self.publish_errors: list[str] = []
@@ -164,18 +169,20 @@ class _Loop:
         for cap in caps:
             removed = self.dest_seen and not dest.is_dir()
             t0 = self.clock.now()
-            try:
-                path = self.publish(dest, cap)
-            except OSError as exc:
-                why = "not a folder" if dest.exists() and not dest.is_dir() else exc.strerror or str(exc)
-                self.publish_errors.append(f"capture {cap.name} could not be published in {dest} ({why}); "
-                                           "recording stopped, captures already published are kept")
-                continue
+            with self.shield():
+                try:
+                    path = self.publish(dest, cap)
+                except OSError as exc:
+                    why = "not a folder" if dest.exists() and not dest.is_dir() else exc.strerror or str(exc)
+                    self.publish_errors.append(f"capture {cap.name} could not be published in {dest} "
+                                               f"({why}); recording stopped, captures already published are "
+                                               "kept")
+                    continue
+                self.captures.append(PublishedCapture(path, cap.header, (self.clock.now() - t0) * 1000.0))
             self.dest_seen = True
             if removed:
                 self.warn(f"capture folder {dest} was removed during the recording: made again for "
                           f"{path.name}")
-            self.captures.append(PublishedCapture(path, cap.header, (self.clock.now() - t0) * 1000.0))
 
     def frame(self) -> None:
         src, rec = self.source, self.rec
@@ -260,6 +267,7 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
     status, reason = COMPLETE, None
     loop.rec.connect(t0, source.describe())
     with StopSignals(enabled=handle_signals) as signals:
+        loop.shield = lambda: signals.deferring(raise_after=False)
         try:
             with signals.latching():
                 loop.loop(lambda: _stopped(stop, signals))

@@ -115,3 +115,27 @@ def test_a_signal_ends_the_loop_and_publishes_the_open_capture(tmp_path, signum,
     assert out.status == "interrupted" and out.exit_code == code
     assert src.closed and len(out.captures) == 1
     assert signal.getsignal(signum) is not None  # handlers restored
+
+
+def test_a_third_signal_while_a_capture_is_published_never_loses_it(tmp_path):
+    # Ctrl-C pressed three times just as a capture is written: the third one used to cut the publication
+    # short, so the capture (already handed over by the recorder) was lost, or published yet not reported
+    from servotool.runs.record import _publish
+
+    clock = FakeClock()
+    src = ScriptedSource(clock, overload={12: 3.0})
+    pressed = []
+
+    def publish(dest, cap):
+        if not pressed:
+            pressed.append(cap.name)
+            for _ in range(3):
+                os.kill(os.getpid(), signal.SIGINT)
+        return _publish(dest, cap)
+
+    out = run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), publish=publish)
+    assert pressed and out.status == "interrupted" and out.exit_code == 130
+    assert [c.path.name for c in out.captures] == [pressed[0]]
+    header, _ = read_capture(out.captures[0].path)
+    assert header["tail_complete"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
