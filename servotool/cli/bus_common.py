@@ -19,8 +19,9 @@ from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
 from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
+from servotool.io.devlock import DeviceLock
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
-from servotool.io.sim_state import load_sim_state, save_sim_state
+from servotool.io.sim_state import load_sim_state, lock_key, save_sim_state
 from servotool.runs.ownership import claim
 from servotool.runs.signals import StopSignals
 
@@ -133,7 +134,8 @@ def read_only() -> str:
 
 @contextmanager
 def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool = False) -> Iterator[Bus]:
-    """One command's bus: the device's host-wide lock first (another servotool process holds it: exit 2),
+    """One command's bus: the device's host-wide lock first (another servotool process holds it: exit 2;
+    a simulated arm that keeps its pose has a lock of its own, keep_sim_pose),
     then the bus opened (see open_arm_bus). Inside, a refusal or device error is one line with its exit
     code, and Ctrl-C, SIGTERM or SIGHUP exit 130, 143 or 129 with one line: `on_signal()` says what the
     command had done to the servos by then (while the bus is still opening: nothing was sent). However it
@@ -144,6 +146,8 @@ def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool =
         signals = stack.enter_context(StopSignals())
         try:
             stack.enter_context(claim(url))
+            if keep_sim_pose and url_simulated(url):  # its pose lives on: one command drives it at a time
+                stack.enter_context(DeviceLock(lock_key(url)))
             stack.callback(signals.ending)  # the lock is then released whole, whatever signal comes
             dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
         except ServotoolError as exc:

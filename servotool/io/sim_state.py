@@ -25,6 +25,12 @@ def state_file(url: str, folder: Path | None = None) -> Path:
     return (folder or state_dir() / "sim-arms") / f"{digest}.json"
 
 
+def lock_key(url: str) -> str:
+    """The host-wide lock key of the simulated arm behind `url` (one per state file): a command on it holds
+    the lock as a command on a real arm holds the device's, so two never drive one simulated arm at once."""
+    return f"sim-arm-{state_file(url, Path('.')).stem}"
+
+
 def load_sim_state(url: str, folder: Path | None = None) -> dict[str, str]:
     """The saved simulator parameters of `url` ({} when none were saved or the file is unreadable)."""
     path = state_file(url, folder)

@@ -413,3 +413,18 @@ def test_hold_with_the_silent_claw_holds_the_joints_and_says_so():
     result = invoke("hold", "--bus", f"sim:rosorin-arm?silent_10=1&{FAST}")
     assert result.exit_code == 0 and "holding servos 1, 2, 3, 4, 5" in result.stdout
     assert "servo 10" in result.stderr and "not held" in result.stderr
+
+
+def test_a_second_command_on_a_simulated_arm_in_use_is_refused_like_on_a_real_one():
+    # the simulated arm lives in its state file: two commands at once (a move beside a watch) were two
+    # writers to one arm, the last to end deciding where it was; on a real arm the device lock refuses it
+    from servotool.io.devlock import DeviceLock
+    from servotool.io.sim_state import lock_key
+
+    url = "sim:rosorin-arm?clock=sim"
+    with DeviceLock(lock_key(url)):  # what another process's command on this arm holds
+        busy = invoke("move", "--to", "2=700", "--bus", url)
+        assert busy.exit_code == 2, busy.output
+        assert "in use by another servotool process" in busy.stderr and "SIMULATED" not in busy.stderr
+    assert invoke("read", "--bus", url).exit_code == 0  # free again
+    assert invoke("read", "--bus", "sim:rosorin-arm?clock=sim&seed=2").exit_code == 0  # another arm
