@@ -273,8 +273,6 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                 loop.loop(lambda: _stopped(stop, signals))
             if _stopped(stop, signals):
                 status, reason = INTERRUPTED, _signal_reason(stop.signal)
-            elif loop.publish_errors:
-                status, reason = PUBLISH_FAILED, loop.publish_errors[0]
         except KeyboardInterrupt as exc:  # a third signal, or Ctrl-C outside the handlers
             stop.set(getattr(exc, "signum", signal.SIGINT))
             status, reason = INTERRUPTED, _signal_reason(stop.signal)
@@ -288,6 +286,8 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                 finally:  # even when closing raised: the evidence is flushed
                     loop.publish_all(loop.rec.on_disconnect(clock.now(), torque_off=None))
                     loop.events.extend(loop.rec.drain_events())
+    if status == COMPLETE and loop.publish_errors:  # in the loop, or the capture still open at the ending
+        status, reason = PUBLISH_FAILED, loop.publish_errors[0]
     return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
                          loop.events, warnings + loop.warnings, loop.publish_errors, loop.rec.latched,
                          stop.signal if status == INTERRUPTED else None, t0)

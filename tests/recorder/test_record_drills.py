@@ -50,6 +50,18 @@ def _disk_fills_at(capture: int, monkeypatch: pytest.MonkeyPatch, after_lines: i
     monkeypatch.setattr(captures, "encode_line", encode)
 
 
+def _while_the_second_capture_gathers(action, done: list[bool]):
+    """An on_progress callback that runs `action` once, while the second capture's window is open (the
+    first one published), and notes it in `done`."""
+
+    def progress(p):
+        if p.captures and p.window_open and not done:
+            action()
+            done.append(True)
+
+    return progress
+
+
 def test_disk_full_mid_capture_stops_the_recording_and_keeps_the_first_capture(tmp_path, monkeypatch):
     import servotool.runs.record as record
 
@@ -71,18 +83,30 @@ def test_disk_full_mid_capture_stops_the_recording_and_keeps_the_first_capture(t
     _read_only(source.bus.sim)
 
 
+def test_a_capture_that_fails_at_the_ending_makes_the_outcome_publish_failed(tmp_path, monkeypatch):
+    # the duration ends while axis 12's capture is open: it is published by the ending, and fails there;
+    # the outcome (its status and exit code, in the JSON too) says so, not "complete" with exit 0
+    import servotool.runs.record as record
+
+    _disk_fills_at(1, monkeypatch)
+    monkeypatch.setattr(record, "publish_capture", captures.publish_capture)
+    clock = FakeClock()
+    source = open_source(URL, "bus", clock)
+    dest = tmp_path / "caps"
+    out = run_record(source, clock, RecordSettings(dest=dest, duration_s=5.0), handle_signals=False)
+    assert out.status == "publish-failed" and out.exit_code == 1, (out.status, out.reason)
+    assert not out.captures and len(out.publish_errors) == 1 and out.reason == out.publish_errors[0]
+    assert not dest.exists() or not list(dest.iterdir())  # nothing half-written left
+    _read_only(source.bus.sim)
+
+
 def test_capture_folder_removed_mid_recording_is_made_again_and_said(tmp_path):
     clock = FakeClock()
     source = open_source(URL, "bus", clock)
     dest = tmp_path / "caps"
     warned: list[str] = []
     removed: list[bool] = []
-
-    def progress(p):
-        if p.captures and p.window_open and not removed:  # the second capture is being gathered
-            shutil.rmtree(dest)
-            removed.append(True)
-
+    progress = _while_the_second_capture_gathers(lambda: shutil.rmtree(dest), removed)
     out = run_record(source, clock, RecordSettings(dest=dest, duration_s=16.0), on_progress=progress,
                      on_warning=warned.append, handle_signals=False)
     assert removed and out.status == "complete" and out.exit_code == 0, out.reason
@@ -102,12 +126,11 @@ def test_a_file_where_the_capture_folder_was_stops_the_recording(tmp_path):
     dest = tmp_path / "caps"
     swapped: list[bool] = []
 
-    def progress(p):
-        if p.captures and p.window_open and not swapped:
-            shutil.rmtree(dest)
-            dest.write_text("not a folder")
-            swapped.append(True)
+    def swap() -> None:
+        shutil.rmtree(dest)
+        dest.write_text("not a folder")
 
+    progress = _while_the_second_capture_gathers(swap, swapped)
     out = run_record(source, clock, RecordSettings(dest=dest, duration_s=40.0), on_progress=progress,
                      handle_signals=False)
     assert out.status == "publish-failed" and out.exit_code == 1
