@@ -114,8 +114,10 @@ def read_campaign_file(path: str | Path) -> YamlText:
         text = read_text_limited(p)
     except TextTooLarge as exc:
         raise CampaignFileError(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CampaignFileError(f"{p}: cannot be read: {exc}") from None
+    except UnicodeDecodeError:
+        raise CampaignFileError(f"{p}: cannot be read: not UTF-8 text") from None
+    except OSError as exc:  # its reason alone (Is a directory): the path is already named
+        raise CampaignFileError(f"{p}: cannot be read: {exc.strerror or exc}") from None
     return read_campaign_text(text, p)
 
 

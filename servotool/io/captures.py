@@ -151,10 +151,11 @@ def dest_problem(dest: Path) -> str | None:
         if probe.parent == probe:
             return f"{dest}: no existing parent folder"
         probe = probe.parent
+    where = f"{dest}" if probe == dest else f"{dest}: {probe}"  # the path named once when it is the one
     if not probe.is_dir():
-        return f"{dest}: {probe} is not a folder"
+        return f"{where} is not a folder"
     if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{dest}: {probe} is not writable"
+        return f"{where} is not writable"
     return None
 
 

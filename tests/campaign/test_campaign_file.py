@@ -178,3 +178,15 @@ def test_a_name_that_is_no_plain_folder_name_is_refused_with_its_line(write_camp
 
 def test_a_plain_name_with_dashes_underscores_and_digits_is_fine(write_campaign):
     assert load_campaign(write_campaign(GOOD.replace("name: t", "name: fr3-lag_v2"))).name == "fr3-lag_v2"
+
+
+def test_a_folder_or_a_non_utf8_file_is_one_plain_reason(tmp_path):
+    from servotool.io.campaign_file import read_campaign_file
+
+    with pytest.raises(CampaignFileError) as folder:
+        read_campaign_file(tmp_path)
+    assert str(folder.value) == f"{tmp_path}: cannot be read: Is a directory"
+    (tmp_path / "c.yaml").write_bytes(b"name: \xff\n")
+    with pytest.raises(CampaignFileError) as latin:
+        read_campaign_file(tmp_path / "c.yaml")
+    assert str(latin.value) == f"{tmp_path / 'c.yaml'}: cannot be read: not UTF-8 text"

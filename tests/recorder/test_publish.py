@@ -136,7 +136,8 @@ def test_dest_problem_creates_nothing(tmp_path):
 
     assert dest_problem(tmp_path / "a" / "b") is None and not (tmp_path / "a").exists()
     (tmp_path / "f").write_text("x")
-    assert "not a folder" in dest_problem(tmp_path / "f" / "c")
+    assert dest_problem(tmp_path / "f" / "c") == f"{tmp_path / 'f' / 'c'}: {tmp_path / 'f'} is not a folder"
+    assert dest_problem(tmp_path / "f") == f"{tmp_path / 'f'} is not a folder"  # one path named once
 
 
 @pytest.mark.parametrize("ref", ["", " ", "capture_"])
