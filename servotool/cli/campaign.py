@@ -10,11 +10,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json, refuse
+from servotool.cli.common import console, err_console, fail, print_json, refuse, signal_label
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import RunProgress
 from servotool.cli.render import compact_table, report_table
-from servotool.errors import ExitCode, FileFormatError, Refused
+from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir, out_dir_problem
 from servotool.runs.signals import StopSignals
@@ -195,6 +195,19 @@ def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume
         fail(str(exc))
 
 
+def _report(folder: Path) -> tuple[Report, list[Path]]:
+    """The folder's report, built and written; a signal meanwhile ends the command with one line saying
+    the runs are kept and how to write the report again (its files are each written whole or not at all)."""
+    from servotool.runs.report import build_report, write_report
+
+    try:
+        summary = build_report(folder)
+        return summary, write_report(folder, summary)
+    except KeyboardInterrupt as exc:
+        fail(f"interrupted by {signal_label(exc)} while the report was written: every run is kept in "
+             f"{folder}; `servotool analyze {folder} --report` writes the report", exit_code_of(exc))
+
+
 @campaign_app.command("run")
 def run(
     file: Path = FileArg,
@@ -217,7 +230,6 @@ def run(
     (143 SIGTERM, 129 SIGHUP).
     """
     from servotool.runs.campaign_run import FAULTED, STOPPED, CampaignHooks, run_campaign
-    from servotool.runs.report import build_report, write_report
 
     campaign = _load(file, robot)
     if dry_run:
@@ -236,8 +248,7 @@ def run(
             state = run_campaign(campaign, cr, hooks)
         except Refused as exc:  # the folder taken by another process since it was checked: nothing written
             fail(str(exc))
-    summary = build_report(cr.folder)
-    report = write_report(cr.folder, summary)
+    summary, report = _report(cr.folder)
     if json_out:
         print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
     if state.stopped:

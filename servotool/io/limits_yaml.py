@@ -285,9 +285,10 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Write text to path through a temporary file and a rename: readers see the old or the new file, never
-    half. An existing file keeps its permission bits; a new one gets the usual 0666 & ~umask."""
+def write_atomic(path: str | Path, text: str | bytes) -> Path:
+    """Write text (UTF-8) or bytes to path through a temporary file and a rename: readers see the old or the
+    new file, never half, and an interrupted write leaves neither. An existing file keeps its permission
+    bits; a new one gets the usual 0666 & ~umask."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -296,8 +297,8 @@ def write_atomic(path: str | Path, text: str) -> Path:
         mode = _umask_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -25,6 +25,7 @@ from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, read_csv
+from servotool.io.limits_yaml import write_atomic
 from servotool.runs.analyze import FileAnalysis, analyze_paths
 from servotool.runs.campaign import Campaign, parse_campaign
 
@@ -503,9 +504,9 @@ def write_report(folder: str | Path, report: Report | None = None) -> list[Path]
     plots = folder / "plots"
     if report.figures:
         plots.mkdir(exist_ok=True)
-    for f in report.figures:
-        (plots / f"{f.name}.png").write_bytes(f.png)
+    for f in report.figures:  # each file whole or not at all: an interrupted report is written again
+        write_atomic(plots / f"{f.name}.png", f.png)
     md, page = folder / "report.md", folder / "report.html"
-    md.write_text(render_markdown(report), encoding="utf-8")
-    page.write_text(render_html(report), encoding="utf-8")
+    write_atomic(md, render_markdown(report))
+    write_atomic(page, render_html(report))
     return [md, page]

@@ -25,3 +25,31 @@ def test_a_signal_while_a_campaign_is_checked(signum: int) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and NAME[signum] in lines[0], done.stderr
     assert done.stdout == ""
+
+
+TINY = """
+name: tiny
+purpose: one short shaped step
+device: "sim:fr3?clock=sim"
+safety: {joints: [0]}
+runs:
+  - why: a short shaped step
+    command: step
+    options: {joint: 0, size: 1, steps: 1, hold_ms: 300, realtime: false}
+"""
+
+
+def test_a_signal_while_the_campaign_report_is_written_keeps_the_runs_and_says_how_to_report(
+        tmp_path: Path) -> None:
+    campaign = tmp_path / "tiny.yaml"
+    campaign.write_text(TINY.lstrip(), encoding="utf-8")
+    argv = [sys.executable, str(HOOKED), str(int(signal.SIGTERM)), "servotool.runs.report:render_html", "1",
+            "1", "campaign", "run", str(campaign), "--out", str(tmp_path / "out")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, (done.returncode, done.stderr)
+    last = done.stderr.strip().splitlines()[-1]
+    assert "SIGTERM" in last and "--report" in last, done.stderr
+    (folder,) = (tmp_path / "out").iterdir()
+    assert len(list(folder.glob("*.csv"))) == 1  # the run is kept
+    assert not (folder / "report.html").exists()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
