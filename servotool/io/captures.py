@@ -285,9 +285,11 @@ def find_capture(dest: Path, ref: str) -> Path:
     direct = Path(ref)
     if direct.is_file():
         return direct
-    paths = [p for p, _ in list_captures(dest)]
-    if ref in ("last", "latest") and paths:
-        return paths[-1]
+    listed = list_captures(dest)
+    paths = [p for p, _ in listed]
+    readable = [p for p, head in listed if head is not None]
+    if ref in ("last", "latest") and readable:  # the newest capture, not a stray file sorting after it
+        return readable[-1]
     with contextlib.suppress(ValueError):
         k = int(ref)
         if paths and 1 <= abs(k) <= len(paths):

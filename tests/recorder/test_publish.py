@@ -191,3 +191,9 @@ def test_a_header_line_without_end_is_refused_without_reading_it_all(tmp_path):
     path.write_bytes(b'{"format": "servotool-capture", "x": "' + b"a" * (3 << 20))
     with pytest.raises(CaptureFormatError, match="line 1 is longer than"):
         read_capture(path)
+
+
+def test_last_is_the_newest_capture_not_a_stray_file_named_after_it(tmp_path):
+    publish_capture(tmp_path, "capture_20261130T101010.000Z_axis-12.jsonl", header(1), samples(1))
+    (tmp_path / "notes.jsonl").write_text("my own notes\n")  # sorts after every capture_ name
+    assert find_capture(tmp_path, "last").name == "capture_20261130T101010.000Z_axis-12.jsonl"
