@@ -8,7 +8,7 @@ then runs `servotool ARGS...`. A move latches the first signal as a stop request
 from __future__ import annotations
 
 import importlib
-import os
+import signal
 import sys
 from typing import Any
 
@@ -23,8 +23,8 @@ def main() -> None:
     def signalled(*args: Any, **kwargs: Any) -> Any:
         calls[0] += 1
         if calls[0] == call:
-            for _ in range(count):
-                os.kill(os.getpid(), signum)
+            for _ in range(count):  # to this thread (the main one): handled before the call goes on
+                signal.raise_signal(signum)
         return real(*args, **kwargs)
 
     setattr(module, name, signalled)

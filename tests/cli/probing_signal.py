@@ -8,7 +8,7 @@ written to the file NOTE as a line "closed", so a test can tell the port was clo
 
 from __future__ import annotations
 
-import os
+import signal
 import sys
 from typing import Any
 
@@ -26,7 +26,7 @@ def main() -> None:
 
     def opening(url: str, **kwargs: Any) -> Any:
         if where == "opening":
-            os.kill(os.getpid(), signum)
+            signal.raise_signal(signum)
         bus = real_open(url, **kwargs)
         real_close, real_read = bus.close, bus.read_position
 
@@ -37,7 +37,7 @@ def main() -> None:
 
         def read(sid: int) -> Any:
             if where == "reading":
-                os.kill(os.getpid(), signum)
+                signal.raise_signal(signum)
             return real_read(sid)
 
         bus.close, bus.read_position = close, read

@@ -130,7 +130,7 @@ def test_a_third_signal_while_a_capture_is_published_never_loses_it(tmp_path):
         if not pressed:
             pressed.append(cap.name)
             for _ in range(3):
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.raise_signal(signal.SIGINT)  # to this thread: handled at once
         return _publish(dest, cap)
 
     out = run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), publish=publish)
