@@ -7,7 +7,7 @@ import pytest
 
 from servotool.analysis.lag import analyze_lag, dynamics, simulate
 from servotool.analysis.lag.fitmodel import FitModel
-from servotool.analysis.lag.solver import solve
+from servotool.analysis.lag.solver import cost_of, solve
 from servotool.motion.ramp import ramp_profile
 from tests.analysis.test_lag import T, recording
 
@@ -67,6 +67,33 @@ def test_the_pretest_decides_as_the_filter_fit_would(monkeypatch, tau, seed):
     assert quick.has_filter == walked.has_filter
     assert quick.lag_ms == pytest.approx(walked.lag_ms, abs=0.1)
     assert quick.tau_ms == pytest.approx(walked.tau_ms, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    ("lag", "tau", "seed"),
+    [(0.04, 0.0, 21), (0.04, 0.002, 22), (0.04, 0.004, 23), (0.014, 0.012, 24), (0.03, 0.02, 25),
+     (0.12, 0.05, 26), (0.02, 0.05, 27), (0.2, 0.0, 28)],
+)
+def test_the_splits_stop_where_every_split_tried_would_start(monkeypatch, lag, tau, seed):
+    # the splits are tried in order of tau and stop once the cost rises: the start (and so the outcome) is
+    # the one trying every split gives
+    starts = []
+    found = dynamics._filter_start
+
+    def checked(model, pure, upper, f_scale):
+        start = found(model, pure, upper, f_scale)
+        s = float(pure.x[0])
+        options = [(pure.cost, np.array([s, 0.0]))]
+        for t in (dynamics.TAU_FLOOR_S, *(frac * s for frac in dynamics.TAU_SPLITS)):
+            x = np.array([max(s - t, 0.0), min(t, float(upper[1]))])
+            options.append((cost_of(model.residual_only(x), f_scale), x))
+        every = min(options, key=lambda option: option[0])[1]  # the first of the cheapest, as before
+        starts.append((start, every))
+        return start
+
+    monkeypatch.setattr(dynamics, "_filter_start", checked)
+    analyze_lag(recording(lag=lag, tau=tau, noise=0.002, seed=seed), joint=0, cmd_period_s=T)
+    assert starts and all(np.array_equal(start, every) for start, every in starts)
 
 
 @pytest.mark.parametrize("tau", [0.0, 0.005, 0.015, 0.03, 0.05])

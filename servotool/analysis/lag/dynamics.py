@@ -146,14 +146,20 @@ def _filter_start(model: FitModel, pure: LsqResult, upper: np.ndarray, f_scale: 
 
     A start at tau = 0 alone is not enough: the cost is flat in tau there (the corner rounding grows as
     tau^2), so the fit cannot see a filter from it; a split at TAU_FLOOR_S tells whether the cost falls
-    towards a filter at all, the larger ones reach a filter as long as the dead time or longer."""
+    towards a filter at all, the larger ones reach a filter as long as the dead time or longer.
+
+    Along the valley L + tau = s the cost falls from tau = 0 towards the filter the frames carry and rises
+    beyond it, so the splits are tried in order of tau and the search stops at the first that costs no less
+    than the one before: no later split would be the cheapest (each costs a filter pass over the grid)."""
     s = float(pure.x[0])
     best_x, best_cost = np.array([s, 0.0]), pure.cost
-    for tau in (TAU_FLOOR_S, *(frac * s for frac in TAU_SPLITS)):
+    # in order of tau (a split of a short lag can be shorter than the floor)
+    for tau in sorted((TAU_FLOOR_S, *(frac * s for frac in TAU_SPLITS))):
         x = np.array([max(s - tau, 0.0), min(tau, float(upper[1]))])
         cost = cost_of(model.residual_only(x), f_scale)
-        if cost < best_cost:
-            best_x, best_cost = x, cost
+        if not cost < best_cost:
+            break
+        best_x, best_cost = x, cost
     return best_x
 
 
