@@ -95,7 +95,18 @@ class StopSignal(KeyboardInterrupt):
     @property
     def label(self) -> str:
         """How messages and CSV end lines name it: "Ctrl-C" for SIGINT, else the signal's name."""
-        return "Ctrl-C" if self.signum == signal.SIGINT else self.name
+        return signal_name(self.signum)
+
+
+def signal_name(signum: int) -> str:
+    """How messages and CSV end lines name a signal: "Ctrl-C" for SIGINT, else its name ("SIGTERM")."""
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+def signal_label(exc: KeyboardInterrupt) -> str:
+    """How an error line names the signal behind `exc`: "Ctrl-C" (a plain KeyboardInterrupt too), "SIGTERM"
+    or "SIGHUP"."""
+    return exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
 
 
 def exit_code_of(exc: BaseException) -> ExitCode:

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
-from servotool.errors import StopSignal, exit_code_of
+from servotool.errors import exit_code_of, signal_label
 from servotool.io.jsondoc import with_member
 from servotool.io.paths import out_dir_problem
 from servotool.runs.signals import StopSignals
@@ -193,8 +193,7 @@ def analyze(
         with StopSignals():
             report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
     except KeyboardInterrupt as exc:
-        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-        fail(f"interrupted by {name}", code=exit_code_of(exc))
+        fail(f"interrupted by {signal_label(exc)}", code=exit_code_of(exc))
     for folder in (p for p in paths if make_report and p.is_dir()):
         from servotool.runs.report import write_report  # matplotlib: loaded only for a report
 

@@ -152,8 +152,8 @@ class LazyGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
-            from servotool.cli.common import fail, signal_label
-            from servotool.errors import exit_code_of
+            from servotool.cli.common import fail
+            from servotool.errors import exit_code_of, signal_label
 
             fail(f"interrupted by {signal_label(exc)}", exit_code_of(exc))
 

@@ -13,12 +13,12 @@ from urllib.parse import urlencode
 import typer
 from rich.markup import escape
 
-from servotool.cli.common import announce_device, err_console, fail, signal_label
+from servotool.cli.common import announce_device, err_console, fail
 from servotool.devices.bus import Bus
 from servotool.devices.hiwonder.client import profile_for
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
-from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of
+from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
 from servotool.io.sim_state import load_sim_state, lock_key, save_sim_state

@@ -14,7 +14,6 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from servotool.errors import StopSignal
 from servotool.io.jsondoc import encode
 
 
@@ -99,8 +98,3 @@ def announce_device(url: str, simulated: bool, model: str = "") -> None:
         err_console.print(f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False)
     else:
         err_console.print(f"[bold]device[/] {url}", highlight=False)
-
-
-def signal_label(exc: KeyboardInterrupt) -> str:
-    """How an error line names the signal behind `exc`: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
-    return exc.label if isinstance(exc, StopSignal) else "Ctrl-C"

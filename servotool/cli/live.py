@@ -25,7 +25,7 @@ from servotool.cli.render import draw_plot, plot_target, try_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
-from servotool.errors import ExitCode, Refused, ServotoolError, StopSignal, exit_code_of
+from servotool.errors import ExitCode, Refused, ServotoolError, exit_code_of, signal_label
 from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.ownership import claim
 from servotool.runs.preflight import before_open
@@ -201,8 +201,7 @@ def live_arm(robot: str, rpc: bool, clock: MonotonicClock) -> Iterator[tuple[Arm
         except (DeviceError, ServotoolError) as exc:
             fail(f"{exc} (nothing was recorded)", code=exit_code_of(exc))
         except KeyboardInterrupt as exc:
-            name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-            fail(f"interrupted by {name}", code=exit_code_of(exc))
+            fail(f"interrupted by {signal_label(exc)}", code=exit_code_of(exc))
 
 
 def run_json(run: RunResult, plot_path: Path | None) -> dict[str, Any]:

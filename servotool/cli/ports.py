@@ -17,10 +17,10 @@ import typer
 from rich.markup import escape
 from serial.tools import list_ports
 
-from servotool.cli.common import console, err_console, fail, given, print_json, signal_label
+from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.registry import open_bus
-from servotool.errors import ServotoolError, exit_code_of
+from servotool.errors import ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 from servotool.runs.ownership import device_key
 from servotool.runs.signals import StopSignals

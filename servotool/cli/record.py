@@ -23,7 +23,7 @@ from servotool.cli.common import announce_device, console, err_console, fail, pr
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.devices.registry import DeviceURLError
-from servotool.errors import ExitCode, ServotoolError, StopSignal, exit_code_of
+from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
 from servotool.runs.ownership import claim
@@ -195,8 +195,8 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
     except KeyboardInterrupt as exc:
         if out is not None:  # in the instant between the recording's own ending and ours: it stands
             return out
-        label = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-        fail(f"interrupted by {label} before recording started; nothing was recorded", exit_code_of(exc))
+        fail(f"interrupted by {signal_label(exc)} before recording started; nothing was recorded",
+             exit_code_of(exc))
 
 
 def _no_claim() -> contextlib.nullcontext[None]:

@@ -28,13 +28,13 @@ from servotool.cli.bus_common import (
     url_profile,
     url_ranges,
 )
-from servotool.cli.common import console, err_console, fail, print_json, signal_label
+from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
-from servotool.errors import exit_code_of
+from servotool.errors import exit_code_of, signal_label
 from servotool.io.sim_state import forget_sim_state
 from servotool.runs.servo import (
     DEFAULT_SPEED,

@@ -26,7 +26,7 @@ from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import Arm
 from servotool.devices.bus import bus_clock
 from servotool.devices.registry import DeviceURLError, open_arm, open_bus
-from servotool.errors import DeviceError, Refused, StopSignal
+from servotool.errors import DeviceError, Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.io.devlock import DeviceLock
 from servotool.runs.campaign import (
@@ -371,8 +371,7 @@ def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignH
             else:
                 record = _run_arm(campaign, run, url, cr.folder, hooks, clock_factory)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP as a StopSignal
-            reason = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-            record = RunRecord(run.index, run.command, run.why, STOPPED, reason=reason)
+            record = RunRecord(run.index, run.command, run.why, STOPPED, reason=signal_label(exc))
         except (RunRefused, Refused, ValueError) as exc:
             record = RunRecord(run.index, run.command, run.why, REFUSED, reason=str(exc))
         except DeviceError as exc:
@@ -402,8 +401,7 @@ def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | Non
     except (DeviceBusy, LockUnavailable) as exc:
         state.stopped, state.stop_status = str(exc), REFUSED
     except KeyboardInterrupt as exc:
-        name = exc.label if isinstance(exc, StopSignal) else "Ctrl-C"
-        state.stopped, state.stop_status = f"{name} between runs", STOPPED
+        state.stopped, state.stop_status = f"{signal_label(exc)} between runs", STOPPED
     # a signal now is counted only (the run is stopping anyway): the folder and its state are left whole
     with hooks.signals.deferring(raise_after=False) if hooks.signals else contextlib.nullcontext():
         _set_aside_strays(cr.folder, state)

@@ -28,7 +28,7 @@ from typing import Any
 
 from servotool.clock import Clock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError
+from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError, signal_name
 from servotool.io.captures import inspect_destination, publish_capture
 from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
 from servotool.runs.record_sources import StatusUnsupported, TelemetrySource
@@ -296,4 +296,4 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
 def _signal_reason(signum: int | None) -> str:
     if signum is None:
         return "stopped"
-    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    return signal_name(signum)

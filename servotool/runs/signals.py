@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
-from servotool.errors import SIGNAL_EXITS, ExitCode, StopSignal
+from servotool.errors import SIGNAL_EXITS, ExitCode, StopSignal, signal_name
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 RAISE, LATCH, DEFER = "raise", "latch", "defer"
@@ -57,7 +57,7 @@ class StopSignals:
         signum = self.requested
         if signum is None:
             return None
-        return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        return signal_name(signum)
 
     def exit_code(self) -> ExitCode | None:
         signum = self.requested

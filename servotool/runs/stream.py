@@ -40,7 +40,7 @@ import numpy as np
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame, clock_of
-from servotool.errors import Refused, StopSignal
+from servotool.errors import Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.lateness import LatenessStats
@@ -447,10 +447,8 @@ class Streamer:
             self._health()
         except _StopRequest as req:
             return req.status, req.reason
-        except StopSignal as exc:
-            return INTERRUPTED, "Ctrl-C" if exc.name == "SIGINT" else exc.name
-        except KeyboardInterrupt:
-            return INTERRUPTED, "Ctrl-C"
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP as a StopSignal
+            return INTERRUPTED, signal_label(exc)
         except ConnectionLost as exc:
             return CONNECTION_LOST, f"connection lost: {exc}"
         except DeviceError as exc:
