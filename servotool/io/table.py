@@ -7,8 +7,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from servotool.errors import ServotoolError
 from servotool.io.csvlog import is_recording
 
@@ -43,6 +41,8 @@ def write_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], path:
     """Write rows (one dict each; missing keys empty) with exactly `columns`, in that order. NaN stays a
     missing value in both formats. Returns the path; raises TableWriteError as check_table_path does, or
     when the file cannot be written."""
+    import pandas as pd  # only here: analysing without --table never needs it
+
     check_table_path(path)
     df = pd.DataFrame(list(rows), columns=list(columns))
     try:
