@@ -172,14 +172,20 @@ def _floats_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
         values = _num(df, col)
         return [values[r] for r in rows]
     _release(df, col)
-    values, missing = got
+    return _taken(*got, rows, np.nan, np.float64)
+
+
+def _taken(values: np.ndarray, missing: np.ndarray | None, rows: Sequence[np.ndarray], fill: float,
+           dtype: Any = None) -> list[np.ndarray]:
+    """`values` (as `dtype`, if given) at each array of row indices, each a new array (indexing copies),
+    `fill` where `missing` is True."""
     out = []
     for r in rows:
-        x = values[r].astype(np.float64, copy=False)  # a new array either way: indexing copies
+        x = values[r] if dtype is None else values[r].astype(dtype, copy=False)
         if missing is not None:
             hole = missing[r]
             if hole.any():
-                x[hole] = np.nan
+                x[hole] = fill
         out.append(x)
     return out
 
@@ -193,16 +199,7 @@ def _ints_at(df: Table, col: str, rows: Sequence[np.ndarray], fill: int) -> list
     got = _fast(df, col)
     if got is not None and got[0].dtype == np.int64:
         _release(df, col)
-        values, missing = got
-        out = []
-        for r in rows:
-            x = values[r]
-            if missing is not None:
-                hole = missing[r]
-                if hole.any():
-                    x[hole] = fill
-            out.append(x)
-        return out
+        return _taken(*got, rows, fill)
     if got is None:
         full = _num(df, col)
     else:

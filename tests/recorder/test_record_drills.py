@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import servotool.io.captures as captures
+import servotool.runs.record as record
 from servotool.clock import FakeClock
 from servotool.io.captures import read_capture
 from servotool.runs.record import RecordSettings, run_record
@@ -48,6 +49,7 @@ def _disk_fills_at(capture: int, monkeypatch: pytest.MonkeyPatch, after_lines: i
 
     monkeypatch.setattr(captures, "publish_capture", publish)
     monkeypatch.setattr(captures, "encode_line", encode)
+    monkeypatch.setattr(record, "publish_capture", captures.publish_capture)  # what the loop calls
 
 
 def _while_the_second_capture_gathers(action, done: list[bool]):
@@ -63,10 +65,7 @@ def _while_the_second_capture_gathers(action, done: list[bool]):
 
 
 def test_disk_full_mid_capture_stops_the_recording_and_keeps_the_first_capture(tmp_path, monkeypatch):
-    import servotool.runs.record as record
-
     _disk_fills_at(2, monkeypatch)
-    monkeypatch.setattr(record, "publish_capture", captures.publish_capture)
     clock = FakeClock()
     source = open_source(URL, "bus", clock)
     dest = tmp_path / "caps"
@@ -86,10 +85,7 @@ def test_disk_full_mid_capture_stops_the_recording_and_keeps_the_first_capture(t
 def test_a_capture_that_fails_at_the_ending_makes_the_outcome_publish_failed(tmp_path, monkeypatch):
     # the duration ends while axis 12's capture is open: it is published by the ending, and fails there;
     # the outcome (its status and exit code, in the JSON too) says so, not "complete" with exit 0
-    import servotool.runs.record as record
-
     _disk_fills_at(1, monkeypatch)
-    monkeypatch.setattr(record, "publish_capture", captures.publish_capture)
     clock = FakeClock()
     source = open_source(URL, "bus", clock)
     dest = tmp_path / "caps"
@@ -142,11 +138,9 @@ def test_a_file_where_the_capture_folder_was_stops_the_recording(tmp_path):
 
 def test_the_command_says_it_in_one_line_and_exits_1(tmp_path, monkeypatch):
     import servotool.cli.record as cli_record
-    import servotool.runs.record as record
     from servotool.cli.app import app
 
     _disk_fills_at(2, monkeypatch)
-    monkeypatch.setattr(record, "publish_capture", captures.publish_capture)
     clock = FakeClock()
     opened = []
 
