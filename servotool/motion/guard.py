@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from servotool.errors import SettingsError
 from servotool.motion.limits import JointLimits
-from servotool.motion.shaper import ShaperConfig, StreamShaper, max_trail
+from servotool.motion.shaper import ShaperConfig, StreamShaper
 
 __all__ = [
     "DivergenceGuard",
@@ -287,7 +287,8 @@ def _round_up(x: float, step: float) -> float:
     while value < x:
         k += 1
         value = k * step
-    return round(value, 12) if round(value, 12) >= x else value
+    rounded = round(value, 12)
+    return rounded if rounded >= x else value
 
 
 def tuning_from_measurement(
@@ -308,7 +309,7 @@ def tuning_from_measurement(
     step = _finite(dt, "dt", positive=True)
     assert L is not None and a is not None and v is not None and noise is not None and step is not None
     braking = a * L * L / 2.0
-    trail = max_trail(v, a, step)
+    trail = v * v / (2.0 * a) + v * step  # max_trail's formula on floats (v > 0), without numpy's arrays
     return GuardTuning(
         measured_lag_s=L,
         a_max=a,

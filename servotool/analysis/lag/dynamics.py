@@ -173,10 +173,12 @@ def _no_filter_ahead(problem: Problem, x: np.ndarray, r_pure: np.ndarray, scale:
     statistic stays within 20 % of that prediction. A step the model cannot take (no minimum along it) is
     no evidence: the fit runs."""
     r, jac = problem(x)
-    normal = jac.T @ jac
-    if not (np.all(np.isfinite(normal)) and normal[0, 0] > 0 and np.linalg.det(normal) > 0):
+    (n00, n01), (n10, n11) = (jac.T @ jac).tolist()
+    det = n00 * n11 - n01 * n10  # the 2x2 normal matrix solved in closed form (no LAPACK calls)
+    if not (math.isfinite(det) and n00 > 0 and det > 0):
         return False
-    d = -np.linalg.solve(normal, jac.T @ r)
+    g0, g1 = (jac.T @ r).tolist()
+    d = np.array([n01 * g1 - n11 * g0, n10 * g0 - n00 * g1]) / det
     if x[1] + d[1] < TAU_FLOOR_S:
         return True
     f_stat, critical, _ = _f_test(r + jac @ d, r_pure, scale)

@@ -226,8 +226,10 @@ def rest_noise(rec: Recording, joint: int, settle_s: float) -> Noise | None:
     if n_rest < MIN_REST_FRAMES:
         return None
     dev = _from_group_median(k[rest], qs[rest])
+    # np.std's own sums without its dispatch (the same values)
+    centred = dev - float(np.add.reduce(dev)) / n_rest
     return Noise(
-        std_deg=float(np.std(dev)),
+        std_deg=math.sqrt(float(np.add.reduce(centred * centred)) / n_rest),
         peak_deg=float(np.max(np.abs(dev))),
         n_samples=n_rest,
         source="rest",
