@@ -159,13 +159,15 @@ def folder_lock(folder: Path) -> DeviceLock:
 
 @contextlib.contextmanager
 def hold_folder(folder: Path) -> Iterator[None]:
-    """Hold the folder's lock for the context; CampaignBusy when another process holds it."""
-    try:
-        with folder_lock(folder):
-            yield
-    except DeviceBusy as exc:
-        raise CampaignBusy(f"{folder} is being run by another servotool process ({exc.holder}); wait for it "
-                           "to end, or stop it, before resuming") from None
+    """Hold the folder's lock for the context; CampaignBusy when another process holds it (a DeviceBusy
+    from inside the context, an arm's lock, passes on as it is)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(folder_lock(folder))
+        except DeviceBusy as exc:
+            raise CampaignBusy(f"{folder} is being run by another servotool process ({exc.holder}); wait for "
+                               "it to end, or stop it, before resuming") from None
+        yield
 
 
 @dataclass

@@ -249,3 +249,18 @@ def test_resume_refuses_a_folder_whose_copy_of_the_campaign_is_gone(write_campai
     (cr.folder / "campaign.yaml").unlink()
     with pytest.raises(Refused, match="campaign.yaml"):
         resume_campaign(c, find_resumable(tmp_path / "out", "quick"))
+
+
+def test_an_arm_held_by_another_process_is_named_not_the_folder(write_campaign, tmp_path, monkeypatch):
+    # the arm's lock is taken inside the folder's: its refusal says the arm is busy, not the folder
+    from servotool.runs.ownership import claim
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    text = TEXT.format(device=SIM, faults="true").replace("simulators_only: true", "simulators_only: false")
+    c = load_campaign(write_campaign(text.replace("raw: true,", "raw: true, test_arm: true,")))
+    cr = start_campaign(c, tmp_path / "out", robot="fairino://192.0.2.1")
+    with claim("fairino://192.0.2.1"):  # another holder of the arm (a second open file: flock refuses it)
+        state = run_campaign(c, cr)
+    assert state.stop_status == "refused" and "one run per device" in state.stopped, state.stopped
+    assert "being run by another" not in state.stopped
+    assert not list(cr.folder.glob("*.csv*"))
