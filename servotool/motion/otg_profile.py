@@ -1336,7 +1336,8 @@ def stretch_warm_axis(
         z = u - base
         az = z if z >= 0.0 else -z
         # tau(|z|) (2 rc, or q + a_max / j_max) is needed only where a plan is returned or refused.
-        if az * jmax <= a2:
+        held = az * jmax > a2
+        if not held:
             rc = sqrt(az / jmax)
             hc, dhc = z * rc, 1.5 * rc
         else:
@@ -1345,6 +1346,7 @@ def stretch_warm_axis(
         if au * jmax <= a2:
             ru = sqrt(au / jmax)
             hu, dhu = u * ru, 1.5 * ru
+            held = False
         else:
             q = au / amax
             hu, dhu = 0.5 * u * (q + ca), q + hca
@@ -1365,7 +1367,14 @@ def stretch_warm_axis(
         else:
             hi = au
         slope = dhc + dhu + k
-        step = gr / slope if slope != 0.0 else 0.0
+        if held and (z >= 0.0) == (g > 0.0):
+            # Transfer and brake both hold a_max, z and u of one sign: G is exactly quadratic here
+            # (G'' = 2 g / a_max), so the step goes to its root nearest au (the one Newton's steps approach).
+            disc = slope * slope - 4.0 * gr / amax
+            den = (slope + sqrt(disc) if slope > 0.0 else slope - sqrt(disc)) if disc >= 0.0 else 0.0
+            step = 2.0 * gr / den if den != 0.0 else 0.0
+        else:
+            step = gr / slope if slope != 0.0 else 0.0
         if lo < au - step < hi:
             au -= step
         elif hi == vmax and not probed and au - step >= hi:
