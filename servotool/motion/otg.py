@@ -301,6 +301,9 @@ class MultiOtg:
         self._x = list(self._p)
         self._sync = bool(synchronized)
         self._plans: list[Plan] | None = None  # per axis, valid for the current state and targets
+        # Per axis, what is left of its plan's first segment once a cycle has ended inside it, or -1.0 where
+        # the plan's own first segment is (so following a plan need not rebuild its segments every cycle).
+        self._first: list[float] = [-1.0] * n
         # own time-optimal peaks, starting guesses for the next search; stretched peaks, likewise
         self._peaks: list[float | None] = [None] * n
         self._stretched: list[float | None] = [None] * n
@@ -388,6 +391,7 @@ class MultiOtg:
             plans = self._planned_cold()
         # Every peak: where the next synchronised planning starts its stretches.
         self._warm = [plan[2] for plan in plans]
+        self._first = [-1.0] * self._n
         self._plans = plans
         return plans
 
@@ -535,10 +539,14 @@ class MultiOtg:
 
     def plan(self) -> tuple[OtgPlan, ...]:
         """Each axis's plan for the next step, synchronised; the longest duration is the time to land."""
-        return tuple(
-            _make_plan(self._p[i], self._v[i], self._a[i], self._x[i], *plan)
-            for i, plan in enumerate(self._current())
-        )
+        plans = self._current()
+        out = []
+        for i, (segs, duration, peak) in enumerate(plans):
+            t = self._first[i]
+            if t >= 0.0:
+                segs = (t, *segs[1:])
+            out.append(_make_plan(self._p[i], self._v[i], self._a[i], self._x[i], segs, duration, peak))
+        return tuple(out)
 
     def step(self, dt: float) -> np.ndarray:
         """Advance every axis one cycle of dt seconds and return the new positions.
@@ -554,6 +562,7 @@ class MultiOtg:
             return np.array(self._p)
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
+        first = self._first
         for i in range(self._n):
             vi = v[i]
             ai = a[i]
@@ -565,8 +574,11 @@ class MultiOtg:
                 p[i] = x[i]
                 v[i] = a[i] = 0.0
                 plans[i] = _EMPTY
+                first[i] = -1.0
                 continue
-            t = segs[0]
+            t = first[i]
+            if t < 0.0:
+                t = segs[0]
             if t > dt:
                 # The cycle ends inside the first segment: follow's arithmetic, without the call.
                 j = segs[1]
@@ -574,9 +586,14 @@ class MultiOtg:
                 p[i] += dt * (vi + dt * (0.5 * ai + dj / 6.0))
                 v[i] = vi + dt * (ai + 0.5 * dj)
                 a[i] = ai + dj
-                # What is left lasts dt less (to rounding; the landing test tolerates that).
-                plans[i] = ((t - dt, j) + segs[2:], duration - dt, peak)
+                # What is left lasts dt less (to rounding; the landing test tolerates that). The segments
+                # stay as they are: the first one's remainder is kept aside.
+                first[i] = t - dt
+                plans[i] = (segs, duration - dt, peak)
             else:
+                if t != segs[0]:
+                    segs = (t, *segs[1:])
                 p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], vi, ai)
+                first[i] = -1.0
                 plans[i] = (rest, left, peak)
         return np.array(p)
