@@ -10,11 +10,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servotool.cli.common import console, err_console, fail, print_json, refuse, signal_label
+from servotool.cli.common import console, err_console, fail, print_json, refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import RunProgress
 from servotool.cli.render import compact_table, report_table
-from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of
+from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of, signal_label
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir, out_dir_problem
 from servotool.runs.signals import StopSignals
