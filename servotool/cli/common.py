@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from servotool.errors import signal_label as signal_label  # its home is errors; kept importable here too
 from servotool.io.jsondoc import encode
 
 
