@@ -428,8 +428,9 @@ def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
     problems: list[str] = []
     for extra in sorted(set(doc.data) - set(TOP_KEYS), key=str):
         problems.append(f"{doc.where((extra,))}: unknown key {extra!r} (known: {', '.join(TOP_KEYS)})")
-    name = _text_field(doc, "name", problems) or doc.path.stem
-    if not PLAIN_NAME.fullmatch(name):
+    given = _text_field(doc, "name", problems)
+    name = given or doc.path.stem  # only to go on checking: a missing name is a problem already
+    if given and not PLAIN_NAME.fullmatch(given):
         problems.append(f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, "
                         "digits, '_' and '-' only, starting with a letter or digit, at most 100 characters")
     purpose = _text_field(doc, "purpose", problems)

@@ -180,6 +180,16 @@ def test_a_plain_name_with_dashes_underscores_and_digits_is_fine(write_campaign)
     assert load_campaign(write_campaign(GOOD.replace("name: t", "name: fr3-lag_v2"))).name == "fr3-lag_v2"
 
 
+def test_a_missing_name_is_one_problem_whatever_the_file_is_called(write_campaign):
+    # the file's stem stands in for the name only to go on checking: it is not judged as a name too
+    text = GOOD.replace("name: t\n", "")
+    with pytest.raises(CampaignInvalid) as info:
+        load_campaign(write_campaign(text, name="my campaign.yaml"))
+    assert [p for p in info.value.problems if "name" in p] == [
+        p for p in info.value.problems if "`name:` must be given" in p], info.value.problems
+    assert len([p for p in info.value.problems if "name" in p]) == 1
+
+
 def test_a_folder_or_a_non_utf8_file_is_one_plain_reason(tmp_path):
     from servotool.io.campaign_file import read_campaign_file
 
