@@ -52,6 +52,12 @@ def _disk_fills_at(capture: int, monkeypatch: pytest.MonkeyPatch, after_lines: i
     monkeypatch.setattr(record, "publish_capture", captures.publish_capture)  # what the loop calls
 
 
+def _simulated_bus(tmp_path: Path):
+    """(a FakeClock, the simulated bus in lock-step on it, the capture folder to be): every drill's start."""
+    clock = FakeClock()
+    return clock, open_source(URL, "bus", clock), tmp_path / "caps"
+
+
 def _while_the_second_capture_gathers(action, done: list[bool]):
     """An on_progress callback that runs `action` once, while the second capture's window is open (the
     first one published), and notes it in `done`."""
@@ -66,9 +72,7 @@ def _while_the_second_capture_gathers(action, done: list[bool]):
 
 def test_disk_full_mid_capture_stops_the_recording_and_keeps_the_first_capture(tmp_path, monkeypatch):
     _disk_fills_at(2, monkeypatch)
-    clock = FakeClock()
-    source = open_source(URL, "bus", clock)
-    dest = tmp_path / "caps"
+    clock, source, dest = _simulated_bus(tmp_path)
     out = run_record(source, clock, RecordSettings(dest=dest, duration_s=40.0), handle_signals=False)
     assert out.status == "publish-failed" and out.exit_code == 1, (out.status, out.reason)
     assert out.duration_s < 20.0  # stopped at the failure, not at the end of the 40 s
@@ -86,9 +90,7 @@ def test_a_capture_that_fails_at_the_ending_makes_the_outcome_publish_failed(tmp
     # the duration ends while axis 12's capture is open: it is published by the ending, and fails there;
     # the outcome (its status and exit code, in the JSON too) says so, not "complete" with exit 0
     _disk_fills_at(1, monkeypatch)
-    clock = FakeClock()
-    source = open_source(URL, "bus", clock)
-    dest = tmp_path / "caps"
+    clock, source, dest = _simulated_bus(tmp_path)
     out = run_record(source, clock, RecordSettings(dest=dest, duration_s=5.0), handle_signals=False)
     assert out.status == "publish-failed" and out.exit_code == 1, (out.status, out.reason)
     assert not out.captures and len(out.publish_errors) == 1 and out.reason == out.publish_errors[0]
@@ -97,9 +99,7 @@ def test_a_capture_that_fails_at_the_ending_makes_the_outcome_publish_failed(tmp
 
 
 def test_capture_folder_removed_mid_recording_is_made_again_and_said(tmp_path):
-    clock = FakeClock()
-    source = open_source(URL, "bus", clock)
-    dest = tmp_path / "caps"
+    clock, source, dest = _simulated_bus(tmp_path)
     warned: list[str] = []
     removed: list[bool] = []
     progress = _while_the_second_capture_gathers(lambda: shutil.rmtree(dest), removed)
@@ -117,9 +117,7 @@ def test_capture_folder_removed_mid_recording_is_made_again_and_said(tmp_path):
 
 
 def test_a_file_where_the_capture_folder_was_stops_the_recording(tmp_path):
-    clock = FakeClock()
-    source = open_source(URL, "bus", clock)
-    dest = tmp_path / "caps"
+    clock, source, dest = _simulated_bus(tmp_path)
     swapped: list[bool] = []
 
     def swap() -> None:
