@@ -212,8 +212,15 @@ def start_campaign(campaign: Campaign, out: Path, robot: str | None = None) -> C
     problems = validate(campaign, robot)
     if problems:
         raise CampaignInvalid(problems)
-    folder = campaign_folder(out, campaign.name)
-    folder.mkdir(parents=True, exist_ok=False)
+    for _ in range(100):  # another campaign started in the same second may make the chosen folder first
+        folder = campaign_folder(out, campaign.name)
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            break
+        except FileExistsError:
+            continue
+    else:  # only a name that exists without existing (a dangling link in its place) comes back each time
+        raise Refused(f"{folder}: cannot be made (something of that name is in the way); move it away")
     (folder / CAMPAIGN_COPY).write_text(campaign.text, encoding="utf-8")
     state = CampaignState(name=campaign.name, file=str(campaign.path), device=robot or campaign.device,
                           created=datetime.now(timezone.utc).isoformat(), total=len(campaign.runs))

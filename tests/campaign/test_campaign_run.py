@@ -264,3 +264,23 @@ def test_an_arm_held_by_another_process_is_named_not_the_folder(write_campaign, 
     assert state.stop_status == "refused" and "one run per device" in state.stopped, state.stopped
     assert "being run by another" not in state.stopped
     assert not list(cr.folder.glob("*.csv*"))
+
+
+def test_two_campaigns_started_in_the_same_second_get_a_folder_each(write_campaign, tmp_path, monkeypatch):
+    # the other process makes the folder between the name being chosen and this one making it
+    import servotool.runs.campaign_run as campaign_run
+
+    real, raced = campaign_run.unique_path, []
+
+    def chosen_then_taken(folder, name):
+        path = real(folder, name)
+        if not raced:
+            raced.append(path)
+            path.mkdir()
+        return path
+
+    monkeypatch.setattr(campaign_run, "unique_path", chosen_then_taken)
+    c = campaign(write_campaign, "true")
+    cr = start_campaign(c, tmp_path / "out")
+    assert raced and cr.folder != raced[0] and (cr.folder / "campaign-state.json").is_file()
+    assert not any(raced[0].iterdir())  # the other one's folder untouched
