@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("scipy", "pandas", "matplotlib")
 # the commands whose options need no numpy either (the bus and simulator commands import their devices)
 NUMPY_FREE = ("lag", "step", "analyze", "shape", "record", "ports", "version", "incidents", "campaign",
@@ -60,3 +62,46 @@ def test_the_arm_and_file_commands_help_imports_no_numpy(tmp_path):
     assert {command.split()[0] for command, _ in seen if command} == set(NUMPY_FREE)
     loaded = [command or "servotool" for command, heavy in seen if heavy]
     assert not loaded, f"-h imported numpy first at `{loaded[0]} -h`"
+
+
+# A command run in a fresh interpreter, then the modules it left loaded (one per line of stderr's end).
+RUN = """
+import json, sys
+from servotool.cli.app import app
+try:
+    app(sys.argv[1:], prog_name="servotool")
+except SystemExit as exc:
+    if exc.code:
+        raise
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+# what an analysis never needs: pandas builds a --table, matplotlib draws a --plot, and the first-order
+# filter of the lag fit runs on scipy.linalg's BLAS, not scipy.signal (which drags in scipy.stats)
+UNNEEDED = ("pandas", "matplotlib", "scipy.signal", "scipy.stats")
+
+
+def _modules_after(tmp_path, *argv: str) -> list[str]:
+    env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
+           "PYTHONPATH": ":".join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    modules: list[str] = json.loads(proc.stderr.splitlines()[-1])
+    return [m for m in UNNEEDED if m in modules]
+
+
+def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_signal(tmp_path):
+    from tests.cli.test_analyze_cli import write_ramp
+
+    ramp = write_ramp(tmp_path / "ramp.csv", 0.05)
+    assert _modules_after(tmp_path, "analyze", str(ramp), "--json") == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [
+    ["lag", "--ramp", "--robot", "sim:simmachine?clock=sim", "--sweep", "5", "--speeds", "10,20",
+     "--ramp-ms", "100", "--settle-ms", "300", "--json"],
+    ["step", "--robot", "sim:fr3?clock=sim", "--size", "10", "--steps", "1", "--json"],
+], ids=["lag", "step"])
+def test_a_run_ending_in_its_analysis_imports_only_what_the_analysis_needs(tmp_path, argv):
+    assert _modules_after(tmp_path, *argv, "--out", str(tmp_path)) == []
