@@ -65,9 +65,27 @@ def _column(table: Table, name: str, convert: Callable[[Any], np.ndarray]) -> np
 
 
 def _floats(values: Any) -> np.ndarray:
-    import pandas as pd
+    if getattr(values, "dtype", None) == np.float64:  # a number column as read (NaN where a cell is empty)
+        return np.asarray(values)
+    import pandas as pd  # only for text in a number column
 
     return pd.to_numeric(pd.Series(values).astype("string"), errors="coerce").to_numpy(float, na_value=np.nan)
+
+
+def _labels(table: Table, name: str) -> np.ndarray:
+    """A text column as one str per row, "" where empty; from the reader's codes and labels when it keeps
+    them (no pandas needed), else through _texts."""
+    if name not in table.columns:
+        raise RecordingError(f"no '{name}' column")
+    as_codes = getattr(table, "codes", None)
+    if as_codes is not None:
+        try:
+            codes, labels = as_codes(name)
+        except TypeError:  # a label column that came out numeric (every cell a number): as text below
+            pass
+        else:
+            return np.array([*labels, ""], dtype=object)[codes]  # code -1 (empty) reads the last: ""
+    return _texts(table[name])
 
 
 def _texts(values: Any) -> np.ndarray:
@@ -121,9 +139,9 @@ def analyze_sweep_record(
     stop is where the run was cut, not a limit). Raises RecordingError when the rows lack the sweep columns
     (t, event, joint, direction, cmd, read)."""
     t = _column(table, "t", _floats)
-    ev = _column(table, "event", _texts)
+    ev = _labels(table, "event")
     joint = _column(table, "joint", _floats)
-    direction = _column(table, "direction", _texts)
+    direction = _labels(table, "direction")
     cmd = _column(table, "cmd", _floats)
     read = _column(table, "read", _floats)
     speed = float(config.get("speed") or math.nan)

@@ -64,7 +64,7 @@ def test_the_arm_and_file_commands_help_imports_no_numpy(tmp_path):
     assert not loaded, f"-h imported numpy first at `{loaded[0]} -h`"
 
 
-# A command run in a fresh interpreter, then the modules it left loaded (one per line of stderr's end).
+# A command run in a fresh interpreter, then the modules it left loaded (as JSON, stderr's last line).
 RUN = """
 import json, sys
 from servotool.cli.app import app
@@ -82,7 +82,8 @@ UNNEEDED = ("pandas", "matplotlib", "scipy.signal", "scipy.stats")
 
 def _modules_after(tmp_path, *argv: str) -> list[str]:
     env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
-           "PYTHONPATH": ":".join(sys.path)}
+           "PYTHONPATH": ":".join(sys.path), "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
+           "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks")}
     proc = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -90,11 +91,12 @@ def _modules_after(tmp_path, *argv: str) -> list[str]:
     return [m for m in UNNEEDED if m in modules]
 
 
-def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_signal(tmp_path):
-    from tests.cli.test_analyze_cli import write_ramp
+@pytest.mark.parametrize("kind", ["ramp", "sweep"])
+def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_signal(tmp_path, kind):
+    from tests.cli.test_analyze_cli import write_ramp, write_sweep
 
-    ramp = write_ramp(tmp_path / "ramp.csv", 0.05)
-    assert _modules_after(tmp_path, "analyze", str(ramp), "--json") == []
+    path = write_ramp(tmp_path / "r.csv", 0.05) if kind == "ramp" else write_sweep(tmp_path / "s.csv")
+    assert _modules_after(tmp_path, "analyze", str(path), "--json") == []
 
 
 @pytest.mark.slow
@@ -102,6 +104,8 @@ def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_sign
     ["lag", "--ramp", "--robot", "sim:simmachine?clock=sim", "--sweep", "5", "--speeds", "10,20",
      "--ramp-ms", "100", "--settle-ms", "300", "--json"],
     ["step", "--robot", "sim:fr3?clock=sim", "--size", "10", "--steps", "1", "--json"],
-], ids=["lag", "step"])
+    ["sweep", "--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
+     "--json"],
+], ids=["lag", "step", "sweep"])
 def test_a_run_ending_in_its_analysis_imports_only_what_the_analysis_needs(tmp_path, argv):
     assert _modules_after(tmp_path, *argv, "--out", str(tmp_path)) == []
