@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math
 import multiprocessing
 import os
@@ -89,7 +90,7 @@ class _Analysed:
     def key(self) -> GroupKey:
         """The file's group (computed once: a folder's report asks for it several times a file)."""
         device, transport = _device_and_transport(self.meta)
-        return GroupKey(device, self.meta.simulated, int(_cfg(self.meta, "joint", 0)), transport)
+        return GroupKey(device, self.meta.simulated, config_joint(self.meta), transport)
 
     def skipped_rows(self) -> dict[str, Any]:
         """Rows left out of the analysis: malformed lines (with their line numbers, the first few), rows
@@ -183,8 +184,22 @@ def _cfg(meta: CsvMeta, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def config_joint(meta: CsvMeta) -> int:
+    """The run's analysed joint (config.joint, 0 when absent) as an index; RecordingError for a value that
+    is no whole number (1.5, true, "a", 1e400): refused, never rounded to some joint."""
+    value = _cfg(meta, "joint", 0)
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value):
+        raise RecordingError(f"config joint {json.dumps(value, default=str)} is not a joint index (a whole "
+                             "number)")
+    return int(value)
+
+
 def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
-    joint = int(_cfg(meta, "joint", 0))
+    joint = config_joint(meta)
     period = float(_cfg(meta, "cmd_period_s", 0.01))
     if meta.mode == "ramp":
         return analyze_lag(
@@ -211,8 +226,8 @@ def _joint_read(meta: CsvMeta) -> int | None:
     if meta.mode not in ("ramp", "step"):
         return None
     try:
-        return int(_cfg(meta, "joint", 0))
-    except (TypeError, ValueError, OverflowError):
+        return config_joint(meta)
+    except RecordingError:
         return None
 
 

@@ -200,6 +200,29 @@ def test_an_all_nan_joint_column_is_one_line_not_a_traceback(tmp_path):
     assert len([ln for ln in err.splitlines() if ln.startswith("skipped")]) == 1
 
 
+def _with_config_joint(tmp_path: Path, joint: object) -> Path:
+    """A joint-0 ramp whose header's config says `joint` (as a hand-edited file might)."""
+    path = write_ramp(tmp_path / "j.csv", 0.078, seed=7)
+    text = path.read_text()
+    assert text.count('"joint": 0,') == 1
+    path.write_text(text.replace('"joint": 0,', f'"joint": {json.dumps(joint)},'))
+    return path
+
+
+@pytest.mark.parametrize(("joint", "shown"), [(1.5, "1.5"), (True, "true"), ("a", '"a"')])
+def test_a_joint_that_is_no_whole_number_is_refused_not_rounded(tmp_path, joint, shown):
+    # int(1.5) analysed joint 1 and int(True) joint 1, without a word
+    code, out, err = _analyze_json(str(_with_config_joint(tmp_path, joint)))
+    assert code == 1 and out["files"] == []
+    assert f"config joint {shown} is not a joint index" in out["problems"][0]["reason"], out["problems"]
+
+
+@pytest.mark.parametrize("joint", [0.0, "0"])
+def test_a_whole_joint_written_as_a_float_or_text_is_that_joint(tmp_path, joint):
+    code, out, _ = _analyze_json(str(_with_config_joint(tmp_path, joint)))
+    assert code == 0 and out["files"][0]["result"]["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.5)
+
+
 def test_a_malformed_row_is_reported_with_its_line_and_skipped(tmp_path):
     path = write_ramp(tmp_path / "bad.csv", 0.078, seed=6)
     lines = _lines(path)
