@@ -34,8 +34,9 @@ from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
-from servotool.errors import exit_code_of, signal_label
-from servotool.io.sim_state import forget_sim_state
+from servotool.errors import Refused, exit_code_of, signal_label
+from servotool.io.devlock import DeviceLock
+from servotool.io.sim_state import forget_sim_state, lock_key
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
@@ -336,8 +337,13 @@ def relax_cmd(
 
 @servo_app.command("forget")
 def forget_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
-    """Forget where a simulated arm was left: its next command starts it in its start pose again."""
-    had = forget_sim_state(bus)
+    """Forget where a simulated arm was left: its next command starts it in its start pose again. Refused
+    (exit 2) while another command drives that arm: it saves its pose when it ends."""
+    try:
+        with DeviceLock(lock_key(bus)):
+            had = forget_sim_state(bus)
+    except Refused as exc:
+        fail(str(exc))
     if json_out:
         print_json({"device": bus, "forgotten": had})
     else:

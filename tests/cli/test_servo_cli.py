@@ -428,3 +428,17 @@ def test_a_second_command_on_a_simulated_arm_in_use_is_refused_like_on_a_real_on
         assert "in use by another servotool process" in busy.stderr and "SIMULATED" not in busy.stderr
     assert invoke("read", "--bus", url).exit_code == 0  # free again
     assert invoke("read", "--bus", "sim:rosorin-arm?clock=sim&seed=2").exit_code == 0  # another arm
+
+
+def test_forget_is_refused_while_a_command_drives_the_simulated_arm():
+    # the running command saves its pose when it ends: a forget meanwhile would be undone without a word
+    from servotool.io.devlock import DeviceLock
+    from servotool.io.sim_state import lock_key, state_file
+
+    url = "sim:rosorin-arm?clock=sim"
+    assert invoke("move", "--to", "2=700", "--bus", url).exit_code == 0
+    with DeviceLock(lock_key(url)):
+        busy = invoke("forget", "--bus", url)
+        assert busy.exit_code == 2 and "in use by another servotool process" in busy.stderr, busy.output
+    assert state_file(url).exists()
+    assert invoke("forget", "--bus", url).exit_code == 0 and not state_file(url).exists()
