@@ -450,35 +450,33 @@ class MultiOtg:
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax, ks = self._vmax, self._amax, self._jmax, self._k
         slack = self._slack
-        # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed
-        rows: list[_Row] = []
-        near: list[int] = []  # where in rows the axes that may be the slowest are
+        # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed.
+        # The axes that may be the slowest (near) come first, by bound; then the others, last axis first.
+        near: list[_Row] = []
+        far: list[_Row] = []
         for i in range(self._n):
             dx = x[i] - p[i]
             if dx != 0.0 or v[i] != 0.0 or a[i] != 0.0:
                 c = warm_constants_axis(v[i], a[i], ks[i])
                 if c is None:
                     # searched in full first anyway: every other one needs its bound
-                    near.append(len(rows))
-                    rows.append((_INF, i, 0.0, dx, c))
+                    near.append((_INF, i, 0.0, dx, c))
                 elif every or slack[i] < 0.1:
-                    near.append(len(rows))
-                    rows.append((0.0, i, 0.0, dx, c))
+                    near.append((0.0, i, 0.0, dx, c))
                 else:
-                    rows.append((-1.0, i, 0.0, dx, c))
-        if not rows:
-            return [_EMPTY] * self._n
+                    far.append((-1.0, i, 0.0, dx, c))
+        if not near:
+            return None if far else [_EMPTY] * self._n
         # One axis alone that may be the slowest is searched in full without a bound to choose it by.
         if len(near) > 1:
-            for r in near:
-                _, i, _, dx, c = rows[r]
+            for r, (_, i, _, dx, c) in enumerate(near):
                 if c is not None:
                     ub, u = duration_bound_axis(dx, c, ks[i])
-                    rows[r] = (ub, i, u, dx, c)
-        rows.sort(reverse=True)
+                    near[r] = (ub, i, u, dx, c)
+            near.sort(reverse=True)
+        far.reverse()
+        rows = near + far
         ub, i, u, dx, c = rows[0]
-        if ub < 0.0:
-            return None
         hint = self._peaks[i] or u or None
         if c is None:
             plan = plan_to_rest(dx, v[i], a[i], vmax[i], amax[i], jmax[i], hint)
