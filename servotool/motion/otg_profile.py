@@ -1305,8 +1305,9 @@ def stretch_warm_axis(
     with dx short of S(v_rd) (then u* lies before v_rd): that case, the eased brake's targets (whose
     time-optimal plan has no peak to lower) and a stop within rounding of the target are refused. Such a
     plan also proves that this axis can land in `duration`. None means only "not found here": the caller
-    plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton. lim is
-    axis_constants of the limits.
+    plans the axis with plan_to_rest and stretch_to. Newton steps on G of _stretch_newton (where transfer
+    and brake both hold a_max, G is quadratic and the step goes to its root). lim is axis_constants of the
+    limits.
     """
     v_rd, w, t, lead_same, lead_other, s0, stop, sa, _ = c
     e = dx - stop
