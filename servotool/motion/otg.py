@@ -450,7 +450,8 @@ class MultiOtg:
         p, v, a, x = self._p, self._v, self._a, self._x
         vmax, amax, jmax, ks = self._vmax, self._amax, self._jmax, self._k
         slack = self._slack
-        # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where needed.
+        # (bound, axis, its peak, displacement, warm_constants) of every moving axis; bounds only where
+        # needed.
         # The axes that may be the slowest (near) come first, by bound; then the others, last axis first.
         near: list[_Row] = []
         far: list[_Row] = []
