@@ -19,6 +19,7 @@ from serial.tools import list_ports
 
 from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
+from servotool.devices.bus import port_problem
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
@@ -82,7 +83,7 @@ def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None,
     except (ServotoolError, OSError) as exc:
         cause = exc if isinstance(exc, OSError) else exc.__cause__
         if isinstance(cause, OSError):  # the port itself cannot be opened: no other probe would fare better
-            found["error"] = cause.strerror or str(cause)
+            found["error"] = port_problem(cause)
             return found
     if dxl is not None and not found["hiwonder"]:
         found["dynamixel"] = {}

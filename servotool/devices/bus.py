@@ -11,6 +11,7 @@ Nothing in this protocol can write servo EEPROM: limits are read only, ids and o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -151,3 +152,13 @@ def bus_clock(bus: Bus) -> Clock:
     a FakeClock it follows in lock-step), else the host's."""
     clock = getattr(bus, "clock", None)
     return clock if isinstance(clock, Clock) else MonotonicClock()
+
+
+def port_problem(exc: BaseException) -> str:
+    """Why a serial port could not be opened, in a few words: the system's reason for an error that carries
+    an errno ("No such file or directory", "Permission denied"; pyserial wraps it in a sentence that names
+    the port and the errno twice), else the error's own text."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return os.strerror(errno)
+    return str(exc) or type(exc).__name__

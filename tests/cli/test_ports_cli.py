@@ -85,7 +85,7 @@ def test_a_port_that_cannot_be_opened_says_so(monkeypatch):
     result = runner.invoke(app, ["ports", "--port", missing, "--json"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["ports"]
-    assert "No such file" in entry["answers"]["error"] and entry["answers"]["hiwonder"] == []
+    assert entry["answers"]["error"] == "No such file or directory" and entry["answers"]["hiwonder"] == []
     assert pinged == []  # a port that does not open is not pinged either
     table = runner.invoke(app, ["ports", "--port", missing], env={"COLUMNS": "80"})
     assert "cannot open" in table.stdout and "nothing answered" not in table.stdout

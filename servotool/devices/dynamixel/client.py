@@ -45,7 +45,7 @@ from dynamixel_sdk import (
 )
 
 from servotool.clock import Clock, MonotonicClock
-from servotool.devices.bus import Bus
+from servotool.devices.bus import Bus, port_problem
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.control_table import MAX_ID
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
@@ -587,7 +587,7 @@ def _open_port(path: str, baud: int, url: str, latency_ms: float = DEFAULT_LATEN
     try:
         ok = port.openPort() and port.setBaudRate(baud)
     except (serial.SerialException, OSError, ValueError) as exc:
-        raise ConnectionLost(f"cannot open {url} ({exc})") from exc
+        raise ConnectionLost(f"cannot open {url} ({port_problem(exc)})") from exc
     if not ok:
         with contextlib.suppress(Exception):
             port.closePort()

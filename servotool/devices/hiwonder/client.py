@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import serial
 
 from servotool.clock import Clock, MonotonicClock
-from servotool.devices.bus import ServoRecord, read_records
+from servotool.devices.bus import ServoRecord, port_problem, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
@@ -336,7 +336,7 @@ def _open_port(path: str, baud: int, url: str) -> Any:
     try:
         return serial.serial_for_url(path, baudrate=baud, timeout=POLL_S)
     except (serial.SerialException, OSError, ValueError) as exc:
-        raise DeviceError(f"cannot open {url} ({exc})") from exc
+        raise DeviceError(f"cannot open {url} ({port_problem(exc)})") from exc
 
 
 def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:

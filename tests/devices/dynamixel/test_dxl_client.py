@@ -259,3 +259,13 @@ def test_a_signal_during_the_discovery_ping_closes_the_port(monkeypatch):
         assert closed == [True]
     finally:
         server.close()
+
+
+def test_a_port_that_does_not_open_is_one_plain_reason():
+    from servotool.devices.registry import open_bus
+
+    with pytest.raises(Exception, match="cannot open") as info:
+        open_bus("dxl:///dev/servotool-no-such-port?ids=1")
+    url = "dxl:///dev/servotool-no-such-port?ids=1"
+    assert str(info.value) == f"cannot open {url} (No such file or directory)"
+    assert getattr(info.value, "exit_code", None) == 3
