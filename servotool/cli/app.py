@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +186,34 @@ def load_command(entry: LazyCommand) -> Any:
     command = typer.main.get_command(holder).commands[entry.name]  # type: ignore[attr-defined]
     refuse_flag_conflicts(command)
     refuse_empty_paths(command)
+    refuse_empty_envvars(command)
     return command
+
+
+def refuse_empty_envvars(command: Any) -> None:
+    """Make an environment variable an option reads (SERVOTOOL_ROBOT, SERVOTOOL_BUS, SERVOTOOL_LIMITS,
+    SERVOTOOL_OUT) that is set but empty a usage error (exit 2) when the option is not given, before the
+    command runs: click reads an empty variable as unset, so `SERVOTOOL_ROBOT=` fell through to the config
+    file's arm, or to the default, and `SERVOTOOL_LIMITS=` meant no limits file without a word."""
+    for param in command.params:
+        if isinstance(getattr(param, "envvar", None), str):
+            _refuse_empty_envvar(param)
+    for sub in getattr(command, "commands", {}).values():
+        refuse_empty_envvars(sub)
+
+
+def _refuse_empty_envvar(param: Any) -> None:
+    process = param.process_value
+
+    def checked(ctx: click.Context, value: Any) -> Any:
+        given = ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE
+        raw = os.environ.get(param.envvar)
+        if not given and raw is not None and not raw.strip():
+            raise click.exceptions.BadParameter(
+                "set but empty: unset it or give it a value", ctx=ctx, param=param)
+        return process(ctx, value)
+
+    param.process_value = checked
 
 
 def _names_path(annotation: Any) -> bool:

@@ -49,7 +49,8 @@ class UserConfigError(FileFormatError):
 
 @dataclass(frozen=True)
 class Effective:
-    """The value a key takes and where it comes from: "env", "config", "built-in" or "unset"."""
+    """The value a key takes and where it comes from: "env", "config", "built-in", "unset", or an env
+    variable set but empty (value None: the commands refuse it)."""
 
     key: str
     value: str | None
@@ -123,11 +124,13 @@ def set_value(path: Path, key: str, value: str | None) -> dict[str, str]:
 
 def effective(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[Effective]:
     """Every key's value when no option is given: the environment variable, else the file's value, else the
-    built-in default."""
+    built-in default. A variable set but empty is shown as such: the commands refuse it."""
     env = os.environ if environ is None else environ
     rows = []
     for key in KEYS.values():
-        if env.get(key.envvar):
+        if key.envvar in env and not env[key.envvar].strip():
+            rows.append(Effective(key.name, None, f"env {key.envvar} empty: refused"))
+        elif env.get(key.envvar):
             rows.append(Effective(key.name, env[key.envvar], "env " + key.envvar))
         elif key.name in values:
             rows.append(Effective(key.name, values[key.name], "config"))
