@@ -291,11 +291,17 @@ def analyze_step(
     guard_lag_s: float | None = None,
 ) -> StepResult:
     """Per-step metrics of a step recording (see the module docstring). Pure function of the recording.
+    Raises RecordingError for a shaped run without its raw targets (its step sizes are unknown).
 
     With the guard's margin and lag (from the run's config), each step also says when the arm first went
     beyond the guard's allowance, and how long after that the recorded guard trip came.
     """
     check_joint(rec, joint)
+    if shaped and rec.cmd_r is None:
+        # the shaper's setpoints move a tick at a time: without the raw targets every step's size would be
+        # read as one tick, and a normal arrival as a runaway of many times that
+        raise RecordingError(f"a shaped step run without its raw targets (column r{joint + 1}): the step "
+                             "sizes are unknown")
     warnings: list[str] = []
     labels = rec.cmd_pass
     steps_idx = sorted(set(labels[labels >= 0].tolist()))

@@ -142,3 +142,18 @@ def test_a_fault_without_a_runaway_is_bounded():
     s = analyze_step(rec, joint=0, cmd_period_s=T, shaped=False).steps[0]
     assert s.verdict == "fault, bounded" and not s.runaway
     assert s.travel_deg == pytest.approx(1.5, abs=0.02)
+
+
+def test_a_shaped_run_without_its_raw_targets_is_refused():
+    """Without r1 a shaped run's step sizes would be read as one shaper tick, and every clean arrival as a
+    runaway of forty times that: refused instead of judged."""
+    from dataclasses import replace
+
+    from servotool.analysis.recording import RecordingError
+
+    rec, _ = recording(size=2.0, steps=2)
+    with pytest.raises(RecordingError, match="raw targets"):
+        analyze_step(replace(rec, cmd_r=None), joint=0, cmd_period_s=T, shaped=True)
+    raw_rec, _ = recording(size=2.0, steps=2, shaped=False)
+    res = analyze_step(replace(raw_rec, cmd_r=None), joint=0, cmd_period_s=T, shaped=False)
+    assert [s.size_deg for s in res.steps] == pytest.approx([2.0, -2.0])
