@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import select
 import termios
 import threading
@@ -564,6 +565,9 @@ def _telemetry(sid: int, error: int, data: bytes) -> AxisTelemetry:
 # --- opening ------------------------------------------------------------------------------------------------
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def parse_ids(text: str) -> tuple[int, ...]:
     """"10-14,20,30-33" -> (10, 11, 12, 13, 14, 20, 30, 31, 32, 33). ValueError for anything else, ids
     outside 0-252 or repeats."""
@@ -573,6 +577,9 @@ def parse_ids(text: str) -> tuple[int, ...]:
         if not part:
             continue
         lo, sep, hi = part.partition("-")
+        # int() alone also reads "10_1" (101) and non-ASCII digits: only plain decimal digits count
+        if not all(_DIGITS.fullmatch(x.strip()) for x in ((lo, hi) if sep else (lo,))):
+            raise ValueError(f"ids {text!r}: {part!r} is not an id or a range of ids (plain digits: 10-14)")
         first, last = int(lo), int(hi) if sep else int(lo)
         if not 0 <= first <= last <= MAX_ID:
             raise ValueError(f"id range {part!r} is not within 0-{MAX_ID} (low-high)")
@@ -595,13 +602,22 @@ def _open_port(path: str, baud: int, url: str, latency_ms: float = DEFAULT_LATEN
     return port
 
 
+def _baud(text: str) -> int:
+    """A baud rate dynamixel-sdk can set (its own list), checked before the port opens: the SDK opens the
+    port at 57600 baud first and only then finds a rate it cannot set. ValueError otherwise."""
+    baud = int(text) if _DIGITS.fullmatch(text.strip()) else -1
+    if baud <= 0 or PortHandler("").getCFlagBaud(baud) <= 0:  # a PortHandler opens nothing until openPort
+        raise ValueError(f"baud={text!r} is not a rate dynamixel-sdk can set (e.g. 57600, 1000000, 4000000)")
+    return baud
+
+
 def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
     try:
         ids = params.pop("ids", None)
         latency = float(params.pop("latency_ms", DEFAULT_LATENCY_MS))
         if not 0 < latency <= 1000:
             raise ValueError(f"latency_ms={latency:g}: want 0 < latency_ms <= 1000")
-        return {"baud": int(params.pop("baud", DEFAULT_BAUD)), "ids": parse_ids(ids) if ids else None,
+        return {"baud": _baud(params.pop("baud", str(DEFAULT_BAUD))), "ids": parse_ids(ids) if ids else None,
                 "profile": params.pop("profile", None), "latency_ms": latency}
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r}: {exc}") from None

@@ -213,6 +213,14 @@ def test_a_missing_port_is_a_device_error():
     ("dxl:///dev/ttyUSB0?ids=300", "0-252"),
     ("dxl:///dev/ttyUSB0?warp=1", "unknown parameters"),
     ("dxl:///dev/ttyUSB0?latency_ms=0", "latency_ms"),
+    # a baud dynamixel-sdk cannot set was found out only after the port was opened (at 57600 baud)
+    ("dxl:///dev/ttyUSB0?baud=-5", "baud"),
+    ("dxl:///dev/ttyUSB0?baud=1234", "baud"),
+    ("dxl:///dev/ttyUSB0?baud=1_000_000", "baud"),
+    # int() read 10_1 as servo 101 and Arabic-Indic digits as 15
+    ("dxl:///dev/ttyUSB0?ids=10_1", "ids"),
+    ("dxl:///dev/ttyUSB0?ids=\u0661\u0665", "ids"),
+    ("dxl:///dev/ttyUSB0?ids=0x10", "ids"),
     ("dxl:///dev/ttyUSB0?profile=robot", "unknown Dynamixel profile"),
     ("sim:microduck?overload=12@x", "overload"),
 ])
