@@ -22,7 +22,9 @@ from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 
-DEFAULT_PORTS = {"fairino": ("rpc_port", "20003")}
+# the ports a run sends commands to, per family, with their defaults: the first names the device; a run is
+# refused when any of them is held (two controllers served on one host share the address, not the ports)
+COMMAND_PORTS = {"fairino": (("rpc_port", "20003"), ("udp_port", "20007"))}
 SERIAL_SCHEMES = ("hiwonder", "dxl")
 
 
@@ -45,37 +47,52 @@ def _host_address(target: str) -> str:
     return str(address)
 
 
-def device_key(url: str) -> str | None:
-    """The address that identifies the device a URL opens, or None for an embedded simulator (its own
-    device). Every URL reaching the same controller (another transport, parameters, a spelling of its
-    address) shares one key, and so does every URL of one serial port, whichever family opens it."""
+def device_keys(url: str) -> list[str]:
+    """Every key a run on this URL must hold, [] for an embedded simulator (its own device). Every URL
+    reaching the same controller (another transport, parameters, a spelling of its address) shares the first
+    key, and so does every URL of one serial port, whichever family opens it. A network controller adds one
+    key per further port it is sent commands on: a URL naming another controller's XML-RPC port but a held
+    one's UDP port would stream to the held arm."""
     try:
         parsed = parse_url(url)
     except DeviceURLError:
-        return None  # the opener will refuse it with its reason
+        return []  # the opener will refuse it with its reason
     if parsed.simulated:
-        return None
-    if parsed.scheme in DEFAULT_PORTS:
-        param, default = DEFAULT_PORTS[parsed.scheme]
-        port = parsed.params.get(param, default)
-        with contextlib.suppress(ValueError):
-            port = str(int(port))
-        return f"{parsed.scheme}-{_host_address(parsed.target)}-{port}"
+        return []
+    if parsed.scheme in COMMAND_PORTS:
+        host = _host_address(parsed.target)
+        keys = []
+        for n, (param, default) in enumerate(COMMAND_PORTS[parsed.scheme]):
+            port = parsed.params.get(param, default)
+            with contextlib.suppress(ValueError):
+                port = str(int(port))
+            # the first key keeps its old spelling: a process of an older version holding it still conflicts
+            where = port if n == 0 else f"{param}-{port}"
+            keys.append(f"{parsed.scheme}-{host}-{where}")
+        return keys
     # a serial device: the same port reached through a symlink, or by another family, is the same bus
     kind = "serial" if parsed.scheme in SERIAL_SCHEMES else parsed.scheme
-    return f"{kind}-{os.path.realpath(parsed.target)}"
+    return [f"{kind}-{os.path.realpath(parsed.target)}"]
+
+
+def device_key(url: str) -> str | None:
+    """The key that names the device a URL opens (the first of `device_keys`), or None for an embedded
+    simulator."""
+    keys = device_keys(url)
+    return keys[0] if keys else None
 
 
 @contextlib.contextmanager
 def claim(url: str) -> Iterator[DeviceLock | None]:
-    """Hold the device's host-wide lock for the context; DeviceBusy (a Refused, exit 2) when another process
-    holds it. Yields None for an embedded simulator."""
-    key = device_key(url)
-    if key is None:
+    """Hold the device's host-wide locks (`device_keys`) for the context; DeviceBusy (a Refused, exit 2)
+    when another process holds any of them. Yields the first lock, None for an embedded simulator."""
+    keys = device_keys(url)
+    if not keys:
         yield None
         return
-    with DeviceLock(key) as lock:
-        yield lock
+    with contextlib.ExitStack() as stack:
+        locks = [stack.enter_context(DeviceLock(key)) for key in keys]
+        yield locks[0]
 
 
 def busy_problem(arm: Any) -> str | None:
@@ -95,4 +112,6 @@ def require_free(arm: Any) -> None:
         raise Refused(problem)
 
 
-__all__ = ["DeviceBusy", "LockUnavailable", "busy_problem", "claim", "device_key", "require_free"]
+__all__ = [
+    "DeviceBusy", "LockUnavailable", "busy_problem", "claim", "device_key", "device_keys", "require_free",
+]

@@ -93,6 +93,22 @@ def test_a_second_spelling_of_a_held_controller_is_refused(tmp_path, monkeypatch
         pass
 
 
+def test_a_run_sharing_a_command_port_with_a_held_controller_is_refused(tmp_path, monkeypatch):
+    # servotool sim fairino serves several controllers on one host, one per set of ports: a URL that takes
+    # another controller's XML-RPC port but the held one's UDP port would stream ServoJ to the held arm
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path))
+    held = "fairino://127.0.0.1?rpc_port=4000&cnde_port=4001&udp_port=4002"
+    with claim(held):
+        with pytest.raises(DeviceBusy), claim("fairino://localhost?rpc_port=5000&cnde_port=5001&udp_port=4002"):
+            pass
+        with pytest.raises(DeviceBusy), claim("fairino://127.1?rpc_port=4000&udp_port=5002"):
+            pass
+        with claim("fairino://127.0.0.1?rpc_port=5000&cnde_port=4001&udp_port=5002"):
+            pass  # reading its state stream only: another arm's commands go elsewhere
+    with claim("fairino://10.1.1.1"), pytest.raises(DeviceBusy), claim("fairino://10.1.1.1?rpc_port=4000"):
+        pass  # the default UDP port 20007 of the first
+
+
 def test_a_lock_folder_that_cannot_be_used_refuses_with_one_line(tmp_path, monkeypatch):
     from servotool.errors import ExitCode, Refused, exit_code_of
 
