@@ -133,6 +133,16 @@ class LatchingBus(Protocol):
         ...
 
 
+@runtime_checkable
+class TorqueGatedBus(Protocol):
+    """A bus whose servos take a goal without moving while their torque is off (Dynamixel); a board whose
+    move frame powers the servo (the Hiwonder-style board) is not one."""
+
+    def unpowered(self, ids: Iterable[int]) -> list[int]:
+        """Servos among `ids` that answer with torque off. Read only; a silent servo is not in it."""
+        ...
+
+
 def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
     """Position, voltage, temperature and torque of each servo (all by default). A servo that does not
     answer its position read is not asked the rest (it is silent) and reads as all None."""

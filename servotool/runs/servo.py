@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from servotool.clock import Clock
-from servotool.devices.bus import Bus, LatchingBus, ServoRecord, read_records
+from servotool.devices.bus import Bus, LatchingBus, ServoRecord, TorqueGatedBus, read_records
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
@@ -211,6 +211,10 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
     if latched:
         raise MoveServoLatched(f"servo {_named(latched)}: hardware error latched, its torque stays off "
                                "until a reboot (which a move never sends); nothing moved")
+    limp = bus.unpowered(live_goal) if isinstance(bus, TorqueGatedBus) else []
+    if limp:
+        raise MoveServoUnpowered(f"servo {', '.join(map(str, limp))}: torque off, a goal would not move it; "
+                                 "nothing moved (`servotool servo hold` switches it on where it is)")
     check = pulse_limits({sid: limits[sid] for sid in live_goal})
     aborted = abort_check(abort_requested)
     period_ms = int(round(period_s * 1000))
@@ -273,6 +277,11 @@ def _refuse_lost(bus: Bus, final: Mapping[int, int | None]) -> None:
 
 class MoveServoLatched(Refused):
     """A goal servo had a hardware error latched before the move: refused, nothing sent (exit 2)."""
+
+
+class MoveServoUnpowered(Refused):
+    """A goal servo had its torque off before the move (it would take the goal and not move): refused,
+    nothing sent (exit 2)."""
 
 
 class MoveServoFault(RunFault):

@@ -363,6 +363,34 @@ def test_hold_json_with_a_latched_servo_prints_no_held_document():
     assert "servo 10 (0x20 OVERLOAD), 12 (0x20 OVERLOAD)" in result.stderr
 
 
+def test_a_goal_servo_with_its_torque_off_is_refused_before_motion(monkeypatch):
+    # an X-series servo powers up with torque off and takes a goal without moving: the move sent 30 frames
+    # and said 'moved 1 servo to 10=2200, within 152 pulses' (exit 0) while nothing had moved
+    from servotool.devices.dynamixel.client import DxlBus
+
+    written = []
+    for name in ("write", "write_many", "write_goals", "move", "hold", "torque_on", "torque_off", "reboot"):
+        monkeypatch.setattr(DxlBus, name, lambda self, *a, _n=name, **k: written.append(_n))
+    result = invoke("move", "--bus", "sim:microduck?clock=sim&torque=0", "--to", "10=2200")
+    assert result.exit_code == 2, result.output
+    assert "servo 10: torque off" in result.stderr and "nothing moved" in result.stderr
+    assert "moved 1 servo" not in result.stdout and written == []
+
+
+def test_hold_switches_on_a_dynamixel_servo_whose_torque_is_off():
+    # 'holding servos 10, 11, ...' (exit 0) while every servo stayed limp: a goal alone does not power one
+    from servotool.devices.registry import open_bus
+    from servotool.runs.servo import hold
+
+    with open_bus("sim:microduck?clock=sim&torque=0") as bus:
+        assert not any(bus.read_torque(sid) for sid in bus.ids)
+        before = bus.read_pose()
+        result = hold(bus)
+        assert result.held == list(bus.ids)
+        assert all(bus.read_torque(sid) for sid in bus.ids)
+        assert {bus.read(sid, "Goal Position") for sid in bus.ids} == set(before.values())  # where it was
+
+
 def test_hold_on_a_clean_dynamixel_bus_holds_every_servo():
     result = invoke("hold", "--bus", "sim:microduck?clock=sim", "--json")
     assert result.exit_code == 0, result.output

@@ -492,9 +492,19 @@ class DxlBus:
         self.write_goals(targets)
 
     def hold(self, ids: Iterable[int] | None = None) -> None:
-        """Goal = present position for each servo that answers (torque stays as it is)."""
+        """Goal = present position for each servo that answers, then Torque Enable on for each: a servo with
+        torque off (as an X series powers up) takes a goal without moving, and holds nothing. A servo with a
+        hardware error latched refuses torque on (hardware_latches names it)."""
         pose = self.read_pose(ids)
-        self.write_goals({sid: pos for sid, pos in pose.items() if pos is not None})
+        goals = {sid: pos for sid, pos in pose.items() if pos is not None}
+        self.write_goals(goals)
+        for sid in goals:
+            self.write(sid, ct.TORQUE_ENABLE, 1)
+
+    def unpowered(self, ids: Iterable[int]) -> list[int]:
+        """Servos among `ids` that answer with Torque Enable off: a goal sent to them goes nowhere. Read only;
+        a silent servo is not in it."""
+        return [sid for sid in ids if self.read_torque(sid) is False]
 
     def torque_on(self, servo_id: int) -> None:
         self.write(servo_id, ct.TORQUE_ENABLE, 1)
