@@ -111,7 +111,7 @@ def _release(df: Table, col: str) -> None:
         release(col)
 
 
-def _num(df: Table, col: str, default: float = np.nan) -> np.ndarray:
+def number_column(df: Table, col: str, default: float = np.nan) -> np.ndarray:
     """The column as float64 (a view when it already is); non-numbers become NaN. Read once per column."""
     if col not in df.columns:
         return np.full(len(df), default, dtype=float)
@@ -125,7 +125,7 @@ def _num(df: Table, col: str, default: float = np.nan) -> np.ndarray:
     return pd.to_numeric(ser, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _labels(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
+def label_codes(df: Table, col: str) -> tuple[np.ndarray, list[str]]:
     """(integer code per row, label of each code); code -1 where the cell is empty."""
     if col not in df.columns:
         return np.full(len(df), -1, dtype=np.int32), []
@@ -169,7 +169,7 @@ def _floats_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
     where the file has no such column."""
     got = _fast(df, col)
     if got is None:
-        values = _num(df, col)
+        values = number_column(df, col)
         return [values[r] for r in rows]
     _release(df, col)
     return _taken(*got, rows, np.nan, np.float64)
@@ -201,7 +201,7 @@ def _ints_at(df: Table, col: str, rows: Sequence[np.ndarray], fill: int) -> list
         _release(df, col)
         return _taken(*got, rows, fill)
     if got is None:
-        full = _num(df, col)
+        full = number_column(df, col)
     else:
         _release(df, col)
         full = got[0].astype(np.float64)
@@ -216,7 +216,7 @@ def _times(df: Table) -> np.ndarray:
     """The t column as float64, NaN where empty or no number (a read-only view where nothing is)."""
     got = _fast(df, "t")
     if got is None:
-        return _num(df, "t")
+        return number_column(df, "t")
     _release(df, "t")
     values, missing = got
     values = values.astype(np.float64, copy=False)
@@ -243,7 +243,7 @@ def _labels_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
     """The label of each row in each array of row indices, "" where empty: a numpy str array (an object
     array of str when a label is longer than MAX_FIXED_LABEL, so that one long text does not widen every
     cell)."""
-    codes, names = _labels(df, col)
+    codes, names = label_codes(df, col)
     if not names:  # every cell empty
         return [np.zeros(len(r), dtype="U1") for r in rows]
     wide = max(len(n) for n in names) > MAX_FIXED_LABEL
@@ -325,7 +325,7 @@ def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bo
         raise RecordingError("no joint columns q1..qN")
     read = list(range(len(qcols))) if joints is None else sorted({j for j in joints if 0 <= j < len(qcols)})
     t = _times(df)
-    ev, ev_names = _labels(df, "event")
+    ev, ev_names = label_codes(df, "event")
     # rows are written in time order per loop tick; a frame stamped just before a send can land in the next
     # batch, so order by time here
     order, ev, skipped = _order(t, ev)

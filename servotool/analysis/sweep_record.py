@@ -8,13 +8,13 @@ the position the joint was held at, and the limit sits `inside` pulses back from
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import numpy as np
 
-from servotool.analysis.recording import RecordingError, Table
+from servotool.analysis.recording import RecordingError, Table, label_codes, number_column
 from servotool.analysis.sweep import direction_sign, find_stall, limit_from_stop
 
 DEFAULT_INSIDE = 10  # pulses, when the header does not say
@@ -58,40 +58,19 @@ class SweepFileResult:
         return out
 
 
-def _column(table: Table, name: str, convert: Callable[[Any], np.ndarray]) -> np.ndarray:
+def _column(table: Table, name: str) -> np.ndarray:
+    """A number column as float64 (NaN where a cell is empty or no number); refused when missing."""
     if name not in table.columns:
         raise RecordingError(f"no '{name}' column")
-    return convert(table[name])
-
-
-def _floats(values: Any) -> np.ndarray:
-    if getattr(values, "dtype", None) == np.float64:  # a number column as read (NaN where a cell is empty)
-        return np.asarray(values)
-    import pandas as pd  # only for text in a number column
-
-    return pd.to_numeric(pd.Series(values).astype("string"), errors="coerce").to_numpy(float, na_value=np.nan)
+    return number_column(table, name)
 
 
 def _labels(table: Table, name: str) -> np.ndarray:
-    """A text column as one str per row, "" where empty; from the reader's codes and labels when it keeps
-    them (no pandas needed), else through _texts."""
+    """A text column as one str per row, "" where empty; refused when missing."""
     if name not in table.columns:
         raise RecordingError(f"no '{name}' column")
-    as_codes = getattr(table, "codes", None)
-    if as_codes is not None:
-        try:
-            codes, labels = as_codes(name)
-        except TypeError:  # a label column that came out numeric (every cell a number): as text below
-            pass
-        else:
-            return np.array([*labels, ""], dtype=object)[codes]  # code -1 (empty) reads the last: ""
-    return _texts(table[name])
-
-
-def _texts(values: Any) -> np.ndarray:
-    import pandas as pd
-
-    return pd.Series(values).astype("string").fillna("").to_numpy(dtype=object)
+    codes, labels = label_codes(table, name)
+    return np.array([*labels, ""], dtype=object)[codes]  # code -1 (empty) reads the last: ""
 
 
 def _one_sweep(
@@ -138,12 +117,12 @@ def analyze_sweep_record(
     line's reason when the file was not closed complete; the sweep the run ended in then gets no limit (its
     stop is where the run was cut, not a limit). Raises RecordingError when the rows lack the sweep columns
     (t, event, joint, direction, cmd, read)."""
-    t = _column(table, "t", _floats)
+    t = _column(table, "t")
     ev = _labels(table, "event")
-    joint = _column(table, "joint", _floats)
+    joint = _column(table, "joint")
     direction = _labels(table, "direction")
-    cmd = _column(table, "cmd", _floats)
-    read = _column(table, "read", _floats)
+    cmd = _column(table, "cmd")
+    read = _column(table, "read")
     speed = float(config.get("speed") or math.nan)
     inside = int(config.get("inside") or DEFAULT_INSIDE)
     res = SweepFileResult(speed=speed, inside=inside)
