@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -195,11 +195,16 @@ def refuse_empty_envvars(command: Any) -> None:
     SERVOTOOL_OUT) that is set but empty a usage error (exit 2) when the option is not given, before the
     command runs: click reads an empty variable as unset, so `SERVOTOOL_ROBOT=` fell through to the config
     file's arm, or to the default, and `SERVOTOOL_LIMITS=` meant no limits file without a word."""
-    for param in command.params:
+    for param in _every_param(command):
         if isinstance(getattr(param, "envvar", None), str):
             _refuse_empty_envvar(param)
+
+
+def _every_param(command: Any) -> Iterator[Any]:
+    """The parameters of `command` and of every command under it."""
+    yield from command.params
     for sub in getattr(command, "commands", {}).values():
-        refuse_empty_envvars(sub)
+        yield from _every_param(sub)
 
 
 def _refuse_empty_envvar(param: Any) -> None:
@@ -225,13 +230,10 @@ def refuse_empty_paths(command: Any) -> None:
     """Make an empty value ('') of every path option and argument of `command` and the commands under it a
     usage error (exit 2), before the command runs: Path('') is '.', so `--out ''` meant the current folder
     and `analyze ''` analysed it. Found by the parameter's type, so a new path option is covered too."""
-    for param in command.params:
+    for param in _every_param(command):
         desc = getattr(param, "type_descriptor", None)
-        if desc is None or not _names_path(desc.annotation):
-            continue
-        _refuse_empty(param)
-    for sub in getattr(command, "commands", {}).values():
-        refuse_empty_paths(sub)
+        if desc is not None and _names_path(desc.annotation):
+            _refuse_empty(param)
 
 
 def _refuse_empty(param: Any) -> None:
