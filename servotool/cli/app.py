@@ -381,4 +381,11 @@ def main() -> None:
             # end of input at a prompt: as click's own standalone mode does
             print("Aborted!", file=sys.stderr)
             sys.exit(1)
+        except KeyboardInterrupt as exc:
+            # a signal before any command ran (the command line being read): no command had a say yet
+            from servotool.cli.common import err_console
+            from servotool.errors import exit_code_of, signal_label
+
+            err_console.print(f"[bold red]error:[/] interrupted by {signal_label(exc)}", highlight=False)
+            sys.exit(exit_code_of(exc))
     sys.exit(rv if isinstance(rv, int) else 0)

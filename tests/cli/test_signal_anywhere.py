@@ -53,3 +53,15 @@ def test_a_signal_while_the_campaign_report_is_written_keeps_the_runs_and_says_h
     assert len(list(folder.glob("*.csv"))) == 1  # the run is kept
     assert not (folder / "report.html").exists()
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_command_line_is_read(signum: int) -> None:
+    # before any command runs (the command tree built, the options parsed): no traceback, the signal's code
+    argv = [sys.executable, str(HOOKED), str(int(signum)), "typer.main:get_command", "1", "1",
+            "lag", "--robot", "sim:fr3"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT[signum], (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and NAME[signum] in lines[0], done.stderr
+    assert done.stdout == ""
