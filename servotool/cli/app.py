@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, NoReturn, get_args
 
 import typer
 from typer import _click as click  # the click typer is built on (typer carries its own copy)
@@ -122,6 +122,14 @@ def _fixed_label(label: str) -> Callable[[click.Context], str]:
     return display
 
 
+def _interrupted(exc: KeyboardInterrupt) -> NoReturn:
+    """One line naming the signal, and its exit code (130, 143, 129)."""
+    from servotool.cli.common import fail
+    from servotool.errors import exit_code_of, signal_label
+
+    fail(f"interrupted by {signal_label(exc)}", exit_code_of(exc))
+
+
 class LazyGroup(TyperGroup):
     """The root group: imports a command's module when the command is run or its help is asked for,
     and lists every command from its summary alone."""
@@ -147,16 +155,22 @@ class LazyGroup(TyperGroup):
         self.commands[cmd_name] = load_command(entry)
         return self.get_command(ctx, cmd_name)
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        """The root context, the command line parsed; a signal meanwhile is one line and its own exit code
+        (typer made it a silent 130 here)."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc)
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; Ctrl-C, SIGTERM or SIGHUP that no command handled itself (its plain work: a file
         checked, a listing) ends it with one line and 130, 143 or 129 (typer made every one a silent 130)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
-            from servotool.cli.common import fail
-            from servotool.errors import exit_code_of, signal_label
-
-            fail(f"interrupted by {signal_label(exc)}", exit_code_of(exc))
+            _interrupted(exc)
 
     def format_help(self, ctx: click.Context, formatter: Any) -> None:
         tidy_metavars(self, ctx)
@@ -382,10 +396,9 @@ def main() -> None:
             print("Aborted!", file=sys.stderr)
             sys.exit(1)
         except KeyboardInterrupt as exc:
-            # a signal before any command ran (the command line being read): no command had a say yet
-            from servotool.cli.common import err_console
-            from servotool.errors import exit_code_of, signal_label
-
-            err_console.print(f"[bold red]error:[/] interrupted by {signal_label(exc)}", highlight=False)
-            sys.exit(exit_code_of(exc))
+            # a signal before any command ran (the command tree being built): no command had a say yet
+            try:
+                _interrupted(exc)
+            except typer.Exit as done:
+                sys.exit(done.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -56,10 +56,11 @@ def test_a_signal_while_the_campaign_report_is_written_keeps_the_runs_and_says_h
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_while_the_command_line_is_read(signum: int) -> None:
-    # before any command runs (the command tree built, the options parsed): no traceback, the signal's code
-    argv = [sys.executable, str(HOOKED), str(int(signum)), "typer.main:get_command", "1", "1",
-            "lag", "--robot", "sim:fr3"]
+@pytest.mark.parametrize("where", ["typer.main:get_command", "typer._click.core:_OptionParser"])
+def test_a_signal_while_the_command_line_is_read(signum: int, where: str) -> None:
+    # before any command runs (the command tree built, the options parsed): no traceback, no silent 130, the
+    # signal's own code and one line
+    argv = [sys.executable, str(HOOKED), str(int(signum)), where, "1", "1", "lag", "--robot", "sim:fr3"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == EXIT[signum], (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
