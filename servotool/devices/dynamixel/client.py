@@ -665,6 +665,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     if params:
         raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
                              f"(known: {', '.join(CLIENT_KEYS)})")
+    if "://" in parsed.target:  # dynamixel-sdk opens device paths only: say so before trying
+        raise DeviceURLError(f"device URL {parsed.raw!r}: want a serial device path "
+                             "(dxl:///dev/ttyUSB0), not a pyserial URL")
     profile = _profile(opts["profile"])
     port = _open_port(parsed.target, opts["baud"], parsed.raw, opts["latency_ms"])
     bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,

@@ -334,7 +334,8 @@ def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
 
 def _open_port(path: str, baud: int, url: str) -> Any:
     try:
-        return serial.serial_for_url(path, baudrate=baud, timeout=POLL_S)
+        # a device path only: serial_for_url would also open spy://, socket://, loop:// ...
+        return serial.Serial(path, baudrate=baud, timeout=POLL_S)
     except (serial.SerialException, OSError, ValueError) as exc:
         raise DeviceError(f"cannot open {url} ({port_problem(exc)})") from exc
 
@@ -372,6 +373,10 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     if params:
         raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
                              f"(known: {', '.join(CLIENT_KEYS)})")
+    if "://" in parsed.target:
+        # a pyserial URL (spy:///dev/X reaches /dev/X under a device lock of its own: a second writer)
+        raise DeviceURLError(f"device URL {parsed.raw!r}: want a serial device path "
+                             "(hiwonder:///dev/ttyUSB0), not a pyserial URL")
     try:
         profile = get_profile(opts["profile"] or "rosorin-arm")
     except KeyError as exc:

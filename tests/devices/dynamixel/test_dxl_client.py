@@ -221,6 +221,7 @@ def test_a_missing_port_is_a_device_error():
     ("dxl:///dev/ttyUSB0?ids=10_1", "ids"),
     ("dxl:///dev/ttyUSB0?ids=\u0661\u0665", "ids"),
     ("dxl:///dev/ttyUSB0?ids=0x10", "ids"),
+    ("dxl:spy:///dev/ttyUSB0?ids=1", "a serial device path"),
     ("dxl:///dev/ttyUSB0?profile=robot", "unknown Dynamixel profile"),
     ("sim:microduck?overload=12@x", "overload"),
 ])

@@ -303,3 +303,23 @@ def test_a_signal_during_the_board_probe_closes_the_port(monkeypatch):
     with start_sim("rosorin-arm", {}) as server, pytest.raises(StopSignal):
         open_bus(f"hiwonder://{server.path}?timeout_ms=200")
     assert closed == [True]
+
+
+@pytest.mark.parametrize("url", ["hiwonder:spy://{path}", "hiwonder:loop://", "hiwonder:socket://127.0.0.1:9",
+                                 "hiwonder:rfc2217://127.0.0.1:9", "hiwonder:hwgrep://pts"])
+def test_a_pyserial_url_in_place_of_a_device_path_is_refused_before_anything_opens(url, monkeypatch):
+    # pyserial's serial_for_url opened them: spy:///dev/X reached the bus another command held, under a
+    # lock key of its own (cwd/spy:/dev/X), and wrote a hold into a running move
+    import serial
+
+    def opened(*args, **kwargs):
+        raise AssertionError("a port was opened")
+
+    monkeypatch.setattr(serial, "serial_for_url", opened)
+    monkeypatch.setattr(serial, "Serial", opened)
+    server = start_sim("rosorin-arm", {})
+    try:
+        with pytest.raises(DeviceURLError, match="a serial device path"):
+            open_bus(url.format(path=server.path))
+    finally:
+        server.close()
