@@ -223,6 +223,9 @@ def move_cmd(
                         "file, or leave out --limits to check against the stored limits only")
     prof = url_profile(bus)
     poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
+    bad_pose = lf.pose_problem(to.strip()) if lf else None
+    if bad_pose:
+        problems.append(bad_pose)
     # a Dynamixel bus: its position and id ranges are the control table's, known before it opens; its
     # servos (and their stored limits) are asked once it is open, before anything is written
     ranges = url_ranges(bus)
@@ -315,6 +318,9 @@ def relax_cmd(
     prof = url_profile(bus)
     if prof is None:
         problems.append(f"--bus {bus}: relax needs a known arm profile (its tuck pose)")
+    bad_tuck = lf.pose_problem(prof.tuck_pose) if lf and prof else None
+    if bad_tuck:
+        problems.append(bad_tuck)
     if problems:
         fail_all(problems)
     assert prof is not None

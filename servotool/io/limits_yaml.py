@@ -74,6 +74,18 @@ class LimitsFile:
     limits: dict[int, tuple[int, int]] = field(default_factory=dict)
     poses: dict[str, dict[int, int]] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    # per pose name, its arm_<pose>_N entries that are no whole pulse ("arm_foo_2: 700.5"): a pose is not
+    # used with an entry left out (see pose_problem)
+    unusable: dict[str, list[str]] = field(default_factory=dict)
+
+    def pose_problem(self, name: str) -> str | None:
+        """Why the pose `name` cannot be used as this file writes it (an entry that is no whole pulse), or
+        None."""
+        bad = self.unusable.get(name)
+        if not bad:
+            return None
+        return (f"{self.path or '<limits>'}: pose {name!r}: {', '.join(bad)}: want a whole number of pulses "
+                "(the pose is not used with a servo left out)")
 
 
 def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
@@ -127,6 +139,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
         pose = _pose_key(str(key))
         if pose and isinstance(value, int) and not isinstance(value, bool):
             out.poses.setdefault(pose[0], {})[pose[1]] = value
+        elif pose:
+            out.unusable.setdefault(pose[0], []).append(f"{key}: {brief(value)}")
     return out
 
 

@@ -363,6 +363,22 @@ def test_hold_json_with_a_latched_servo_prints_no_held_document():
     assert "servo 10 (0x20 OVERLOAD), 12 (0x20 OVERLOAD)" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["700.5", "'700'", ".nan", "true", "[700]"])
+def test_a_named_pose_with_an_entry_that_is_no_pulse_is_refused(tmp_path, value):
+    # the entry was dropped without a word: --to foo moved servo 3 alone, and a bad arm_tuck_2 left relax
+    # checking the profile's tuck pose instead of the file's
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n"
+                      f"    arm_foo_2: {value}\n    arm_foo_3: 300\n    arm_tuck_2: {value}\n")
+    moved = invoke("move", "--to", "foo", "--limits", str(limits))
+    assert moved.exit_code == 2, moved.output
+    assert "arm_foo_2" in moved.stderr and "moved" not in moved.stdout
+    relaxed = invoke("relax", "--limits", str(limits), "--force")
+    assert relaxed.exit_code == 2, relaxed.output
+    assert "arm_tuck_2" in relaxed.stderr and "torque off" not in relaxed.stdout
+    assert invoke("move", "--to", "2=700", "--limits", str(limits)).exit_code == 0  # poses not used: fine
+
+
 def test_a_goal_servo_with_its_torque_off_is_refused_before_motion(monkeypatch):
     # an X-series servo powers up with torque off and takes a goal without moving: the move sent 30 frames
     # and said 'moved 1 servo to 10=2200, within 152 pulses' (exit 0) while nothing had moved
