@@ -201,7 +201,39 @@ def load_command(entry: LazyCommand) -> Any:
     refuse_flag_conflicts(command)
     refuse_empty_paths(command)
     refuse_empty_envvars(command)
+    refuse_odd_numbers(command)
     return command
+
+
+def _names_number(annotation: Any) -> bool:
+    """True for int, float, float | None, list[int] and the like (bool is no number here)."""
+    return annotation in (int, float) or any(_names_number(arg) for arg in get_args(annotation))
+
+
+def refuse_odd_numbers(command: Any) -> None:
+    """Make a number option of `command` (and the commands under it) written other than in plain ASCII
+    decimal a usage error (exit 2), before the command runs: the parser reads `1_0` as 10 (where 1.0 may
+    have been meant) and refuses `١٠` in one option while Python's float() takes it in another."""
+    for param in _every_param(command):
+        desc = getattr(param, "type_descriptor", None)
+        if desc is not None and desc.annotation is not bool and _names_number(desc.annotation):
+            _refuse_odd_number(param)
+
+
+def _refuse_odd_number(param: Any) -> None:
+    from servotool.cli.common import plain_number
+
+    process = param.process_value
+
+    def checked(ctx: click.Context, value: Any) -> Any:
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        for v in values:
+            if isinstance(v, str) and not plain_number(v):
+                raise click.exceptions.BadParameter(
+                    f"{v!r}: write numbers in plain decimal (ASCII digits, no '_')", ctx=ctx, param=param)
+        return process(ctx, value)
+
+    param.process_value = checked
 
 
 def refuse_empty_envvars(command: Any) -> None:

@@ -60,6 +60,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def plain_number(text: str) -> bool:
+    """Whether a number given as text is written in plain ASCII (float() also takes `1_0` as 10 and the
+    digits of other scripts, which a typed option refuses)."""
+    return text.isascii() and "_" not in text
+
+
 def print_json(data: Any) -> None:
     """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json):
     indented on a terminal, compact otherwise (a pipe or a file), the same values either way."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from servotool.cli.common import fail
+from servotool.cli.common import fail, plain_number
 from servotool.cli.live import (
     DEFAULT_ROBOT,
     CmdMsOpt,
@@ -73,6 +73,8 @@ def parse_speeds(text: str) -> tuple[float, ...]:
         fail("--speeds lists no speed")
     if not all(items):
         fail(f"--speeds {text!r}: an empty item; expected a comma list of speeds in deg/s, e.g. 15,30")
+    if not all(plain_number(x) for x in items):
+        fail(f"--speeds {text!r}: write speeds in plain decimal (ASCII digits, no '_'), e.g. 15,30")
     try:
         return tuple(float(x) for x in items)
     except ValueError:

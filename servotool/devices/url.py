@@ -135,19 +135,29 @@ def sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | 
 
 
 __all__ = [
-    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "sim_clock", "url_flag",
+    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "plain", "sim_clock",
+    "url_flag",
 ]
+
+
+def plain(raw: str) -> str:
+    """`raw` when it is written in plain ASCII (ValueError otherwise): int() and float() also read `1_0` as
+    10 and the digits of other scripts, which the command line refuses."""
+    if not raw.isascii() or "_" in raw:
+        raise ValueError(f"not a plain ASCII number: {raw!r}")
+    return raw
 
 
 def bounded(lo: float, hi: float, unit: str = "", scale: float = 1.0,
             integer: bool = False) -> Callable[[str], Any]:
     """A URL parameter converter that refuses (ValueError "want ... within lo..hi") a value that is not a
-    finite number within lo..hi, or not a whole number when `integer`; the value is returned times `scale`
-    (ms to s), or as an int when `integer`. A NaN or infinite bound on a wait would make it wait forever."""
+    finite number within lo..hi written in plain ASCII decimal, or not a whole number when `integer`; the
+    value is returned times `scale` (ms to s), or as an int when `integer`. A NaN or infinite bound on a
+    wait would make it wait forever."""
 
     def convert(raw: str) -> Any:
         try:
-            value = float(int(raw)) if integer else float(raw)
+            value = float(int(plain(raw))) if integer else float(plain(raw))
         except ValueError:
             value = math.nan
         if not (math.isfinite(value) and lo <= value <= hi):

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from servotool.devices.url import url_flag
+from servotool.devices.url import plain, url_flag
 from servotool.errors import SettingsError
 
 N_JOINTS = 6
@@ -155,7 +155,7 @@ def get_profile(name: str) -> SimProfile:
 
 
 def _parse_floats(text: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+    return tuple(float(plain(x)) for x in text.replace(";", ",").split(",") if x.strip())
 
 
 def _pairs(raw: Any) -> Ranges:
@@ -182,6 +182,8 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
         if name == "joint_speed_limits" and len(vals) == 1:
             vals = vals * N_JOINTS
         return vals
+    if isinstance(raw, str):
+        plain(raw)  # as written in a URL: plain ASCII decimal, as on the command line
     if isinstance(current, int):
         value = float(raw)
         if not value.is_integer():

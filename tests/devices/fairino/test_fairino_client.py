@@ -62,6 +62,13 @@ def test_unknown_and_bad_url_parameters_are_refused_with_the_valid_ones():
         open_arm("fairino://127.0.0.1?lag_ms=3")
 
 
+@pytest.mark.parametrize("query", ["lag_ms=7_8", "lag_ms=\u0667\u0668", "state_ms=\uff18", "seed=1_2",
+                                   "joint_speed_limits=90,1_80"])
+def test_simulator_numbers_not_in_plain_ascii_decimal_are_refused(query):
+    with pytest.raises(DeviceURLError, match=query.split("=")[0]):
+        open_arm(f"sim:fr3?clock=sim&{query}")
+
+
 def test_a_real_address_that_does_not_answer_fails_fast_and_clearly():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -327,6 +334,10 @@ def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open
     ("udp_port=70000", "udp_port"),
     ("rpc_port=0", "rpc_port"),
     ("cnde_port=65536", "cnde_port"),
+    ("silence_ms=1_00", "silence_ms"),  # plain ASCII decimal only, as on the command line
+    ("timeout_ms=\uff11\uff10\uff10", "timeout_ms"),
+    ("state_ms=\u0668", "state_ms"),
+    ("rpc_port=2_0003", "rpc_port"),
 ])
 def test_client_parameters_out_of_bounds_are_refused_before_anything_opens(query, word):
     # 192.0.2.1 (TEST-NET-1) answers nothing: a parameter that got through would fail on the connection
