@@ -29,7 +29,7 @@ from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
-from servotool.runs.preflight import profile_ranges
+from servotool.runs.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.settings import ShaperKind, needs_test_arm_probe, validate_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
@@ -143,7 +143,8 @@ def step(
         simulated = parse_url(robot).simulated
     except DeviceURLError as exc:
         refuse([str(exc)])
-    problems = validate_step(settings, simulated=simulated, test_arm=test_arm, ranges=profile_ranges(robot))
+    problems = validate_step(settings, simulated=simulated, test_arm=test_arm, ranges=profile_ranges(robot),
+                             speed_limits=profile_speed_limits(robot))
     if given(ctx, "j_max") and not (settings.shaped and settings.shaper == "otg"):
         problems.append("--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out")
     preflight_or_refuse(problems, out_dir(out))

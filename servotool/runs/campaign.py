@@ -290,7 +290,8 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
         if run.command == "step":
             step = step_settings(o)
             found = validate_step(step, n_joints=facts.n_joints, simulated=facts.simulated,
-                                  test_arm=step.test_arm, ranges=profile_ranges(facts.url))
+                                  test_arm=step.test_arm, ranges=profile_ranges(facts.url),
+                                  speed_limits=facts.joint_speed_limits or None)
             step.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
             if not found:
                 check_step(step, cast(Arm, facts))

@@ -55,8 +55,13 @@ def profile_ranges(url: str) -> Ranges | None:
 
 
 def profile_speed_limits(url: str) -> tuple[float, ...] | None:
-    """The joint speed limits (deg/s) of the URL's model profile, when it names a known one."""
+    """The joint speed limits (deg/s) of the URL's model profile; for a FAIRINO address that names no known
+    model, the limits every known model keeps (the slowest), as the client uses once connected."""
     limits = getattr(_profile(url_model(url)), "joint_speed_limits", None)
+    if not limits and url.lower().startswith("fairino:"):
+        from servotool.devices.fairino import profiles
+
+        limits = getattr(profiles, "CONSERVATIVE_LIMITS", None)
     return tuple(float(v) for v in limits) if limits else None
 
 

@@ -262,6 +262,25 @@ def needs_test_arm_probe(s: StepLike) -> bool:
     return bool(s.shaped and _finite(s.a_max) and s.a_max > MAX_A_DEG_S2)
 
 
+def shaped_peak_speed(s: StepLike) -> float:
+    """The fastest a shaped step's wire can go (deg/s): --v-max, or less when a level change of --size is too
+    short to reach it at --a-max (a triangle: sqrt(a_max * size)). Settings must be finite."""
+    return min(float(s.v_max), math.sqrt(float(s.a_max) * abs(float(s.size_deg))))
+
+
+def _step_speed(s: StepLike, limit: float) -> list[str]:
+    """A shaped step whose wire would outrun the joint's speed limit (raw steps outrun it by design)."""
+    if not s.shaped or not _finite(s.v_max, s.a_max, s.size_deg) or min(s.v_max, s.a_max) <= 0:
+        return []
+    peak = shaped_peak_speed(s)
+    if peak <= limit:
+        return []
+    return [
+        f"--v-max {s.v_max:g} deg/s: a shaped {abs(s.size_deg):g} deg step at --a-max {s.a_max:g} reaches "
+        f"{peak:.4g} deg/s, above J{s.joint + 1}'s speed limit of {limit:g} deg/s: lower --v-max to {limit:g}"
+    ]
+
+
 def validate_step(
     s: StepLike,
     *,
@@ -269,10 +288,12 @@ def validate_step(
     simulated: bool = True,
     test_arm: bool = False,
     ranges: Ranges | None = None,
+    speed_limits: Sequence[float] | None = None,
 ) -> list[str]:
     """Every problem of a step run's settings, one line each; [] when it may run. `simulated` is what the
     device URL says; a raw step on a device that is not a simulator needs `test_arm` (its typed confirmation
-    is the command line's to ask)."""
+    is the command line's to ask). speed_limits (per joint, deg/s) are the model's when known: a shaped
+    step that would go faster is refused."""
     problems = _joint(s.joint, n_joints)
     a_cap = MAX_PROBE_A_DEG_S2 if s.shaped else MAX_A_DEG_S2
     problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, a_cap)
@@ -301,6 +322,7 @@ def validate_step(
     problems += _in(s.guard_noise_deg, "guard noise", 0.0, MAX_GUARD_NOISE_DEG, unit=" deg")
     if s.shaped and not s.guard:
         problems.append("--no-guard: a shaped stream runs only with the divergence guard (fail closed)")
+    problems += _step_speed(s, _speed_limit(s.joint, speed_limits))
     if not s.shaped and not simulated and not test_arm:
         problems.append(
             "--raw on a device that is not a simulator can make the controller run away; it is only done on "

@@ -114,7 +114,8 @@ def check_settings(s: StepSettings, arm: Arm | None = None) -> None:
     if arm is None:
         problems = validate_step(s)
     else:
-        problems = validate_step(s, n_joints=arm.n_joints, simulated=arm.simulated, test_arm=s.test_arm)
+        problems = validate_step(s, n_joints=arm.n_joints, simulated=arm.simulated, test_arm=s.test_arm,
+                                 speed_limits=arm.joint_speed_limits)
         if not problems and raw_needs_confirmation(s, arm) and not s.confirmed:
             problems.append("a raw step on a real arm needs the confirmation typed on a terminal")
     if problems:

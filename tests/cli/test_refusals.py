@@ -49,6 +49,24 @@ def test_refused_before_the_device_opens(tmp_path, args, option):
     assert not list(tmp_path.glob("*.csv"))
 
 
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["step", "--size", "90", "--v-max", "360", "--a-max", "2000"], "J1's speed limit of 180"),
+        (["lag", "--speeds", "150", "--v-max", "200", "--a-max", "2000"], "J1's speed limit of 120"),
+        (["step", "--size", "90", "--v-max", "150", "--a-max", "2000"], "J1's speed limit of 120"),
+    ],
+)
+def test_faster_than_the_joint_is_refused_before_the_device_opens(tmp_path, args, words):
+    # a step's shaped wire or a ramp's cruise above the joint's speed limit (FR3: 180 deg/s; an address of
+    # unknown model: the slowest known, FR20's 120 deg/s), refused, not clamped, before anything opens
+    robot = NOWHERE if "360" in args else NOWHERE.replace("&model=fr3", "")
+    res = runner.invoke(app, [*args, "--robot", robot, "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.stderr
+    assert words in res.stderr and "cannot open" not in res.stderr and "Traceback" not in res.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
 def test_every_problem_gets_its_own_line(tmp_path):
     res = runner.invoke(
         app,

@@ -190,3 +190,25 @@ def test_a_shaped_a_max_probe_above_the_stop_bound_is_a_test_arm_trial():
     assert any("--a-max" in p for p in too_high)
     # lag runs keep the braked-stop bound
     assert any("--a-max" in p for p in S.validate_lag(replace(Lag(), a_max=4000.0)))
+
+
+FR3_SPEEDS = (180.0,) * 6
+FR20_SPEEDS = (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
+
+
+@pytest.mark.parametrize("shaper", ["accel", "otg"])
+def test_a_shaped_step_that_would_outrun_the_joint_is_refused_not_clamped(shaper):
+    # --v-max 360 on an FR3 (180 deg/s): a 90 deg step at 2000 deg/s^2 cruises at 360 deg/s on the wire
+    fast = replace(Step(), size_deg=90.0, v_max=360.0, a_max=2000.0, shaper=shaper)
+    problems = S.validate_step(fast, ranges=FR3_RANGES, speed_limits=FR3_SPEEDS)
+    assert any("--v-max 360" in p and "J1's speed limit of 180" in p for p in problems), problems
+    assert S.validate_step(replace(fast, v_max=180.0), ranges=FR3_RANGES, speed_limits=FR3_SPEEDS) == []
+    # the defaults (10 deg at 500 deg/s^2 peak near 71 deg/s) run on every profile, FR20's 120 deg/s axes too
+    assert S.validate_step(replace(Step(), shaper=shaper), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS) == []
+    # a step too short to reach --v-max is judged by the speed it can reach
+    short = replace(Step(), size_deg=5.0, v_max=360.0, a_max=2000.0, shaper=shaper)
+    assert S.validate_step(short, ranges=FR3_RANGES, speed_limits=FR20_SPEEDS) == []
+    assert S.validate_step(replace(short, joint=3), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS) == []
+    big = replace(Step(), size_deg=40.0, shaper=shaper)  # 130 deg/s cruise on FR20's J2 (120)
+    assert any("J2's speed limit of 120" in p for p in S.validate_step(
+        replace(big, joint=1), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS))
