@@ -40,6 +40,7 @@ from servotool.io.sim_state import forget_sim_state, lock_key
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
+    MIN_SPEED,
     MoveLog,
     MoveResult,
     hold,
@@ -196,7 +197,7 @@ def move_cmd(
         "--to", help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from --limits) or "
         "id=pulse,... e.g. 2=700,3=200; given once.")],
     speed: float = typer.Option(DEFAULT_SPEED, "--speed", help=f"Speed cap, pulses/s (the minimum-jerk peak "
-                                f"speed), above 0 and at most {MAX_SPEED:g}."),
+                                f"speed), {MIN_SPEED:g} to {MAX_SPEED:g}."),
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,

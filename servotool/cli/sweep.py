@@ -209,7 +209,7 @@ def sweep(
     direction: Annotated[SweepDirection, typer.Option(
         "--direction", case_sensitive=False, help="Which way to sweep each joint; both: down first.",
     )] = SweepDirection.BOTH,
-    speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (above 0, at most 300). A "
+    speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (1 to 300). A "
                                 "stall is called about 0.5 s after contact: the command is then about half a "
                                 "second's travel past the stop."),
     inside: int = typer.Option(20, "--inside", help="Limit set this many pulses inside each stop (0-200)."),

@@ -29,6 +29,7 @@ from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
+MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
 DEFAULT_SPEED = 250.0
 PERIOD_S = 0.04
 
@@ -166,9 +167,9 @@ class MoveLog:
 def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping[int, tuple[int, int]],
               speed: float, period_s: float = PERIOD_S) -> Trajectory:
     """The minimum-jerk trajectory from start to goal, after checking the goal and every sample against the
-    limits and the speed against 0 < speed <= MAX_SPEED. Raises Refused with the reason."""
-    if not 0 < speed <= MAX_SPEED:
-        raise Refused(f"speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
+    limits and the speed against MIN_SPEED <= speed <= MAX_SPEED. Raises Refused with the reason."""
+    if not (math.isfinite(speed) and MIN_SPEED <= speed <= MAX_SPEED):
+        raise Refused(f"speed {speed:g} pulses/s outside [{MIN_SPEED:g}, {MAX_SPEED:g}]")
     if not goal:
         raise Refused("goal names no servo that can move")
     missing = [sid for sid in goal if sid not in start]
@@ -411,12 +412,12 @@ def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]],
                   span: tuple[int, int] | None = (PULSE_MIN, PULSE_MAX),
                   id_span: tuple[int, int] | None = None) -> list[str]:
     """Every problem of a move request found without the bus, one sentence each: a speed not finite or
-    outside (0, MAX_SPEED], a goal that does not parse, names a reference pose (not a command target), a
-    servo the arm does not have (when `ids` are known), an id outside `id_span` (no single servo has it), or
-    a pulse outside `span` (None: the bus tells, once open)."""
+    outside [MIN_SPEED, MAX_SPEED], a goal that does not parse, names a reference pose (not a command
+    target), a servo the arm does not have (when `ids` are known), an id outside `id_span` (no single servo
+    has it), or a pulse outside `span` (None: the bus tells, once open)."""
     out: list[str] = []
-    if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
-        out.append(f"--speed {speed:g} pulses/s outside (0, {MAX_SPEED:g}]")
+    if not (math.isfinite(speed) and MIN_SPEED <= speed <= MAX_SPEED):
+        out.append(f"--speed {speed:g} pulses/s outside [{MIN_SPEED:g}, {MAX_SPEED:g}]")
     name = to.strip()
     references = set(reference_poses)
     if name in references:

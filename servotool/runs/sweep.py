@@ -47,6 +47,7 @@ from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, Settin
 from servotool.motion.quintic import Trajectory
 from servotool.runs.servo import (
     MAX_SPEED,
+    MIN_SPEED,
     Abort,
     abort_check,
     as_pose,
@@ -112,8 +113,8 @@ def sweep_problems(cfg: SweepConfig) -> list[str]:
     if not cfg.directions:
         out.append("no direction to sweep")
     checks = [
-        _finite_in("sweep speed", cfg.speed, 0.0, MAX_SPEED, "pulses/s", open_lo=True),
-        _finite_in("return speed", cfg.return_speed, 0.0, MAX_SPEED, "pulses/s", open_lo=True),
+        _finite_in("sweep speed", cfg.speed, MIN_SPEED, MAX_SPEED, "pulses/s"),
+        _finite_in("return speed", cfg.return_speed, MIN_SPEED, MAX_SPEED, "pulses/s"),
         _finite_in("period", cfg.period_s, 0.01, 0.5, "s"),
         _finite_in("settle time", cfg.settle_s, 0.0, 5.0, "s"),
         _finite_in("limit wait", cfg.limit_wait_s, 0.0, 10.0, "s"),

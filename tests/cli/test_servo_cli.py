@@ -486,3 +486,12 @@ def test_forget_is_refused_while_a_command_drives_the_simulated_arm():
         assert busy.exit_code == 2 and "in use by another servotool process" in busy.stderr, busy.output
     assert state_file(url).exists()
     assert invoke("forget", "--bus", url).exit_code == 0 and not state_file(url).exists()
+
+
+@pytest.mark.parametrize("speed", ["1e-300", "0.5", "5e-324"])
+def test_a_speed_below_one_pulse_a_second_is_refused_before_the_port_opens(speed):
+    # --speed 1e-300 planned a move of some 1e302 s and sampled it whole: the process grew until the
+    # kernel killed it (exit 137, the port open, no line)
+    result = invoke("move", "--bus", "dxl:///dev/servotool-no-such-port", "--to", "11=2000", "--speed", speed)
+    assert result.exit_code == 2, result.output
+    assert "outside [1, 300]" in result.stderr and "cannot open" not in result.stderr

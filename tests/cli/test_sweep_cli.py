@@ -396,3 +396,11 @@ def test_a_dynamixel_bus_is_refused_before_it_opens(tmp_path, monkeypatch, bus):
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "Dynamixel" in line and "0-1000" in line
     assert not list(tmp_path.iterdir())
+
+
+def test_a_sweep_speed_below_one_pulse_a_second_is_refused_before_the_bus_opens():
+    # --speed 1e-300 ran a sweep that would end in some 1e302 s
+    result = runner.invoke(app, ["sweep", "--bus", "hiwonder:///dev/servotool-no-such-port",
+                                 "--speed", "1e-300"])
+    assert result.exit_code == 2, result.output
+    assert "outside [1, 300]" in result.stderr and "cannot open" not in result.stderr
