@@ -1,5 +1,7 @@
 """matplotlib figure builders (Agg backend), one module per kind of run, fed by analysis results."""
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -13,12 +15,18 @@ PNG_DPI = 110
 
 def save_png(fig: Figure, path: str | Path) -> Path:
     """Write `fig` as a PNG at `path` (PNG_DPI), its folder made if missing, and release the figure (a
-    pyplot one is closed even when the write fails); returns the path. OSError when it cannot be written."""
+    pyplot one is closed even when the write fails); returns the path. OSError when it cannot be written.
+    Whole or not at all: the PNG is written beside its name and renamed into place, so a signal or a full
+    disk meanwhile leaves no truncated file (and a figure already there as it was)."""
     path = Path(path)
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=PNG_DPI)
+        fig.savefig(part, dpi=PNG_DPI, format="png")
+        os.replace(part, path)
     finally:
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
         if "matplotlib.pyplot" in sys.modules:  # pyplot keeps its figures alive until closed
             import matplotlib.pyplot as plt
 
