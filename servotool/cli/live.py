@@ -123,16 +123,18 @@ def exit_code(outcome: StreamOutcome) -> int:
 
 def exit_for(run: RunResult, signals: StopSignals | None = None) -> None:
     """Exit non-zero when a live run ended early or its recording could not be analysed; the CSV is kept
-    either way. A stop signal decides the code (130/143/129) however the stream ended."""
+    either way. A stop signal decides the code (130/143/129) however the stream ended, then how the stream
+    ended (3 a lost link), then a recording that could not be analysed (1)."""
     by_signal = signals.exit_code() if signals is not None else None
     if by_signal is not None:
         raise typer.Exit(int(by_signal))
+    code = exit_code(run.outcome)
     if run.analysis is None:
         err_console.print(
             f"[bold red]error:[/] the recording could not be analysed: {run.analysis_error}", highlight=False
         )
-        raise typer.Exit(ExitCode.FAULT)
-    code = exit_code(run.outcome)
+        # how the stream ended decides first: a lost link stays 3 when the file it cut short holds nothing
+        raise typer.Exit(code or ExitCode.FAULT)
     if code:
         raise typer.Exit(code)
 
