@@ -22,8 +22,8 @@ from servotool.cli.render import compact_table
 from servotool.devices.bus import port_problem
 from servotool.devices.registry import open_bus
 from servotool.errors import ServotoolError, exit_code_of, signal_label
-from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
-from servotool.runs.ownership import device_key
+from servotool.io.devlock import DeviceBusy, LockUnavailable
+from servotool.runs.ownership import claim
 from servotool.runs.signals import StopSignals
 
 DYNAMIXEL_BAUDS = (57600, 1_000_000)
@@ -67,9 +67,8 @@ def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None,
     opened}. A port another servotool process holds is not probed (a probe would interleave with its
     traffic); a port that cannot be opened (a mistyped --port path, no permission) says so rather than
     "nothing answered"."""
-    key = device_key(f"hiwonder://{device}")
     try:
-        with DeviceLock(key) if key else contextlib.nullcontext():
+        with claim(f"hiwonder://{device}"):  # every key of the port: its path and its device number
             return _probe_free_port(device, dxl, timeout_ms)
     except (DeviceBusy, LockUnavailable) as exc:  # held, or its lock cannot be taken: not probed
         return {"hiwonder": [], "dynamixel": None, "busy": str(exc), "error": None}

@@ -15,6 +15,7 @@ import contextlib
 import ipaddress
 import os
 import socket
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,9 +71,16 @@ def device_keys(url: str) -> list[str]:
             where = port if n == 0 else f"{param}-{port}"
             keys.append(f"{parsed.scheme}-{host}-{where}")
         return keys
-    # a serial device: the same port reached through a symlink, or by another family, is the same bus
+    # a serial device: the same port reached through a symlink, or by another family, is the same bus; and
+    # so is another node of one character device (a bind-mounted /dev, a node made with mknod): its device
+    # number is a second key (the path stays the first, which an older version's process holds)
     kind = "serial" if parsed.scheme in SERIAL_SCHEMES else parsed.scheme
-    return [f"{kind}-{os.path.realpath(parsed.target)}"]
+    keys = [f"{kind}-{os.path.realpath(parsed.target)}"]
+    with contextlib.suppress(OSError, ValueError):
+        info = os.stat(parsed.target)
+        if stat.S_ISCHR(info.st_mode):
+            keys.append(f"{kind}-char-{os.major(info.st_rdev)}-{os.minor(info.st_rdev)}")
+    return keys
 
 
 def device_key(url: str) -> str | None:

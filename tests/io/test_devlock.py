@@ -145,3 +145,29 @@ def test_a_lock_file_that_is_a_link_or_not_a_file_is_refused_and_left_alone(tmp_
     os.mkfifo(path)  # not a regular file: refused, never waited on
     with pytest.raises(Refused, match="cannot take the lock"), claim("fairino://10.1.1.1"):
         pass
+
+
+def test_one_serial_device_under_two_nodes_is_one_lock(tmp_path, monkeypatch):
+    # a second node of one device (a container's bind-mounted /dev, a node made with mknod) has its own
+    # path: each spelling took its own lock and two commands wrote to one bus
+    import os
+    import pty
+    import stat
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    leader, follower = pty.openpty()
+    try:
+        rdev = os.fstat(follower).st_rdev
+        node = tmp_path / "ttyACM-copy"
+        try:
+            os.mknod(node, stat.S_IFCHR | 0o600, rdev)
+        except PermissionError:
+            pytest.skip("making a device node needs CAP_MKNOD")
+        pty_url = f"dxl://{os.ttyname(follower)}?ids=1"
+        with claim(f"hiwonder://{node}"), pytest.raises(DeviceBusy), claim(pty_url):
+            pass
+        with claim(f"dxl://{os.ttyname(follower)}?ids=1"), claim(f"hiwonder://{tmp_path / 'ttyUSB7'}"):
+            pass  # another device is free
+    finally:
+        os.close(leader)
+        os.close(follower)
