@@ -191,6 +191,11 @@ def _checks_lines(result: LagResult) -> list[str]:
     elif result.model is not None:
         color = "green" if result.model.constant else "yellow"
         lines.append(f"model check: [{color}]{result.model.message}[/]")
+    if result.late_sends:
+        lines.append(
+            f"late setpoints: [yellow]{result.late_sends} sent or answered over 1.5 command periods late; "
+            f"{result.late_frames_left_out} cruise frames they disturbed left out of the cruise deltas[/]"
+        )
     return lines
 
 

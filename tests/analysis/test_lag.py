@@ -16,6 +16,9 @@ from servotool.analysis.lag import (
     guard_advice,
     simulate,
 )
+from servotool.analysis.lag.origin import model_check
+from servotool.analysis.lag.passes import cruise_deltas
+from servotool.analysis.lag.results import PassLag
 from servotool.analysis.recording import RecordingError, recording_from_frame
 from servotool.motion.ramp import ramp_profile
 
@@ -34,17 +37,36 @@ def recording(
     jitter=2e-4,
     dev_time=True,
     cut_at=None,
+    late=(),
+    stall=(),
 ):
     """A ramp run as the stream loop would record it: commands at their send times, measured = the commands
     delayed by `lag`, filtered by `tau`, offset by `friction` against the motion, plus noise, sampled every
-    `state` s and received up to `jitter` s later."""
+    `state` s and received up to `jitter` s later.
+
+    late: (tick, delay s) pairs: that tick is sent delay late, the ticks due meanwhile right after it (0.5 ms
+    apart). stall: (tick, s) pairs: the controller takes nothing from that tick's send for s, then every
+    setpoint sent meanwhile at once, and answers each as it takes it (with stall, every command is answered).
+    Until a setpoint is taken the controller holds the one before."""
     rng = np.random.default_rng(seed)
     prof = ramp_profile(0.0, sweep, speeds, dt=T, ramp_s=0.2, settle_s=0.5)
     n = len(prof)
     tc = np.arange(n) * T
     qc = prof.q
     ts = np.arange(0.0, tc[-1] + 0.5, state)
-    y, dy = simulate(tc, qc, ts, lag, tau)
+    for k, delay in late:
+        tc[k] += delay
+        for j in range(k + 1, n):  # the ticks due meanwhile go out in a burst
+            if tc[j] > tc[j - 1]:
+                break
+            tc[j] = tc[j - 1] + 5e-4
+    taken = tc.copy()
+    for k, s in stall:
+        burst = np.flatnonzero((tc >= tc[k]) & (tc < tc[k] + s))
+        taken[burst] = tc[k] + s + 1e-5 * np.arange(len(burst))
+    held = np.flatnonzero(np.diff(taken) > 1.5 * T) + 1  # the setpoint before holds until these arrive
+    t_ctl, q_ctl = np.insert(taken, held, taken[held] - 1e-6), np.insert(qc, held, qc[held - 1])
+    y, dy = simulate(t_ctl, q_ctl, ts, lag, tau)
     m = y - friction * np.tanh(dy) + rng.normal(0.0, noise, len(ts))
     tr = ts + rng.uniform(0.0, jitter, len(ts))
     rows = [
@@ -69,6 +91,8 @@ def recording(
         }
         for i in range(len(ts))
     ]
+    if stall:
+        rows += [{"t": taken[k] + 3e-4, "event": "reply", "errcode": 0} for k in range(n)]
     df = pd.DataFrame(rows).sort_values("t", kind="mergesort")
     for j in range(2, 7):
         df[f"q{j}"] = 0.0
@@ -192,3 +216,79 @@ def test_a_recording_without_passes_is_refused():
         analyze_lag(rec, joint=0, cmd_period_s=T)
     with pytest.raises(RecordingError):
         analyze_lag(recording(), joint=7, cmd_period_s=T)
+
+
+def _cruise_thirds(rec, passes):
+    """A tick a third into each given pass's cruise (clear of its midpoint crossing)."""
+    out = []
+    for p in passes:
+        idx = np.flatnonzero((rec.cmd_pass == p) & (rec.cmd_phase == "cruise"))
+        out.append(int(idx[len(idx) // 3]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "kind, n_late",
+    [("late", 3), ("stall", 13)],  # a stall: every setpoint sent in it is taken late (9 + 4 ticks)
+)
+def test_late_setpoints_are_left_out_of_the_cruise_deltas(kind, n_late):
+    kw = dict(lag=0.078, speeds=(15, 30), sweep=15.0, seed=3)  # short cruises, as in a real ramp run
+    plain = recording(**kw)
+    ticks = _cruise_thirds(plain, (0, 1, 2))
+    if kind == "late":
+        rec = recording(**kw, late=[(ticks[0], 0.0322), (ticks[1], 0.025), (ticks[2], 0.018)])
+        assert np.count_nonzero(np.diff(rec.cmd_t) > 1.5 * T) == 3
+    else:
+        rec = recording(**kw, stall=[(ticks[0], 0.09), (ticks[1], 0.064)])
+    res = analyze_lag(rec, joint=0, cmd_period_s=T)
+    for p in res.passes:
+        assert p.lag_ms == pytest.approx(78.0, abs=0.5)
+        assert p.n_frames >= 3
+    assert [p.n_late_left_out > 0 for p in res.passes] == [True, True, kind == "late", False]
+    assert res.late_sends == n_late
+    assert res.late_frames_left_out == sum(p.n_late_left_out for p in res.passes)
+    assert res.model.constant and "varies" not in res.model.message
+    assert not res.dynamics.has_filter and not res.dynamics.has_friction
+    # the same run without them: nothing left out, the figures of the ordinary path
+    assert plain.cmd_t[1] - plain.cmd_t[0] == pytest.approx(T)
+    base = analyze_lag(plain, joint=0, cmd_period_s=T)
+    assert base.late_sends == 0 and base.late_frames_left_out == 0
+    assert all(p.n_late_left_out == 0 for p in base.passes)
+    assert base.model.constant and not base.model.disagreeing
+
+
+def test_cruise_deltas_with_nothing_dropped_match_the_running_sums():
+    rng = np.random.default_rng(7)
+    tc = np.arange(300) * T
+    qc = np.cumsum(rng.uniform(0.0, 0.2, 300))
+    ts = np.sort(rng.uniform(0.0, 3.0, 400))
+    qs = np.interp(ts - 0.05, tc, qc) + rng.normal(0.0, 0.01, 400)
+    windows = np.array([[0.2, 1.0], [1.1, 2.5], [2.9, 2.95]])
+    sgn = np.array([1.0, 1.0, -1.0])
+    fast = cruise_deltas(tc, qc, ts, qs, windows, sgn, True)
+    slow = cruise_deltas(tc, qc, ts, qs, windows, sgn, True, np.zeros(len(ts), dtype=bool))
+    for a, b in zip(fast, slow, strict=True):
+        assert a.n == b.n and b.left_out == 0
+        assert a.mean == pytest.approx(b.mean, rel=1e-12, nan_ok=True)
+        assert a.peak == pytest.approx(b.peak, rel=1e-12, nan_ok=True)
+    drop = (ts > 0.5) & (ts < 0.6)
+    cut = cruise_deltas(tc, qc, ts, qs, windows, sgn, True, drop)
+    assert cut[0].left_out == int(np.count_nonzero(drop)) and cut[0].n == fast[0].n - cut[0].left_out
+
+
+def test_a_pass_whose_cruise_disagrees_with_its_midpoint_is_no_evidence_of_dynamics():
+    def p(i, v, lag, mid, direction):
+        d = v * lag * 1e-3
+        return PassLag(i, direction, v, 1.0, 50, d, d, lag, d, d, lag, mid, 0.0)
+
+    passes = [p(0, 15, 80.0, 78.1, "out"), p(1, 15, 88.9, 77.8, "back"), p(2, 30, 78.2, 78.2, "out"),
+              p(3, 30, 78.2, 78.2, "back")]
+    fit = fit_through_origin([x.speed_deg_s for x in passes], [x.delta_mean_deg for x in passes])
+    check = model_check(passes, fit)
+    assert check.constant and check.disagreeing == [1]
+    assert "pass 1 left out" in check.message and "real dynamics" not in check.message
+    # a real offset moves the midpoint crossing with the cruise delta: still reported as dynamics
+    friction = [p(0, 15, 88.9, 88.5, "out"), p(1, 30, 78.2, 78.4, "out")]
+    fit = fit_through_origin([x.speed_deg_s for x in friction], [x.delta_mean_deg for x in friction])
+    check = model_check(friction, fit)
+    assert not check.constant and not check.disagreeing and "real dynamics" in check.message

@@ -22,6 +22,8 @@ from servotool.analysis.lag.passes import (
     between,
     crossing,
     cruise_deltas,
+    late_frames,
+    late_setpoints,
     pass_ticks,
     rest_noise,
     slope,
@@ -178,6 +180,7 @@ class _PassContext:
     settle_time: float
     m_latest: np.ndarray
     mids: dict[int, float]
+    late: tuple[np.ndarray, np.ndarray]  # setpoints the controller got late, and their waits (late_setpoints)
 
 
 def _no_cruise(ps: PassTicks, direction: str, v: float) -> PassLag:
@@ -217,8 +220,12 @@ def _cruise_figures(
     sgn = np.sign([speeds[ps.index] for ps in todo]).astype(float)
     ctrl = np.column_stack([s.tc[c0] + c.skip, s.tc[c1]]) if todo else np.zeros((0, 2))
     host = np.column_stack([s.tc_raw[c0] + c.skip, s.tc_raw[c1]]) if todo else np.zeros((0, 2))
-    cr = cruise_deltas(s.tc, s.qc, s.ts, s.qs, ctrl, sgn, s.ordered)
-    hr = cruise_deltas(s.tc_raw, s.qc, s.ts_raw, s.qs, host, sgn, s.ordered)
+    # a late setpoint is a corner like the ramp-up's: the frames within skip after it are left out alike
+    late, wait = c.late
+    drop = late_frames(s.tc, s.ts, late, wait, c.skip) if late.size else None
+    drop_raw = late_frames(s.tc_raw, s.ts_raw, late, wait, c.skip) if late.size else None
+    cr = cruise_deltas(s.tc, s.qc, s.ts, s.qs, ctrl, sgn, s.ordered, drop)
+    hr = cruise_deltas(s.tc_raw, s.qc, s.ts_raw, s.qs, host, sgn, s.ordered, drop_raw)
     return {ps.index: (a, b) for ps, a, b in zip(todo, cr, hr, strict=True)}
 
 
@@ -271,6 +278,7 @@ def _pass_lag(
         mid_lag_ms=ms(c.mids.get(ps.index, math.nan)),
         overshoot_deg=overshoot,
         note=note,
+        n_late_left_out=cr.left_out,
     )
     return lag, (speed, host.mean)
 
@@ -306,7 +314,10 @@ def analyze_lag(
     skip += cmd_period_s
     # 3. per pass: cruise deltas, guard view, overshoot
     start = float(s.qc[0]) if start_deg is None else float(start_deg)
-    ctx = _PassContext(s, start, skip, settle_time, rec.latest_measured_at(s.tc_raw, joint), mids)
+    # the answers only tell when the controller took a setpoint when it answers them as a rule
+    answers = rec.reply_t[rec.reply_cmd == ""] if s.uncertain is not None else None
+    late = late_setpoints(s.tc_raw, answers, cmd_period_s)
+    ctx = _PassContext(s, start, skip, settle_time, rec.latest_measured_at(s.tc_raw, joint), mids, late)
     out: list[PassLag] = []
     host_points: list[tuple[float, float]] = []
     figures = _cruise_figures(ctx, passes, speeds)
@@ -316,7 +327,10 @@ def analyze_lag(
         if point is not None:
             host_points.append(point)
     # 4. the fits through the origin, their checks, the noise and the guard tuning
-    return _summarise(rec, joint, cmd_period_s, s, out, host_points, dyn, settle_time, a_max, v_max)
+    res = _summarise(rec, joint, cmd_period_s, s, out, host_points, dyn, settle_time, a_max, v_max)
+    res.late_sends = int(late[0].size)
+    res.late_frames_left_out = sum(p.n_late_left_out for p in out)
+    return res
 
 
 def _summarise(

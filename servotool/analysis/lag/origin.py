@@ -132,12 +132,19 @@ def _varying_message(good: Sequence[PassLag], tol: float, friction: float, omb: 
 def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck | None:
     """L constant across speeds and directions within max(1.5 ms, 3 % of L)? None with under two lags or
     under two distinct speeds: one speed says nothing of how L varies with speed (out and back do not)."""
+    if fit is None:
+        return None
+    tol = max(CONSTANT_LAG_FLOOR_MS, CONSTANT_LAG_FRACTION * abs(fit.lag_ms))
     good = [p for p in passes if finite(p.lag_ms)]
-    if fit is None or len(good) < 2 or len({round(p.speed_deg_s, 6) for p in good}) < 2:
+    # a dead time, a filter and an offset move a pass's midpoint crossing as they move its cruise delta: a
+    # pass whose two disagree was disturbed (late frames, a stalled controller) and says nothing of dynamics
+    odd = [p.index for p in good if finite(p.mid_lag_ms) and abs(p.lag_ms - p.mid_lag_ms) > tol]
+    if odd:
+        good = [p for p in good if p.index not in odd]
+    if len(good) < 2 or len({round(p.speed_deg_s, 6) for p in good}) < 2:
         return None
     lags = [p.lag_ms for p in good]
     v = [p.speed_deg_s for p in good]
-    tol = max(CONSTANT_LAG_FLOOR_MS, CONSTANT_LAG_FRACTION * abs(fit.lag_ms))
     spread = float(max(lags) - min(lags))
     outs = [p.lag_ms for p in good if p.direction == "out"]
     backs = [p.lag_ms for p in good if p.direction == "back"]
@@ -151,6 +158,9 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
         )
     else:
         msg = _varying_message(good, tol, friction, omb)
+    if odd:
+        msg += (f" (pass {', '.join(map(str, odd))} left out: its cruise L and its own midpoint crossing "
+                f"disagree by more than {tol:.2f} ms, a disturbed measurement rather than dynamics)")
     return ModelCheck(
         constant=bool(constant),
         spread_ms=spread,
@@ -158,6 +168,7 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
         out_minus_back_ms=omb,
         friction_deg=friction,
         message=msg,
+        disagreeing=odd,
     )
 
 

@@ -16,6 +16,7 @@ SETTLE = "settle"
 MIN_FRAMES = 3  # state frames a cruise window needs before its lag counts
 MIN_REST_FRAMES = 5  # frames at rest needed to measure the noise
 STILL_DEG = 1e-9  # a commanded change smaller than this is no change
+LATE_SEND_PERIODS = 1.5  # a setpoint this many command periods late (sent or answered) is a late one
 
 
 @dataclass
@@ -119,6 +120,43 @@ class CruiseDelta:
     n: int
     mean: float
     peak: float
+    left_out: int = 0  # frames of the window left out because a late send disturbed them
+
+
+def late_setpoints(
+    t_send: np.ndarray, t_reply: np.ndarray | None, cmd_period_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(indices k of the setpoints the controller got late, how long after its send each may have been taken
+    (s)). Late: sent more than LATE_SEND_PERIODS command periods after the one before, or (with t_reply, the
+    controller's answers) first answered more than that after its send: a controller that stalls takes the
+    setpoints sent meanwhile in one burst when it answers them."""
+    lim = LATE_SEND_PERIODS * cmd_period_s
+    wait = np.zeros(len(t_send))
+    if len(t_send) < 2 or not cmd_period_s > 0:
+        return np.zeros(0, dtype=np.intp), wait
+    late = np.zeros(len(t_send), dtype=bool)
+    late[1:] = np.diff(t_send) > lim
+    if t_reply is not None and len(t_reply):
+        j = np.searchsorted(t_reply, t_send)
+        has = j < len(t_reply)
+        wait[has] = t_reply[j[has]] - t_send[has]
+        late |= wait > lim
+    k = np.flatnonzero(late)
+    return k, wait[k]
+
+
+def late_frames(
+    tc: np.ndarray, ts: np.ndarray, late: np.ndarray, wait: np.ndarray, after_s: float
+) -> np.ndarray:
+    """Mask of the frames a late setpoint k disturbed: ts within [tc[k - 1], tc[k] + wait + after_s].
+
+    Until the controller takes a late setpoint it holds the one before, which a straight line between the
+    sends does not show; what it measured then reaches a frame up to one lag (and the transient, within
+    after_s) later."""
+    out = np.zeros(len(ts), dtype=bool)
+    for k, w in zip(late.tolist(), wait.tolist(), strict=True):
+        out |= (ts >= tc[max(k - 1, 0)]) & (ts <= tc[k] + max(w, 0.0) + after_s)
+    return out
 
 
 def between(ts: np.ndarray, t0: float, t1: float, ordered: bool) -> slice | np.ndarray:
@@ -137,16 +175,23 @@ def cruise_delta(
     t1: float,
     sgn: float,
     ordered: bool = False,
+    drop: np.ndarray | None = None,
 ) -> CruiseDelta:
-    """True delta (command at each frame's time minus the frame) over frames in [t0, t1], along sgn.
+    """True delta (command at each frame's time minus the frame) over frames in [t0, t1], along sgn,
+    without the frames drop marks (see late_frames; their count is left_out).
     ordered: ts is sorted (a faster search, the same frames)."""
     sel = between(ts, t0, t1, ordered)
     t_sel, q_sel = ts[sel], qs[sel]
+    left_out = 0
+    if drop is not None:
+        keep = ~drop[sel]
+        left_out = len(t_sel) - int(np.count_nonzero(keep))
+        t_sel, q_sel = t_sel[keep], q_sel[keep]
     n = len(t_sel)
     if n < MIN_FRAMES:
-        return CruiseDelta(n, math.nan, math.nan)
+        return CruiseDelta(n, math.nan, math.nan, left_out)
     d = sgn * (np.interp(t_sel, tc, qc) - q_sel)
-    return CruiseDelta(n, float(d.mean()), float(d.max()))
+    return CruiseDelta(n, float(d.mean()), float(d.max()), left_out)
 
 
 def cruise_deltas(
@@ -157,12 +202,14 @@ def cruise_deltas(
     windows: np.ndarray,
     sgn: np.ndarray,
     ordered: bool,
+    drop: np.ndarray | None = None,
 ) -> list[CruiseDelta]:
     """cruise_delta for many windows ((k, 2) array of [t0, t1]) at once, with the same results: on sorted
-    frames (ordered) by running sums and reductions over the slices, without a loop over the windows."""
-    if not ordered or len(windows) == 0:
+    frames (ordered) by running sums and reductions over the slices, without a loop over the windows.
+    drop: frames to leave out (late sends, rare): then window by window."""
+    if not ordered or len(windows) == 0 or drop is not None:
         return [
-            cruise_delta(tc, qc, ts, qs, float(a), float(b), float(g), ordered)
+            cruise_delta(tc, qc, ts, qs, float(a), float(b), float(g), ordered, drop)
             for (a, b), g in zip(windows, sgn, strict=True)
         ]
     lo = np.searchsorted(ts, windows[:, 0], side="left")

@@ -56,6 +56,7 @@ class PassLag:
     mid_lag_ms: float
     overshoot_deg: float  # past the end of the pass, after the stop
     note: str = ""
+    n_late_left_out: int = 0  # cruise frames left out because a late send disturbed them (not in n_frames)
 
 
 @dataclass
@@ -93,6 +94,9 @@ class ModelCheck:
     out_minus_back_ms: float
     friction_deg: float  # k in L_pass = L + k / v, fitted over the passes
     message: str
+    # passes whose cruise L and own midpoint crossing disagree by more than tolerance_ms: a disturbed
+    # measurement, not dynamics (a filter or an offset moves both alike), so not counted
+    disagreeing: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -194,6 +198,8 @@ class LagResult:
     noise: Noise | None
     tuning: GuardAdvice | None
     warnings: list[str] = field(default_factory=list)
+    late_sends: int = 0  # setpoints sent, or first answered, more than 1.5 command periods late
+    late_frames_left_out: int = 0  # cruise frames left out for them, over all passes
 
     def to_dict(self) -> dict[str, Any]:
         return dict(plain(self))
