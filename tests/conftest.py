@@ -4,6 +4,8 @@ Private state and lock dirs let the tests run in parallel processes (pytest-xdis
 real ones. A test that sets these variables itself overrides them.
 """
 
+import signal
+
 import pytest
 from hypothesis import settings
 
@@ -24,6 +26,17 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     base = tmp_path_factory.mktemp("servotool-env")
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(base / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(base / "locks"))
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """A test that runs the command line in this process (`servotool.cli.app.main`, which keeps its signal
+    handlers until the process exits) leaves the next test the handlers it found."""
+    kept = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for signum, handler in kept.items():
+        if handler is not None:
+            signal.signal(signum, handler)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -414,7 +414,7 @@ def main() -> None:
 
     # SIGTERM and SIGHUP raise like Ctrl-C wherever a command has no handlers of its own (LazyGroup.invoke
     # turns them into one line and their exit code); without this they ended the process without a word
-    with StopSignals():
+    with StopSignals() as signals:
         try:
             rv = app(standalone_mode=False)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -433,4 +433,6 @@ def main() -> None:
                 _interrupted(exc)
             except typer.Exit as done:
                 sys.exit(done.exit_code)
+        finally:
+            signals.hold_to_exit()  # the command is over: a signal from here on is only counted
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -108,6 +108,14 @@ class StopSignals:
         (a device closed, a lock released) runs whole."""
         self.mode = DEFER
 
+    def hold_to_exit(self) -> None:
+        """For the process's outermost handlers, when its command is over: signals are only counted from now
+        on and the handlers are not restored when the block ends, so a signal while the process exits (a
+        second Ctrl-C, SIGTERM after SIGTERM) neither kills it by the signal's default action nor changes the
+        exit code its command chose."""
+        self.mode = DEFER
+        self._previous.clear()
+
     @contextmanager
     def deferring(self, raise_after: bool = True) -> Iterator[StopSignals]:
         """While ending safely: signals are counted only; with raise_after, a signal that came during the

@@ -66,3 +66,14 @@ def test_a_signal_while_the_command_line_is_read(signum: int, where: str) -> Non
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and NAME[signum] in lines[0], done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_process_exits_keeps_the_commands_exit_code(signum: int) -> None:
+    # the command done, the interpreter shutting down (a second Ctrl-C, SIGTERM after SIGTERM): not a death
+    # by the signal's default action, nor a traceback
+    argv = [sys.executable, str(HOOKED), str(int(signum)), "threading:_shutdown", "1", "2", "version"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stdout.startswith("servotool ")
