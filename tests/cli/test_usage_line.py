@@ -9,6 +9,14 @@ import pytest
 from servotool.cli.app import main
 
 
+def _exit_code(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> object:
+    """Run `servotool ARGV` through the installed entry point; its exit code."""
+    monkeypatch.setattr(sys, "argv", ["servotool", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    return exit_info.value.code
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
@@ -22,11 +30,8 @@ from servotool.cli.app import main
 def test_usage_error_is_one_line(
     argv: list[str], words: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["servotool", *argv])
     monkeypatch.setenv("COLUMNS", "80")
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
+    assert _exit_code(argv, monkeypatch) == 2
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -39,10 +44,7 @@ def test_usage_error_is_one_line(
 def test_bare_group_still_shows_help(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["servotool", "servo"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
+    assert _exit_code(["servo"], monkeypatch) == 2
     out = capsys.readouterr()
     assert "read" in out.out + out.err  # the group's subcommands are listed
 
@@ -50,10 +52,7 @@ def test_bare_group_still_shows_help(
 def test_version_and_success_exit_zero(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["servotool", "--version"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 0
+    assert _exit_code(["--version"], monkeypatch) == 0
     assert capsys.readouterr().out.startswith("servotool ")
 
 
@@ -71,11 +70,8 @@ def test_an_on_off_pair_given_both_ways_is_refused_before_anything_opens(
     argv: list[str], pair: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # refused while the command line is parsed: before the command runs, so before any device opens
-    monkeypatch.setattr(sys, "argv", ["servotool", *argv, "--robot" if argv[0] != "ports" else "--no-probe",
-                                      *(["sim:fr3?clock=sim"] if argv[0] != "ports" else [])])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
+    tail = ["--robot", "sim:fr3?clock=sim"] if argv[0] != "ports" else ["--no-probe"]
+    assert _exit_code([*argv, *tail], monkeypatch) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and pair in lines[0], lines
     assert "exclude each other" in lines[0]
@@ -84,10 +80,7 @@ def test_an_on_off_pair_given_both_ways_is_refused_before_anything_opens(
 def test_a_flag_given_twice_the_same_way_is_no_conflict(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["servotool", "step", "--shaped", "--shaped", "-h"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 0
+    assert _exit_code(["step", "--shaped", "--shaped", "-h"], monkeypatch) == 0
     words = " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert "--shaped and --raw exclude each other" in words  # the help says so
 
@@ -104,20 +97,14 @@ def test_a_value_spelled_like_the_other_flag_is_a_value_not_a_conflict(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # what click parsed decides, not the raw words: "--raw" here is the value of --out (-h: nothing runs)
-    monkeypatch.setattr(sys, "argv", ["servotool", *argv, "-h"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 0, capsys.readouterr().err
+    assert _exit_code([*argv, "-h"], monkeypatch) == 0, capsys.readouterr().err
     assert "exclude each other" not in capsys.readouterr().err
 
 
 def test_a_flag_pair_given_both_ways_after_a_value_is_still_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["servotool", "step", "--out", "--raw", "--shaped", "--raw", "-h"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
+    assert _exit_code(["step", "--out", "--raw", "--shaped", "--raw", "-h"], monkeypatch) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--shaped and --raw exclude each other" in lines[0], lines
 
