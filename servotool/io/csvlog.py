@@ -751,14 +751,12 @@ def _chunks_to_numpy(chunks: Sequence[Any], dtype: Any, missing: float) -> Any:
     out = np.empty(sum(len(arr) for arr in chunks), dtype=dtype)
     at = 0
     for arr in chunks:
-        n, off = len(arr), arr.offset
-        validity, data = arr.buffers()[:2]
-        part = out[at : at + n]
-        part[:] = np.frombuffer(data, dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize)
-        if validity is not None and arr.null_count:
-            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=off + n, bitorder="little")
-            np.putmask(part, ~bits[off:].view(bool), missing)
-        at += n
+        values, empty = _array_view(arr, dtype)
+        part = out[at : at + len(values)]
+        part[:] = values
+        if empty is not None:
+            np.putmask(part, empty, missing)
+        at += len(values)
     return out
 
 
