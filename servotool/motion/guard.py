@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from servotool.errors import SettingsError
 from servotool.motion.limits import JointLimits
-from servotool.motion.shaper import ShaperConfig, StreamShaper
+from servotool.motion.shaper import ShaperConfig, StreamShaper, max_trail
 
 __all__ = [
     "DivergenceGuard",
@@ -309,7 +309,7 @@ def tuning_from_measurement(
     step = _finite(dt, "dt", positive=True)
     assert L is not None and a is not None and v is not None and noise is not None and step is not None
     braking = a * L * L / 2.0
-    trail = v * v / (2.0 * a) + v * step  # max_trail's formula on floats (v > 0), without numpy's arrays
+    trail = max_trail(v, a, step)
     return GuardTuning(
         measured_lag_s=L,
         a_max=a,

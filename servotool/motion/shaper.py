@@ -63,6 +63,9 @@ def max_trail(v: npt.ArrayLike, a_max: npt.ArrayLike, dt: float) -> Any:
     travel. At v = v_max it is also the threshold beyond which a raw input jump is reported as large.
     Broadcasts over arrays; returns a float for scalar input.
     """
+    if type(v) is float and type(a_max) is float:  # plain floats: the same IEEE operations, without arrays
+        s = abs(v)
+        return float(s * s / (2.0 * a_max) + s * dt)
     speed = np.abs(np.asarray(v, dtype=float))
     trail = speed * speed / (2.0 * np.asarray(a_max, dtype=float)) + speed * dt
     return float(trail) if trail.ndim == 0 else trail
