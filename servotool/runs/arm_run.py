@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, clock_of
-from servotool.errors import StopSignal
+from servotool.errors import signal_label
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.analyze import FileAnalysis, analyze_written
@@ -244,7 +244,7 @@ class ArmRun:
         """The stop signal that cut the run short or came while it ended ("Ctrl-C", "SIGTERM", "SIGHUP"),
         else None."""
         if isinstance(self._cut_short, KeyboardInterrupt):
-            return self._cut_short.label if isinstance(self._cut_short, StopSignal) else "Ctrl-C"
+            return signal_label(self._cut_short)
         return self.signals.reason() if self.signals is not None else None
 
     def _close_csv(self) -> None:
