@@ -30,7 +30,14 @@ import time
 
 import numpy as np
 
+import servotool.motion.otg as otg_module
+import servotool.motion.otg_profile as pure_profile
+from servotool.motion.compiled import implementation
 from servotool.motion.otg import MultiOtg, OtgLimits
+
+# the profile functions the generator calls (compiled where the install built them; see compiled.py)
+_CALLED = ("axis_constants", "duration_bound_axis", "follow", "plan_to_rest", "plan_warm", "stretch_to",
+           "stretch_warm_axis", "warm_constants_axis")
 
 DT = 0.001
 V_MAX, A_MAX, J_MAX = 1.0, 4.0, 40.0  # rad/s, rad/s^2, rad/s^3: a moderate joint budget
@@ -113,6 +120,19 @@ def bench_otg(n: int, stream, mode: str = "plain") -> tuple[dict[str, float], di
     return _split(samples, stream)
 
 
+def bench_otg_pure(n: int, stream) -> tuple[dict[str, float], dict[str, float] | None]:
+    """bench_otg with the generator calling the pure-Python profile functions (same floats, no build)."""
+    built = {name: getattr(otg_module, name) for name in _CALLED}
+    try:
+        for name in _CALLED:
+            setattr(otg_module, name, getattr(pure_profile, name))
+        bench_otg(n, stream[: min(500, len(stream))])
+        return bench_otg(n, stream)
+    finally:
+        for name, f in built.items():
+            setattr(otg_module, name, f)
+
+
 def bench_ruckig(n: int, stream) -> tuple[dict[str, float], dict[str, float] | None] | None:
     try:
         import ruckig
@@ -148,6 +168,7 @@ def run(cycles: int, seed: int) -> dict:
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cycles": cycles,
+        "profile_math": implementation(),
         "dt_s": DT,
         "limits": {"v": V_MAX, "a": A_MAX, "j": J_MAX},
         "joints": {},
@@ -171,8 +192,10 @@ def run(cycles: int, seed: int) -> dict:
             "otg_target_change": otg_change,
             "ruckig_target_change": ruckig_change,
         }
+        if implementation() == "compiled":
+            row["otg_target_change_python"] = bench_otg_pure(n, stream)[1]
         _ratios(row, "ruckig", ("shaper", "otg", "otg_f32_echo", "otg_replan_every_cycle"))
-        _ratios(row, "ruckig_target_change", ("otg_target_change",))
+        _ratios(row, "ruckig_target_change", ("otg_target_change", "otg_target_change_python"))
         results["joints"][str(n)] = row
     return results
 
@@ -190,7 +213,7 @@ def _ratios(row: dict, ref_name: str, names: tuple[str, ...]) -> None:
 def _print_table(results: dict) -> None:
     print(
         f"per-cycle cost, {results['cycles']} cycles at {results['dt_s'] * 1000:g} ms, "
-        f"Python {results['python']} on {results['processor']}"
+        f"Python {results['python']} on {results['processor']}, profile math {results['profile_math']}"
     )
     cols = f"{'median us':>10}{'p99 us':>10}{'max us':>10}{'med/ruckig':>12}{'p99/ruckig':>12}"
     print(f"{'joints':>6}  {'generator':<24}{cols}")

@@ -18,26 +18,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import isfinite, sqrt
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
-from servotool.motion.otg_profile import (
-    Axis,
-    OtgPlan,
-    Plan,
-    Segments,
-    Warm,
-    axis_constants,
-    duration_bound_axis,
-    follow,
-    plan_to_rest,
-    plan_warm,
-    stretch_to,
-    stretch_warm_axis,
-    warm_constants_axis,
-)
+from servotool.motion.compiled import profile_module
+from servotool.motion.otg_profile import Axis, OtgPlan, Plan, Segments, Warm
+
+if TYPE_CHECKING:
+    from servotool.motion import otg_profile as _prof
+else:
+    # The profile math, compiled where the install built it (the same floats either way; compiled.py).
+    _prof = profile_module()
+axis_constants = _prof.axis_constants
+duration_bound_axis = _prof.duration_bound_axis
+follow = _prof.follow
+plan_to_rest = _prof.plan_to_rest
+plan_warm = _prof.plan_warm
+stretch_to = _prof.stretch_to
+stretch_warm_axis = _prof.stretch_warm_axis
+warm_constants_axis = _prof.warm_constants_axis
 
 __all__ = [
     "MultiOtg",

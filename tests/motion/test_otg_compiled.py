@@ -1,0 +1,111 @@
+"""The compiled build of the profile math: the same floats as the pure module, and never a stale build."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import servotool.motion.otg as otg_mod
+import servotool.motion.otg_profile as pure
+from servotool.motion import compiled
+
+BUILD = compiled.current_build()
+needs_build = pytest.mark.skipif(BUILD is None, reason="this install has no current compiled build")
+
+# the functions the generator calls through compiled.profile_module()
+_CALLED = (
+    "axis_constants",
+    "duration_bound_axis",
+    "follow",
+    "plan_to_rest",
+    "plan_warm",
+    "stretch_to",
+    "stretch_warm_axis",
+    "warm_constants_axis",
+)
+
+
+def test_the_generator_calls_the_module_implementation_names():
+    mod = compiled.profile_module()
+    assert compiled.implementation() == ("python" if mod is pure else "compiled")
+    for name in _CALLED:
+        assert getattr(otg_mod, name) is getattr(mod, name)
+
+
+def test_pure_python_is_chosen_when_the_environment_says_so():
+    env = {**os.environ, compiled.PURE_ENV: "1"}
+    code = "from servotool.motion import compiled; print(compiled.implementation())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "python"
+
+
+@needs_build
+def test_a_build_of_other_source_is_not_used(tmp_path):
+    edited = tmp_path / "otg_profile.py"
+    edited.write_bytes(Path(pure.__file__).read_bytes() + b"\n# edited\n")
+    assert compiled.current_build(edited) is None
+    assert compiled.current_build() is BUILD
+
+
+def test_a_missing_or_switched_off_build_is_none(monkeypatch):
+    assert compiled.current_build(name="servotool.motion._no_such_build") is None
+    monkeypatch.setenv(compiled.PURE_ENV, "1")
+    assert compiled.current_build() is None
+
+
+def _same(f, *args):
+    """f of both modules on the same arguments: the same result (compared by repr, so NaN and -0.0 count)
+    or the same exception type."""
+    out = []
+    for mod in (pure, BUILD):
+        try:
+            out.append(repr(getattr(mod, f)(*args)))
+        except Exception as exc:  # the exception's type is the result compared
+            out.append(type(exc).__name__)
+    assert out[0] == out[1], f
+
+
+_unit = st.floats(-1.0, 1.0, allow_nan=False)
+
+
+@needs_build
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    lim=st.tuples(st.floats(0.2, 3.0), st.floats(0.5, 10.0), st.floats(5.0, 100.0)),
+    state=st.tuples(_unit, _unit, st.floats(-3.0, 3.0, allow_nan=False)),
+    stretch=st.floats(1.0, 3.0),
+    dt=st.floats(1e-4, 0.05),
+)
+def test_compiled_functions_give_the_same_floats(lim, state, stretch, dt):
+    vmax, amax, jmax = lim
+    v0, a0, dx = state[0] * 1.05 * vmax, state[1] * 1.05 * amax, state[2]  # a few states beyond the limits
+    k = pure.axis_constants(vmax, amax, jmax)
+    _same("axis_constants", vmax, amax, jmax)
+    _same("plan_to_rest", dx, v0, a0, vmax, amax, jmax)
+    segs, duration, peak = pure.plan_to_rest(dx, v0, a0, vmax, amax, jmax)
+    _same("follow", segs, dt, 0.0, v0, a0)
+    _same("stretch_to", duration * stretch, dx, v0, a0, peak, duration, vmax, amax, jmax)
+    c = pure.warm_constants_axis(v0, a0, k)
+    _same("warm_constants_axis", v0, a0, k)
+    if c is not None:
+        _same("plan_warm", dx, v0, a0, c, vmax, amax, jmax, None)
+        _same("duration_bound_axis", dx, c, k)
+        _same("stretch_warm_axis", duration * stretch, dx, v0, a0, peak, c, k)
+
+
+@needs_build
+def test_a_seeded_stream_is_the_same_bit_for_bit(monkeypatch):
+    from tests.motion.test_otg import _stream_outputs
+
+    built = _stream_outputs()
+    for name in _CALLED:
+        monkeypatch.setattr(otg_mod, name, getattr(pure, name))
+    assert built.tobytes() == _stream_outputs().tobytes()
+    assert np.isfinite(built).all()
