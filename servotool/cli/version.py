@@ -10,6 +10,7 @@ import typer
 from servotool import __version__
 from servotool.cli.common import OUTPUT, console, print_json
 from servotool.cli.render import compact_table
+from servotool.motion.compiled import implementation
 
 KEY_DEPENDENCIES = ("typer", "rich", "numpy", "scipy", "pandas", "pyserial", "matplotlib", "PyYAML",
                     "ruamel.yaml", "platformdirs", "dynamixel-sdk", "pyarrow", "ruckig")
@@ -25,14 +26,16 @@ def _installed(name: str) -> str | None:
 def version(json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print servotool's version, Python's, and the versions of its key dependencies.
 
-    The first line is the verdict (versions, and which key dependency is missing); the table and the
-    platform follow (--quiet keeps the first line alone)."""
+    The first line is the verdict (versions, and which key dependency is missing); the table, whether the
+    generator's profile math runs compiled, and the platform follow (--quiet keeps the first line alone)."""
     dependencies = {name: _installed(name) for name in KEY_DEPENDENCIES}
     info = {
         "servotool": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "dependencies": dependencies,
+        # the generator's profile math: "compiled" (built by mypyc at install) or "python"
+        "generator": implementation(),
     }
     if json_out:
         print_json(info)
@@ -50,4 +53,5 @@ def version(json_out: bool = typer.Option(False, "--json", help="Print JSON inst
         table.add_row(name, ver or "[yellow]not installed[/]")
     console.print(table)
     if not OUTPUT.quiet:  # a detail line: --quiet keeps the verdict alone
+        console.print(f"generator profile math: {info['generator']}", highlight=False)
         console.print(f"platform: {info['platform']}", highlight=False, soft_wrap=True)

@@ -135,6 +135,7 @@ def test_version_verdict_first_at_80(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lines[0].startswith("servotool ") and "12 of 13" in lines[0] and "ruckig" in lines[0]
     assert all(len(ln.rstrip()) <= 80 for ln in lines) and "…" not in "\n".join(lines)
     assert lines[-1].startswith("platform: ")
+    assert lines[-2] in ("generator profile math: compiled", "generator profile math: python")
 
 
 def test_shape_tables_carry_units_at_80(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
