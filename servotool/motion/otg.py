@@ -222,6 +222,7 @@ class Otg:
         p = self._p
         if not _valid_dt(dt):
             return p
+        dt = float(dt)  # a numpy float32 step would carry single precision into every later state
         x = self._x
         if p == x and self._v == 0.0 and self._a == 0.0:
             return p
@@ -561,6 +562,7 @@ class MultiOtg:
             ok = False
         if not ok:
             return np.array(self._p)
+        dt = float(dt)  # a numpy float32 step would carry single precision into every later state
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
         first = self._first

@@ -222,6 +222,23 @@ def test_invalid_dt_is_a_no_op():
         assert (otg.position, otg.velocity, otg.acceleration) == state
 
 
+def test_a_numpy_float32_step_plans_in_double_precision():
+    """A cycle length handed over as numpy float32 is the float it rounds to, not a float32 computation."""
+    dt32 = np.float32(0.001)
+    single, multi = Otg(0.0, LIM), MultiOtg(np.zeros(2), LIM)
+    ref_single, ref_multi = Otg(0.0, LIM), MultiOtg(np.zeros(2), LIM)
+    for gen in (single, ref_single):
+        gen.set_target(0.2)
+    for gen in (multi, ref_multi):
+        gen.set_target([0.2, -0.05])
+    for _ in range(300):
+        assert single.step(dt32) == ref_single.step(float(dt32))
+        out = multi.step(dt32)
+        assert out.dtype == np.float64 and out.tobytes() == ref_multi.step(float(dt32)).tobytes()
+    assert type(single.position) is float and all(type(p) is float for p in multi._p)
+    assert all(type(plan.duration) is float for plan in multi.plan())
+
+
 def test_set_position_keeps_velocity_and_acceleration():
     otg = Otg(0.0, LIM)
     otg.set_target(0.3)
