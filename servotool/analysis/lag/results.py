@@ -22,6 +22,9 @@ def plain(obj: Any) -> Any:
     """What dataclasses.asdict makes of a result (dataclasses as dicts, lists and tuples kept), without its
     deep copy of every leaf: the leaves here are numbers and strings, which nothing can change in place.
     A folder's JSON document holds a thousand results."""
+    kind = type(obj)
+    if kind is float or kind is int or kind is str or kind is bool or obj is None:
+        return obj  # the leaves, most of the calls: no dataclass test for them
     if is_dataclass(obj) and not isinstance(obj, type):
         return {name: plain(getattr(obj, name)) for name in _field_names(type(obj))}
     if isinstance(obj, list):
