@@ -88,39 +88,67 @@ def _weighted(v: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     return v * (w[:, None] if v.ndim == 2 else w)
 
 
-def _step(normal: np.ndarray, grad: np.ndarray, free: np.ndarray, damping: float) -> np.ndarray:
+def _step(normal: list[list[float]], grad: list[float], free: list[bool], damping: float) -> list[float]:
     """The damped Gauss-Newton step in the free parameters (zero in the others), from the normal matrix
-    J^T W J and the gradient J^T W r at the current point."""
-    idx = np.flatnonzero(free).tolist()
-    step = np.zeros(len(grad))
-    diag = [float(normal[i, i]) if normal[i, i] > 0 else 1.0 for i in idx]
+    J^T W J and the gradient J^T W r at the current point (as Python floats: one or two parameters, where
+    numpy's cost per call would be most of the step)."""
+    idx = [i for i, f in enumerate(free) if f]
+    step = [0.0] * len(grad)
+    diag = [normal[i][i] if normal[i][i] > 0 else 1.0 for i in idx]
     if len(idx) == 1:  # one or two parameters (the dynamic fit's): closed form, no LAPACK call
         i = idx[0]
-        a = float(normal[i, i]) + damping * diag[0]
+        a = normal[i][i] + damping * diag[0]
         if a != 0.0:
-            step[i] = -float(grad[i]) / a
+            step[i] = -grad[i] / a
             return step
     elif len(idx) == 2:
         i, k = idx
-        a, b, d = float(normal[i, i]) + damping * diag[0], float(normal[i, k]), float(normal[k, k])
+        a, b, d = normal[i][i] + damping * diag[0], normal[i][k], normal[k][k]
         d += damping * diag[1]
-        det = a * d - b * float(normal[k, i])
+        det = a * d - b * normal[k][i]
         if det != 0.0 and math.isfinite(det):
-            gi, gk = float(grad[i]), float(grad[k])
+            gi, gk = grad[i], grad[k]
             step[i] = -(d * gi - b * gk) / det
-            step[k] = -(a * gk - float(normal[k, i]) * gi) / det
+            step[k] = -(a * gk - normal[k][i] * gi) / det
             return step
-    sub = normal[np.ix_(free, free)] + damping * np.diag(diag)
+    mask = np.array(free)
+    sub = np.array(normal)[np.ix_(mask, mask)] + damping * np.diag(diag)
+    rhs = np.array(grad)[mask]
     try:
-        step[free] = -np.linalg.solve(sub, grad[free])
+        part = -np.linalg.solve(sub, rhs)
     except np.linalg.LinAlgError:
-        step[free] = -np.linalg.lstsq(sub, grad[free], rcond=None)[0]
+        part = -np.linalg.lstsq(sub, rhs, rcond=None)[0]
+    for i, v in zip(idx, part.tolist(), strict=True):
+        step[i] = v
     return step
 
 
-def _predicted_gain(normal: np.ndarray, grad: np.ndarray, d: np.ndarray) -> float:
-    """The cost's fall over the step d by the Gauss-Newton model at the current point."""
-    return float(-(grad @ d) - 0.5 * (d @ normal @ d))
+Floats = list[float]
+
+
+def _predicted_gain(normal: list[Floats], grad: Floats, x_new: Floats, x: Floats) -> float:
+    """The cost's fall over the step from x to x_new by the Gauss-Newton model at x (numpy's products, as
+    before: their rounding decides where a fit stops)."""
+    d = np.array(x_new) - np.array(x)
+    return float(-(np.array(grad) @ d) - 0.5 * (d @ np.array(normal) @ d))
+
+
+def _free(x: list[float], lower: list[float], upper: list[float], grad: list[float]) -> list[bool]:
+    """Which parameters may move: not those at a bound that the gradient pushes outwards."""
+    bounds = zip(x, lower, upper, grad, strict=True)
+    return [not ((v <= a and g > 0) or (v >= b and g < 0)) for v, a, b, g in bounds]
+
+
+def _largest(values: list[float]) -> float:
+    """The largest value, NaN if any is NaN (as np.max)."""
+    return math.nan if any(v != v for v in values) else max(values)
+
+
+def _products(jac: np.ndarray, r: np.ndarray, w: np.ndarray | None) -> tuple[list[list[float]], list[float]]:
+    """(J^T W J, J^T W r) as Python floats."""
+    normal: list[list[float]] = (jac.T @ _weighted(jac, w)).tolist()
+    grad: list[float] = (jac.T @ _weighted(r, w)).tolist()
+    return normal, grad
 
 
 def solve(
@@ -134,34 +162,36 @@ def solve(
     """Minimise 0.5 * sum(loss(r(x))) for lower <= x <= upper from x0; None when the residual is not finite.
 
     Stops when a step moves no parameter by more than tol.step or gains less than tol.cost of the cost
-    (see Tolerances), or after MAX_STEPS trials."""
-    x = np.minimum(np.maximum(np.asarray(x0, float), lower), upper)  # np.clip without its dispatch
-    r, jac = problem(x)
+    (see Tolerances), or after MAX_STEPS trials. The parameters, bounds and the small normal matrix are
+    handled as Python floats (the same operations as numpy's on them, without its cost per call)."""
+    lo, up = np.asarray(lower, float).tolist(), np.asarray(upper, float).tolist()
+    x = [min(max(v, a), b) for v, a, b in zip(np.asarray(x0, float).tolist(), lo, up, strict=True)]
+    r, jac = problem(np.array(x))
     if not (np.isfinite(r).all() and np.isfinite(jac).all()):
         return None
     cost, w = _weights(r, f_scale)
     damping = DAMPING_START
     accepted = 0
-    normal, grad = jac.T @ _weighted(jac, w), jac.T @ _weighted(r, w)
+    normal, grad = _products(jac, r, w)
     for _ in range(MAX_STEPS):
-        held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
-        free = ~held
-        if not free.any():
+        free = _free(x, lo, up, grad)
+        if not any(free):
             break
-        x_new = np.minimum(np.maximum(x + _step(normal, grad, free, damping), lower), upper)
-        moved = float(np.max(np.abs(x_new - x)))
+        step = _step(normal, grad, free, damping)
+        x_new = [min(max(v + d, a), b) for v, d, a, b in zip(x, step, lo, up, strict=True)]
+        moved = _largest([abs(u - v) for u, v in zip(x_new, x, strict=True)])
         if moved == 0.0 or (
             tol.predicted
             and accepted >= tol.min_accepted
-            and _predicted_gain(normal, grad, x_new - x) <= tol.cost * cost
+            and _predicted_gain(normal, grad, x_new, x) <= tol.cost * cost
         ):
             break
-        r_new, jac_new = problem(x_new)
+        r_new, jac_new = problem(np.array(x_new))
         cost_new, w_new = _weights(r_new, f_scale) if np.isfinite(r_new).all() else (np.inf, w)
         if cost_new <= cost and np.isfinite(jac_new).all():
             gain = cost - cost_new
             x, r, jac, cost, w = x_new, r_new, jac_new, cost_new, w_new
-            normal, grad = jac.T @ _weighted(jac, w), jac.T @ _weighted(r, w)
+            normal, grad = _products(jac, r, w)
             damping = max(damping * DAMPING_DOWN, DAMPING_START)
             accepted += 1
             if moved <= tol.step or (accepted >= tol.min_accepted and gain <= tol.cost * cost):
@@ -170,4 +200,4 @@ def solve(
             damping *= DAMPING_UP
             if damping > DAMPING_GIVE_UP or moved <= tol.step:
                 break
-    return LsqResult(x, cost, r, jac * _row_scale(r, f_scale))
+    return LsqResult(np.array(x), cost, r, jac * _row_scale(r, f_scale))
