@@ -74,12 +74,12 @@ def _read_window(
 ) -> tuple[np.ndarray, ...]:
     """_read_padded's two values at cells j (place f in the cell) of the padded grid wp; with rates also
     their derivatives by t (the slopes of the interpolants)."""
-    w0 = wp[j + 1]
-    dw = wp[j + 2]
-    dw -= w0
-    d0 = wp[j + 2]
-    d0 -= wp[j]  # twice h times the central slope at this cell ...
-    dd = wp[j + 3]
+    # the shifted views' take: no index arrays j + 1, j + 2, j + 3 built, one gather of each cell
+    w0 = wp[1:].take(j)
+    d0 = wp[2:].take(j)
+    dw = d0 - w0
+    d0 -= wp.take(j)  # twice h times the central slope at this cell ...
+    dd = wp[3:].take(j)
     dd -= w0
     dd -= d0  # ... and its step to the next cell's
     y = f * dw
@@ -182,7 +182,7 @@ class FitModel:
                 self.stretches.append(_Stretch(t0, i0, i1, u, pos0, low, high))
         self._cache: tuple[float, bool, list[tuple[np.ndarray, np.ndarray | None]]] | None = None
         # the linear terms solved at each (L, tau) evaluated: the fit's end needs them again
-        self._linear: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+        self._linear: dict[tuple[float, float], tuple[float, float, float, float, float]] = {}
 
     @property
     def n(self) -> int:
@@ -248,8 +248,7 @@ class FitModel:
     def residual_only(self, x: np.ndarray) -> np.ndarray:
         """The residual at x = (L, tau) alone (see residual)."""
         resp = self.response(float(x[0]), float(x[1]))
-        f = np.tanh(resp.dy / FRICTION_V_EPS)
-        np.negative(f, out=f)
+        f = _friction_column(resp.dy)
         e = self.q_meas - resp.y
         c0, c1, _ = self._solve_linear(float(x[0]), float(x[1]), f, e)
         e -= c0 * f
@@ -261,11 +260,10 @@ class FitModel:
     ) -> tuple[float, float, tuple[float, float, float]]:
         """The friction and bias terms (least squares on the columns f and a constant against e), and the
         inverse of their normal matrix as (g00, g01, g11); kept for linear_at."""
-        g_inv = inverse_gram(float(f @ f), float(f.sum()), float(len(f)))
-        i00, i01, i11 = float(g_inv[0, 0]), float(g_inv[0, 1]), float(g_inv[1, 1])
+        i00, i01, i11 = _inverse_gram_floats(float(f @ f), float(f.sum()), float(len(f)))
         fe, se = float(f @ e), float(e.sum())
         c0, c1 = i00 * fe + i01 * se, i01 * fe + i11 * se
-        self._linear[(lag, tau)] = (np.array([c0, c1]), g_inv)
+        self._linear[(lag, tau)] = (c0, c1, i00, i01, i11)
         return c0, c1, (i00, i01, i11)
 
     def linear_at(self, lag: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -273,7 +271,8 @@ class FitModel:
         or solved now."""
         if (lag, tau) not in self._linear:
             self.residual_only(np.array([lag, tau]))
-        return self._linear[(lag, tau)]
+        c0, c1, i00, i01, i11 = self._linear[(lag, tau)]
+        return np.array([c0, c1]), np.array([[i00, i01], [i01, i11]])
 
     def residual(self, x: np.ndarray, fit_tau: bool) -> tuple[np.ndarray, np.ndarray]:
         """(residual, Jacobian) at x = (L,) or (L, tau): measured minus the model with its linear terms
@@ -283,8 +282,7 @@ class FitModel:
         are written out from f (the fit evaluates this some ten times a file)."""
         lag, tau = float(x[0]), float(x[1]) if fit_tau else 0.0
         resp = self.response(lag, tau, jac=True, by_tau=fit_tau)
-        f = np.tanh(resp.dy / FRICTION_V_EPS)
-        np.negative(f, out=f)
+        f = _friction_column(resp.dy)
         e = self.q_meas - resp.y
         c0, c1, (i00, i01, i11) = self._solve_linear(lag, tau, f, e)
         r = e
@@ -293,7 +291,8 @@ class FitModel:
         # d(friction column)/d(slope): the tanh's derivative
         dcol = f * f
         dcol -= 1.0
-        dcol *= 1.0 / FRICTION_V_EPS
+        if FRICTION_V_EPS != 1.0:
+            dcol *= 1.0 / FRICTION_V_EPS
         derivs = [(resp.y_l, resp.dy_l)] + ([(resp.y_t, resp.dy_t)] if fit_tau else [])
         cols = np.empty((len(derivs), self.n))  # the Jacobian by columns: rows here, transposed below
         for p, (y_p, dy_p) in enumerate(derivs):
@@ -307,6 +306,22 @@ class FitModel:
             col -= v
         jac = cols.T
         return r, jac
+
+
+def _friction_column(dy: np.ndarray) -> np.ndarray:
+    """-tanh(slope / FRICTION_V_EPS), written over dy (the slope read for this evaluation alone)."""
+    f = np.tanh(dy if FRICTION_V_EPS == 1.0 else dy / FRICTION_V_EPS, out=dy)
+    np.negative(f, out=f)
+    return f
+
+
+def _inverse_gram_floats(g00: float, g01: float, g11: float) -> tuple[float, float, float]:
+    """inverse_gram as its (00, 01, 11) entries, in Python floats (the same divisions as numpy's)."""
+    det = g00 * g11 - g01 * g01
+    if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2:
+        return g11 / det, -g01 / det, g00 / det
+    inv = inverse_gram(g00, g01, g11)
+    return float(inv[0, 0]), float(inv[0, 1]), float(inv[1, 1])
 
 
 def inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
