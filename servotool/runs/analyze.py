@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import math
 import multiprocessing
@@ -551,6 +552,12 @@ class _Workers:
         self.forked = ctx.get_start_method() == "fork"
         if not self.forked:
             ctx.set_forkserver_preload([__name__])
+        else:
+            # the objects alive now (the imported libraries, some 100,000) are left out of the garbage
+            # collector's passes until the pool closes: a full pass over them in this process, set off by
+            # the results coming in, cost some 60 ms while the workers waited for their next chunk, and one
+            # in a worker would copy every page it shares with this process
+            gc.freeze()
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
         self._up = threading.Event()
         # with fork, submitting forks every worker now, from this thread
@@ -579,6 +586,8 @@ class _Workers:
         noisily after this process is gone)."""
         self._starter.join()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.forked:
+            gc.unfreeze()
 
 
 def _chunks(files: Sequence[Path], workers: int) -> list[Sequence[Path]]:
