@@ -58,16 +58,27 @@ def _weights(r: np.ndarray, f_scale: float | None) -> tuple[float, np.ndarray | 
     """(cost, IRLS weight of each residual; None: all 1)."""
     if f_scale is None:
         return 0.5 * float(r @ r), None
-    root = np.sqrt(1.0 + (r / f_scale) ** 2)
-    cost = f_scale**2 * float(np.sum(root - 1.0))  # 0.5 * f^2 * sum(2 (sqrt(1 + z) - 1))
-    return cost, 1.0 / root
+    root = _one_plus_z(r, f_scale)
+    np.sqrt(root, out=root)
+    cost = f_scale**2 * float((root - 1.0).sum())  # 0.5 * f^2 * sum(2 (sqrt(1 + z) - 1))
+    return cost, np.divide(1.0, root, out=root)
+
+
+def _one_plus_z(r: np.ndarray, f_scale: float) -> np.ndarray:
+    """1 + (r / f_scale)^2, in one new array (the same floats as the expression)."""
+    z = r / f_scale
+    z *= z
+    z += 1.0
+    return z
 
 
 def _row_scale(r: np.ndarray, f_scale: float | None) -> np.ndarray | float:
     """Scale of each Jacobian row for the reported Jacobian (as scipy scales it for the soft-L1 loss)."""
     if f_scale is None:
         return 1.0
-    return np.asarray((1.0 + (r / f_scale) ** 2) ** -0.75)[:, None]
+    z = _one_plus_z(r, f_scale)
+    z **= -0.75
+    return z[:, None]
 
 
 def result_at(problem: Problem, x: np.ndarray, f_scale: float | None = None) -> LsqResult:
