@@ -558,14 +558,19 @@ class _Workers:
             # the results coming in, cost some 60 ms while the workers waited for their next chunk, and one
             # in a worker would copy every page it shares with this process
             gc.freeze()
-        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
-        self._up = threading.Event()
-        # with fork, submitting forks every worker now, from this thread
-        first = self.pool.submit(_worker_ready) if self.forked else None
-        self._starter = threading.Thread(
-            target=self._start, args=(first,), name="analyze-workers", daemon=True
-        )
-        self._starter.start()
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker)
+            self._up = threading.Event()
+            # with fork, submitting forks every worker now, from this thread
+            first = self.pool.submit(_worker_ready) if self.forked else None
+            self._starter = threading.Thread(
+                target=self._start, args=(first,), name="analyze-workers", daemon=True
+            )
+            self._starter.start()
+        except BaseException:
+            if self.forked:  # no pool to close: the objects go back to the collector now
+                gc.unfreeze()
+            raise
 
     def _start(self, first: Future[bool] | None) -> None:
         with contextlib.suppress(Exception):  # workers that fail to start leave the work to this process
