@@ -533,9 +533,10 @@ def _body_table(
                 fh = stack.enter_context(path.open("rb"))
             sink = _RowSink()
             short = fh.seek(0, os.SEEK_END) - offset <= THREADED_BYTES
-            # pyarrow's threaded reader even for a short body (one block): its serial reader starts a thread
-            # of its own for every file and waits for it, and where every core is busy (a folder on all of
-            # them) that wait for a core cost more than the parse (1,000 files on 2 workers: 1.7 -> 1.55 s)
+            # pyarrow's threaded reader even for a short body (one block, as a rule): its serial reader
+            # starts a thread of its own for every file and waits for it, and where every core is busy (a
+            # folder on all of them) that wait for a core cost more than the parse (1,000 files on 2
+            # workers: 1.7 -> 1.55 s)
             table, report = _arrow_read(fh, offset, shape, sink, True, count=False, short=short)
             if sink.count:
                 sink = _RowSink()
@@ -780,14 +781,14 @@ def read_columns(
     select(meta, column names), when given, names the columns to convert (None: all of them): the others
     are still counted in every row (a row of the wrong width is left out as before) but not converted, and
     reading one raises KeyError. Of the selected columns, those in `lazy` are converted only when first
-    read (a second parse of the body, for them alone), where the body is parsed on one thread; a longer
+    read (a second parse of the body, for them alone), where the body is short (held in memory); a longer
     body converts them with the rest. Without pyarrow every column is read."""
     if not HAVE_ARROW:
         return read_csv(path)
     path = Path(path)
     try:
         with path.open("rb") as f:
-            # a file parsed on one thread is read in one go, its header and body from the same bytes
+            # a short file (up to THREADED_BYTES) is read in one go, its header and body from the same bytes
             small = os.fstat(f.fileno()).st_size <= THREADED_BYTES
             fh: BinaryIO = io.BytesIO(f.read()) if small else f
             meta, header, header_lines = _read_header(fh, path)
