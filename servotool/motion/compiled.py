@@ -32,7 +32,7 @@ def current_build(source: Path | None = None, name: str = BUILD_NAME) -> ModuleT
         return None
     try:
         mod = importlib.import_module(name)
-    except ImportError:
+    except (ImportError, OSError):  # absent, or a build for another Python or platform: the source runs
         return None
     if not str(getattr(mod, "__file__", "")).endswith((".so", ".pyd")):
         return None  # a plain copy of the source is no faster: only a compiled build counts

@@ -60,6 +60,18 @@ def test_a_missing_or_switched_off_build_is_none(monkeypatch):
     assert compiled.current_build() is None
 
 
+def test_a_broken_build_is_none(tmp_path, monkeypatch):
+    """A build for another platform, or a damaged file, fails to load: the source runs."""
+    import importlib.machinery
+
+    pkg = tmp_path / "servotool_broken_build"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / f"mod{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"\x7fELF not a library")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert compiled.current_build(name="servotool_broken_build.mod") is None
+
+
 def _same(f, *args):
     """f of both modules on the same arguments: the same result (compared by repr, so NaN and -0.0 count)
     or the same exception type."""
