@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,43 @@ def test_a_seeded_stream_is_the_same_bit_for_bit(monkeypatch):
         monkeypatch.setattr(otg_mod, name, getattr(pure, name))
     assert built.tobytes() == _stream_outputs().tobytes()
     assert np.isfinite(built).all()
+
+
+_FAST_MATH_PROBE = """
+import numpy as np
+import servotool.motion.otg as otg_mod
+import servotool.motion.otg_profile as pure
+from servotool.motion import compiled
+from tests.motion.test_otg import _stream_outputs
+
+tiny, half = 2.2250738585072014e-308, 0.5  # names, not literals: computed at run time, after the import
+same = True
+if compiled.implementation() == "compiled":
+    built = _stream_outputs(cycles=400)
+    for name in {names!r}:
+        setattr(otg_mod, name, getattr(pure, name))
+    same = built.tobytes() == _stream_outputs(cycles=400).tobytes()
+print(tiny * half != 0.0, same)
+"""
+
+
+@pytest.mark.slow
+def test_a_build_with_fast_math_flags_never_runs_other_floats(tmp_path):
+    """CFLAGS such as -ffast-math (or -Ofast) in the environment of the install make other floats, and
+    GCC before 13 links a -shared library with them to crtfastmath.o, which flushes subnormal floats to
+    zero in the whole process once loaded: such a build must not be the one that runs."""
+    pytest.importorskip("mypyc.build")
+    root = Path(__file__).resolve().parents[2]
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        (tmp_path / name).write_bytes((root / name).read_bytes())
+    ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd")
+    shutil.copytree(root / "servotool", tmp_path / "servotool", ignore=ignore)
+    shutil.copytree(root / "tests", tmp_path / "tests", ignore=ignore)
+    env = {**os.environ, "CFLAGS": "-O3 -ffast-math", "PYTHONPATH": str(tmp_path)}
+    env.pop(compiled.PURE_ENV, None)
+    built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    code = _FAST_MATH_PROBE.format(names=_CALLED)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
