@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import os
+import struct
 from pathlib import Path
 from types import ModuleType
 
@@ -31,6 +34,8 @@ def current_build(source: Path | None = None, name: str = BUILD_NAME) -> ModuleT
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None
     try:
+        if not _whole(name):
+            return None
         mod = importlib.import_module(name)
     except (ImportError, OSError):  # absent, or a build for another Python or platform: the source runs
         return None
@@ -42,6 +47,40 @@ def current_build(source: Path | None = None, name: str = BUILD_NAME) -> ModuleT
     except OSError:
         return mod  # no source installed beside it: the build is all there is
     return mod if getattr(mod, "SOURCE_SHA256", None) == digest else None
+
+
+def _whole(name: str) -> bool:
+    """False if the extension module `name`, or a library of its own beside it (mypyc's `name`__mypyc), is
+    an ELF file cut short (an interrupted copy, a full disk): the loader would map pages past its end, and
+    touching one kills the process (SIGBUS) where no exception can catch it. True otherwise (absent, or
+    not ELF: there the loader's own error is an ImportError)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin:
+        return True
+    origin = Path(spec.origin)
+    stem = origin.name.partition(".")[0]
+    return not any(
+        _cut_short(path)
+        for path in origin.parent.glob(f"{stem}*")
+        if path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    )
+
+
+def _cut_short(path: Path) -> bool:
+    """True if `path` is an ELF file shorter than its section header table (written last by linkers) says."""
+    with path.open("rb") as f:
+        head = f.read(64)
+        size = os.fstat(f.fileno()).st_size
+    if head[:4] != b"\x7fELF" or len(head) < 64 or head[5] not in (1, 2):
+        return False
+    order = "<" if head[5] == 1 else ">"
+    if head[4] == 2:  # 64-bit
+        (offset,) = struct.unpack_from(order + "Q", head, 0x28)
+        entry, count = struct.unpack_from(order + "HH", head, 0x3A)
+    else:
+        (offset,) = struct.unpack_from(order + "I", head, 0x20)
+        entry, count = struct.unpack_from(order + "HH", head, 0x2E)
+    return offset + entry * count > size
 
 
 _MODULE: ModuleType = current_build() or otg_profile

@@ -73,6 +73,26 @@ def test_a_broken_build_is_none(tmp_path, monkeypatch):
     assert compiled.current_build(name="servotool_broken_build.mod") is None
 
 
+def test_a_truncated_build_is_none(tmp_path):
+    """A shared library cut short (an interrupted copy, a full disk) is not loaded: the loader would map
+    pages past its end, and touching one kills the process (SIGBUS) where no exception can catch it."""
+    import importlib.machinery
+
+    lib = getattr(importlib.import_module("_decimal"), "__file__", None)
+    if lib is None or not lib.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        pytest.skip("no shared library of the standard library to cut short")
+    pkg = tmp_path / "servotool_cut_build"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    data = Path(lib).read_bytes()
+    (pkg / f"m{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(data[: len(data) // 10])
+    code = "from servotool.motion import compiled as c; print(c.current_build(name='servotool_cut_build.m'))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env.pop(compiled.PURE_ENV, None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert (out.returncode, out.stdout.strip()) == (0, "None"), out.stderr[-2000:]
+
+
 def _same(f, *args):
     """f of both modules on the same arguments: the same result (compared by repr, so NaN and -0.0 count)
     or the same exception type."""
