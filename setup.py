@@ -53,7 +53,7 @@ def _ext_modules() -> list:
         return []
     try:
         exts = mypycify([str(_generated_copy())], opt_level="3")
-    except Exception as exc:  # a failed compile must not fail the install
+    except (Exception, SystemExit) as exc:  # a failed compile (mypyc exits on a type error) fails no install
         print(f"servotool: not compiling the generator ({exc})", file=sys.stderr)
         return []
     if sys.platform != "win32":  # MSVC's default /fp:precise does not contract

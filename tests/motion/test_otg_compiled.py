@@ -162,11 +162,9 @@ print(tiny * half != 0.0, same)
 """
 
 
-@pytest.mark.slow
-def test_a_build_with_fast_math_flags_never_runs_other_floats(tmp_path):
-    """CFLAGS such as -ffast-math (or -Ofast) in the environment of the install make other floats, and
-    GCC before 13 links a -shared library with them to crtfastmath.o, which flushes subnormal floats to
-    zero in the whole process once loaded: such a build must not be the one that runs."""
+def _built_copy(tmp_path, cflags="", edit=b""):
+    """A copy of the project in tmp_path, otg_profile.py ending in `edit`, built in place by setup.py with
+    CFLAGS=`cflags`: the environment to run it with (the copy first on the path)."""
     pytest.importorskip("mypyc.build")
     root = Path(__file__).resolve().parents[2]
     for name in ("setup.py", "pyproject.toml", "README.md"):
@@ -174,11 +172,32 @@ def test_a_build_with_fast_math_flags_never_runs_other_floats(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd")
     shutil.copytree(root / "servotool", tmp_path / "servotool", ignore=ignore)
     shutil.copytree(root / "tests", tmp_path / "tests", ignore=ignore)
-    env = {**os.environ, "CFLAGS": "-O3 -ffast-math", "PYTHONPATH": str(tmp_path)}
+    with (tmp_path / "servotool" / "motion" / "otg_profile.py").open("ab") as f:
+        f.write(edit)
+    env = {**os.environ, "CFLAGS": cflags, "PYTHONPATH": str(tmp_path)}
     env.pop(compiled.PURE_ENV, None)
     built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=env,
                            capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr[-2000:]
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    return env
+
+
+@pytest.mark.slow
+def test_a_build_with_fast_math_flags_never_runs_other_floats(tmp_path):
+    """CFLAGS such as -ffast-math (or -Ofast) in the environment of the install make other floats, and
+    GCC before 13 links a -shared library with them to crtfastmath.o, which flushes subnormal floats to
+    zero in the whole process once loaded: such a build must not be the one that runs."""
+    env = _built_copy(tmp_path, cflags="-O3 -ffast-math")
     code = _FAST_MATH_PROBE.format(names=_CALLED)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_source_mypyc_refuses_installs_pure(tmp_path):
+    """A type error in otg_profile.py (an edit that still runs as Python) stops mypyc, not the install."""
+    env = _built_copy(tmp_path, edit=b'\n\ndef _edited() -> int:\n    return "not an int"\n')
+    assert not list((tmp_path / "servotool" / "motion").glob("_otg_profile_c*"))
+    code = "from servotool.motion import compiled; print(compiled.implementation())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "python", out.stderr[-2000:]
