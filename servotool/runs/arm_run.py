@@ -47,7 +47,7 @@ from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.analyze import FileAnalysis, analyze_written
 from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.preflight import on_connect
-from servotool.runs.prepare import Prepared, finish, prepare
+from servotool.runs.prepare import Ending, Prepared, end_servo, prepare
 from servotool.runs.realtime import realtime
 from servotool.runs.settings import Ranges
 from servotool.runs.signals import StopSignals
@@ -218,16 +218,32 @@ class ArmRun:
         """HOOK, the one way every run ends, from a `finally`: bring a stream still going to rest through the
         braked stop, close the CSV with its end line (complete, or interrupted with the reason), end servo
         mode and disable unless keep. Never raises for a device failure: returns notes. A stop signal arriving
-        meanwhile is held back (counted, decides the exit code) so nothing cuts the safe ending short."""
-        notes: list[str] = []
+        meanwhile is held back (counted, decides the exit code) so nothing cuts the safe ending short.
+        After a lost link, servo mode is ended (and the robot disabled) before the end line is written, each
+        call tried once, and the reason says when that stop could not be confirmed."""
         deferred = self.signals.deferring(raise_after=False) if self.signals else contextlib.nullcontext()
+        ending: Ending | None = None
         with deferred:
             try:
                 self._stop_stream()
+                if self._outcome is not None and self._outcome.link_lost:
+                    # the link is gone: the stop is tried first (each call bounded by the client's short
+                    # timeout after a loss), so that the end line can say whether it was confirmed
+                    ending = end_servo(arm, self.job.options.keep)
+                    self._say_unconfirmed(ending)
                 self._close_csv()
             finally:
-                notes += finish(arm, self.job.options.keep)
-        return notes
+                if ending is None:
+                    ending = end_servo(arm, self.job.options.keep)
+        return ending.notes
+
+    def _say_unconfirmed(self, ending: Ending) -> None:
+        """Add to the reason of a run whose link was lost that its stop could not be confirmed, and why."""
+        outcome = self._outcome
+        if outcome is None or ending.confirmed:
+            return
+        why = "; ".join(ending.unconfirmed)
+        outcome.reason = f"{outcome.reason or outcome.status}; the stop could not be confirmed: {why}"
 
     def _stop_stream(self) -> None:
         streamer = self._streamer

@@ -69,6 +69,7 @@ class StreamOutcome:
     p99_late_ms: float = 0.0
     at_rest: bool | None = None
     notes: list[str] = field(default_factory=list)
+    link_lost: bool = False  # the link went away, in the loop or during the stop (the JSON has the status)
 
     @property
     def complete(self) -> bool:

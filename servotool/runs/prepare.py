@@ -78,22 +78,50 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
 
 
-def finish(arm: Arm, keep: bool) -> list[str]:
-    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong. The
-    disable is tried whatever ending servo mode raised (a lost link, or an answer the client cannot read)."""
-    notes: list[str] = []
+@dataclass
+class Ending:
+    """How ending the servo mode (and disabling, unless keep) went: `confirmed` when every call was
+    answered 0 (or the backend answers nothing); `unconfirmed` names each call that was not, one item each;
+    `notes` as finish() returns them."""
+
+    notes: list[str] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return not self.unconfirmed
+
+
+def end_servo(arm: Arm, keep: bool) -> Ending:
+    """End servo mode and, unless keep, disable the robot: each call tried once, whatever the one before
+    raised (a lost link, or an answer the client cannot read). Never raises."""
+    out = Ending()
+
+    def failed(what: str, exc: Exception) -> None:
+        out.notes.append(f"{what} failed: {_failure(exc)}")
+        out.unconfirmed.append(_failure(exc).removeprefix(f"{arm.url}: "))
+
     try:
         code = arm.servo_end()
         if code not in (0, None):
-            notes.append(f"ServoMoveEnd answered {code}")
+            out.notes.append(f"ServoMoveEnd answered {code}")
+            out.unconfirmed.append(f"ServoMoveEnd answered {code}")
     except Exception as exc:  # the last way out: nothing may skip the disable below
-        notes.append(f"ServoMoveEnd failed: {_failure(exc)}")
+        failed("ServoMoveEnd", exc)
     if not keep:
         try:
-            arm.disable()
+            code = arm.disable()
+            if code not in (0, None):
+                out.unconfirmed.append(f"RobotEnable(0) answered {code}")
         except Exception as exc:  # a cleanup reports, never raises
-            notes.append(f"disable failed: {_failure(exc)}")
-    return notes
+            failed("disable", exc)
+    return out
+
+
+def finish(arm: Arm, keep: bool) -> list[str]:
+    """End servo mode and, unless keep, disable the robot. Never raises: returns what went wrong. The
+    disable is tried whatever ending servo mode raised (a lost link, or an answer the client cannot read)."""
+    return end_servo(arm, keep).notes
 
 
 def _failure(exc: Exception) -> str:

@@ -529,7 +529,7 @@ class Streamer:
         self._stopping = True
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
-            outcome.at_rest = None
+            outcome.at_rest, outcome.link_lost = None, True
             return
         if self._prev_setpoint is None:
             start = self.arm.latest_state()
@@ -545,6 +545,7 @@ class Streamer:
         except KeyboardInterrupt as exc:
             outcome.notes.append(f"{exc or 'Ctrl-C'} during the stop: stop sequence cut short")
         except ConnectionLost as exc:
+            outcome.link_lost = True
             outcome.notes.append(f"connection lost during the stop: {exc}")
         except DeviceError as exc:
             outcome.notes.append(f"device error during the stop: {exc}")

@@ -68,6 +68,9 @@ class FairinoArm:
 
     Timeouts: an XML-RPC ServoJ gets `rpc_timeout_s`, other commands `command_timeout_s`; a dead link is
     found sooner by the state-stream watchdog (`silence_s`, on `clock`), which aborts any call in flight.
+    Once the link is lost, a cleanup call (servo_end, disable) waits at most `cleanup_timeout_s` for its
+    answer: it is still tried once, but a frozen controller must not hold the exit for the whole
+    `command_timeout_s` of each call.
 
     `clock`: what the client's waits sleep on and the watchdog measures with (default: the host monotonic
     clock); when given, it is also `now` unless that is given too, and it is offered to runs as `.clock`.
@@ -87,6 +90,7 @@ class FairinoArm:
         silence_s: float = 0.1,
         rpc_timeout_s: float = 0.5,
         command_timeout_s: float = 5.0,
+        cleanup_timeout_s: float = 0.5,
         connect_timeout_s: float = 2.0,
         enable_wait_s: float = 1.5,
         model: str = "fairino",
@@ -117,6 +121,7 @@ class FairinoArm:
         self.enable_wait_s = float(enable_wait_s)
         self._state_period_s = int(state_ms) / 1000.0
         self._timeouts = (float(rpc_timeout_s), float(command_timeout_s))
+        self.cleanup_timeout_s = min(float(cleanup_timeout_s), float(command_timeout_s))
         self.clock = clock  # a run on this arm streams on it (a lock-step simulator's FakeClock)
         self._clock: Clock = clock or MonotonicClock(spin_s=0.0)
         now = now or (clock.now if clock is not None else time.monotonic)
@@ -288,13 +293,18 @@ class FairinoArm:
 
     def _call(self, method: str, *args: Any, cleanup: bool = False) -> Any:
         """One XML-RPC call. A lost link refuses it, except a `cleanup` call (ServoMoveEnd, RobotEnable(0)):
-        a silent state stream says nothing of XML-RPC, so ending servo mode is still tried."""
+        a silent state stream says nothing of XML-RPC, so ending servo mode is still tried, once, waiting
+        at most `cleanup_timeout_s` for the answer (ConnectionLost naming the call when none comes)."""
         if cleanup and self._closed:
             raise DeviceError(f"{self.url}: the client is closed")
         if not cleanup:
             self._check()
+        after_loss = self._lost is not None
+        timeout = self._timeouts[0] if method == "ServoJ" else self._timeouts[1]
+        if after_loss:
+            timeout = self.cleanup_timeout_s
         with self._rpc_lock:
-            self._transport.set_timeout(self._timeouts[0] if method == "ServoJ" else self._timeouts[1])
+            self._transport.set_timeout(timeout)
             try:
                 return getattr(self._proxy, method)(*args)
             except xmlrpc.client.Fault as exc:
@@ -303,9 +313,12 @@ class FairinoArm:
                 raise DeviceError(f"{self.url}: {method} answered something that is not XML-RPC "
                                   f"({type(exc).__name__}: {exc})") from None
             except (OSError, http.client.HTTPException, xmlrpc.client.ProtocolError) as exc:
+                timed_out = isinstance(exc, TimeoutError)
+                if after_loss:
+                    why = f"got no answer within {timeout:g} s" if timed_out else f"failed ({exc})"
+                    raise ConnectionLost(f"{self.url}: {method} {why} after the link was lost") from None
                 if self._lost is None:
-                    why = "timed out" if isinstance(exc, TimeoutError) else f"failed ({exc})"
-                    self._lose(f"XML-RPC {method} {why}")
+                    self._lose(f"XML-RPC {method} {'timed out' if timed_out else f'failed ({exc})'}")
                 raise ConnectionLost(self._lost or f"{self.url}: connection lost") from None
 
     def _code(self, method: str, *args: Any, cleanup: bool = False) -> int:

@@ -166,6 +166,8 @@ class FairinoSim:
         self._sessions: set[CndeSession] = set()
         self._sessions_lock = threading.Lock()
         self._paused = False
+        self._thawed = threading.Event()  # cleared while frozen (fault injection): XML-RPC calls wait
+        self._thawed.set()
         self._rpc: _RpcServer | None = None
         self._cnde_sock: socket.socket | None = None
         self._udp_sock: socket.socket | None = None
@@ -237,6 +239,7 @@ class FairinoSim:
         if self._stop.is_set():
             return
         self._stop.set()
+        self._thawed.set()  # a call held by freeze() returns
         if self._rpc is not None and self._ports is not None:
             self._rpc.shutdown()
         with self._sessions_lock:
@@ -322,6 +325,16 @@ class FairinoSim:
         """Fault injection: withhold (True) or resume (False) CNDE data frames, sockets left open."""
         self._paused = bool(paused)
 
+    def freeze(self, frozen: bool) -> None:
+        """Fault injection: a controller that stops answering (True) with its sockets left open, as a
+        frozen process or a black-holed link looks to a client: no state frame is sent and every XML-RPC
+        call waits, unanswered, until thawed (False) or the simulator stops."""
+        self.hold_stream(frozen)
+        if frozen:
+            self._thawed.clear()
+        else:
+            self._thawed.set()
+
     def _command(self, fn: Callable[..., int], *args: Any) -> int:
         with self._lock:
             err = int(fn(self._clock(), *args))
@@ -369,6 +382,9 @@ class FairinoSim:
 
         def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
             def call(*args: Any) -> Any:
+                self._thawed.wait()
+                if self._stop.is_set():
+                    raise SimError("the simulator stopped")
                 self.stats["rpc_calls"] += 1
                 return fn(*args)
 
