@@ -208,6 +208,7 @@ class ArmRun:
             arm, self.clock, self._writer, period_s=opts.cmd_period_s, shaper=setup.shaper, guard=setup.guard,
             stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max), record_raw=setup.record_raw,
             on_tick=self.callbacks.on_tick, on_pass=self.callbacks.on_pass, signals=self.signals,
+            state_period_s=prep.state_period_s,
         )
         self._outcome = self._streamer.run(setup.plan)
         return self._outcome

@@ -51,6 +51,7 @@ from servotool.runs.signals import StopSignals
 # the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)
 SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the simulator's lock-step time"
 PHASE_STOP = "stop"
+STALE_NOTE = "the guard left unjudged"
 PHASE_REST = "rest"
 
 # outcome statuses (the enum's members, under the names callers have always imported)
@@ -65,6 +66,9 @@ ERROR = RunStatus.ERROR
 
 # the rest check looks at most this many recent state frames (a 1 kHz state stream over a 0.2 s window)
 RECENT_FRAMES_MAX = 256
+# the guard judges the newest state frame while it is at most this many state periods old (its tuning
+# allows one period of frame age; the second absorbs delivery jitter), and never less than one command period
+FRESH_STATE_PERIODS = 2.0
 
 __all__ = [
     "COMPLETE",
@@ -209,9 +213,13 @@ class Streamer:
 
     The arm must already be executing the stream (warm-up done) at the pose the plan starts from, and a
     shaper, when given, primed there. `guard` (motion.guard.DivergenceGuard) is checked after every send with
-    the setpoint just sent, the newest measured pose and the stream's velocity; its trip ends the run.
-    on_tick(TickInfo) is called every `tick_every` ticks and on_pass(index) when the pass label changes:
-    both must return quickly (they run inside the loop).
+    the setpoint just sent, the newest measured pose and the stream's velocity; its trip ends the run. The
+    guard judges only a fresh pose: one that came since the previous check, or is at most `fresh_s` old
+    (FRESH_STATE_PERIODS state periods, `state_period_s`, the command period when not given; at least one
+    command period). An older one is stale: the state stream has stalled, which the device's lost-link
+    watchdog decides, and a pose from before the stall is not compared with setpoints sent after it (ticks
+    left unjudged so are counted in a note). on_tick(TickInfo) is called every `tick_every` ticks and
+    on_pass(index) when the pass label changes: both must return quickly (they run inside the loop).
     """
 
     def __init__(
@@ -230,9 +238,11 @@ class Streamer:
         tick_every: int = 5,
         catch_sigint: bool = True,
         signals: StopSignals | None = None,
+        state_period_s: float | None = None,
     ) -> None:
         if not (period_s > 0 and math.isfinite(period_s)):
             raise ValueError(f"command period must be > 0 s, got {period_s!r}")
+        self.fresh_s = fresh_limit(float(period_s), state_period_s)
         self.arm = arm
         self.clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
         self.writer = writer
@@ -250,6 +260,9 @@ class Streamer:
         self.lateness = LatenessStats(self.period / 2)
         self._t0 = 0.0
         self._last_q: np.ndarray | None = None
+        self._last_t = -math.inf  # when the frame of _last_q was received
+        self._new_frames = False  # frames came since the previous guard check
+        self._stale_ticks = 0  # guard checks left out on a stale frame
         self._recent: deque[tuple[float, np.ndarray]] = deque(maxlen=RECENT_FRAMES_MAX)
         self._codes = (0, 0)
         self._fault: tuple[int, int] | None = None
@@ -288,7 +301,7 @@ class Streamer:
         rows: list[dict[str, Any]] = []
         for f in frames:
             q = np.asarray(f.q, dtype=float)
-            self._last_q = q
+            self._last_q, self._last_t, self._new_frames = q, f.t, True
             self._recent.append((f.t, q))
             t = self._rel(f.t)
             row = {"t": t, "event": "state", "main_code": f.main_code, "sub_code": f.sub_code,
@@ -380,6 +393,11 @@ class Streamer:
     def _check_guard(self, setpoint: np.ndarray, velocity: np.ndarray | None) -> None:
         if self.guard is None or self._guard_t is not None or self._last_q is None:
             return
+        fresh = self._new_frames or self.clock.now() - self._last_t <= self.fresh_s
+        self._new_frames = False
+        if not fresh:
+            self._stale_ticks += 1
+            return
         if self.shaper is not None and self.shaper.velocity is not None and not self._stopping:
             v = self.shaper.velocity
         else:
@@ -428,7 +446,7 @@ class Streamer:
             raise ValueError(f"plan has {plan.targets.shape[1]} joints, the arm {self.n_joints}")
         start = self.arm.latest_state()
         if start is not None:
-            self._last_q = np.asarray(start.q, dtype=float)
+            self._last_q, self._last_t = np.asarray(start.q, dtype=float), start.t
         self.arm.poll_states()  # frames from before the run start (the warm-up) are not part of it
         self.arm.replies()
         self._plan, self._k = plan, 0
@@ -489,6 +507,9 @@ class Streamer:
         outcome.fault, outcome.fault_t = self._fault, self._fault_t
         outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
         outcome.rejects = self._rejects
+        if self._stale_ticks and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
+            outcome.notes.append(f"{STALE_NOTE} {self._stale_ticks} ticks: the newest state frame was more "
+                                 f"than {self.fresh_s * 1e3:.0f} ms old (a stalled state stream)")
         return outcome
 
     def _drain_tail(self, outcome: StreamOutcome) -> None:
@@ -595,6 +616,13 @@ class Streamer:
             return False
         arr = np.array(recent)
         return bool(np.all(np.ptp(arr, axis=0) <= self.stop.rest_tol_deg))
+
+
+def fresh_limit(period_s: float, state_period_s: float | None) -> float:
+    """The age (s) up to which the guard judges the newest state frame: FRESH_STATE_PERIODS state periods
+    (the command period standing in for an unknown one), and at least one command period."""
+    state = state_period_s if state_period_s is not None and 0 < state_period_s < math.inf else period_s
+    return max(FRESH_STATE_PERIODS * state, period_s)
 
 
 def stream(arm: Arm, clock: Clock, writer: Any, plan: StreamPlan, **kwargs: Any) -> StreamOutcome:
