@@ -3,7 +3,8 @@
 In-process simulators share the test's interpreter lock with each other; on a loaded machine that starves
 their physics and makes the divergence guard trip for the wrong reason. Run as a script it prints the
 simulator's address as one JSON line, then answers each line "state" on stdin with a JSON line holding
-the controller state (servo_active, enabled, main_code, sub_code, cmd_num); it stops at end of input.
+the controller state (servo_active, enabled, main_code, sub_code, cmd_num, last_target: the last setpoint
+taken); it stops at end of input.
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ def _serve(seed: int, enable_ms: float) -> None:
             if line.strip() == "state":
                 s = sim.snapshot()
                 state = {"servo_active": s.servo_active, "enabled": s.enabled, "main_code": s.main_code,
-                         "sub_code": s.sub_code, "cmd_num": s.cmd_num}
+                         "sub_code": s.sub_code, "cmd_num": s.cmd_num, "last_target": list(s.last_target)}
                 print(json.dumps(state), flush=True)
     finally:
         sim.stop()
 
 
 class SimProcess:
-    """Start with `SimProcess(seed)`; `.url` for --robot, `.state()` for the controller state, `.stop()`."""
+    """Start with `SimProcess(seed)`; `.url` for --robot, `.state()` for the controller state, `.stop()`.
+    `silence_ms`: the client's link watchdog written into the URL (None: the client's own 100 ms)."""
 
-    def __init__(self, seed: int, enable_ms: float = 300.0) -> None:
+    def __init__(self, seed: int, enable_ms: float = 300.0, silence_ms: int | None = 1000) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__)), str(seed), str(enable_ms)],
             stdin=subprocess.PIPE,
@@ -47,7 +49,8 @@ class SimProcess:
         info = json.loads(self.proc.stdout.readline())
         # a loaded test machine can starve the simulator's state stream for more than the client's 100 ms
         # link watchdog; these tests are about stops and owners, not about lost links (tested elsewhere)
-        self.url = info["url"] + "&model=fr3&silence_ms=1000"
+        silence = f"&silence_ms={silence_ms}" if silence_ms is not None else ""
+        self.url = info["url"] + "&model=fr3" + silence
 
     def state(self) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -247,3 +247,41 @@ def test_a_run_from_another_host_is_refused_by_the_controller_state(tmp_path: Pa
     csv = next((tmp_path / "first").glob("*.csv"))
     assert csv.read_text().rstrip().endswith("# end: complete")
     assert faults == 0
+
+
+# -- a controller that stops answering -----------------------------------------------------------------------
+
+
+def test_a_controller_frozen_mid_step_ends_lost_within_seconds(tmp_path: Path, env: dict[str, str]):
+    """The simulator's process is stopped (SIGSTOP: its sockets stay open, nothing answers) while the first
+    step moves, with the guard tuned from the profile's lag: the stale pose is no guard trip, the run ends
+    with exit 3 and the lost-link reason, and the stop it still tries (servo end, disable; each unanswered)
+    holds the exit about a second, not the 2 x 5 s of the command timeout."""
+    # a 300 ms watchdog: a loaded machine must not starve the live stream into a loss before the freeze
+    sim = SimProcess(SEED + 200, silence_ms=300)
+    out = tmp_path / "frozen"
+    try:
+        proc = _start(["step", "--steps", "2", "--hold-ms", "600", "--no-realtime"], sim.url, out, env)
+        _wait(lambda: 1.0 < sim.state()["last_target"][0] < 9.0, "the first step under way", proc)
+        os.kill(sim.proc.pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        try:
+            _, stderr = proc.communicate(timeout=60)
+            took = time.monotonic() - frozen_at
+        finally:
+            os.kill(sim.proc.pid, signal.SIGCONT)
+    finally:
+        sim.stop()
+    assert proc.returncode == 3, stderr
+    assert "Traceback" not in stderr, stderr
+    end = next(out.glob("*.csv")).read_text().rstrip().splitlines()[-1]
+    _, df = read_csv(next(out.glob("*.csv")))
+    assert not (df["event"] == "guard").any(), end
+    assert end.startswith("# end: interrupted: connection lost:") and "no state frame" in end, end
+    assert "the stop could not be confirmed: ServoMoveEnd got no answer within 0.5 s" in end, end
+    verdict = " ".join(stderr.split())  # however rich wrapped it
+    assert "run ended early: connection lost:" in verdict, stderr
+    assert "the stop could not be confirmed" in verdict, stderr
+    # 0.3 s to find the loss, two unanswered calls of 0.5 s, the verdict: well inside 5 s (before: over 10 s)
+    print(f"frozen controller: exit {proc.returncode} {took:.2f} s after the freeze")
+    assert took < 5.0, took

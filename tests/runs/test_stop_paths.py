@@ -44,6 +44,50 @@ def test_an_exception_in_our_own_code_inside_the_loop_ends_braked(tmp_path):
     assert v[-1] == 0.0  # ... and was brought to rest
 
 
+def _stall_mid_step(tmp_path, fault):
+    """A step run on simulated time whose controller goes `fault` ("silent": the state stream alone;
+    "frozen": nothing answers) in the middle of the first shaped step; (run, end line, controller state)."""
+    clock = FakeClock()
+    arm = open_arm(SIM, clock=clock)
+
+    def inject(info):
+        if info.k == 65:  # mid-way through the first shaped step (the pre-hold is 50 ticks)
+            if fault == "silent":
+                arm.sim.hold_stream(True)
+            else:
+                arm.sim.freeze(True)
+
+    try:
+        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
+                       on_tick=inject)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()  # a frozen simulator lets its held calls go as it stops
+    csv = next(tmp_path.glob("step_*.csv"))
+    _, df = read_csv(csv)
+    assert not len(df[df["event"] == "guard"])  # a stale pose is not judged as if it were fresh
+    return run, csv.read_text().rstrip().splitlines()[-1], snap
+
+
+def test_a_state_stream_that_goes_silent_mid_step_is_a_lost_link_not_a_guard_trip(tmp_path):
+    run, end, snap = _stall_mid_step(tmp_path, "silent")
+    assert run.outcome.status == "connection-lost" and run.outcome.exit_code == 3
+    assert end.startswith("# end: interrupted: connection lost:") and "no state frame" in end
+    # XML-RPC still answers: the stop is confirmed, and the end line says nothing more
+    assert "could not be confirmed" not in end
+    assert not snap.servo_active and not snap.enabled
+
+
+def test_a_controller_that_freezes_mid_step_ends_lost_with_its_stop_unconfirmed(tmp_path):
+    run, end, _ = _stall_mid_step(tmp_path, "frozen")
+    assert run.outcome.status == "connection-lost" and run.outcome.exit_code == 3
+    assert end.startswith("# end: interrupted: connection lost:") and "no state frame" in end
+    # both calls of the stop were tried, once each, and the end line and the verdict name them
+    unanswered = "got no answer within 0.5 s after the link was lost"
+    unconfirmed = f"; the stop could not be confirmed: ServoMoveEnd {unanswered}; RobotEnable {unanswered}"
+    assert end.endswith(unconfirmed) and run.outcome.reason.endswith(unconfirmed)
+
+
 class _Busy:
     """An arm whose controller says another client streams to it (the Arm's busy_reason)."""
 

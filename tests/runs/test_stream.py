@@ -42,7 +42,9 @@ POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
 class FakeArm:
     """An arm on a FakeClock: executes each setpoint `lag_s` after it was sent (linear in between), emits a
-    state frame every `state_s` of fake time, and can be scripted to fail at a given send."""
+    state frame every `state_s` of fake time, and can be scripted to fail at a given send. `stall` =
+    (from, to): no state frame in that span of fake time (to None: for good); a stall longer than
+    `silence_s` is a lost link, as the real client's watchdog makes it."""
 
     url = "fake:arm"
     model = "fake"
@@ -64,6 +66,9 @@ class FakeArm:
         self.runaway_from: float | None = None
         self.runaway_speed = 180.0
         self.sends = 0
+        self.stall: tuple[float, float | None] | None = None
+        self.silence_s = 0.1
+        self._last_frame_t = clock.now()
         self._t0 = clock.now()
         self._k = 0
         self._closed_link = False
@@ -82,10 +87,13 @@ class FakeArm:
         while self._t0 + self._k * self.state_s <= now + 1e-12:
             t = self._t0 + self._k * self.state_s
             codes = (1, 32) if self.fault_from is not None and t >= self.fault_from else (0, 0)
+            self._k += 1
+            if self.stall is not None and self.stall[0] <= t and (self.stall[1] is None or t < self.stall[1]):
+                continue
+            self._last_frame_t = t
             self.frames.append(
                 StateFrame(t=t, q=self.measured(t), main_code=codes[0], sub_code=codes[1], device_time_s=t)
             )
-            self._k += 1
 
     # the Arm protocol
     def enable(self, timeout_s: float = 5.0) -> None:
@@ -124,6 +132,10 @@ class FakeArm:
 
     def poll_states(self) -> list[StateFrame]:
         out, self.frames = self.frames, []
+        silent = self.clock.now() - self._last_frame_t
+        if not out and silent > self.silence_s:
+            self._closed_link = True
+            raise ConnectionLost(f"fake: no state frame for {silent * 1000:.0f} ms")
         return out
 
     def latest_state(self) -> StateFrame:
@@ -291,6 +303,44 @@ def test_guard_catches_an_arm_moving_on_its_own_within_two_ticks(tmp_path):
     assert outcome.guard_t - onset <= 2 * T + 1e-9
     assert len(df[df.event == "guard"]) == 1
     assert "diverged" in meta.end_reason
+
+
+def step_plan(size: float, pre_s: float = 0.2, n: int = 100) -> StreamPlan:
+    """A hold at POSE for pre_s, then J1's target `size` deg away (the shaper makes the motion)."""
+    targets = np.tile(POSE, (n, 1))
+    targets[int(round(pre_s / T)):, 0] += size
+    return StreamPlan(targets, np.zeros(n, dtype=int), np.array(["hold"] * n, dtype=object))
+
+
+def shaped_guarded() -> dict:
+    shaper = StreamShaper(130.0, 500.0, T, n_joints=6)
+    shaper.prime(POSE)
+    return {"shaper": shaper, "guard": DivergenceGuard(2.7, 0.08)}
+
+
+def test_a_state_stream_that_stalls_mid_step_is_a_lost_link_not_a_guard_trip(tmp_path):
+    # the setpoints move on while the newest pose stays the one from before the stall: judged as if it were
+    # fresh, it diverges beyond the allowance (the guard tripped, exit 1) before the 100 ms watchdog fires
+    clock = FakeClock()
+    arm = FakeArm(clock)
+    arm.stall = (0.3, None)  # in the middle of the shaped 10 deg step that starts at 0.2 s
+    outcome, meta, df, _ = run(tmp_path, arm, clock, step_plan(10.0), **shaped_guarded())
+    assert outcome.status == CONNECTION_LOST and outcome.exit_code == 3
+    assert outcome.guard_reason is None and not len(df[df.event == "guard"])
+    assert "no state frame" in meta.end_reason
+    # ticks from 16 ms after the last frame until the loss were left unjudged, and the note says so
+    assert any(n.startswith("the guard left unjudged 8 ticks") for n in outcome.notes), outcome.notes
+
+
+def test_a_fresh_frame_beyond_bounds_after_a_stall_trips_the_guard_at_once(tmp_path):
+    # a real trip stays a trip: the arm runs away during a 60 ms stall (under the 100 ms watchdog); the first
+    # frame after it is fresh and beyond bounds, and the guard trips on the tick that receives it
+    clock = FakeClock()
+    arm = FakeArm(clock, state_s=T)
+    arm.runaway_from, arm.stall = 0.3, (0.3, 0.36)
+    outcome, meta, df, _ = run(tmp_path, arm, clock, hold_plan(100), **shaped_guarded())
+    assert outcome.status == GUARD and "diverged" in meta.end_reason
+    assert 0.36 <= outcome.guard_t <= 0.36 + 1e-9
 
 
 def test_prepare_warms_up_before_the_run_and_finish_disables(tmp_path):

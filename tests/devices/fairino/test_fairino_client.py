@@ -303,6 +303,29 @@ def test_a_silent_state_stream_still_ends_servo_mode_and_disables(open_sim, fx):
         arm.servo_j(arm.latest_state().q, 0.01)  # streaming stays refused
 
 
+def test_a_frozen_controller_gets_each_cleanup_call_once_with_a_short_answer_limit(open_sim, fx):
+    # a controller that stops answering with its sockets open (a frozen process, a black-holed link): after
+    # the loss, ending servo mode and disabling are still tried, once each, but each waits for its answer at
+    # most the cleanup limit (0.5 s), not the 5 s command timeout: the exit of a run must not wait 10 s
+    arm = open_sim("sim:fr3?silence_ms=60&" + FAST, lockstep=True)
+    arm.enable()
+    assert arm.servo_start() == 0
+    arm.sim.freeze(True)
+    assert fx.wait_until(_link_lost(arm), 0.5, step=0.001, clock=arm.clock)
+    assert arm.cleanup_timeout_s == 0.5
+
+    t0 = time.monotonic()
+    unanswered = "got no answer within 0.5 s after the link was lost"
+    with pytest.raises(ConnectionLost, match=f"ServoMoveEnd {unanswered}"):
+        arm.servo_end()
+    with pytest.raises(ConnectionLost, match=f"RobotEnable {unanswered}"):
+        arm.disable()
+    # two socket timeouts of 0.5 s (a timeout does not stretch with the load); before, 2 x 5 s
+    assert time.monotonic() - t0 < 4.0
+    with pytest.raises(ConnectionLost, match="no state frame"):
+        arm.servo_j(arm.latest_state().q, 0.01)  # the loss itself is still what every other call reports
+
+
 def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open_sim):
     from servotool.clock import FakeClock
     from servotool.devices.arm import clock_of
