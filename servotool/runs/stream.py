@@ -51,8 +51,11 @@ from servotool.runs.signals import StopSignals
 # the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)
 SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the simulator's lock-step time"
 PHASE_STOP = "stop"
-STALE_NOTE = "the guard left unjudged"
 PHASE_REST = "rest"
+STALE_NOTE = "the guard left unjudged"
+# a note counts the unjudged ticks when the link was lost, or when this many in a row were (a tick or two of
+# a late frame on a loaded host is no news: the next fresh frame is judged)
+STALE_NOTE_RUN = 5
 
 # outcome statuses (the enum's members, under the names callers have always imported)
 COMPLETE = RunStatus.COMPLETE
@@ -218,8 +221,9 @@ class Streamer:
     (FRESH_STATE_PERIODS state periods, `state_period_s`, the command period when not given; at least one
     command period). An older one is stale: the state stream has stalled, which the device's lost-link
     watchdog decides, and a pose from before the stall is not compared with setpoints sent after it (ticks
-    left unjudged so are counted in a note). on_tick(TickInfo) is called every `tick_every` ticks and
-    on_pass(index) when the pass label changes: both must return quickly (they run inside the loop).
+    left unjudged so are counted in a note when the link was lost or STALE_NOTE_RUN of them came in a row).
+    on_tick(TickInfo) is called every `tick_every` ticks and on_pass(index) when the pass label changes:
+    both must return quickly (they run inside the loop).
     """
 
     def __init__(
@@ -263,6 +267,7 @@ class Streamer:
         self._last_t = -math.inf  # when the frame of _last_q was received
         self._new_frames = False  # frames came since the previous guard check
         self._stale_ticks = 0  # guard checks left out on a stale frame
+        self._stale_run = (0, 0)  # (current, longest) run of consecutive ones
         self._recent: deque[tuple[float, np.ndarray]] = deque(maxlen=RECENT_FRAMES_MAX)
         self._codes = (0, 0)
         self._fault: tuple[int, int] | None = None
@@ -395,6 +400,8 @@ class Streamer:
             return
         fresh = self._new_frames or self.clock.now() - self._last_t <= self.fresh_s
         self._new_frames = False
+        run = 0 if fresh else self._stale_run[0] + 1
+        self._stale_run = (run, max(run, self._stale_run[1]))
         if not fresh:
             self._stale_ticks += 1
             return
@@ -507,7 +514,8 @@ class Streamer:
         outcome.fault, outcome.fault_t = self._fault, self._fault_t
         outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
         outcome.rejects = self._rejects
-        if self._stale_ticks and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
+        worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
+        if self._stale_ticks and worth_saying and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
             outcome.notes.append(f"{STALE_NOTE} {self._stale_ticks} ticks: the newest state frame was more "
                                  f"than {self.fresh_s * 1e3:.0f} ms old (a stalled state stream)")
         return outcome
