@@ -132,10 +132,14 @@ class OptionalBuildExt(build_ext):
         if not module.exists():
             return
         check = [sys.executable, "-c", _CHECK, str(module.parent), str(HERE / SOURCE)]
-        proc = subprocess.run(check, capture_output=True, text=True)
-        if proc.returncode in (0, 2):  # the same floats, or a build that cannot be tried here
+        try:  # 0.1 s; a build that never answers is no build to keep, nor a reason to hang the install
+            proc = subprocess.run(check, capture_output=True, text=True, timeout=300)
+            code, err = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired:
+            code, err = -1, "its check did not end in 300 s"
+        if code in (0, 2):  # the same floats, or a build that cannot be tried here
             return
-        why = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        why = err.strip().splitlines()[-1:] or [f"exit status {code}"]
         print(f"servotool: compiled generator dropped ({why[0][:300]}); using pure Python", file=sys.stderr)
         for path in built:
             path.unlink(missing_ok=True)
