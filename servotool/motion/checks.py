@@ -11,7 +11,7 @@ def finite(value: object, name: str) -> float:
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     try:
         x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
         raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {value!r}")

@@ -240,7 +240,10 @@ class Otg:
 
 
 def _vector(values: npt.ArrayLike, n: int | None, name: str) -> list[float]:
-    arr = np.asarray(values, dtype=float)
+    try:
+        arr = np.asarray(values, dtype=float)
+    except OverflowError:  # an int beyond any float: no finite number
+        raise ValueError(f"{name} must be finite, got {values!r}") from None
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
     if n is not None and arr.size != n:

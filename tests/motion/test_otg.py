@@ -162,6 +162,21 @@ def test_construction_and_targets_refuse_non_finite():
     assert otg.target == 0.0 and otg.position == 0.0 and otg.at_target
 
 
+def test_an_int_too_large_for_a_float_is_refused_as_non_finite():
+    huge = 10**400  # float(huge) overflows: a number no float can hold is no finite one
+    makers = (
+        lambda: Otg(huge, LIM),
+        lambda: OtgLimits(huge, 1.0, 1.0),
+        lambda: Otg(0.0, LIM).set_target(-huge),
+        lambda: otg_duration(0.0, 0.0, 0.0, huge, LIM),
+        lambda: MultiOtg([0.0, huge], LIM),
+        lambda: MultiOtg([0.0, 0.0], LIM).set_target([huge, 0.0]),
+    )
+    for make in makers:
+        with pytest.raises(ValueError):
+            make()
+
+
 # ------------------------------------------------------------------------------------------------------------
 # One axis
 
