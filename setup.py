@@ -19,6 +19,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import setup
@@ -43,8 +44,18 @@ def _generated_copy() -> Path:
     return out
 
 
+def _drop_builds_in_place() -> None:
+    """Delete the compiled builds an earlier in-place (editable) install left beside the source: the pure
+    module asked for at install must be the one that runs, not what an install before made."""
+    for path in (HERE / SOURCE).parent.glob(f"{MODULE}*"):
+        if path.name.endswith(tuple(EXTENSION_SUFFIXES)):
+            print(f"servotool: removing the earlier build {path.name}", file=sys.stderr)
+            path.unlink()
+
+
 def _ext_modules() -> list:
     if os.environ.get("SERVOTOOL_PURE_PYTHON", "") not in ("", "0"):
+        _drop_builds_in_place()
         return []
     try:
         from mypyc.build import mypycify

@@ -202,3 +202,19 @@ def test_a_source_mypyc_refuses_installs_pure(tmp_path):
     code = "from servotool.motion import compiled; print(compiled.implementation())"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "python", out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_pure_python_at_install_outlasts_an_earlier_build_in_place(tmp_path):
+    """An editable install puts the build beside the source; installing again with SERVOTOOL_PURE_PYTHON=1
+    must leave the pure module running, not that earlier build."""
+    env = _built_copy(tmp_path)
+    code = "from servotool.motion import compiled; print(compiled.implementation())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "compiled", out.stderr[-2000:]
+    pure_env = {**env, compiled.PURE_ENV: "1"}
+    again = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=pure_env,
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-2000:]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "python", out.stderr[-2000:]
