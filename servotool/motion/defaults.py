@@ -25,6 +25,15 @@ LAG_SPEEDS_DEG_S = (15.0, 30.0)
 LAG_RAMP_S = 0.1
 LAG_SETTLE_S = 0.3
 
+# The scales the jerk-limited generator plans over (verified over millions of random plans and streams,
+# extremes included, with no exception): each limit within [OTG_LIMIT_MIN, OTG_LIMIT_MAX], positions and
+# targets within +-OTG_COORD_MAX (so a displacement within 1e9), velocities and accelerations within
+# +-OTG_LIMIT_MAX. Far beyond them (1e150 and more) its intermediate terms overflow or underflow: such inputs
+# are refused, never planned.
+OTG_LIMIT_MIN = 1e-9
+OTG_LIMIT_MAX = 1e9
+OTG_COORD_MAX = 5e8
+
 __all__ = [
     "A_MAX_DEG_S2",
     "CMD_PERIOD_S",
@@ -33,5 +42,8 @@ __all__ = [
     "LAG_SETTLE_S",
     "LAG_SPEEDS_DEG_S",
     "LAG_SWEEP_DEG",
+    "OTG_COORD_MAX",
+    "OTG_LIMIT_MAX",
+    "OTG_LIMIT_MIN",
     "V_MAX_DEG_S",
 ]

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
 from servotool.motion.compiled import profile_module
+from servotool.motion.defaults import OTG_COORD_MAX, OTG_LIMIT_MAX, OTG_LIMIT_MIN
 from servotool.motion.otg_profile import Axis, OtgPlan, Plan, Segments, Warm
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ __all__ = [
 
 _EMPTY: Plan = ((), 0.0, 0.0)
 _INF = float("inf")
+# the scales the planner is verified over; inputs beyond them are refused (see defaults.py)
+LIMIT_MIN, LIMIT_MAX, COORD_MAX = OTG_LIMIT_MIN, OTG_LIMIT_MAX, OTG_COORD_MAX
 # One axis in a synchronised planning: (duration bound or -1, axis, the bound's peak, displacement,
 # warm_constants).
 _Row = tuple[float, int, float, float, Warm | None]
@@ -61,7 +64,8 @@ _Row = tuple[float, int, float, float, Warm | None]
 class OtgLimits:
     """Velocity, acceleration and jerk bounds of one axis (units/s, units/s^2, units/s^3).
 
-    Every limit must be finite and > 0; anything else raises ValueError.
+    Every limit must be a finite number within [1e-9, 1e9] (LIMIT_MIN, LIMIT_MAX); anything else raises
+    ValueError.
     """
 
     max_velocity: float
@@ -73,6 +77,8 @@ class OtgLimits:
             x = _finite(getattr(self, name), name)
             if not x > 0.0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            if not LIMIT_MIN <= x <= LIMIT_MAX:
+                raise ValueError(f"{name} must be within {LIMIT_MIN:g} and {LIMIT_MAX:g}, got {x!r}")
             object.__setattr__(self, name, x)
 
     def per_axis_for_norm(self, n: int) -> OtgLimits:
@@ -106,17 +112,25 @@ def _valid_dt(dt: float) -> bool:
         return False
 
 
+def _bounded(value: object, name: str, bound: float) -> float:
+    """`value` as a finite float within +-bound; ValueError naming `name` otherwise."""
+    x = _finite(value, name)
+    if not -bound <= x <= bound:
+        raise ValueError(f"{name} must be within +-{bound:g}, got {x!r}")
+    return x
+
+
 def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimits) -> float:
     """Duration (s) of the time-optimal jerk-limited plan from (p0, v0, a0) to rest at target.
 
     This is exactly the plan Otg would follow from that state. 0 when already at rest on the target.
-    Non-finite inputs raise ValueError.
+    Non-finite inputs, and p0 or target beyond +-5e8 or v0 or a0 beyond +-1e9, raise ValueError.
     """
     limits = _check_limits(limits)
-    p0 = _finite(p0, "p0")
-    v0 = _finite(v0, "v0")
-    a0 = _finite(a0, "a0")
-    target = _finite(target, "target")
+    p0 = _bounded(p0, "p0", COORD_MAX)
+    v0 = _bounded(v0, "v0", LIMIT_MAX)
+    a0 = _bounded(a0, "a0", LIMIT_MAX)
+    target = _bounded(target, "target", COORD_MAX)
     return plan_to_rest(target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk)[1]
 
 
@@ -132,7 +146,8 @@ class Otg:
 
     `position` is the starting commanded position, also the initial target; the axis starts at rest unless
     `velocity` / `acceleration` say otherwise (a state beyond the limits is brought back within them first,
-    never with more than max_jerk). Non-finite numbers raise ValueError.
+    never with more than max_jerk). Non-finite numbers, a position or target beyond +-5e8 and a velocity
+    or acceleration beyond +-1e9 raise ValueError.
 
     Each step follows the time-optimal plan from the current state to rest at the latest target. After a step
     that only followed the plan, what is left of it is the time-optimal plan from the new state (the tail of
@@ -149,9 +164,9 @@ class Otg:
         self._vmax = limits.max_velocity
         self._amax = limits.max_acceleration
         self._jmax = limits.max_jerk
-        self._p = _finite(position, "position")
-        self._v = _finite(velocity, "velocity")
-        self._a = _finite(acceleration, "acceleration")
+        self._p = _bounded(position, "position", COORD_MAX)
+        self._v = _bounded(velocity, "velocity", LIMIT_MAX)
+        self._a = _bounded(acceleration, "acceleration", LIMIT_MAX)
         self._x = self._p
         self._plan: Plan | None = None  # valid for the current state and target
         self._peak: float | None = None  # last peak velocity, a starting guess for the next search
@@ -182,8 +197,9 @@ class Otg:
         return self._p == self._x and self._v == 0.0 and self._a == 0.0
 
     def set_target(self, target: float) -> None:
-        """Aim at a new target from the next step on. A non-finite one raises ValueError (nothing changes)."""
-        x = _finite(target, "target")
+        """Aim at a new target from the next step on. A non-finite one, or one beyond +-5e8, raises ValueError
+        (nothing changes)."""
+        x = _bounded(target, "target", COORD_MAX)
         if x != self._x:
             self._x = x
             self._plan = None
@@ -193,9 +209,9 @@ class Otg:
         """Re-anchor the commanded position (e.g. on the robot's echo of it) and re-plan from there.
 
         Velocity and acceleration are kept; an echo equal to the position changes nothing. A non-finite
-        position raises ValueError (nothing changes).
+        position, or one beyond +-5e8, raises ValueError (nothing changes).
         """
-        p = _finite(position, "position")
+        p = _bounded(position, "position", COORD_MAX)
         if p != self._p:
             self._p = p
             self._plan = None
@@ -239,7 +255,8 @@ class Otg:
         return self._p
 
 
-def _vector(values: npt.ArrayLike, n: int | None, name: str) -> list[float]:
+def _vector(values: npt.ArrayLike, n: int | None, name: str, bound: float = COORD_MAX) -> list[float]:
+    """`values` as a list of n (any n if None) finite floats within +-bound; ValueError otherwise."""
     try:
         arr = np.asarray(values, dtype=float)
     except OverflowError:  # an int beyond any float: no finite number
@@ -253,6 +270,8 @@ def _vector(values: npt.ArrayLike, n: int | None, name: str) -> list[float]:
     for x in out:
         if not isfinite(x):
             raise ValueError(f"{name} must be finite, got {values!r}")
+        if not -bound <= x <= bound:
+            raise ValueError(f"{name} must be within +-{bound:g}, got {x!r}")
     return out
 
 
@@ -272,8 +291,8 @@ class MultiOtg:
     synchronised re-plan searches in full only the axes that may be the slowest (near it last time, and
     whose cheap upper bound of their minimum duration says so); the others are stretched straight from
     their previous peaks, to the plans the full search and stretch would give (to the stretch's
-    tolerance). Vectors are returned as new numpy arrays; non-finite or wrongly sized inputs raise
-    ValueError.
+    tolerance). Vectors are returned as new numpy arrays; non-finite, out-of-range (as for Otg) or wrongly
+    sized inputs raise ValueError.
     """
 
     def __init__(
@@ -302,8 +321,10 @@ class MultiOtg:
         self._k: list[Axis] = [
             axis_constants(lim.max_velocity, lim.max_acceleration, lim.max_jerk) for lim in per_axis
         ]
-        self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities")
-        self._a = [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations")
+        self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities", LIMIT_MAX)
+        self._a = (
+            [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations", LIMIT_MAX)
+        )
         self._x = list(self._p)
         self._sync = bool(synchronized)
         self._plans: list[Plan] | None = None  # per axis, valid for the current state and targets
@@ -355,7 +376,8 @@ class MultiOtg:
         return True
 
     def set_target(self, targets: npt.ArrayLike) -> None:
-        """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite."""
+        """Aim at new targets from the next step on; refused whole (ValueError) if any is non-finite or beyond
+        +-5e8."""
         x = _vector(targets, self._n, "targets")
         if x != self._x:
             # The previous peaks are guesses for unchanged targets only; the common duration changes with
@@ -376,7 +398,8 @@ class MultiOtg:
     def set_position(self, positions: npt.ArrayLike) -> None:
         """Re-anchor the commanded positions and re-plan from there; velocities and accelerations stay.
 
-        An echo equal to the positions changes nothing; non-finite or wrongly sized input raises ValueError.
+        An echo equal to the positions changes nothing; non-finite, beyond +-5e8 or wrongly sized input raises
+        ValueError.
         """
         p = _vector(positions, self._n, "positions")
         if p != self._p:

@@ -25,6 +25,7 @@ from enum import Enum
 from typing import Protocol
 
 from servotool.errors import SettingsError
+from servotool.motion.defaults import OTG_LIMIT_MIN
 
 # bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
 CMD_PERIOD_RANGE_S = (0.001, 0.1)
@@ -251,9 +252,10 @@ def validate_shaper(
         problems += _period(cmd_period_s)
     if kind not in SHAPER_KINDS:
         problems.append(f"--shaper {kind!r}: must be {' or '.join(SHAPER_KINDS)}")
-    problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
-    problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
-    problems += _in(j_max, "--j-max", 0.0, MAX_J_DEG_S3, unit=" deg/s^3", lo_open=True)
+    # the generator plans limits from OTG_LIMIT_MIN up (below, its terms underflow): a smaller one is refused
+    problems += _in(v_max, "--v-max", OTG_LIMIT_MIN, MAX_V_DEG_S, unit=" deg/s")
+    problems += _in(a_max, "--a-max", OTG_LIMIT_MIN, a_cap, unit=" deg/s^2")
+    problems += _in(j_max, "--j-max", OTG_LIMIT_MIN, MAX_J_DEG_S3, unit=" deg/s^3")
     return problems
 
 

@@ -130,6 +130,42 @@ def test_limits_are_validated_and_normalised():
             OtgLimits(*bad)
 
 
+def test_scales_beyond_the_verified_range_are_refused_before_planning():
+    """Limits outside [1e-9, 1e9], positions or targets beyond +-5e8 and velocities or accelerations beyond
+    +-1e9 are refused with ValueError, the state unchanged (far beyond them the planner's terms overflow:
+    a target of 1e308 once raised IndexError inside step()); the range's own corners plan and land."""
+    for bad in [(1e10, 1, 1), (1, 1e-10, 1), (1, 1, 2e9), (1, 1, 5e-324)]:
+        with pytest.raises(ValueError, match="within"):
+            OtgLimits(*bad)
+    with pytest.raises(ValueError, match="within"):
+        LIM.scaled(1e12)
+    with pytest.raises(ValueError, match="within"):
+        otg_duration(0.0, 0.0, 0.0, 6e8, LIM)
+    with pytest.raises(ValueError, match="within"):
+        otg_duration(0.0, 2e9, 0.0, 1.0, LIM)
+    with pytest.raises(ValueError, match="within"):
+        Otg(-6e8, LIM)
+    with pytest.raises(ValueError, match="within"):
+        Otg(0.0, LIM, acceleration=-2e9)
+    m = MultiOtg([0.0, 0.0], LIM)
+    for bad in ([1e308, 1.0], [0.0, -5.1e8]):
+        with pytest.raises(ValueError, match="within"):
+            m.set_target(bad)
+        with pytest.raises(ValueError, match="within"):
+            m.set_position(bad)
+    with pytest.raises(ValueError, match="within"):
+        MultiOtg([0.0, 0.0], LIM, velocities=[0.0, 1e10])
+    assert list(m.target) == [0.0, 0.0] and m.at_target
+    for lim in (OtgLimits(1e-9, 1e-9, 1e-9), OtgLimits(1e9, 1e9, 1e9), OtgLimits(1e9, 1e-9, 1e9)):
+        otg = Otg(-5e8, lim, velocity=1e9, acceleration=-1e9)
+        otg.set_target(5e8)
+        duration = otg.plan().duration
+        assert math.isfinite(duration) and duration > 0.0
+        for _ in range(20):
+            assert math.isfinite(otg.step(duration / 10.0))
+        assert otg.at_target and otg.position == 5e8
+
+
 def test_per_axis_for_norm_and_scaled():
     per = LIM.per_axis_for_norm(3)
     assert per.max_velocity == pytest.approx(0.3 / math.sqrt(3))
