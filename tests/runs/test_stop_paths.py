@@ -46,7 +46,8 @@ def test_an_exception_in_our_own_code_inside_the_loop_ends_braked(tmp_path):
 
 def _stall_mid_step(tmp_path, fault):
     """A step run on simulated time whose controller goes `fault` ("silent": the state stream alone;
-    "frozen": nothing answers) in the middle of the first shaped step; (run, end line, controller state)."""
+    "garbled": its data frames keep coming but cannot be read; "frozen": nothing answers) in the middle of
+    the first shaped step; (run, end line, controller state)."""
     clock = FakeClock()
     arm = open_arm(SIM, clock=clock)
 
@@ -54,6 +55,8 @@ def _stall_mid_step(tmp_path, fault):
         if info.k == 65:  # mid-way through the first shaped step (the pre-hold is 50 ticks)
             if fault == "silent":
                 arm.sim.hold_stream(True)
+            elif fault == "garbled":
+                arm.sim.garble_stream(True)
             else:
                 arm.sim.freeze(True)
 
@@ -75,6 +78,18 @@ def test_a_state_stream_that_goes_silent_mid_step_is_a_lost_link_not_a_guard_tri
     assert end.startswith("# end: interrupted: connection lost:") and "no state frame" in end
     # XML-RPC still answers: the stop is confirmed, and the end line says nothing more
     assert "could not be confirmed" not in end
+    assert not snap.servo_active and not snap.enabled
+
+
+def test_a_state_stream_of_unreadable_frames_mid_step_is_a_lost_link_not_a_blind_run(tmp_path):
+    # frames that keep coming but cannot be read reach no one: the guard, which judges fresh frames only, has
+    # nothing to judge, so they must not keep the link watchdog quiet (before, the run streamed to the end
+    # of its plan unguarded and ended "complete")
+    run, end, snap = _stall_mid_step(tmp_path, "garbled")
+    assert run.outcome.status == "connection-lost" and run.outcome.exit_code == 3
+    assert end.startswith("# end: interrupted: connection lost:") and "no readable state frame" in end
+    assert "unreadable" in end
+    assert "could not be confirmed" not in end  # XML-RPC still answers
     assert not snap.servo_active and not snap.enabled
 
 

@@ -25,7 +25,8 @@ class CndeSession:
     """Serve one connected CNDE client until it disconnects or `close()` is called.
 
     `state()` returns the current field values by name (called once per data frame, at send time);
-    `paused()` tells when to withhold data frames (fault injection: a controller that stops talking).
+    `paused()` tells when to withhold data frames (fault injection: a controller that stops talking);
+    `garbled()`, when to send them one byte short (fault injection: frames the client cannot read).
     A configuration asking for period 0 gets `default_period_ms` (a simulator convention); 1..1000 ms is
     served as asked, anything else refused.
     """
@@ -39,10 +40,12 @@ class CndeSession:
         clock: Callable[[], float] = time.monotonic,
         default_period_ms: int = 8,
         timed: bool = True,
+        garbled: Callable[[], bool] = lambda: False,
     ) -> None:
         self.sock = sock
         self._state = state
         self._paused = paused
+        self._garbled = garbled
         self._version = version
         self._clock = clock
         self._count = 0
@@ -111,7 +114,7 @@ class CndeSession:
         if self._layout is None or self._paused():
             return
         try:
-            self._send(p.FrameType.OUTPUT_DATA, self._layout.pack(self._state()))
+            self._send(p.FrameType.OUTPUT_DATA, self._data())
         except (OSError, ValueError):
             self.close()
             return
@@ -128,8 +131,13 @@ class CndeSession:
             self._next = now + self._period
         if self._layout is None or self._paused():
             return
-        self._send(p.FrameType.OUTPUT_DATA, self._layout.pack(self._state()))
+        self._send(p.FrameType.OUTPUT_DATA, self._data())
         self.frames_sent += 1
+
+    def _data(self) -> bytes:
+        assert self._layout is not None
+        data = self._layout.pack(self._state())
+        return data[:-1] if self._garbled() else data
 
     def _handle(self, frame: p.CndeFrame) -> None:
         kind = frame.type

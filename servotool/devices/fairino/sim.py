@@ -166,6 +166,7 @@ class FairinoSim:
         self._sessions: set[CndeSession] = set()
         self._sessions_lock = threading.Lock()
         self._paused = False
+        self._garbled = False
         self._thawed = threading.Event()  # cleared while frozen (fault injection): XML-RPC calls wait
         self._thawed.set()
         self._rpc: _RpcServer | None = None
@@ -325,6 +326,11 @@ class FairinoSim:
         """Fault injection: withhold (True) or resume (False) CNDE data frames, sockets left open."""
         self._paused = bool(paused)
 
+    def garble_stream(self, garbled: bool) -> None:
+        """Fault injection: send every CNDE data frame one byte short (True), a stream that keeps coming but
+        that no client can read, or whole again (False)."""
+        self._garbled = bool(garbled)
+
     def freeze(self, frozen: bool) -> None:
         """Fault injection: a controller that stops answering (True) with its sockets left open, as a
         frozen process or a black-holed link looks to a client: no state frame is sent and every XML-RPC
@@ -450,6 +456,7 @@ class FairinoSim:
                 self._clock,
                 self.profile.state_ms,
                 timed=self.lockstep is None,
+                garbled=lambda: self._garbled,
             )
             session.peer = peer
             with self._sessions_lock:

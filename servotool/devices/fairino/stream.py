@@ -1,8 +1,8 @@
 """The client side of the CNDE state stream: configure, start, and read frames in a background thread.
 
 Each data frame becomes a StateFrame stamped with the host clock `now` when its bytes arrive. The stream is
-declared lost (once, through `on_lost`) when the controller closes or resets it, or sends no data frame for
-`silence_s` on the `watch` clock (checked every 10 ms, and at each `check_silence()`).
+declared lost (once, through `on_lost`) when the controller closes or resets it, or sends no readable data
+frame for `silence_s` on the `watch` clock (checked every 10 ms, and at each `check_silence()`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class StateStream:
         self.latest: StateFrame | None = None
         self.cmd_num: int | None = None
         self.bad_frames = 0
+        self._bad_at_rx = 0  # bad_frames when the last readable frame came
         self._splitter = p.FrameSplitter()
         self._pending: list[p.CndeFrame] = []
         try:
@@ -185,8 +186,10 @@ class StateStream:
     def _take(self, chunk: bytes, t: float) -> None:
         frames = [f for f in self._splitter.feed(chunk) if f.type == p.FrameType.OUTPUT_DATA]
         for frame in frames:
-            self._on_data(frame.data, t)
-            self._last_rx = self._watch()
+            # only a frame that can be read keeps the link alive: unreadable ones reach no run (its guard
+            # judges fresh poses only), so a stream of them is as silent as no stream at all
+            if self._on_data(frame.data, t):
+                self._last_rx, self._bad_at_rx = self._watch(), self.bad_frames
         if frames:
             with self._arrived:
                 self.frames_in += len(frames)
@@ -199,7 +202,11 @@ class StateStream:
             return False
         silent = self._watch() - self._last_rx
         if silent > self._silence:
-            self._lose(f"no state frame for {silent * 1000:.0f} ms")
+            bad = self.bad_frames - self._bad_at_rx
+            if bad:
+                self._lose(f"no readable state frame for {silent * 1000:.0f} ms ({bad} unreadable)")
+            else:
+                self._lose(f"no state frame for {silent * 1000:.0f} ms")
             return False
         return True
 
@@ -219,18 +226,20 @@ class StateStream:
         if first:
             self._on_lost(why)
 
-    def _on_data(self, data: bytes, t: float) -> None:
+    def _on_data(self, data: bytes, t: float) -> bool:
+        """Take one data frame: True when it could be read (and is queued), False when counted as bad."""
         try:
             v = self._layout.unpack(data)
         except p.CndeFrameError:
             self.bad_frames += 1
-            return
+            return False
         frame = _frame(v, t)
         with self._lock:
             self._frames.append(frame)
             self.latest = frame
             if "servoJ_cmd_num" in v:
                 self.cmd_num = int(v["servoJ_cmd_num"])
+        return True
 
     def poll(self) -> list[StateFrame]:
         with self._lock:
