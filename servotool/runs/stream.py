@@ -365,7 +365,25 @@ class Streamer:
         return row
 
     def _poll(self) -> tuple[list[StateFrame], list[Reply]]:
-        return list(self.arm.poll_states()), list(self.arm.replies())
+        """The frames and replies received since the last poll. Raises the device's error only when no frame
+        came: frames taken must reach the CSV (a lost link is reported again by the next call)."""
+        frames = list(self.arm.poll_states())
+        try:
+            replies = list(self.arm.replies())
+        except DeviceError:
+            if not frames:
+                raise
+            replies = []
+        return frames, replies
+
+    def _record_unpolled(self) -> None:
+        """After a lost link: record the frames that came since the last poll (the send that found the loss
+        comes before its tick's poll), so that nothing received is missing from the CSV."""
+        try:
+            frames, replies = self._poll()
+        except DeviceError:
+            return
+        self._write_frames(frames, replies, [])
 
     # -- one tick --------------------------------------------------------------------------------------------
 
@@ -556,6 +574,8 @@ class Streamer:
         if self._stopping:
             return
         self._stopping = True
+        if outcome.status == CONNECTION_LOST:
+            self._record_unpolled()  # before the stop row: they came before it
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest, outcome.link_lost = None, True
@@ -575,6 +595,7 @@ class Streamer:
             outcome.notes.append(f"{exc or 'Ctrl-C'} during the stop: stop sequence cut short")
         except ConnectionLost as exc:
             outcome.link_lost = True
+            self._record_unpolled()
             outcome.notes.append(f"connection lost during the stop: {exc}")
         except DeviceError as exc:
             outcome.notes.append(f"device error during the stop: {exc}")

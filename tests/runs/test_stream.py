@@ -275,6 +275,41 @@ def test_a_lost_connection_ends_the_run_cleanly(tmp_path):
     assert arm.calls[-1] == "disable"
 
 
+class _RecordingArm(FakeArm):
+    """A FakeArm that keeps every state frame it emitted (`emitted`), polled or not."""
+
+    def __init__(self, clock: FakeClock, **kwargs):
+        self.emitted: list[StateFrame] = []
+        super().__init__(clock, **kwargs)
+
+    def _advance(self, now: float) -> None:
+        before = len(self.frames)
+        super()._advance(now)
+        self.emitted += self.frames[before:]
+
+
+@pytest.mark.parametrize("when", ["loop", "stop"])
+def test_every_state_frame_received_before_a_lost_link_is_recorded(tmp_path, when):
+    # the send that finds the link lost comes before its tick's poll: the frames that came since the last
+    # poll (two at 8 ms over a 10 ms tick) were left unread, and missing from the CSV
+    clock = FakeClock()
+    arm = _RecordingArm(clock)
+    if when == "loop":
+        arm.fail_at[40] = "lost"
+    else:  # the loss is found by a send of the braked stop after Ctrl-C
+        arm.fail_at[40], arm.fail_at[44] = "sigint", "lost"
+    outcome, _, df, _ = run(tmp_path, arm, clock, ramp_plan())
+    assert outcome.status == (CONNECTION_LOST if when == "loop" else INTERRUPTED)
+    cmd = df[df.event == "cmd"]
+    t0 = arm.sent_t[1] - float(cmd.t.iloc[0])
+    t_loss = t0 + (40 if when == "loop" else 44) * T
+    expected = [round(f.t - t0, 9) for f in arm.emitted if t0 - 1e-9 <= f.t <= t_loss + 1e-9]
+    recorded = [round(float(t), 9) for t in df[df.event == "state"].t]
+    assert recorded == expected
+    # in time order: the frames from before the loss come before the stop row
+    assert df.index[df.event == "state"].max() < df.index[df.event == "stop"].min() or when == "stop"
+
+
 def test_a_controller_fault_is_recorded_and_ends_the_run(tmp_path):
     clock = FakeClock()
     arm = FakeArm(clock)
