@@ -274,6 +274,9 @@ class ArmRun:
             self._writer.interrupt(by_signal or f"no stream: {type(self._cut_short).__name__} "
                                                f"{self._cut_short or ''}")
         elif not outcome.complete:
+            if by_signal and outcome.status != RunStatus.INTERRUPTED:
+                # a lost link's stop comes before the end line: a signal during it decides the exit code
+                outcome.reason = f"{outcome.reason or outcome.status}; {by_signal} came as the run ended"
             self._writer.interrupt(outcome.reason or str(outcome.status))
         elif by_signal:  # every tick was sent, then the signal came: the record says so, as the exit does
             self._outcome = dataclasses.replace(outcome, status=RunStatus.INTERRUPTED, reason=by_signal)

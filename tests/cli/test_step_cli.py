@@ -91,6 +91,38 @@ def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypa
     assert next(tmp_path.glob("step_*.csv")).read_text().splitlines()[-1] == f"# end: interrupted: {name}"
 
 
+@pytest.mark.parametrize("signum, code, name", [(2, 130, "Ctrl-C"), (15, 143, "SIGTERM"), (1, 129, "SIGHUP")])
+def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_path, monkeypatch, signum, code,
+                                                                           name):
+    # the state stream goes silent mid-step (a lost link), and the signal comes while servo mode is being
+    # ended, before the end line: the exit code is the signal's, so the end line and the verdict name it too
+    import os
+
+    import servotool.runs.arm_run as arm_run
+    from servotool.runs.stream import Streamer
+
+    tick, end_servo = Streamer._tick, arm_run.end_servo
+
+    def silent_mid_step(self, plan, k, *args):
+        if k == 65:
+            self.arm.sim.hold_stream(True)
+        return tick(self, plan, k, *args)
+
+    def then_signal(arm, keep):
+        os.kill(os.getpid(), signum)
+        return end_servo(arm, keep)
+
+    monkeypatch.setattr(Streamer, "_tick", silent_mid_step)
+    monkeypatch.setattr(arm_run, "end_servo", then_signal)
+    res = runner.invoke(app, ["step", *LOCKSTEP, "--steps", "2", "--hold-ms", "400", "--out", str(tmp_path)])
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    end = next(tmp_path.glob("step_*.csv")).read_text().splitlines()[-1]
+    assert end.startswith("# end: interrupted: connection lost:") and "no state frame" in end, end
+    assert end.endswith(f"; {name} came as the run ended"), end
+    assert f"{name} came as the run ended" in " ".join(res.stderr.split())
+
+
 def test_a_recording_name_taken_meanwhile_or_a_full_disk_is_never_a_traceback(tmp_path, monkeypatch):
     import errno
 
