@@ -92,8 +92,8 @@ def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("signum, code, name", [(2, 130, "Ctrl-C"), (15, 143, "SIGTERM"), (1, 129, "SIGHUP")])
-def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_path, monkeypatch, signum, code,
-                                                                           name):
+def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_path, monkeypatch, signum,
+                                                                           code, name):
     # the state stream goes silent mid-step (a lost link), and the signal comes while servo mode is being
     # ended, before the end line: the exit code is the signal's, so the end line and the verdict name it too
     import os
