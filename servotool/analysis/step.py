@@ -15,7 +15,12 @@ before it:
 
 The noise threshold is six standard deviations of the measured joint at rest before the steps, and never below
 0.01 deg. Verdicts: "runaway" (travel beyond 1.5x the step), "refused" (a fault or rejects and no motion),
-"fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no arrival", "cut off".
+"fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no arrival" (none within a
+whole hold), "cut short" (none before the run's early end cut the step's hold short).
+
+A step is cut short (cut_short, with cut_reason saying why the run ended) when the run ended early while its
+hold was being streamed: it is the last step and fewer of its ticks were sent than a hold has. Only a frame
+before that end (the `stop` row) counts as its arrival: the braked stop's travel is not the step's response.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from servotool.analysis.recording import Recording, RecordingError, check_joint
+from servotool.motion.ramp import hold_ticks
 
 ARRIVE_FRACTION = 0.10
 RUNAWAY_FACTOR = 1.5
@@ -66,6 +72,8 @@ class StepMetrics:
     runaway: bool
     verdict: str
     window_s: float
+    cut_short: bool = False  # the run ended early while this step's hold was streamed
+    cut_reason: str = ""  # why the run ended, for a step cut short
 
 
 @dataclass
@@ -81,6 +89,7 @@ class StepResult:
     total_faults: int
     guard_trips: list[dict]
     warnings: list[str] = field(default_factory=list)
+    cut_short: int = 0  # steps cut short by the run's early end (none of them judged on its arrival)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -140,13 +149,16 @@ class _Series:
 
 @dataclass
 class _Window:
-    """One step's window: its index, start tick, start and end time, and whether it is the last."""
+    """One step's window: its index, start tick, start and end time, and whether it is the last; for a step
+    cut short, why the run ended and when (no frame after that counts as its arrival)."""
 
     index: int
     i0: int
     t0: float
     t1: float
     last: bool
+    cut_reason: str | None = None
+    cut_t: float = math.inf
 
     def inside(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.t0) & ((t <= self.t1) if self.last else (t < self.t1))
@@ -183,7 +195,7 @@ def _motion(s: _Series, w: _Window, pre: float, target: float, size: float) -> d
     tw, qw = s.ts[sel], s.qs[sel]
     sgn = math.copysign(1.0, size) if size != 0 else 1.0
     moved = np.flatnonzero(np.abs(qw - pre) > s.thr)
-    near = np.flatnonzero(np.abs(qw - target) <= ARRIVE_FRACTION * abs(size))
+    near = np.flatnonzero((np.abs(qw - target) <= ARRIVE_FRACTION * abs(size)) & (tw <= w.cut_t))
     peak_speed = math.nan
     if qw.size >= 2:
         dt = np.diff(s.speed_t[sel])
@@ -218,7 +230,7 @@ def _guard_view(s: _Series, w: _Window, size: float) -> tuple[float, float]:
 
 
 def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, arrive: float,
-             stop_t: float | None, t1: float) -> tuple[bool, str]:
+             cut_short: bool) -> tuple[bool, str]:
     runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
     if runaway:
         return True, "runaway"
@@ -228,8 +240,8 @@ def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, 
         return False, "fault, bounded"
     if math.isfinite(arrive):
         return False, "ok"
-    if stop_t is not None and stop_t <= t1:
-        return False, "cut off"
+    if cut_short:
+        return False, "cut short"
     return False, "no arrival"
 
 
@@ -250,7 +262,8 @@ def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
     codes = ", ".join(f"{m}/{c}" for m, c in zip(rec.fault_main[fw], rec.fault_sub[fw], strict=True))
     gw = w.inside(rec.guard_t)
     guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
-    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], rec.stop_t, w.t1)
+    cut = w.cut_reason is not None
+    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], cut)
     return StepMetrics(
         index=w.index,
         t_step_s=t0,
@@ -278,7 +291,26 @@ def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
         runaway=runaway,
         verdict=verdict,
         window_s=w.t1 - w.t0,
+        cut_short=cut,
+        cut_reason=w.cut_reason or "",
     )
+
+
+def _last_step_cut(rec: Recording, ticks: list[int], hold_s: float | None, period_s: float,
+                   end_reason: str | None) -> str | None:
+    """Why the run ended, when that cut the last step's hold short (ticks: the ticks sent of each step);
+    None when its hold was streamed whole or the run did not end early."""
+    reason = end_reason
+    if reason is None and rec.stop_t is not None:
+        reason = rec.stop_reason or "stopped"
+    if reason is None:
+        return None
+    if hold_s is not None and math.isfinite(hold_s) and hold_s > 0 and period_s > 0:
+        whole: int | None = hold_ticks(hold_s, period_s)
+    else:  # a hold is as long as the longest step before the last; with one step, a stop row says it all
+        whole = max(ticks[:-1]) if len(ticks) > 1 else None
+    cut = ticks[-1] < whole if whole is not None else rec.stop_t is not None
+    return reason if cut else None
 
 
 def analyze_step(
@@ -289,12 +321,16 @@ def analyze_step(
     shaped: bool,
     guard_margin_deg: float | None = None,
     guard_lag_s: float | None = None,
+    hold_s: float | None = None,
+    end_reason: str | None = None,
 ) -> StepResult:
     """Per-step metrics of a step recording (see the module docstring). Pure function of the recording.
     Raises RecordingError for a shaped run without its raw targets (its step sizes are unknown).
 
     With the guard's margin and lag (from the run's config), each step also says when the arm first went
-    beyond the guard's allowance, and how long after that the recorded guard trip came.
+    beyond the guard's allowance, and how long after that the recorded guard trip came. end_reason is why
+    the run ended early (its end line; None for a complete run, or unknown: a `stop` row then says it) and
+    hold_s the run's hold per step: together they tell a step cut short from one that never arrived.
     """
     check_joint(rec, joint)
     if shaped and rec.cmd_r is None:
@@ -315,11 +351,17 @@ def analyze_step(
         warnings.append("no rest samples before the steps: noise threshold set to its floor")
     s = _series(rec, joint, shaped, cmd_period_s, thr, guard_margin_deg, guard_lag_s)
     t_end = max(float(s.tc[-1]), float(s.ts[-1]) if len(s.ts) else -math.inf)
+    ticks = [int(np.sum(labels == i)) for i in steps_idx]
+    cut_reason = _last_step_cut(rec, ticks, hold_s, cmd_period_s, end_reason)
+    cut_t = rec.stop_t if rec.stop_t is not None else t_end
     out: list[StepMetrics] = []
     for n, (index, i0) in enumerate(zip(steps_idx, starts, strict=True)):
         last = n + 1 == len(starts)
         t1 = t_end if last else float(step_times[n + 1])
-        out.append(_step_metrics(s, _Window(int(index), i0, float(s.tc[i0]), t1, last)))
+        w = _Window(int(index), i0, float(s.tc[i0]), t1, last)
+        if last and cut_reason is not None:
+            w.cut_reason, w.cut_t = cut_reason, cut_t
+        out.append(_step_metrics(s, w))
     trips = [{"t_s": float(t), "reason": r} for t, r in zip(rec.guard_t, rec.guard_info, strict=True)]
     return StepResult(
         joint=joint,
@@ -333,4 +375,5 @@ def analyze_step(
         total_faults=len(rec.fault_t),
         guard_trips=trips,
         warnings=warnings,
+        cut_short=sum(m.verdict == "cut short" for m in out),
     )

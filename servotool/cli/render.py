@@ -328,23 +328,31 @@ def draw_plot(fa: FileAnalysis, target: Path) -> Path:
 
 
 def step_verdict(result: StepResult) -> str:
-    """One line: how many steps, shaped or raw, on which joint, and what came of them."""
+    """One line: how many steps, shaped or raw, on which joint, and what came of them. A step the run's early
+    end cut short is named with why the run ended, and judged neither ok nor not ok."""
     kind = "shaped" if result.shaped else "raw"
     n = len(result.steps)
     head = f"{n} {kind} step{'s' if n != 1 else ''} on {joint_name(result.joint)}"
-    bad = [m for m in result.steps if m.verdict != "ok"]
+    cut = [m for m in result.steps if m.verdict == "cut short"]
+    why = f"cut short by the run's end ({escape(cut[0].cut_reason)})" if cut else ""
+    tail = f"; [yellow]{len(cut)} {why}[/]" if cut else ""
+    bad = [m for m in result.steps if m.verdict not in ("ok", "cut short")]
     if result.runaways:
-        return f"{head}: [bold red]{result.runaways} runaway(s)[/], {result.total_faults} fault latch(es)"
+        faults = f"{result.total_faults} fault latch(es)"
+        return f"{head}: [bold red]{result.runaways} runaway(s)[/], {faults}{tail}"
     if not bad and not result.total_faults and not result.guard_trips:
+        if len(cut) == n:
+            return f"{head}: [yellow]{why}, no step measured[/]"
         arrive = [m.arrive_ms for m in result.steps if math.isfinite(m.arrive_ms)]
         within = f", arrived within {max(arrive):.0f} ms" if arrive else ""
-        return f"{head}: [green]all arrived, no runaway, no fault[/]{within}"
+        every = "every measured step arrived" if cut else "all arrived"
+        return f"{head}: [green]{every}, no runaway, no fault[/]{within}{tail}"
     parts = [f"{len(bad)} not ok ({', '.join(sorted({m.verdict for m in bad}))})"] if bad else []
     if result.total_faults:
         parts.append(f"{result.total_faults} fault latch(es)")
     if result.guard_trips:
         parts.append(f"guard tripped {len(result.guard_trips)}x")
-    return f"{head}: [yellow]{', '.join(parts)}[/]"
+    return f"{head}: [yellow]{', '.join(parts)}[/]{tail}"
 
 
 def _step_verdict_cell(m: StepMetrics) -> str:

@@ -304,6 +304,11 @@ class StepLevels:
         return float(self.q[-1])
 
 
+def hold_ticks(hold_s: float, dt: float) -> int:
+    """The ticks each level of step_levels is held for: hold_s rounded up to whole ticks, at least one."""
+    return max(1, _ticks(hold_s, dt))
+
+
 def step_levels(
     start_deg: float, size_deg: float, n_steps: int, hold_s: float = 0.6, dt: float = CMD_PERIOD_S
 ) -> StepLevels:
@@ -324,7 +329,7 @@ def step_levels(
     n_steps = int(n_steps)
     hold_s = _positive(hold_s, "hold_s")
     dt = _positive(dt, "dt")
-    n_hold = max(1, _ticks(hold_s, dt))
+    n_hold = hold_ticks(hold_s, dt)
 
     cycle = np.array([size, 0.0, -size, 0.0])
     levels = cycle[np.arange(n_steps) % 4]

@@ -28,8 +28,9 @@ def step_headline(result: StepResult, device: str = "") -> str:
     kind = "shaped" if result.shaped else "raw"
     n = len(result.steps)
     ok = sum(m.verdict == "ok" for m in result.steps)
+    cut = f"{result.cut_short} cut short, " if result.cut_short else ""
     return (
-        f"{head}{n} {kind} step{'s' if n != 1 else ''} on J{result.joint + 1}: {ok} ok, "
+        f"{head}{n} {kind} step{'s' if n != 1 else ''} on J{result.joint + 1}: {ok} ok, {cut}"
         f"{result.runaways} runaway, {result.total_faults} fault latch(es), "
         f"{len(result.guard_trips)} guard trip(s)"
     )

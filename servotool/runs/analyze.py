@@ -211,6 +211,7 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
             v_max=float(_cfg(meta, "v_max", V_MAX_DEG_S)),
         )
     margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
+    hold = meta.config.get("hold_s")
     return analyze_step(
         rec,
         joint=joint,
@@ -218,6 +219,8 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
         shaped=bool(_cfg(meta, "shaped", True)),
         guard_margin_deg=float(margin) if margin is not None else None,
         guard_lag_s=float(lag) if lag is not None else None,
+        hold_s=float(hold) if isinstance(hold, (int, float)) and not isinstance(hold, bool) else None,
+        end_reason=None if meta.complete else meta.end_reason or "no end line",
     )
 
 

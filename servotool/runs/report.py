@@ -326,7 +326,7 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
         for m in r.steps:
             if r.shaped and math.isfinite(m.arrive_ms):
                 arrival.append(SizePoint(abs(m.size_deg), m.arrive_ms, f"a_max {cfg.get('a_max', 0):g}"))
-            elif not r.shaped and math.isfinite(m.travel_deg):
+            elif not r.shaped and math.isfinite(m.travel_deg) and m.verdict != "cut short":
                 travel.append(SizePoint(abs(m.size_deg), m.travel_deg, _transport(cfg)))
     built = [("lag-fit", "lag fit", lag_fit_figure(series)),
              ("step-responses", "step responses", step_response_figure(_traces(steps))),

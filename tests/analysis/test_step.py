@@ -157,3 +157,44 @@ def test_a_shaped_run_without_its_raw_targets_is_refused():
     raw_rec, _ = recording(size=2.0, steps=2, shaped=False)
     res = analyze_step(replace(raw_rec, cmd_r=None), joint=0, cmd_period_s=T, shaped=False)
     assert [s.size_deg for s in res.steps] == pytest.approx([2.0, -2.0])
+
+
+def _cut(args, t_cut):
+    """recording(**args) up to t_cut, then the stop row a run that ends early writes (a lost link)."""
+    from dataclasses import replace
+
+    rec, t_step = recording(**args)
+    c, s = rec.cmd_t < t_cut, rec.state_t < t_cut
+    cut = replace(rec, cmd_t=rec.cmd_t[c], cmd_q=rec.cmd_q[c], cmd_r=rec.cmd_r[c], cmd_pass=rec.cmd_pass[c],
+                  cmd_phase=rec.cmd_phase[c], state_t=rec.state_t[s], state_q=rec.state_q[s],
+                  stop_t=t_cut, stop_reason="connection lost: no state frame")
+    return cut, t_step
+
+
+def test_a_step_whose_hold_the_run_s_end_cut_is_cut_short_and_names_why():
+    rec, t_step = _cut({"size": 10.0, "steps": 2}, 0.3 + 0.6 + 0.15)  # 150 ms into the second step
+    res = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True, hold_s=0.6, end_reason="connection lost")
+    first, second = res.steps
+    assert first.verdict == "ok" and not first.cut_short and first.cut_reason == ""
+    assert second.verdict == "cut short" and second.cut_short and second.cut_reason == "connection lost"
+    assert math.isnan(second.arrive_ms) and res.cut_short == 1
+    # the figures of the step before the end are those of the whole recording's first step
+    whole = analyze_step(recording(size=10.0, steps=2)[0], joint=0, cmd_period_s=T, shaped=True, hold_s=0.6)
+    assert first == whole.steps[0] and [s.verdict for s in whole.steps] == ["ok", "ok"]
+    # without the end line's reason the stop row says why
+    bare = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True)
+    assert bare.steps[1].verdict == "cut short" and bare.steps[1].cut_reason.startswith("connection lost")
+
+
+def test_a_run_that_ended_early_after_its_last_hold_keeps_its_last_step():
+    # a signal as the stream returned: the end line says interrupted, yet every hold was streamed whole
+    rec, _ = recording(size=10.0, steps=2)
+    res = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True, hold_s=0.6, end_reason="Ctrl-C")
+    assert [s.verdict for s in res.steps] == ["ok", "ok"] and not any(s.cut_short for s in res.steps)
+
+
+def test_a_complete_hold_without_an_arrival_is_no_arrival_even_in_a_run_cut_later():
+    # the arm stops at half the first step; the run is cut 150 ms into the second step
+    rec, _ = _cut({"size": 10.0, "steps": 2, "runaway_speed": 100.0, "travel": 5.0}, 0.3 + 0.6 + 0.15)
+    res = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True, hold_s=0.6, end_reason="connection lost")
+    assert [s.verdict for s in res.steps] == ["no arrival", "cut short"]
