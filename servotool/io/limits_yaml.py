@@ -19,10 +19,7 @@ changed, the merge is refused (LimitsFileError) rather than written.
 from __future__ import annotations
 
 import io
-import os
 import shutil
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +31,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
+from servotool.io.atomic import write_atomic
 from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
 
 DEFAULT_NODE = "rosorin_board_driver"
@@ -291,34 +289,6 @@ def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[in
             f"{where}: merging the limits would change other keys ({', '.join(changed)}); "
             "edit the file by hand"
         )
-
-
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(path: str | Path, text: str | bytes) -> Path:
-    """Write text (UTF-8) or bytes to path through a temporary file and a rename: readers see the old or the
-    new file, never half, and an interrupted write leaves neither. An existing file keeps its permission
-    bits; a new one gets the usual 0666 & ~umask."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = _umask_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def backup_path(path: str | Path) -> Path:

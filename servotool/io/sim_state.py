@@ -15,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from servotool.io.limits_yaml import write_atomic
+from servotool.io.atomic import write_atomic
 from servotool.io.paths import state_dir
 
 

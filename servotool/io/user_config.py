@@ -16,6 +16,7 @@ import platformdirs
 import yaml
 
 from servotool.errors import FileFormatError, SettingsError
+from servotool.io.atomic import write_atomic
 from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
 
 CONFIG_ENV = "SERVOTOOL_CONFIG"
@@ -101,8 +102,9 @@ def load_config(path: Path) -> dict[str, str]:
 
 def set_value(path: Path, key: str, value: str | None) -> dict[str, str]:
     """Write `key: value` into the file (creating it and its folder), or remove the key when value is None;
-    the other keys are kept. Returns the values now in the file. Refuses an unknown key, and an empty value or
-    one with control characters (a newline, a NUL)."""
+    the other keys are kept. Returns the values now in the file. The file is replaced whole (see
+    servotool.io.atomic): an interrupted write leaves the old one as it was. Refuses an unknown key, and an
+    empty value or one with control characters (a newline, a NUL)."""
     if key not in KEYS:
         raise SettingsError(f"unknown key {key!r} (known: {', '.join(KEYS)})")
     if value is not None and not value.strip():
@@ -115,8 +117,8 @@ def set_value(path: Path, key: str, value: str | None) -> dict[str, str]:
     else:
         values[key] = value
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(values, sort_keys=True), encoding="utf-8")
+        # whole or not at all: a file cut short would stop every later command
+        write_atomic(path, yaml.safe_dump(values, sort_keys=True))
     except OSError as exc:
         raise UserConfigError(f"{path}: cannot write ({exc.strerror or exc})") from exc
     return values

@@ -1,12 +1,12 @@
 """matplotlib figure builders (Agg backend), one module per kind of run, fed by analysis results."""
 
-import contextlib
-import os
 import sys
 from pathlib import Path
 
 import matplotlib
 from matplotlib.figure import Figure
+
+from servotool.io.atomic import replacing
 
 matplotlib.use("Agg")
 
@@ -19,14 +19,10 @@ def save_png(fig: Figure, path: str | Path) -> Path:
     Whole or not at all: the PNG is written beside its name and renamed into place, so a signal or a full
     disk meanwhile leaves no truncated file (and a figure already there as it was)."""
     path = Path(path)
-    part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(part, dpi=PNG_DPI, format="png")
-        os.replace(part, path)
+        with replacing(path) as part:
+            fig.savefig(part, dpi=PNG_DPI, format="png")
     finally:
-        with contextlib.suppress(OSError):
-            part.unlink(missing_ok=True)
         if "matplotlib.pyplot" in sys.modules:  # pyplot keeps its figures alive until closed
             import matplotlib.pyplot as plt
 

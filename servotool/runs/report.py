@@ -23,9 +23,9 @@ import numpy as np
 from servotool.analysis.lag import LagResult, combine_lag, guard_advice
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
+from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, read_csv
-from servotool.io.limits_yaml import write_atomic
 from servotool.runs.analyze import FileAnalysis, analyze_paths
 from servotool.runs.campaign import Campaign, parse_campaign
 

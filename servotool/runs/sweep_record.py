@@ -28,13 +28,13 @@ from servotool.analysis.sweep import FoundLimit, SweepResult
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
 from servotool.errors import ExitCode, Refused
+from servotool.io.atomic import write_atomic
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.io.limits_yaml import (
     LimitsFile,
     LimitsFileError,
     merge_limits_text,
     update_in_place,
-    write_atomic,
 )
 from servotool.runs.servo import Abort
 from servotool.runs.sweep import (

@@ -1,0 +1,69 @@
+"""Files replaced whole or not at all: written beside their name, synced, and renamed into place.
+
+A crash, a full disk or a signal during the write leaves the old file as it was (or no file) and no
+temporary file beside it, never a truncated one that every later read would stop on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """The rename itself made durable; best effort (some filesystems cannot sync a folder)."""
+    with contextlib.suppress(OSError):
+        _fsync(folder)
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary path in `path`'s folder (made if missing) for the caller to write the new file to; when
+    the block ends normally the file is synced to disk and renamed onto `path`. When the block, the sync or
+    the rename fails (any exception, KeyboardInterrupt too) the temporary file is removed and `path` is
+    untouched. An existing file keeps its permission bits; a new one gets the usual 0666 & ~umask."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = _umask_mode()
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def write_atomic(path: str | Path, text: str | bytes) -> Path:
+    """Write text (UTF-8) or bytes to path through `replacing`: readers see the old or the new file, never
+    half, and an interrupted write leaves neither a half file nor a temporary one. Returns the path."""
+    with replacing(path) as tmp:
+        tmp.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return Path(path)
