@@ -16,11 +16,15 @@ before it:
 The noise threshold is six standard deviations of the measured joint at rest before the steps, and never below
 0.01 deg. Verdicts: "runaway" (travel beyond 1.5x the step), "refused" (a fault or rejects and no motion),
 "fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no arrival" (none within a
-whole hold), "cut short" (none before the run's early end cut the step's hold short).
+whole hold, or while it was due before an early end), "cut short" (none before the run's early end cut the
+step's hold short).
 
 A step is cut short (cut_short, with cut_reason saying why the run ended) when the run ended early while its
 hold was being streamed: it is the last step and fewer of its ticks were sent than a hold has. Only a frame
 before that end (the `stop` row) counts as its arrival: the braked stop's travel is not the step's response.
+Without an arrival it is "cut short" only when the end could have kept the arrival from happening: not when
+its own divergence tripped the guard, nor when its arrival was due (its setpoint at the target for
+DUE_LAG_FACTOR x the lag) and the frames after that show the arm no longer closing in: that is "no arrival".
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ from servotool.analysis.recording import Recording, RecordingError, check_joint
 from servotool.motion.ramp import hold_ticks
 
 ARRIVE_FRACTION = 0.10
+# A step's arrival is due once its setpoint has been at the target (within ARRIVE_FRACTION) for this many
+# times the arm's lag (the guard's), and never less than DUE_FLOOR_S: generous, so that a slow arm is not
+# called failed, yet a step that had long had its time is not excused by the run's end.
+DUE_LAG_FACTOR = 3.0
+DUE_FLOOR_S = 0.2
+DUE_LAG_DEFAULT_S = 0.1  # the lag assumed when the run's config does not give the guard's
 RUNAWAY_FACTOR = 1.5
 MIN_THRESHOLD_DEG = 0.01
 NOISE_SIGMAS = 6.0
@@ -145,6 +155,7 @@ class _Series:
     thr: float  # noise threshold
     beyond: np.ndarray | None  # per frame: beyond the guard's allowance (None without guard settings)
     period_s: float
+    due_s: float = DUE_FLOOR_S  # how long after its setpoint reached the target a step's arrival is due
 
 
 @dataclass
@@ -230,7 +241,7 @@ def _guard_view(s: _Series, w: _Window, size: float) -> tuple[float, float]:
 
 
 def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, arrive: float,
-             cut_short: bool) -> tuple[bool, str]:
+             excused: bool) -> tuple[bool, str]:
     runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
     if runaway:
         return True, "runaway"
@@ -240,7 +251,7 @@ def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, 
         return False, "fault, bounded"
     if math.isfinite(arrive):
         return False, "ok"
-    if cut_short:
+    if excused:  # the run's end came before this step's arrival was due
         return False, "cut short"
     return False, "no arrival"
 
@@ -263,7 +274,9 @@ def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
     gw = w.inside(rec.guard_t)
     guard_t = float(rec.guard_t[gw][0]) - t0 if gw.any() else math.nan
     cut = w.cut_reason is not None
-    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], cut)
+    # excused only when the end came before the arrival was due and was not this step's own guard trip
+    excused = cut and math.isnan(guard_t) and not _arrival_due(s, w, target, size)
+    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], excused)
     return StepMetrics(
         index=w.index,
         t_step_s=t0,
@@ -296,6 +309,24 @@ def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
     )
 
 
+def _arrival_due(s: _Series, w: _Window, target: float, size: float) -> bool:
+    """Whether the step had failed to arrive before the run's end: its setpoint had been at the target
+    (within ARRIVE_FRACTION of the step) for s.due_s, a frame after that time was received, and over the
+    s.due_s before the last such frame the arm made no progress towards the target (beyond the noise
+    threshold). An arm unseen since, or still closing in, could have arrived: the end, not the arm, cut it."""
+    sel = w.inside(s.tc) & (s.tc < w.cut_t)
+    there = np.flatnonzero(np.abs(s.sp[sel] - target) <= ARRIVE_FRACTION * abs(size))
+    if not there.size:
+        return False
+    due = float(s.tc[sel][there[0]]) + s.due_s
+    seen = np.flatnonzero((s.ts >= due) & (s.ts <= w.cut_t))
+    if not seen.size:
+        return False
+    t_last, q_last = float(s.ts[seen[-1]]), float(s.qs[seen[-1]])
+    q_back = float(s.qs[np.flatnonzero(s.ts >= t_last - s.due_s)[0]])
+    return math.copysign(1.0, size) * (q_last - q_back) <= s.thr
+
+
 def _last_step_cut(rec: Recording, ticks: list[int], hold_s: float | None, period_s: float,
                    end_reason: str | None) -> str | None:
     """Why the run ended, when that cut the last step's hold short (ticks: the ticks sent of each step);
@@ -323,6 +354,7 @@ def analyze_step(
     guard_lag_s: float | None = None,
     hold_s: float | None = None,
     end_reason: str | None = None,
+    complete: bool = False,
 ) -> StepResult:
     """Per-step metrics of a step recording (see the module docstring). Pure function of the recording.
     Raises RecordingError for a shaped run without its raw targets (its step sizes are unknown).
@@ -330,7 +362,10 @@ def analyze_step(
     With the guard's margin and lag (from the run's config), each step also says when the arm first went
     beyond the guard's allowance, and how long after that the recorded guard trip came. end_reason is why
     the run ended early (its end line; None for a complete run, or unknown: a `stop` row then says it) and
-    hold_s the run's hold per step: together they tell a step cut short from one that never arrived.
+    hold_s the run's hold per step: together they tell a step cut short from one that never arrived. With
+    complete (the end line says every tick was streamed) no step is cut short, whatever rows the file holds.
+    A step is only excused as "cut short" when the end came before its arrival was due (DUE_LAG_FACTOR) and
+    was not its own guard trip; otherwise a missing arrival is "no arrival".
     """
     check_joint(rec, joint)
     if shaped and rec.cmd_r is None:
@@ -350,9 +385,11 @@ def analyze_step(
     if not math.isfinite(sigma):
         warnings.append("no rest samples before the steps: noise threshold set to its floor")
     s = _series(rec, joint, shaped, cmd_period_s, thr, guard_margin_deg, guard_lag_s)
+    lag = guard_lag_s if guard_lag_s is not None and math.isfinite(guard_lag_s) else DUE_LAG_DEFAULT_S
+    s.due_s = max(DUE_LAG_FACTOR * lag, DUE_FLOOR_S)
     t_end = max(float(s.tc[-1]), float(s.ts[-1]) if len(s.ts) else -math.inf)
     ticks = [int(np.sum(labels == i)) for i in steps_idx]
-    cut_reason = _last_step_cut(rec, ticks, hold_s, cmd_period_s, end_reason)
+    cut_reason = None if complete else _last_step_cut(rec, ticks, hold_s, cmd_period_s, end_reason)
     cut_t = rec.stop_t if rec.stop_t is not None else t_end
     out: list[StepMetrics] = []
     for n, (index, i0) in enumerate(zip(steps_idx, starts, strict=True)):

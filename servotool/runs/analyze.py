@@ -221,6 +221,7 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
         guard_lag_s=float(lag) if lag is not None else None,
         hold_s=float(hold) if isinstance(hold, (int, float)) and not isinstance(hold, bool) else None,
         end_reason=None if meta.complete else meta.end_reason or "no end line",
+        complete=meta.complete,
     )
 
 

@@ -198,3 +198,12 @@ def test_a_complete_hold_without_an_arrival_is_no_arrival_even_in_a_run_cut_late
     rec, _ = _cut({"size": 10.0, "steps": 2, "runaway_speed": 100.0, "travel": 5.0}, 0.3 + 0.6 + 0.15)
     res = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True, hold_s=0.6, end_reason="connection lost")
     assert [s.verdict for s in res.steps] == ["no arrival", "cut short"]
+
+
+def test_a_complete_run_has_no_step_cut_short_even_with_a_stray_stop_row():
+    # the end line says every tick was streamed: a stop row (an edited file) cuts nothing, hold known or not
+    rec, _ = _cut({"size": 10.0, "steps": 2, "runaway_speed": 100.0, "travel": 5.0}, 0.3 + 0.6 + 0.15)
+    for hold in (0.6, None):
+        res = analyze_step(rec, joint=0, cmd_period_s=T, shaped=True, hold_s=hold, complete=True)
+        assert [s.verdict for s in res.steps] == ["no arrival", "no arrival"]
+        assert not any(s.cut_short for s in res.steps) and res.cut_short == 0

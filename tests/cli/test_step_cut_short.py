@@ -19,23 +19,25 @@ SIM = "sim:fr3?enable_ms=300"
 PRE = 50  # pre-hold ticks (0.5 s at 10 ms)
 
 
-def _run(folder, *, hold_s=0.4, steps=2, at=None, how=None):
+def _run(folder, *, hold_s=0.4, steps=2, at=None, how=None, sim=SIM, size=10.0):
     """A step run on simulated time; at tick `at` the controller's state stream goes silent (how="silent",
     a lost link) or our own code fails (how="error": the braked stop); the CSV's path."""
     folder.mkdir(parents=True, exist_ok=True)
     clock = FakeClock()
-    arm = open_arm(SIM, clock=clock)
+    arm = open_arm(sim, clock=clock)
 
     def inject(info):
         if at is not None and info.k >= at:
             if how == "silent":
                 arm.sim.hold_stream(True)
+            elif how == "ctrl-c":
+                raise KeyboardInterrupt
             else:
                 raise RuntimeError("injected fault in a callback")
 
     try:
-        run_step(arm, StepSettings(steps=steps, hold_s=hold_s, realtime=False), clock=clock, out_dir=folder,
-                 on_tick=inject)
+        settings = StepSettings(steps=steps, hold_s=hold_s, size_deg=size, realtime=False)
+        run_step(arm, settings, clock=clock, out_dir=folder, on_tick=inject)
     finally:
         arm.close()
     return next(folder.glob("step_*.csv"))
@@ -91,3 +93,57 @@ def test_a_complete_hold_without_an_arrival_is_still_no_arrival(tmp_path):
     assert entry["result"]["cut_short"] == 0
     text = runner.invoke(app, ["analyze", str(next((tmp_path / "short").glob("step_*.csv")))])
     assert "not ok (no arrival)" in " ".join(text.stdout.split()) and "cut short" not in text.stdout
+
+
+STUCK = SIM + "&tau_ms=100000"  # an arm that barely moves: no step of it ever arrives
+
+
+def test_a_step_that_had_long_had_its_time_to_arrive_is_no_arrival_however_the_run_ended(tmp_path):
+    # 2 deg (inside the guard's margin: no trip) on a stuck arm; its setpoint is at the target ~130 ms into
+    # the 600 ms hold and Ctrl-C comes 550 ms in: the arm had all the time it needed and never arrived
+    entry = _analysed(_run(tmp_path / "late", hold_s=0.6, steps=1, at=PRE + 55, how="ctrl-c", sim=STUCK,
+                           size=2.0))
+    assert entry["end_reason"] == "Ctrl-C"
+    (step,) = entry["result"]["steps"]
+    assert step["verdict"] == "no arrival" and step["cut_short"] is True and step["cut_reason"] == "Ctrl-C"
+    assert entry["result"]["cut_short"] == 0
+    csv = next((tmp_path / "late").glob("step_*.csv"))
+    out = " ".join(runner.invoke(app, ["analyze", str(csv)]).stdout.split())
+    assert "1 not ok (no arrival)" in out and "no step measured" not in out
+
+
+def test_a_step_whose_own_divergence_tripped_the_guard_is_not_excused_as_cut_short(tmp_path):
+    # 10 deg on a stuck arm: the guard trips on this step's divergence; that end is the arm's failure
+    entry = _analysed(_run(tmp_path / "trip", hold_s=0.6, steps=2, sim=STUCK))
+    assert entry["end_reason"].startswith("divergence guard")
+    (step,) = entry["result"]["steps"]
+    assert step["verdict"] == "no arrival" and entry["result"]["cut_short"] == 0
+
+
+def test_a_step_cut_early_on_a_stuck_arm_is_still_cut_short(tmp_path):
+    # Ctrl-C 100 ms into the step: its setpoint had not reached the target, nothing can be said yet
+    entry = _analysed(_run(tmp_path / "early", hold_s=0.6, steps=1, at=PRE + 10, how="ctrl-c", sim=STUCK,
+                           size=2.0))
+    (step,) = entry["result"]["steps"]
+    assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1
+
+
+def test_a_slow_arm_still_on_its_way_when_the_run_ended_is_cut_short_not_failed(tmp_path):
+    # tau 150 ms: a whole run sees this 2 deg step arrive ~480 ms into its 600 ms hold; Ctrl-C at 400 ms
+    # finds it still closing in on the target: the end, not the arm, kept it from arriving
+    whole = _analysed(_run(tmp_path / "whole", hold_s=0.6, steps=1, sim=SIM + "&tau_ms=150", size=2.0))
+    assert whole["result"]["steps"][0]["verdict"] == "ok"
+    entry = _analysed(_run(tmp_path / "cut", hold_s=0.6, steps=1, at=PRE + 40, how="ctrl-c",
+                           sim=SIM + "&tau_ms=150", size=2.0))
+    (step,) = entry["result"]["steps"]
+    assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1
+
+
+def test_a_stuck_arm_unseen_since_before_its_arrival_was_due_is_cut_short(tmp_path):
+    # the state stream goes silent 250 ms into the step; the lost link's stop comes ~100 ms later, past the
+    # time the arrival was due, but no frame after that time says whether it arrived
+    entry = _analysed(_run(tmp_path / "blind", hold_s=0.6, steps=1, at=PRE + 25, how="silent", sim=STUCK,
+                           size=2.0))
+    assert entry["end_reason"].startswith("connection lost")
+    (step,) = entry["result"]["steps"]
+    assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1
