@@ -18,7 +18,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 import servotool
 from servotool.errors import FileFormatError
-from servotool.io.strict_yaml import TextTooLarge, read_text_limited
+from servotool.io.strict_yaml import TextTooLarge, odd_number, read_text_limited
 
 Key = tuple[Any, ...]
 
@@ -90,9 +90,11 @@ def header_comment(text: str) -> str:
 
 
 def read_campaign_text(text: str, path: Path) -> YamlText:
-    """Parse YAML text; raises CampaignFileError naming path:line on a syntax error or a non-mapping top."""
+    """Parse YAML text; raises CampaignFileError naming path:line on a syntax error, a non-mapping top, or a
+    number not written in plain decimal (`1_0`, `0x10`, `.inf`: see strict_yaml.odd_number)."""
     yaml = YAML(typ="rt")
     try:
+        odd = odd_number(yaml.compose(text))
         doc = yaml.load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -100,6 +102,8 @@ def read_campaign_text(text: str, path: Path) -> YamlText:
         raise CampaignFileError(f"{path}:{line}: not valid YAML: {exc.problem or exc.context}") from None
     except YAMLError as exc:
         raise CampaignFileError(f"{path}: not valid YAML: {exc}") from None
+    if odd is not None:  # a bound spelt 1_0 must not be read as 10
+        raise CampaignFileError(odd.message(str(path)))
     if not isinstance(doc, CommentedMap):
         raise CampaignFileError(f"{path}:1: a campaign file is a YAML mapping (name:, device:, runs: ...)")
     lines: dict[Key, int] = {(): 1}

@@ -32,7 +32,14 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
 from servotool.io.atomic import write_atomic
-from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
+from servotool.io.strict_yaml import (
+    OddNumberError,
+    TextTooLarge,
+    brief,
+    load_unique,
+    read_text_limited,
+    yaml_problem,
+)
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
@@ -110,9 +117,14 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
 
 def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -> LimitsFile:
     """Read limits and poses from YAML text. Each limit must be [lo, hi] with 0 <= lo < hi <= 1000; a key
-    written twice, or one that starts arm_limit but is not arm_limit_N, is refused (LimitsFileError)."""
+    written twice, one that starts arm_limit but is not arm_limit_N, and any number not written in plain
+    decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number) are refused (LimitsFileError naming
+    the file, and the line and key of the number)."""
     try:
-        doc = load_unique(text) if text.strip() else None  # a limit written twice: refused, not the last one
+        # a limit written twice, or spelt 1_00 (YAML 1.1 reads it as 100): refused, not read as another
+        doc = load_unique(text, plain_numbers=True) if text.strip() else None
+    except OddNumberError as exc:
+        raise LimitsFileError(exc.odd.message(where)) from None
     except yaml.YAMLError as exc:
         line, problem = yaml_problem(exc)
         raise LimitsFileError(f"{where}{f':{line}' if line else ''}: not valid YAML ({problem})") from None

@@ -2,11 +2,17 @@
 
 pyyaml keeps the last of two equal keys without a word; in a limits or config file that can silently widen a
 limit or change the device. `load_unique` is `yaml.safe_load` (safe tags only) that refuses the repeat.
+
+A number is read by YAML 1.1 rules (pyyaml; ruamel too under `%YAML 1.1`): `1_00` is 100, `010` is 8, `0x10`
+is 16, `1:30` is 90. `odd_number` finds a number whose source text is not plain decimal, so that a limit spelt
+so is refused rather than read as another number.
 """
 
 from __future__ import annotations
 
+import re
 import reprlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +52,76 @@ def read_text_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
     return data.decode("utf-8")
 
 
-def load_unique(text: str) -> Any:
+class OddNumberError(ValueError):
+    """A YAML text holds a number not written in plain decimal (see odd_number)."""
+
+    def __init__(self, odd: OddNumber):
+        super().__init__(odd.message("<yaml>"))
+        self.odd = odd
+
+
+def load_unique(text: str, plain_numbers: bool = False) -> Any:
     """The YAML document in `text` (safe tags only); yaml.YAMLError when it is not YAML or a mapping
-    repeats a key."""
-    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+    repeats a key. With plain_numbers, OddNumberError when a number is not written in plain decimal,
+    before anything is built from the text."""
+    loader = UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if plain_numbers and (odd := odd_number(node)) is not None:
+            raise OddNumberError(odd)
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+# optional sign, digits (no leading 0 before more digits: YAML 1.1 reads 010 as 8), optional fraction and
+# exponent; ASCII only, no '_'
+PLAIN_DECIMAL = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# .inf and .nan say what they are (no digit string read as another number); the readers refuse them as
+# no finite number or no whole pulse, each with its own message
+_SPECIAL = re.compile(r"[+-]?\.(?:inf|Inf|INF|nan|NaN|NAN)")
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+@dataclass(frozen=True)
+class OddNumber:
+    """A number written other than in plain decimal: its 1-based line, the nearest key and its text."""
+
+    line: int
+    key: str
+    text: str
+
+    def message(self, where: str) -> str:
+        """One error line naming the file, line and key."""
+        return (f"{where}:{self.line}: {self.key}: {self.text!r} is not a plain decimal number (YAML would "
+                "read it as another number: write ASCII digits with an optional sign, fraction and "
+                "exponent, e.g. 100, -2.5, 1.0e+3; no '_', 0x/0o/0b, leading 0 or ':'; quote it if it is "
+                "text)")
+
+
+def odd_number(node: Any) -> OddNumber | None:
+    """The first scalar of a composed YAML node tree (pyyaml's or ruamel's) that the loader reads as a number
+    (int or float tag) but whose source text is not PLAIN_DECIMAL (nor .inf or .nan), else None. Each node
+    is visited once, aliases included (nested aliases can stand for millions of items)."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(node, "<top>")]
+    while stack:
+        item, key = stack.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        value = item.value
+        if isinstance(value, str):
+            plain = PLAIN_DECIMAL.fullmatch(value) or _SPECIAL.fullmatch(value)
+            if str(item.tag) in _NUMBER_TAGS and not plain:
+                return OddNumber(item.start_mark.line + 1, key, value)
+        elif value and isinstance(value[0], tuple):  # a mapping: (key node, value node) pairs
+            for k, v in reversed(value):
+                name = k.value if isinstance(k.value, str) else key
+                stack += [(v, name), (k, name)]
+        else:
+            stack += [(v, key) for v in reversed(value)]
+    return None
 
 
 _BRIEF = reprlib.Repr()
@@ -70,6 +142,6 @@ def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
 
 
 __all__ = [
-    "MAX_TEXT_BYTES", "TextTooLarge", "UniqueKeyLoader", "brief", "load_unique", "read_text_limited",
-    "yaml_problem",
+    "MAX_TEXT_BYTES", "PLAIN_DECIMAL", "OddNumber", "OddNumberError", "TextTooLarge", "UniqueKeyLoader",
+    "brief", "load_unique", "odd_number", "read_text_limited", "yaml_problem",
 ]
