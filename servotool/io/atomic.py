@@ -20,7 +20,8 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Sync the file or folder at `path` to disk (OSError if it cannot be opened or synced)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -31,7 +32,7 @@ def _fsync(path: Path) -> None:
 def _fsync_folder(folder: Path) -> None:
     """The rename itself made durable; best effort (some filesystems cannot sync a folder)."""
     with contextlib.suppress(OSError):
-        _fsync(folder)
+        fsync_path(folder)
 
 
 @contextlib.contextmanager
@@ -51,7 +52,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        _fsync(tmp)
+        fsync_path(tmp)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

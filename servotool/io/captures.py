@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from servotool.errors import FileFormatError, Refused
+from servotool.io.atomic import fsync_path
 from servotool.io.paths import state_dir
 
 CAPTURE_FORMAT = "servotool-capture"
@@ -67,14 +68,6 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
     except (ValueError, TypeError):  # NaN, inf or numpy values somewhere: the slow, cleaning path
         text = json.dumps(_safe(dict(obj)), separators=(",", ":"), allow_nan=False)
     return (text + "\n").encode()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _free_name(dest: Path, name: str) -> Path:
@@ -139,7 +132,7 @@ def publish_capture(
         with contextlib.suppress(OSError):
             tmp.unlink()  # ours, never published: a partial file would only hold space on a full disk
         raise
-    _fsync_dir(dest)
+    fsync_path(dest)
     return target
 
 
