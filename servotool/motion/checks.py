@@ -24,3 +24,11 @@ def positive(value: object, name: str) -> float:
     if x <= 0:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return x
+
+
+def within(value: object, name: str, bound: float) -> float:
+    """`value` as a float; ValueError naming `name` unless it is finite and within +-bound."""
+    x = finite(value, name)
+    if not -bound <= x <= bound:
+        raise ValueError(f"{name} must be within +-{bound:g}, got {x!r}")
+    return x

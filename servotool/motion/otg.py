@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
+from servotool.motion.checks import within as _within
 from servotool.motion.compiled import profile_module
 from servotool.motion.defaults import OTG_COORD_MAX, OTG_LIMIT_MAX, OTG_LIMIT_MIN
 from servotool.motion.otg_profile import Axis, OtgPlan, Plan, Segments, Warm
@@ -53,8 +54,6 @@ __all__ = [
 
 _EMPTY: Plan = ((), 0.0, 0.0)
 _INF = float("inf")
-# the scales the planner is verified over; inputs beyond them are refused (see defaults.py)
-LIMIT_MIN, LIMIT_MAX, COORD_MAX = OTG_LIMIT_MIN, OTG_LIMIT_MAX, OTG_COORD_MAX
 # One axis in a synchronised planning: (duration bound or -1, axis, the bound's peak, displacement,
 # warm_constants).
 _Row = tuple[float, int, float, float, Warm | None]
@@ -64,8 +63,8 @@ _Row = tuple[float, int, float, float, Warm | None]
 class OtgLimits:
     """Velocity, acceleration and jerk bounds of one axis (units/s, units/s^2, units/s^3).
 
-    Every limit must be a finite number within [1e-9, 1e9] (LIMIT_MIN, LIMIT_MAX); anything else raises
-    ValueError.
+    Every limit must be a finite number within [1e-9, 1e9] (OTG_LIMIT_MIN, OTG_LIMIT_MAX of defaults.py);
+    anything else raises ValueError.
     """
 
     max_velocity: float
@@ -77,8 +76,8 @@ class OtgLimits:
             x = _finite(getattr(self, name), name)
             if not x > 0.0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-            if not LIMIT_MIN <= x <= LIMIT_MAX:
-                raise ValueError(f"{name} must be within {LIMIT_MIN:g} and {LIMIT_MAX:g}, got {x!r}")
+            if not OTG_LIMIT_MIN <= x <= OTG_LIMIT_MAX:
+                raise ValueError(f"{name} must be within {OTG_LIMIT_MIN:g} and {OTG_LIMIT_MAX:g}, got {x!r}")
             object.__setattr__(self, name, x)
 
     def per_axis_for_norm(self, n: int) -> OtgLimits:
@@ -112,14 +111,6 @@ def _valid_dt(dt: float) -> bool:
         return False
 
 
-def _bounded(value: object, name: str, bound: float) -> float:
-    """`value` as a finite float within +-bound; ValueError naming `name` otherwise."""
-    x = _finite(value, name)
-    if not -bound <= x <= bound:
-        raise ValueError(f"{name} must be within +-{bound:g}, got {x!r}")
-    return x
-
-
 def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimits) -> float:
     """Duration (s) of the time-optimal jerk-limited plan from (p0, v0, a0) to rest at target.
 
@@ -127,10 +118,10 @@ def otg_duration(p0: float, v0: float, a0: float, target: float, limits: OtgLimi
     Non-finite inputs, and p0 or target beyond +-5e8 or v0 or a0 beyond +-1e9, raise ValueError.
     """
     limits = _check_limits(limits)
-    p0 = _bounded(p0, "p0", COORD_MAX)
-    v0 = _bounded(v0, "v0", LIMIT_MAX)
-    a0 = _bounded(a0, "a0", LIMIT_MAX)
-    target = _bounded(target, "target", COORD_MAX)
+    p0 = _within(p0, "p0", OTG_COORD_MAX)
+    v0 = _within(v0, "v0", OTG_LIMIT_MAX)
+    a0 = _within(a0, "a0", OTG_LIMIT_MAX)
+    target = _within(target, "target", OTG_COORD_MAX)
     return plan_to_rest(target - p0, v0, a0, limits.max_velocity, limits.max_acceleration, limits.max_jerk)[1]
 
 
@@ -164,9 +155,9 @@ class Otg:
         self._vmax = limits.max_velocity
         self._amax = limits.max_acceleration
         self._jmax = limits.max_jerk
-        self._p = _bounded(position, "position", COORD_MAX)
-        self._v = _bounded(velocity, "velocity", LIMIT_MAX)
-        self._a = _bounded(acceleration, "acceleration", LIMIT_MAX)
+        self._p = _within(position, "position", OTG_COORD_MAX)
+        self._v = _within(velocity, "velocity", OTG_LIMIT_MAX)
+        self._a = _within(acceleration, "acceleration", OTG_LIMIT_MAX)
         self._x = self._p
         self._plan: Plan | None = None  # valid for the current state and target
         self._peak: float | None = None  # last peak velocity, a starting guess for the next search
@@ -199,7 +190,7 @@ class Otg:
     def set_target(self, target: float) -> None:
         """Aim at a new target from the next step on. A non-finite one, or one beyond +-5e8, raises ValueError
         (nothing changes)."""
-        x = _bounded(target, "target", COORD_MAX)
+        x = _within(target, "target", OTG_COORD_MAX)
         if x != self._x:
             self._x = x
             self._plan = None
@@ -211,7 +202,7 @@ class Otg:
         Velocity and acceleration are kept; an echo equal to the position changes nothing. A non-finite
         position, or one beyond +-5e8, raises ValueError (nothing changes).
         """
-        p = _bounded(position, "position", COORD_MAX)
+        p = _within(position, "position", OTG_COORD_MAX)
         if p != self._p:
             self._p = p
             self._plan = None
@@ -255,7 +246,7 @@ class Otg:
         return self._p
 
 
-def _vector(values: npt.ArrayLike, n: int | None, name: str, bound: float = COORD_MAX) -> list[float]:
+def _vector(values: npt.ArrayLike, n: int | None, name: str, bound: float = OTG_COORD_MAX) -> list[float]:
     """`values` as a list of n (any n if None) finite floats within +-bound; ValueError otherwise."""
     try:
         arr = np.asarray(values, dtype=float)
@@ -321,9 +312,9 @@ class MultiOtg:
         self._k: list[Axis] = [
             axis_constants(lim.max_velocity, lim.max_acceleration, lim.max_jerk) for lim in per_axis
         ]
-        self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities", LIMIT_MAX)
+        self._v = [0.0] * n if velocities is None else _vector(velocities, n, "velocities", OTG_LIMIT_MAX)
         self._a = (
-            [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations", LIMIT_MAX)
+            [0.0] * n if accelerations is None else _vector(accelerations, n, "accelerations", OTG_LIMIT_MAX)
         )
         self._x = list(self._p)
         self._sync = bool(synchronized)

@@ -315,10 +315,17 @@ def _friction_column(dy: np.ndarray) -> np.ndarray:
     return f
 
 
+def _regular_det(g00: float, g01: float, g11: float) -> float | None:
+    """The determinant of the symmetric 2x2 matrix [[g00, g01], [g01, g11]]; None when it is singular (to
+    SINGULAR_RATIO of its scale)."""
+    det = g00 * g11 - g01 * g01
+    return det if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2 else None
+
+
 def _inverse_gram_floats(g00: float, g01: float, g11: float) -> tuple[float, float, float]:
     """inverse_gram as its (00, 01, 11) entries, in Python floats (the same divisions as numpy's)."""
-    det = g00 * g11 - g01 * g01
-    if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2:
+    det = _regular_det(g00, g01, g11)
+    if det is not None:
         return g11 / det, -g01 / det, g00 / det
     inv = inverse_gram(g00, g01, g11)
     return float(inv[0, 0]), float(inv[0, 1]), float(inv[1, 1])
@@ -327,7 +334,7 @@ def _inverse_gram_floats(g00: float, g01: float, g11: float) -> tuple[float, flo
 def inverse_gram(g00: float, g01: float, g11: float) -> np.ndarray:
     """The inverse of the symmetric 2x2 matrix [[g00, g01], [g01, g11]], closed form; the pseudo-inverse
     when it is singular."""
-    det = g00 * g11 - g01 * g01
-    if abs(det) > SINGULAR_RATIO * (g00 + g11) ** 2:
+    det = _regular_det(g00, g01, g11)
+    if det is not None:
         return np.array([[g11, -g01], [-g01, g00]]) / det
     return np.asarray(np.linalg.pinv(np.array([[g00, g01], [g01, g11]])))
