@@ -495,3 +495,31 @@ def test_a_speed_below_one_pulse_a_second_is_refused_before_the_port_opens(speed
     result = invoke("move", "--bus", "dxl:///dev/servotool-no-such-port", "--to", "11=2000", "--speed", speed)
     assert result.exit_code == 2, result.output
     assert "outside [1, 300]" in result.stderr and "cannot open" not in result.stderr
+
+
+def test_a_board_whose_port_vanishes_mid_move_is_a_lost_link_not_a_traceback(monkeypatch):
+    # the standalone simulator killed (its pty gone) three frames into a move: pyserial's tcdrain raised
+    # termios.error, which no handler took for a lost link (a traceback, exit 1)
+    from servotool.devices.hiwonder.client import HiwonderBus
+    from servotool.devices.hiwonder.sim import start_sim
+
+    server = start_sim("rosorin-arm", {})
+    sent = []
+    real_move = HiwonderBus.move
+
+    def move(self, targets, duration_ms):
+        sent.append(targets)
+        if len(sent) == 3:
+            server.close()
+        real_move(self, targets, duration_ms)
+
+    monkeypatch.setattr(HiwonderBus, "move", move)
+    try:
+        result = invoke("move", "--bus", f"hiwonder://{server.path}?timeout_ms=50", "--to", "2=600")
+    finally:
+        server.close()
+    assert result.exit_code == 3, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "link lost" in line and server.path in line
+    assert "Traceback" not in result.output

@@ -19,6 +19,7 @@ commands and reads are ever written: the protocol module cannot encode EEPROM wr
 from __future__ import annotations
 
 import contextlib
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -34,7 +35,7 @@ from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.devices.url import bounded, sim_clock
-from servotool.errors import DeviceError
+from servotool.errors import ConnectionLost, DeviceError
 
 if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
     from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer
@@ -44,6 +45,9 @@ DEFAULT_TIMEOUT_S = 0.1
 DEFAULT_RETRIES = 2
 CLIENT_KEYS = ("baud", "timeout_ms", "retries", "profile")
 POLL_S = 0.005
+# what a port that fails underneath raises: a vanished tty (an unplugged adapter, a simulator's pty closed)
+# fails in pyserial's termios calls too, and termios.error is no OSError
+LINK_ERRORS = (serial.SerialException, OSError, termios.error)
 SIM_ANSWER_S = 2.0  # the longest a simulated board (and a reply it has sent) is waited for on a loaded host
 
 
@@ -111,8 +115,8 @@ class HiwonderBus:
         try:
             self.port.write(frame)
             self.port.flush()
-        except (serial.SerialException, OSError) as exc:
-            raise DeviceError(f"{self.url}: write failed ({exc})") from exc
+        except LINK_ERRORS as exc:
+            raise ConnectionLost(f"{self.url}: link lost ({_why(exc)})") from exc
         self.stats.frames_sent += 1
 
     def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
@@ -143,7 +147,7 @@ class HiwonderBus:
     # --- reads ---------------------------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        with contextlib.suppress(serial.SerialException, OSError):
+        with contextlib.suppress(*LINK_ERRORS):  # a lost port fails the write that follows
             self.port.reset_input_buffer()
         self._parser.reset()
 
@@ -169,8 +173,8 @@ class HiwonderBus:
                 # the port's own timeout is a short poll (set once at open): re-setting it per read would
                 # reconfigure the tty every time
                 chunk = self.port.read(max(1, self.port.in_waiting))
-            except (serial.SerialException, OSError) as exc:
-                raise DeviceError(f"{self.url}: read failed ({exc})") from exc
+            except LINK_ERRORS as exc:
+                raise ConnectionLost(f"{self.url}: link lost ({_why(exc)})") from exc
             frames = self._parser.feed(chunk)
             self.stats.skipped_bytes = self._parser.skipped_bytes
             for frame in frames:
@@ -296,6 +300,13 @@ class HiwonderBus:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _why(exc: BaseException) -> str:
+    """A failed port's reason in a few words: termios.error carries (errno, text) without an errno field."""
+    if isinstance(exc, termios.error) and len(exc.args) == 2:
+        return str(exc.args[1])
+    return port_problem(exc)
 
 
 class NoBoardAnswer(DeviceError):

@@ -323,3 +323,25 @@ def test_a_pyserial_url_in_place_of_a_device_path_is_refused_before_anything_ope
             open_bus(url.format(path=server.path))
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("command", ["move", "hold", "torque_off", "read_position"])
+def test_losing_the_pty_raises_connection_lost_whatever_the_command(command):
+    # the master end of a pty gone makes pyserial's tcdrain/tcflush raise termios.error, which is no OSError
+    from servotool.errors import ConnectionLost, ExitCode
+
+    server = start_sim("rosorin-arm", {})
+    bus = open_bus(f"hiwonder://{server.path}?timeout_ms=50&retries=0")
+    try:
+        assert bus.read_position(1) == 500
+        server.close()
+        assert wait_for(lambda: not server.running)
+        calls = {"move": lambda: bus.move({1: 510}, 40), "hold": bus.hold,
+                 "torque_off": lambda: bus.torque_off(10), "read_position": lambda: bus.read_position(1)}
+        with pytest.raises(ConnectionLost) as info:
+            for _ in range(3):
+                calls[command]()
+        assert info.value.exit_code == ExitCode.DEVICE
+        assert "lost" in str(info.value)
+    finally:
+        bus.close()
