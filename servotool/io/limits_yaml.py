@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml import YAMLError
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
@@ -40,6 +40,7 @@ from servotool.io.strict_yaml import (
     read_text_limited,
     yaml_problem,
 )
+from servotool.io.yaml_edit import round_trip_yaml
 
 DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
@@ -168,12 +169,6 @@ def load_limits(path: str | Path) -> LimitsFile:
     return parse_limits(text, str(path), path)
 
 
-def _yaml() -> YAML:
-    rt = YAML()  # round-trip: comments, key order, quoting and flow styles are kept
-    rt.width = 4096  # never re-wrap a long comment or value
-    return rt
-
-
 def _flow_pair(lo: int, hi: int) -> CommentedSeq:
     seq = CommentedSeq([lo, hi])
     seq.fa.set_flow_style()
@@ -243,7 +238,7 @@ def merge_limits_text(
     else:
         fresh = False
     before = parse_limits(text, where)
-    rt = _yaml()
+    rt = round_trip_yaml()
     try:
         _, indent, _ = load_yaml_guess_indent(text)
         rt.indent(mapping=indent or 2, sequence=(indent or 2) + 2, offset=indent or 2)

@@ -135,8 +135,8 @@ def brief(value: Any) -> str:
     return _BRIEF.repr(value)
 
 
-def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
-    """(1-based line or None, the problem in one line) of a YAML error."""
+def yaml_problem(exc: Exception) -> tuple[int | None, str]:
+    """(1-based line or None, the problem in one line) of a YAML error (pyyaml's or ruamel.yaml's)."""
     mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
     return (mark.line + 1 if mark is not None else None), str(problem or str(exc).splitlines()[0])
 

@@ -7,6 +7,7 @@ line, else the environment variable, else the config file, else the command's bu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,25 +68,31 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_config_dir("servotool")) / "config.yaml"
 
 
-def load_config(path: Path) -> dict[str, str]:
-    """The file's values by key; {} when the file does not exist. Refuses unknown keys, a key written twice
-    (which one is meant cannot be told), values that are not strings, and text that is not a YAML mapping
-    of UTF-8 text."""
+def _read_text(path: Path) -> str | None:
+    """The file's text; None when it does not exist."""
     try:
-        text = read_text_limited(path)
+        return read_text_limited(path)
     except FileNotFoundError:
-        return {}
+        return None
     except OSError as exc:
         raise UserConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise UserConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except TextTooLarge as exc:
         raise UserConfigError(str(exc)) from None
+
+
+def _not_yaml(path: Path, exc: Exception) -> UserConfigError:
+    line, problem = yaml_problem(exc)
+    return UserConfigError(f"{path}{f':{line}' if line else ''}: not YAML ({problem})")
+
+
+def _values_of(text: str, path: Path) -> dict[str, str]:
+    """The values a config text holds (see load_config for what is refused)."""
     try:
         data = load_unique(text)
     except yaml.YAMLError as exc:
-        line, problem = yaml_problem(exc)
-        raise UserConfigError(f"{path}{f':{line}' if line else ''}: not YAML ({problem})") from exc
+        raise _not_yaml(path, exc) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -100,28 +107,63 @@ def load_config(path: Path) -> dict[str, str]:
     return values
 
 
+def load_config(path: Path) -> dict[str, str]:
+    """The file's values by key; {} when the file does not exist. Refuses unknown keys, a key written twice
+    (which one is meant cannot be told), values that are not strings, and text that is not a YAML mapping
+    of UTF-8 text."""
+    text = _read_text(path)
+    return {} if text is None else _values_of(text, path)
+
+
 def set_value(path: Path, key: str, value: str | None) -> dict[str, str]:
-    """Write `key: value` into the file (creating it and its folder), or remove the key when value is None;
-    the other keys are kept. Returns the values now in the file. The file is replaced whole (see
-    servotool.io.atomic): an interrupted write leaves the old one as it was. Refuses an unknown key, and an
-    empty value or one with control characters (a newline, a NUL)."""
+    """Write `key: value` into the file (creating it and its folder), or remove the key when value is None.
+    Returns the values now in the file. Only the key's value (or, for unset, its line) changes; a new key is
+    a line added at the end: every other character of the file is kept (see io.yaml_edit). The edited text
+    is read back before it is written: when it would not hold exactly the other values and this one (an
+    alias shared with another key), it is refused and the file left alone. The file is replaced whole (see
+    servotool.io.atomic): an interrupted write leaves the old one as it was. Refuses an unknown key, an empty
+    value or one with control characters (a newline, a NUL), and a file load_config refuses (untouched)."""
     if key not in KEYS:
         raise SettingsError(f"unknown key {key!r} (known: {', '.join(KEYS)})")
     if value is not None and not value.strip():
         raise SettingsError(f"{key}: the value must not be empty")
     if value is not None and not value.isprintable():
         raise SettingsError(f"{key}: the value must be one line of printable text, not {value!r}")
-    values = load_config(path)
+    text = _read_text(path)
+    values = {} if text is None else _values_of(text, path)
+    want = dict(values)  # in the file's order: a new key comes last
     if value is None:
-        values.pop(key, None)
+        want.pop(key, None)
     else:
-        values[key] = value
+        want[key] = value
+    if want == values:
+        return values  # nothing to change: the file is left as it is (or not created)
+    edited = _edited(text or "", key, value, want, path)
     try:
         # whole or not at all: a file cut short would stop every later command
-        write_atomic(path, yaml.safe_dump(values, sort_keys=True))
+        write_atomic(path, edited)
     except OSError as exc:
         raise UserConfigError(f"{path}: cannot write ({exc.strerror or exc})") from exc
-    return values
+    return want
+
+
+def _edited(text: str, key: str, value: str | None, want: dict[str, str], path: Path) -> str:
+    """The first of yaml_edit.key_edits' candidates that this module reads back as `want`."""
+    # ruamel.yaml only here: every command reads this file at start, only set and unset edit it
+    from ruamel.yaml import YAMLError as RuamelError
+
+    from servotool.io.yaml_edit import key_edits
+
+    try:
+        for candidate in key_edits(text, key, value):
+            with contextlib.suppress(UserConfigError):
+                if _values_of(candidate, path) == want:
+                    return candidate
+    except RuamelError as exc:
+        raise _not_yaml(path, exc) from exc
+    doing = "removed" if value is None else "set"
+    raise UserConfigError(f"{path}: {key} cannot be {doing} without changing another key (an alias?); "
+                          "edit the file by hand")
 
 
 def effective(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[Effective]:

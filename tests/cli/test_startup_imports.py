@@ -80,7 +80,7 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 UNNEEDED = ("pandas", "matplotlib", "scipy.signal", "scipy.stats")
 
 
-def _modules_after(tmp_path, *argv: str) -> list[str]:
+def _modules_after(tmp_path, *argv: str, unneeded: tuple[str, ...] = UNNEEDED) -> list[str]:
     env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
            "PYTHONPATH": ":".join(sys.path), "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
            "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks")}
@@ -88,7 +88,7 @@ def _modules_after(tmp_path, *argv: str) -> list[str]:
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     modules: list[str] = json.loads(proc.stderr.splitlines()[-1])
-    return [m for m in UNNEEDED if m in modules]
+    return [m for m in unneeded if m in modules]
 
 
 @pytest.mark.parametrize("kind", ["ramp", "sweep"])
@@ -109,3 +109,9 @@ def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_sign
 ], ids=["lag", "step", "sweep"])
 def test_a_run_ending_in_its_analysis_imports_only_what_the_analysis_needs(tmp_path, argv):
     assert _modules_after(tmp_path, *argv, "--out", str(tmp_path)) == []
+
+
+def test_reading_the_config_file_leaves_ruamel_unloaded(tmp_path):
+    # every command reads the config file as it starts; only `config set` and `config unset` edit it
+    (tmp_path / "config.yaml").write_text("# mine\nout: runs\n", encoding="utf-8")
+    assert _modules_after(tmp_path, "config", "show", unneeded=("ruamel.yaml",)) == []
