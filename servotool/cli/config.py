@@ -117,8 +117,10 @@ def set_cmd(
     value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Write KEY: VALUE into the config file (creating it), keeping the other keys. A robot value must be an
-    arm's device URL, a bus value a servo bus's (their parameters are checked when a command opens them)."""
+    """Write KEY: VALUE into the config file (creating it). Only that key's value changes, or a new key is
+    added as the last line: the other keys, comments, blank lines, order and layout are kept as written. A
+    robot value must be an arm's device URL, a bus value a servo bus's (their parameters are checked when a
+    command opens them)."""
     name = key.value
     path = config_path()
     if name in ("robot", "bus"):
@@ -141,7 +143,8 @@ def unset_cmd(
     key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to remove.")],
     json_out: bool = JsonOption,
 ) -> None:
-    """Remove KEY from the config file; its option falls back to the environment or the built-in default."""
+    """Remove KEY's line from the config file (every other line, comments too, kept); its option falls back
+    to the environment or the built-in default."""
     name = key.value
     path = config_path()
     try:

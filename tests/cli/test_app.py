@@ -78,6 +78,21 @@ def test_config_set_show_and_path(tmp_path):
     assert "robot" not in cfg.read_text()
 
 
+def test_config_set_and_unset_keep_the_comments_and_say_so(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    text = "# my defaults\r\nout: 'runs'  # the big disk\r\n\r\n# the lab arm below\r\n"
+    cfg.write_bytes(text.encode())
+    env = {"SERVOTOOL_CONFIG": str(cfg)}
+    result = runner.invoke(app, ["config", "set", "robot", "fairino://192.168.58.2"], env=env)
+    assert result.exit_code == 0, result.output
+    assert cfg.read_bytes() == (text + "robot: fairino://192.168.58.2\r\n").encode()
+    assert runner.invoke(app, ["config", "set", "out", "elsewhere"], env=env).exit_code == 0
+    assert runner.invoke(app, ["config", "unset", "robot"], env=env).exit_code == 0
+    assert cfg.read_bytes() == text.replace("runs", "elsewhere").encode()
+    helps = runner.invoke(app, ["config", "set", "--help"], env={"COLUMNS": "200"}).output
+    assert "comments, blank lines, order and layout are kept" in " ".join(helps.split())
+
+
 def test_config_refuses_unknown_keys_and_bad_files(tmp_path):
     cfg = tmp_path / "config.yaml"
     env = {"SERVOTOOL_CONFIG": str(cfg)}
