@@ -25,7 +25,7 @@ from enum import Enum
 from typing import Protocol
 
 from servotool.errors import SettingsError
-from servotool.motion.defaults import OTG_LIMIT_MIN
+from servotool.motion.defaults import CMD_PERIOD_S, OTG_LIMIT_MIN
 
 # bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
 CMD_PERIOD_RANGE_S = (0.001, 0.1)
@@ -44,6 +44,10 @@ MAX_A_DEG_S2 = 2000.0
 # A shaped step may probe above that, up to the runaway trigger (seed 000: a_max * cmdT^2 = 1 deg per tick
 # near 10,000 deg/s^2), to find the clean ceiling; on a real arm only as a test-arm trial, like a raw step.
 MAX_PROBE_A_DEG_S2 = 20000.0
+# Both a_max bounds hold at the FAIRINO period (10 ms). The trigger is a change of the per-command step, and a
+# stream bounded by a_max changes its step by up to a_max * cmdT^2: 0.2 deg at 2,000 deg/s^2 and 10 ms, but 5
+# deg at the default 500 deg/s^2 and 100 ms. Past 10 ms the bounds fall with the square of the period.
+MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
 MAX_V_DEG_S = 360.0
 MAX_J_DEG_S3 = 1.0e6
 MAX_LAG_MS = 2000.0
@@ -157,11 +161,49 @@ def _period(period_s: object) -> list[str]:
     return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
 
 
+def a_max_bound(cap: float, period_s: float) -> float:
+    """The highest a_max (deg/s^2) a stream at this command period (s) may use, for an a_max cap that holds at
+    the 10 ms FAIRINO period: the cap up to 10 ms, cap * (10 ms / period)^2 beyond (the same largest change
+    of the per-command step, a_max * period^2)."""
+    return cap if period_s <= CMD_PERIOD_S else cap * (CMD_PERIOD_S / period_s) ** 2
+
+
+def over_bound(a_max: float, period_s: float, cap: float) -> bool:
+    """Whether a_max at this period (finite, > 0) goes past `a_max_bound(cap, period_s)`; the bound itself, as
+    printed and given back, is within (a relative tolerance of 1e-9)."""
+    if period_s <= CMD_PERIOD_S:
+        return a_max > cap
+    # products, not powers: a period far too long (refused elsewhere) gives inf here, not OverflowError
+    return a_max * period_s * period_s > cap * CMD_PERIOD_S * CMD_PERIOD_S * (1 + 1e-9)
+
+
+def _step_change(period_s: object, a_max: object, cap: float) -> list[str]:
+    """One problem line when a_max at this period would change the per-command step by more than `cap`
+    allows (see MAX_STEP_CHANGE_DEG); [] when either value is not a finite positive number (refused
+    elsewhere)."""
+    if not _finite(period_s, a_max):
+        return []
+    period, a = float(period_s), float(a_max)  # type: ignore[arg-type]
+    if period <= CMD_PERIOD_S or a <= 0 or not over_bound(a, period, cap):
+        return []
+    # the advice is the bound of a run that is no probe, whatever the cap
+    most = f"the {cap * CMD_PERIOD_S**2:.3g} deg " + ("a shaped probe may reach" if cap > MAX_A_DEG_S2
+                                                       else "of the braked-stop bound")
+    return [
+        f"--a-max {a:g} at --cmd-ms {period * 1e3:g}: the setpoint's per-command step would change by up to "
+        f"{a * period * period:.3g} deg (a_max x cmdT^2), above {most} (the runaway band starts at 1 deg per "
+        f"command): lower --a-max to {a_max_bound(MAX_A_DEG_S2, period):.4g} or --cmd-ms to "
+        f"{CMD_PERIOD_S * 1e3 * math.sqrt(MAX_A_DEG_S2 / a):.3g}"
+    ]
+
+
 def _common(
     period_s: object, a_max: object, v_max: object, warmup_s: object, a_cap: float = MAX_A_DEG_S2
 ) -> list[str]:
     problems = _period(period_s)
     problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
+    if not problems:
+        problems += _step_change(period_s, a_max, a_cap)
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
     problems += _in(warmup_s, "warm-up timeout", 0.0, MAX_WARMUP_S, unit=" s", lo_open=True)
     return problems
@@ -261,7 +303,9 @@ def validate_shaper(
 
 def needs_test_arm_probe(s: StepLike) -> bool:
     """True when a shaped step's a_max lies above the braked-stop bound: a ceiling probe, a test-arm trial."""
-    return bool(s.shaped and _finite(s.a_max) and s.a_max > MAX_A_DEG_S2)
+    if not (s.shaped and _finite(s.a_max, s.cmd_period_s) and s.cmd_period_s > 0):
+        return False
+    return over_bound(float(s.a_max), float(s.cmd_period_s), MAX_A_DEG_S2)
 
 
 def shaped_peak_speed(s: StepLike) -> float:
@@ -305,8 +349,9 @@ def validate_step(
     ]
     if needs_test_arm_probe(s) and not simulated and not test_arm:
         problems.append(
-            f"--a-max {s.a_max:g}: above {MAX_A_DEG_S2:g} deg/s^2 a shaped step probes for the runaway "
-            "trigger; on a device that is not a simulator it is only done on a test arm: add --test-arm"
+            f"--a-max {s.a_max:g}: above {a_max_bound(MAX_A_DEG_S2, s.cmd_period_s):.4g} deg/s^2 (at "
+            f"--cmd-ms {s.cmd_period_s * 1e3:g}) a shaped step probes for the runaway trigger; on a device "
+            "that is not a simulator it is only done on a test arm: add --test-arm"
         )
     if _finite(s.size_deg) and s.size_deg == 0:
         problems.append("--size 0: must not be 0")

@@ -33,6 +33,25 @@ def test_shaped_step_json(tmp_path):
     assert out["guard"]["margin_deg"] > 0
 
 
+@pytest.mark.parametrize(
+    "command", [["step"], ["step", "--shaper", "otg"], ["lag", "--sweep", "5", "--speeds", "20"]]
+)
+def test_a_long_command_period_never_makes_a_shaped_step_or_a_ramp_run_away(tmp_path, command):
+    """At --cmd-ms 100 the default a_max changes the per-command step by 5 deg, inside the runaway band
+    (the controller ran away 102 deg on a shaped 10 deg step): refused before the device opens. With the
+    a_max the period allows, the same run is clean."""
+    res = runner.invoke(app, [*command, *LOCKSTEP, "--cmd-ms", "100", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.stdout + res.stderr
+    assert "error: refused: --a-max 500 at --cmd-ms 100" in res.stderr
+    assert "lower --a-max to 20 or --cmd-ms to 20\n" in res.stderr
+    assert not list(tmp_path.glob("*.csv")) and "Traceback" not in res.stderr
+    extra = ["--steps", "2", "--hold-ms", "2000"] if command[0] == "step" else ["--ramp-ms", "1000"]
+    res = runner.invoke(app, [*command, *LOCKSTEP, "--cmd-ms", "100", "--a-max", "20", *extra,
+                              "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["run"]["status"] == "complete"
+
+
 def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     res = runner.invoke(
         app,

@@ -192,6 +192,50 @@ def test_a_shaped_a_max_probe_above_the_stop_bound_is_a_test_arm_trial():
     assert any("--a-max" in p for p in S.validate_lag(replace(Lag(), a_max=4000.0)))
 
 
+@pytest.mark.parametrize("period_s", [0.02, 0.045, 0.06, 0.1])
+def test_the_per_command_step_change_bounds_a_max_at_a_longer_period(period_s):
+    """The runaway trigger is a change of the per-command step (1-1.5 deg from one command to the next); a
+    stream bounded by a_max changes it by up to a_max * cmdT^2, so the braked-stop bound (0.2 deg at 10 ms)
+    falls with the square of a longer period: a ramp, a shaped step and every braked stop stay under it."""
+    bound = S.MAX_A_DEG_S2 * (0.01 / period_s) ** 2
+    slow = replace(Lag(), cmd_period_s=period_s, speeds_deg_s=(min(5.0, bound * 0.2),), ramp_s=0.2)
+    assert S.validate_lag(replace(slow, a_max=bound), ranges=FR3_RANGES) == []
+    refused = S.validate_lag(replace(slow, a_max=bound * 1.01), ranges=FR3_RANGES)
+    assert any("--a-max" in p and "--cmd-ms" in p and "per command" in p for p in refused), refused
+    for shaped in (True, False):
+        step = replace(Step(), cmd_period_s=period_s, shaped=shaped, hold_s=1.0)
+        assert S.validate_step(replace(step, a_max=bound), simulated=False, test_arm=True) == []
+        assert not S.needs_test_arm_probe(replace(step, a_max=bound))
+    # above it a shaped step probes for the trigger (a test-arm trial on a real arm); a raw one is refused
+    probe = replace(Step(), cmd_period_s=period_s, a_max=bound * 1.01, hold_s=1.0)
+    assert S.needs_test_arm_probe(probe)
+    assert any("--test-arm" in p for p in S.validate_step(probe, simulated=False))
+    assert any("--a-max" in p for p in S.validate_step(replace(probe, shaped=False), simulated=True))
+    assert any("--a-max" in p for p in
+               S.validate_step(replace(probe, a_max=S.MAX_PROBE_A_DEG_S2 * (0.01 / period_s) ** 2 * 1.01)))
+
+
+def test_at_ten_ms_and_below_the_a_max_bounds_are_unchanged():
+    for period_s in (0.001, 0.005, 0.01):
+        lag = replace(Lag(), cmd_period_s=period_s, a_max=S.MAX_A_DEG_S2)
+        assert S.validate_lag(lag, ranges=FR3_RANGES) == []
+        assert not S.needs_test_arm_probe(replace(Step(), cmd_period_s=period_s, a_max=S.MAX_A_DEG_S2))
+
+
+periods = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(0.0005, 0.2))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(period=periods, a=floats, shaped=st.booleans())
+def test_whatever_runs_without_a_test_arm_changes_its_step_by_at_most_the_stop_bound(period, a, shaped):
+    lag = replace(Lag(), cmd_period_s=period, a_max=a, speeds_deg_s=(1.0,), ramp_s=1.0)
+    step = replace(Step(), cmd_period_s=period, a_max=a, shaped=shaped, hold_s=1.0)
+    for runs in (not S.validate_lag(lag, ranges=FR3_RANGES),
+                 not S.validate_step(step, simulated=True) and not S.needs_test_arm_probe(step)):
+        if runs:
+            assert a * period**2 <= S.MAX_A_DEG_S2 * 0.01**2 * (1 + 1e-12)
+
+
 FR3_SPEEDS = (180.0,) * 6
 FR20_SPEEDS = (120.0, 120.0, 120.0, 180.0, 180.0, 180.0)
 
