@@ -22,13 +22,14 @@ import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 SOURCE = Path("servotool/motion/otg_profile.py")
 MODULE = "_otg_profile_c"
 GEN_ROOT = Path("build/servotool-compiled")
+LISTING_COMMANDS = {"egg_info", "dist_info", "sdist"}  # commands that build nothing
 
 
 def _generated_copy() -> Path:
@@ -53,9 +54,12 @@ def _drop_builds_in_place() -> None:
             path.unlink()
 
 
+def _pure_asked() -> bool:
+    return os.environ.get("SERVOTOOL_PURE_PYTHON", "") not in ("", "0")
+
+
 def _ext_modules() -> list:
-    if os.environ.get("SERVOTOOL_PURE_PYTHON", "") not in ("", "0"):
-        _drop_builds_in_place()
+    if _pure_asked():
         return []
     try:
         from mypyc.build import mypycify
@@ -129,6 +133,15 @@ class OptionalBuildExt(build_ext):
     """build_ext that leaves the pure-Python module in place when the C compiler fails, or when what it
     built is not the same floats as the source (compiler flags such as -ffast-math in CFLAGS)."""
 
+    def finalize_options(self) -> None:
+        # mypyc runs here, when an extension is to be built: not on every run of this file, nor where the
+        # metadata or an sdist only list the sources (pip asks for the metadata first; an sdist ships
+        # otg_profile.py, compiled where it is installed)
+        if self.distribution.ext_modules is None:
+            listing = set(self.distribution.commands) <= LISTING_COMMANDS
+            self.distribution.ext_modules = [] if listing else _ext_modules()
+        super().finalize_options()
+
     def run(self) -> None:
         try:
             super().run()
@@ -162,4 +175,14 @@ class OptionalBuildExt(build_ext):
             print(f"servotool: {ext.name} not built ({exc}); using pure Python", file=sys.stderr)
 
 
-setup(ext_modules=_ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
+class MaybeCompiled(Distribution):
+    """Has an extension module to build unless SERVOTOOL_PURE_PYTHON is set: the build runs build_ext (which
+    makes the module, or falls back), and a wheel asked to be pure Python is tagged as such."""
+
+    def has_ext_modules(self) -> bool:
+        return not _pure_asked()
+
+
+if _pure_asked():  # whatever command runs (an editable install of pure Python builds no extension)
+    _drop_builds_in_place()
+setup(distclass=MaybeCompiled, cmdclass={"build_ext": OptionalBuildExt})

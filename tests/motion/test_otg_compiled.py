@@ -218,3 +218,23 @@ def test_pure_python_at_install_outlasts_an_earlier_build_in_place(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "python", out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_metadata_and_an_sdist_compile_nothing(tmp_path):
+    """Only a build compiles: the metadata pip asks for first and an sdist (which ships otg_profile.py,
+    compiled where it is installed) run no mypyc; a wheel asked to be pure Python is tagged as one."""
+    env = _built_copy(tmp_path)
+    shutil.rmtree(tmp_path / "build")
+    for args in (["egg_info"], ["sdist", "-d", str(tmp_path / "dist")]):
+        run = subprocess.run([sys.executable, "setup.py", *args], cwd=tmp_path, env=env, capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert not (tmp_path / "build" / "servotool-compiled").exists(), args
+    # the wheel's tag follows has_ext_modules (a pure wheel is py3-none-any)
+    probe = ("from distutils.core import run_setup; "
+             "print(run_setup('setup.py', ['egg_info'], stop_after='init').has_ext_modules())")
+    for pure_env, has in (("1", "False"), ("", "True")):
+        dist = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                              env={**env, compiled.PURE_ENV: pure_env})
+        assert dist.stdout.strip().splitlines()[-1:] == [has], dist.stderr[-2000:]
