@@ -65,6 +65,7 @@ def test_help_at_80_columns_is_tidy(path):
     assert "<list" not in result.output
     assert "Usage:" in result.output
     assert _ragged_lines(result.output) == []
+    assert [ln for ln in result.output.splitlines() if "\u2026" in ln] == []  # no help text cut short
 
 
 def _ragged_lines(output: str) -> list[str]:
