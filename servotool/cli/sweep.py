@@ -38,6 +38,7 @@ from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals
 from servotool.runs.sweep import (
+    NO_JOINTS,
     SweepConfig,
     SweepEvent,
     SweepRun,
@@ -149,7 +150,8 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
     """Every setting checked before the bus is opened: one line per problem and exit 2."""
     problems: list[str] = []
     prof = url_profile(bus)
-    if url_family(bus) == "dynamixel":  # its limits (0-4095) could not be written after all the motion
+    dynamixel = url_family(bus) == "dynamixel"
+    if dynamixel:  # its limits (0-4095) could not be written after all the motion
         problems.append(f"--bus {bus}: sweep maps limits into an arm limits file (pulses 0-1000 of the "
                         "Hiwonder-style board); a Dynamixel bus's limits cannot be written there")
     joints = tuple(joint) if joint else (prof.joint_ids if prof else ())
@@ -166,7 +168,8 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
         config = SweepConfig(joints=joints, directions=directions, speed=speed, inside=inside,
                              return_speed=max(100.0, speed) if speed == speed else 100.0)
     except SweepSettingsError as exc:
-        problems += exc.problems
+        # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
+        problems += [p for p in exc.problems if not (dynamixel and not joints and p == NO_JOINTS)]
     from servotool.runs.sweep_record import file_problems
 
     problems += file_problems(files, url_simulated(bus))

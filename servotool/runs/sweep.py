@@ -100,13 +100,16 @@ def _finite_in(name: str, value: float, lo: float, hi: float, unit: str, open_lo
     return f"{name} {value:g} {unit} outside {'(' if open_lo else '['}{lo:g}, {hi:g}]"
 
 
+NO_JOINTS = "no joints to sweep"
+
+
 def sweep_problems(cfg: SweepConfig) -> list[str]:
     """Every problem of a sweep configuration, one sentence each (empty when it can run): no joints, an
     unknown direction, a speed, return speed or period not finite or out of range, an inside margin outside
     0-200 pulses, timings not finite or negative."""
     out: list[str] = []
     if not cfg.joints:
-        out.append("no joints to sweep")
+        out.append(NO_JOINTS)
     if len(set(cfg.joints)) != len(cfg.joints):
         out.append(f"joints {list(cfg.joints)} name a servo twice")
     out += [f"direction {d!r}: want up or down" for d in cfg.directions if d not in DIRECTIONS]

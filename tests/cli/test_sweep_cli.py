@@ -383,6 +383,14 @@ def test_a_relaxed_arm_is_refused_before_anything_moves(tmp_path):
     assert read.exit_code == 0, read.output
 
 
+def test_a_dynamixel_bus_without_joints_is_one_error_line(tmp_path):
+    # the bus refusal named the problem; "no joints to sweep" only followed from it (no arm profile)
+    result = sweep("--bus", "sim:microduck?clock=sim", "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "Dynamixel" in errors[0], errors
+
+
 @pytest.mark.parametrize("bus", ["sim:microduck?clock=sim", "dxl:///dev/nonexistent-dxl?ids=10"])
 def test_a_dynamixel_bus_is_refused_before_it_opens(tmp_path, monkeypatch, bus):
     # the sweep ran 120 s (simulated) on servo 10, then its limits could not be written (the limits file
