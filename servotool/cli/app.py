@@ -75,7 +75,8 @@ COMMANDS: tuple[LazyCommand, ...] = (
 )
 
 EPILOG = (
-    "Exit codes: 0 done; 1 fault or guard tripped; 2 usage error or refused before anything moved; "
+    "Exit codes: 0 done; 1 fault, guard trip or internal error (or the failure a command's -h names); "
+    "2 usage error or refused before anything moved; "
     "3 device unreachable or lost; 129/130/143 hangup, Ctrl-C, SIGTERM. "
     "Defaults of --robot, --bus, --out and --limits: `servotool config`."
 )
