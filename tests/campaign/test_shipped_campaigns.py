@@ -72,7 +72,7 @@ def test_shaped_steps_are_clean_with_zero_rejects(tmp_path):
     assert {2.5, 5.0, 10.0} <= {round(abs(m.size_deg), 3) for m in metrics}
     assert all(m.rejects == 0 and m.faults == 0 and not m.runaway for m in metrics)
     ten = [m.arrive_ms for m in metrics if round(abs(m.size_deg), 3) == 10.0]
-    assert all(250 <= a <= 450 for a in ten)  # about 330 ms
+    assert all(250 <= a <= 450 for a in ten)  # about 290 ms
     assert any(f.name == "shaped-arrival" for f in build_report(folder).figures)
 
 
