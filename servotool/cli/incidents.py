@@ -25,8 +25,9 @@ incidents_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DestOption = Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: the XDG state "
-                                                 "dir's servotool/captures).")]
+DestOption = Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: "
+                                                 "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
+                                                 "servotool/captures).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")]
 RefArg = Annotated[str, typer.Argument(help="A capture: its path, id, unique id prefix, its time as "
                                        "`incidents list` shows it, its number there, or last (the newest).")]

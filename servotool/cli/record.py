@@ -143,7 +143,8 @@ def record(
     ] = None,
     duration: Annotated[float | None, typer.Option("--duration", help="Seconds to record (default: until "
                                                    "Ctrl-C).")] = None,
-    dest: Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: the XDG state dir's "
+    dest: Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: "
+                                              "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
                                               "servotool/captures).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
 ) -> None:
