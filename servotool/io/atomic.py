@@ -1,7 +1,8 @@
 """Files replaced whole or not at all: written beside their name, synced, and renamed into place.
 
 A crash, a full disk or a signal during the write leaves the old file as it was (or no file) and no
-temporary file beside it, never a truncated one that every later read would stop on.
+temporary file beside it, never a truncated one that every later read would stop on. A name that is a
+symbolic link has the file it points to replaced; the link stays.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def replacing(path: str | Path) -> Iterator[Path]:
     """A temporary path in `path`'s folder (made if missing) for the caller to write the new file to; when
     the block ends normally the file is synced to disk and renamed onto `path`. When the block, the sync or
     the rename fails (any exception, KeyboardInterrupt too) the temporary file is removed and `path` is
-    untouched. An existing file keeps its permission bits; a new one gets the usual 0666 & ~umask."""
-    path = Path(path)
+    untouched. An existing file keeps its permission bits; a new one gets the usual 0666 & ~umask. A
+    symbolic link is followed as open() would: the file it names is replaced and the link kept (renaming onto
+    the link would turn it into a file of its own and leave the file every other reader opens as it was)."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)

@@ -94,6 +94,21 @@ def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_fil
     assert limits_file.stat().st_mode & 0o777 == 0o640
 
 
+def test_update_limits_through_a_symlink_edits_the_file_it_points_to(tmp_path, limits_file):
+    # a parameter file linked into place (colcon --symlink-install, a dotfile manager): the update replaced
+    # the link with a regular file and left the file every other reader opens as it was
+    link = tmp_path / "linked.yaml"
+    link.symlink_to(limits_file.name)
+    before = limits_file.read_text()
+    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_4=200", "--joint", "4", "--direction", "up",
+                   "--speed", "300", "--limits", str(link), "--update-limits", "--force-sim",
+                   "--out", str(tmp_path / "o"))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == limits_file.resolve()
+    assert load_limits(limits_file).limits[4] == (121, 180)
+    assert Path(str(link) + ".bak").read_text() == before
+
+
 def test_update_limits_refuses_a_simulated_bus_before_it_starts(tmp_path, limits_file, monkeypatch):
     import servotool.devices.registry as registry
 
