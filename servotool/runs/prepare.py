@@ -26,15 +26,19 @@ class Prepared:
 
     pose: np.ndarray
     warm_up_s: float
-    state_period_s: float = math.nan  # median interval of the state frames seen during the warm-up
+    state_period_s: float = math.nan  # the state period measured while preparing (see state_period)
     notes: list[str] = field(default_factory=list)
 
 
-def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0) -> StateFrame:
-    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes."""
+def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0,
+                   seen: list[list[float]] | None = None) -> StateFrame:
+    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes. The
+    receive times of the frames each poll read are appended to `seen`, one list per poll."""
     deadline = clock.now() + timeout_s
     while True:
-        arm.poll_states()
+        frames = arm.poll_states()
+        if seen is not None:
+            seen.append([f.t for f in frames])
         st = arm.latest_state()
         if st is not None:
             return st
@@ -52,7 +56,8 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     Raises DeviceError when the controller does not take the stream within warmup_timeout_s.
     """
     notes: list[str] = []
-    st = wait_for_state(arm, clock)
+    seen: list[list[float]] = []  # the frames' receive times, per poll: the state period is measured on them
+    st = wait_for_state(arm, clock, seen=seen)
     if (st.main_code, st.sub_code) != (0, 0):
         code = arm.reset_faults()
         notes.append(
@@ -63,7 +68,7 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     code = arm.servo_start()
     if code not in (0, None):
         notes.append(f"ServoMoveStart answered {code}")
-    pose = np.asarray(wait_for_state(arm, clock).q, dtype=float)[: arm.n_joints]
+    pose = np.asarray(wait_for_state(arm, clock, seen=seen).q, dtype=float)[: arm.n_joints]
     t0 = clock.now()
     warm = getattr(arm, "warm_up", None)
     if warm is None:
@@ -72,10 +77,22 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     held = getattr(result, "pose", None) if result is not None else None
     if held is not None and len(held) == len(pose):
         pose = np.asarray(held, dtype=float)
-    frames = arm.poll_states()
-    times = np.array([f.t for f in frames[-200:]])
-    period = float(np.median(np.diff(times))) if len(times) >= 3 else math.nan
+    seen.append([f.t for f in arm.poll_states()])
+    period = state_period(seen, getattr(arm, "state_period_s", None))
     return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
+
+
+def state_period(polls: list[list[float]], nominal: float | None = None) -> float:
+    """The state period (s): the median interval between consecutive frames of one poll (an interval across
+    two polls may hold a gap), over the newest 200 intervals; else `nominal` (the period the client asked
+    for), else NaN. A slow stream leaves a short warm-up too few frames of its own: the enable window's
+    count too."""
+    diffs = [b - a for times in polls for a, b in zip(times, times[1:], strict=False)][-200:]
+    if len(diffs) >= 2:
+        return float(np.median(diffs))
+    if nominal is not None and 0 < nominal < math.inf:
+        return float(nominal)
+    return math.nan
 
 
 @dataclass

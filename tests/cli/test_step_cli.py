@@ -52,6 +52,19 @@ def test_a_long_command_period_never_makes_a_shaped_step_or_a_ramp_run_away(tmp_
     assert json.loads(res.stdout)["run"]["status"] == "complete"
 
 
+@pytest.mark.parametrize("extra", ["", "&enable_ms=0"])
+def test_a_slow_state_stream_tunes_the_guard_for_its_frame_age(tmp_path, extra):
+    """A state stream at 50 ms (state_ms=50) left fewer than three frames to read after the short warm-up:
+    the guard was tuned with a frame age of nan, a margin of 1.6 deg instead of one allowing a 50 ms old
+    frame, and tripped on a healthy shaped step (exit 1, 'no arrival')."""
+    robot = f"sim:fr3?clock=sim&state_ms=50&silence_ms=1000{extra}"
+    res = runner.invoke(app, ["step", "--robot", robot, "--steps", "2", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.stdout + res.stderr
+    out = json.loads(res.stdout)
+    assert out["guard"]["frame_age_ms"] == pytest.approx(50.0, abs=1.0)
+    assert out["run"]["status"] == "complete" and out["analysis"]["result"]["runaways"] == 0
+
+
 def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     res = runner.invoke(
         app,

@@ -454,6 +454,11 @@ class FairinoArm:
         return out
 
     @property
+    def state_period_s(self) -> float:
+        """The state period this client asked the controller for (s); what it keeps is measured by a run."""
+        return self._state_period_s
+
+    @property
     def servoj_count(self) -> int | None:
         """The controller's count of ServoJ commands it took (servoJ_cmd_num), when the stream carries it."""
         return self._stream.cmd_num if self._stream else None
