@@ -165,7 +165,8 @@ def analyze(
     A foreign or damaged file gets one line saying why; the others are still analysed.
     Malformed rows are left out and reported with their line numbers.
     An interrupted run is analysed up to where it ends, and flagged.
-    Exit 0 when a file was analysed, 1 when none was, 2 for bad options or a --table that cannot be written.
+    Exit 0 when a file was analysed, 1 when none was, 2 for bad options, a --table that cannot be written or
+    a --report folder holding a report servotool did not write.
     With --strict, exit 1 when any file holds a controller fault, a runaway or an interrupted run.
     """
     from servotool.io.table import TableWriteError, check_table_path, write_table
