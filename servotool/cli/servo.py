@@ -34,7 +34,7 @@ from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
-from servotool.errors import Refused, exit_code_of, signal_label
+from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.sim_state import forget_sim_state, lock_key
 from servotool.runs.servo import (
@@ -43,12 +43,14 @@ from servotool.runs.servo import (
     MIN_SPEED,
     MoveLog,
     MoveResult,
+    RelaxResult,
     hold,
     move_problems,
     move_to,
     parse_goal,
     read_limits,
     relax,
+    tuck_check,
     watch,
 )
 from servotool.runs.signals import StopSignals
@@ -313,7 +315,8 @@ def relax_cmd(
 
     Refused unless servos 2-4 are within --tolerance of the tuck pose (pretuck is within it), or --force.
 
-    An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back.
+    An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back: a servo
+    still reporting torque on after three attempts is named, exit 1.
     """
     lf, problems = limits_problem(limits)
     prof = url_profile(bus)
@@ -334,12 +337,28 @@ def relax_cmd(
     if json_out:
         print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,
                     "forced": result.forced, "attempts": result.attempts})
-        return
-    console.print(f"torque off (tuck pose, +-{tol} on servos "
-                  f"{', '.join(map(str, prof.tuck_joints))}{', forced' if force else ''})")
+    else:
+        _relax_verdict(result, tuck, prof.tuck_joints, tol)
     if result.still_on:
-        err_console.print(f"[yellow]still reporting torque on after {result.attempts} attempts: "
-                          f"{', '.join(map(str, result.still_on))}[/]")
+        who = ", ".join(map(str, result.still_on))
+        fail(f"servo {who} still report{'s' if len(result.still_on) == 1 else ''} torque on after "
+             f"{result.attempts} attempts: not relaxed", ExitCode.FAULT)
+
+
+def _relax_verdict(result: RelaxResult, tuck: dict[int, int], joints: tuple[int, ...], tol: int) -> None:
+    """The verdict line of a relax: how many servos are off, and whether the arm was in its tuck pose or the
+    relax was forced away from it (a servo still on is the caller's error line, not a verdict)."""
+    if result.still_on:
+        return
+    off = [sid for sid, v in result.torque.items() if v is False]
+    band = f"+-{tol} on servos {', '.join(map(str, joints))}"
+    if tuck_check(result.pose, tuck, joints, tol) is None:
+        place = f"in the tuck pose ({band}{', forced' if result.forced else ''})"
+    else:
+        place = f"forced: not in the tuck pose ({band})"
+    silent = [sid for sid, v in result.torque.items() if v is None]
+    tail = f"; servo {', '.join(map(str, silent))} not answering" if silent else ""
+    console.print(f"torque off on {len(off)} servos, {place}{tail}", highlight=False)
 
 
 @servo_app.command("forget")

@@ -144,6 +144,22 @@ def test_relax_is_refused_unless_resting_or_forced():
     assert result.exit_code == 0 and json.loads(result.stdout)["forced"] is True
 
 
+def test_relax_verdict_says_what_was_done():
+    # a forced relax away from the tuck said "torque off (tuck pose, ...)", and a servo that kept its torque
+    # on got the same "torque off" verdict and exit 0, under a warning
+    rested = invoke("relax", "--bus", "sim:rosorin-arm?pose=pretuck&clock=sim")
+    assert rested.exit_code == 0, rested.output
+    assert rested.stdout.splitlines()[0].startswith("torque off on 6 servos, in the tuck pose")
+    forced = invoke("relax", "--force")
+    assert forced.exit_code == 0, forced.output
+    first = forced.stdout.splitlines()[0]
+    assert first.startswith("torque off on 6 servos, forced") and "not in the tuck pose" in first
+    stuck = invoke("relax", "--bus", "sim:rosorin-arm?pose=pretuck&ignore_torque_off_3=1&clock=sim")
+    assert stuck.exit_code == 1, stuck.output
+    assert "torque off" not in stuck.stdout
+    assert "servo 3 still reports torque on after 3 attempts" in stuck.stderr
+
+
 def test_bad_bus_url_is_one_line():
     result = invoke("read", "--bus", "sim:rosorin-arm?warp=9")
     assert result.exit_code == 2 and "unknown simulator parameter" in result.stderr
