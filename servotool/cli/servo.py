@@ -36,6 +36,7 @@ from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
+from servotool.io.jsondoc import encode
 from servotool.io.sim_state import forget_sim_state, lock_key
 from servotool.runs.servo import (
     DEFAULT_SPEED,
@@ -132,10 +133,8 @@ def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[in
     """Live view until Ctrl-C (read only); --json prints one JSON line per round instead."""
     clock = MonotonicClock()
     if json_out:
-        import json
-
-        def line(records: dict[int, ServoRecord]) -> None:
-            print_line = json.dumps({"t": round(clock.now(), 3), "servos": _records_json(records, names)})
+        def line(records: dict[int, ServoRecord]) -> None:  # compact, NaN as null: as every --json
+            print_line = encode({"t": round(clock.now(), 3), "servos": _records_json(records, names)})
             console.out(print_line, highlight=False)
 
         watch(dev, clock, period, line)

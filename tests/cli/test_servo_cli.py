@@ -289,7 +289,9 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
                              "--period", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True)
     try:
-        first = json.loads(proc.stdout.readline())  # one round arrived: the view is live
+        line = proc.stdout.readline()
+        first = json.loads(line)  # one round arrived: the view is live
+        assert ": " not in line and ", " not in line  # compact into a pipe, as every --json
         assert first["servos"]["2"]["position"] == 776
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
