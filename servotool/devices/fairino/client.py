@@ -59,6 +59,10 @@ _CMD_NAMES = {
 }
 
 
+DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
+DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
+
+
 class FairinoArm:
     """A connected FAIRINO controller. Joint values in degrees, times in seconds on `now`.
 
@@ -84,10 +88,10 @@ class FairinoArm:
         rpc_port: int = 20003,
         cnde_port: int = 20005,
         udp_port: int = 20007,
-        state_ms: int = 8,
+        state_ms: int = DEFAULT_STATE_MS,
         now: Callable[[], float] | None = None,
         clock: Clock | None = None,
-        silence_s: float = 0.1,
+        silence_s: float = DEFAULT_SILENCE_S,
         rpc_timeout_s: float = 0.5,
         command_timeout_s: float = 5.0,
         cleanup_timeout_s: float = 0.5,
@@ -613,6 +617,16 @@ _REAL_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
+def check_watchdog(url: str, state_ms: int, silence_s: float) -> None:
+    """DeviceURLError (before anything opens) when the lost-link watchdog does not outlast two state periods:
+    every healthy wait between two frames would read as a lost link, once the robot is enabled."""
+    if silence_s * 1e3 < 2 * state_ms - 1e-9:
+        raise DeviceURLError(
+            f"{url}: silence_ms {silence_s * 1e3:g} (the lost-link watchdog) is shorter than two state "
+            f"periods (state_ms {state_ms}): set silence_ms to at least {2 * state_ms} or lower state_ms"
+        )
+
+
 def client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]],
                    params: dict[str, str]) -> dict[str, Any]:
     """The FairinoArm keywords of the URL parameters in `table` (taken out of `params`). DeviceURLError
@@ -649,6 +663,8 @@ def real_url_settings(parsed: DeviceURL) -> tuple[str, str, dict[str, Any]]:
     model = client.pop("model", "fairino")
     if model != "fairino" and model not in PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
+    check_watchdog(parsed.raw, client.get("state_ms", DEFAULT_STATE_MS),
+                   client.get("silence_s", DEFAULT_SILENCE_S))
     return host, model, client
 
 

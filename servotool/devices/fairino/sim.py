@@ -49,7 +49,13 @@ from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
 from servotool.clock import FakeClock
 from servotool.devices.fairino import protocol as p
-from servotool.devices.fairino.client import CLIENT_PARAMS, FairinoArm, client_kwargs
+from servotool.devices.fairino.client import (
+    CLIENT_PARAMS,
+    DEFAULT_SILENCE_S,
+    FairinoArm,
+    check_watchdog,
+    client_kwargs,
+)
 from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
@@ -677,6 +683,7 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         profile = with_overrides(parsed.target, params)
     except ProfileError as exc:
         raise DeviceURLError(f"{parsed.raw}: {exc}") from None
+    check_watchdog(parsed.raw, profile.state_ms, client.get("silence_s", DEFAULT_SILENCE_S))
     stamp = kwargs.pop("now", now)
     if clock is not None:
         stamp = clock.now  # stamps are the simulated time, like everything else

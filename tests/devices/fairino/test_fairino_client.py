@@ -342,6 +342,21 @@ def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open
         open_arm("fairino://127.0.0.1", clock=FakeClock())  # a real controller never runs on a fake clock
 
 
+@pytest.mark.parametrize("query", ["state_ms=200", "state_ms=51", "state_ms=150&silence_ms=100",
+                                   "silence_ms=15", "state_ms=600&silence_ms=1000"])
+def test_a_watchdog_shorter_than_two_state_periods_is_refused_before_anything_opens(query):
+    """With state frames every 200 ms and the 100 ms watchdog, every healthy wait between two frames read as
+    a lost link, after the robot had been enabled (exit 3, 'connection lost'): refused first (exit 2)."""
+    # port 9 on loopback: nothing listens, so a URL that got through would fail to connect (exit 3)
+    nowhere = "fairino://127.0.0.1?rpc_port=9&cnde_port=9&udp_port=9"
+    for url in (f"{nowhere}&{query}", f"sim:fr3?clock=sim&{query}"):
+        with pytest.raises(DeviceURLError, match=r"silence_ms .* state_ms") as info:
+            open_arm(url)
+        assert info.value.exit_code == 2
+    open_arm("sim:fr3?clock=sim&state_ms=50").close()  # the default watchdog, 100 ms, is two 50 ms periods
+    open_arm("sim:fr3?clock=sim&state_ms=500&silence_ms=1000").close()
+
+
 @pytest.mark.parametrize("query, word", [
     ("silence_ms=nan", "silence_ms"),  # NaN never compares greater: the lost-link watchdog would never fire
     ("silence_ms=inf", "silence_ms"),
