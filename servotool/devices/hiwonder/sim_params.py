@@ -9,26 +9,26 @@ underscore); a per-servo value wins over an all-servo one whatever their order. 
 | pose | named pose of the profile the arm starts in | the profile's start pose |
 | shape | how a servo interpolates a move: linear or smooth | linear |
 | crc_error_rate | probability that a reply's CRC is corrupted | 0 |
-| crc_error_every | corrupt every Nth reply (0 = never) | 0 |
+| crc_error_every | corrupt every Nth reply (0 = never; at most 1e6) | 0 |
 | garbage_rate | probability that 1-16 random bytes (line noise) go out before a reply | 0 |
-| reply_ms | delay before each reply, wall-clock ms | 0 |
+| reply_ms | delay before each reply, wall-clock ms (0-10000) | 0 |
 
 Per-servo keys (`key` or `key_ID`):
 
 | key | meaning | default |
 |---|---|---|
 | limit | stored (EEPROM) limit, `lo-hi`: silently caps motion | profile table |
-| start | start pulse | from the start pose |
-| obstacle | pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
+| start | start pulse (-32768..32767, what a read can carry) | from the start pose |
+| obstacle | whole pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
 | silent | 1: the servo never answers and does not move | 0 |
-| silent_after | sim seconds after which the servo goes silent (it loses power) | never |
-| noise | read-back noise amplitude, whole pulses (uniform, seeded) | 0 |
-| lag_ms | time constant of the servo following its own interpolated command | 30 |
-| max_speed | the servo's top speed, pulses/s | 1000 |
+| silent_after | sim seconds (>= 0) after which the servo goes silent (it loses power) | never |
+| noise | read-back noise amplitude, whole pulses 0-1000 (uniform, seeded) | 0 |
+| lag_ms | time constant of the servo following its own interpolated command (0-1e5) | 30 |
+| max_speed | the servo's top speed, pulses/s (0-1e6; 0: it cannot move) | 1000 |
 | sag | drift with torque off, pulses/s, signed (gravity) | profile (joints 2-4) |
 | sag_stop | pulse where the sagging joint comes to rest | profile |
-| voltage | supply reading, mV | profile (12.5-12.7 V) |
-| temperature | temperature reading, deg C | profile (30-42 C) |
+| voltage | supply reading, mV (0-65535) | profile (12.5-12.7 V) |
+| temperature | temperature reading, deg C (0-255) | profile (30-42 C) |
 | ignore_torque_off | 1: the servo keeps torque on when told to switch it off | 0 |
 | torque | 0: the servo starts with torque off (limp) | 1 |
 """
@@ -42,7 +42,7 @@ from typing import Any
 
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError
-from servotool.devices.url import url_flag
+from servotool.devices.url import bounded, url_flag
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,14 @@ def _limit(text: str) -> tuple[int, int]:
     return a, b
 
 
+# the wire's reply fields: a position is an int16, a voltage (mV) a u16, a temperature a u8. A value beyond
+# them crashed the simulator's thread at the first read (every servo then silent): refused before it starts
+_POSITION = bounded(-32768, 32767)
+_OBSTACLE = bounded(-32768, 32767, integer=True)
+
+
 def _pulses(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
+    return tuple(_OBSTACLE(v.strip()) for v in text.replace(";", ",").split(",") if v.strip())
 
 
 def _finite(text: str) -> float:
@@ -109,20 +115,24 @@ def _opt_float(text: str) -> float | None:
     return None if text.strip().lower() in ("", "none", "never") else _finite(text)
 
 
+def _opt_after(text: str) -> float | None:
+    return None if text.strip().lower() in ("", "none", "never") else bounded(0, 1e9)(text)
+
+
 # URL key -> (ServoParams field(s), converter)
 _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "limit": ("lo,hi", _limit),
-    "start": ("start", _finite),
+    "start": ("start", _POSITION),
     "obstacle": ("obstacles", _pulses),
     "silent": ("silent", _switch),
-    "silent_after": ("silent_after_s", _opt_float),
-    "noise": ("noise", int),
-    "lag_ms": ("lag_ms", _finite),
-    "max_speed": ("max_speed", _finite),
+    "silent_after": ("silent_after_s", _opt_after),
+    "noise": ("noise", bounded(0, 1000, integer=True)),
+    "lag_ms": ("lag_ms", bounded(0, 1e5)),
+    "max_speed": ("max_speed", bounded(0, 1e6)),
     "sag": ("sag_speed", _finite),
     "sag_stop": ("sag_stop", _opt_float),
-    "voltage": ("voltage_mv", int),
-    "temperature": ("temperature_c", int),
+    "voltage": ("voltage_mv", bounded(0, 65535, integer=True)),
+    "temperature": ("temperature_c", bounded(0, 255, integer=True)),
     "ignore_torque_off": ("ignore_torque_off", _switch),
     "torque": ("torque", _switch),
 }
@@ -132,9 +142,9 @@ _BOARD_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pose": ("pose", str),
     "shape": ("shape", str),
     "crc_error_rate": ("crc_error_rate", _finite),
-    "crc_error_every": ("crc_error_every", int),
+    "crc_error_every": ("crc_error_every", bounded(0, 1e6, integer=True)),
     "garbage_rate": ("garbage_rate", _finite),
-    "reply_ms": ("reply_delay_ms", _finite),
+    "reply_ms": ("reply_delay_ms", bounded(0, 1e4)),
 }
 
 KNOWN_KEYS = tuple(sorted(_BOARD_KEYS)) + tuple(sorted(_SERVO_KEYS))

@@ -156,6 +156,28 @@ def test_simulator_numbers_that_are_not_finite_are_refused_before_it_starts(quer
         open_bus(f"sim:rosorin-arm?clock=sim&{query}")
 
 
+@pytest.mark.parametrize("query", ["noise=-1", "noise_2=-1", "voltage_2=-1", "voltage=70000",
+                                   "temperature_3=256", "temperature=-1", "reply_ms=1e9", "reply_ms=-5",
+                                   "crc_error_every=-1",
+                                   "lag_ms=-1", "max_speed=-1", "silent_after_2=-1", "start_2=40000",
+                                   "obstacle_2=-40000", "noise=1_0", "voltage=12e3"])
+def test_simulator_numbers_out_of_range_are_refused_before_it_starts(query):
+    # voltage_2=-1 or noise=-1 crashed the simulator's thread at the first read (a traceback, then every
+    # servo silent, exit 0); reply_ms=1e9 hung the command; crc_error_every=-1 corrupted every reply
+    key = query.split("=")[0]
+    with pytest.raises(DeviceURLError, match=f"{key}=.*want"):
+        open_bus(f"sim:rosorin-arm?clock=sim&{query}")
+
+
+def test_simulator_numbers_at_their_bounds_answer_every_read(bus_factory):
+    bus = bus_factory("sim:rosorin-arm?clock=sim&voltage=65535&temperature=255&noise=1000&start_2=-32768"
+                      "&reply_ms=0&crc_error_every=0&lag_ms=0&max_speed=0")
+    records = bus.read_all()
+    assert not bus.silent
+    assert records[1].voltage_mv == 65535 and records[1].temperature_c == 255
+    assert records[2].position is not None
+
+
 def test_only_known_frames_reach_the_wire(bus_factory):
     bus = bus_factory()
     bus.read_all()
