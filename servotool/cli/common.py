@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +33,29 @@ class Output:
 OUTPUT = Output()
 
 
-class _Console(Console):
+def _silence(stream: Any) -> None:
+    """Point a stream whose reader went away at /dev/null: what is still buffered, and the final flush, go
+    nowhere instead of failing again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+
+
+class _PipeSafe(Console):
+    """A console that a reader going away (`servotool step 2>&1 | head -1`) silences, and nothing more."""
+
+    def on_broken_pipe(self) -> None:
+        """Print nothing more on this stream, and go on: a run reaches its own end (braked stop, end line,
+        the campaign's record of it) and exit code. Rich's own raises SystemExit(1) from inside whatever
+        was printing, a run or a campaign between two runs included."""
+        self.quiet = True
+        _silence(self.file)
+
+
+class _Console(_PipeSafe):
     """A console that drops tables and panels under --quiet."""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
@@ -42,7 +66,7 @@ class _Console(Console):
 
 # user text (paths, URLs like bogus:x:) must print as typed: no emoji codes, markup escaped where echoed
 console = _Console(emoji=False)
-err_console = Console(stderr=True, emoji=False)
+err_console = _PipeSafe(stderr=True, emoji=False)
 
 
 def debug(message: str) -> None:
@@ -70,8 +94,11 @@ def print_json(data: Any) -> None:
     """Write one JSON document to stdout (machine output: nothing else goes to stdout with --json):
     indented on a terminal, compact otherwise (a pipe or a file), the same values either way."""
     pretty = sys.stdout.isatty()
-    sys.stdout.write(encode(data, indent=2 if pretty else None) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(encode(data, indent=2 if pretty else None) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away: the command still ends with its own exit code
+        _silence(sys.stdout)
 
 
 def refuse(problems: Sequence[str], code: int = 2) -> NoReturn:
