@@ -36,6 +36,7 @@ from servotool.io.limits_yaml import (
     merge_limits_text,
     update_in_place,
 )
+from servotool.io.paths import out_dir_problem
 from servotool.runs.servo import Abort
 from servotool.runs.sweep import (
     CSV_COLUMNS,
@@ -89,7 +90,7 @@ def link_stats(bus: Bus) -> dict[str, int]:
 def file_problems(files: SweepFiles, simulated: bool) -> list[str]:
     """Every problem of the file settings, one sentence each, checked before the bus is opened: an update
     without a limits file, an update of a limits file from a simulated bus without force_sim, a limits file
-    that cannot be written, an output folder that is a file."""
+    that cannot be written, an output folder that is a file or cannot be made or written into."""
     out: list[str] = []
     if files.update_limits and files.limits_path is None:
         out.append("--update-limits needs --limits FILE")
@@ -99,9 +100,21 @@ def file_problems(files: SweepFiles, simulated: bool) -> list[str]:
     path = files.limits_path
     if files.update_limits and path is not None and path.exists() and not os.access(path, os.W_OK):
         out.append(f"{path}: not writable, so --update-limits cannot update it")
-    if files.out_dir.exists() and not files.out_dir.is_dir():
-        out.append(f"--out {files.out_dir}: is a file, not a folder")
+    out_problem = _out_problem(files.out_dir)
+    if out_problem:
+        out.append(out_problem)
     return out
+
+
+def _out_problem(folder: Path) -> str | None:
+    """Why the sweep could not record into `folder` (made if missing, probed for writing), or None: found
+    before the bus opens, not once the arm has moved."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            return f"--out {folder}: is a file, not a folder"
+    except OSError:
+        pass  # a name the system refuses (too long): out_dir_problem says why
+    return out_dir_problem(folder)
 
 
 def _yaml_notes(found: dict[int, FoundLimit], stamp: str) -> dict[int, str]:

@@ -124,6 +124,38 @@ def test_update_limits_refuses_a_simulated_bus_before_it_starts(tmp_path, limits
     assert limits_file.read_text() == before and not list(tmp_path.glob("*.bak*"))
 
 
+@pytest.mark.parametrize("out", ["file/sub", "x" * 300])
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_bus_opens(tmp_path, monkeypatch, out):
+    # the sweep moved the arm, then found its recording could not be written ('arm held', exit 1); a name
+    # too long for the system was a traceback
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    (tmp_path / "file").write_text("")
+    result = sweep("--joint", "4", "--out", str(tmp_path / out))
+    assert result.exit_code == 2, result.output
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "--out" in line and "cannot create the folder" in line
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_output_folder_is_probed_for_writing_before_the_bus_opens(tmp_path, monkeypatch):
+    import tempfile
+
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    def read_only(*args, **kwargs):  # a read-only mount: the folder is there, nothing can be made in it
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
+    result = sweep("--joint", "4", "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert f"--out {tmp_path}: cannot write there (Read-only file system)" in result.stderr
+
+
 def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatch):
     def no_open(*args, **kwargs):
         raise AssertionError("the bus must not be opened")
