@@ -9,7 +9,7 @@ that error stops it, so the CLI maps errors to exits in one place:
 | 1 | the run ended on a controller fault or the guard |
 | 2 | bad usage, or refused before anything moved |
 | 3 | the device could not be reached, or was lost mid-run |
-| 129 / 130 / 143 | interrupted by SIGHUP / Ctrl-C / SIGTERM (after the braked stop) |
+| 129 / 130 / 131 / 143 | interrupted by SIGHUP / Ctrl-C / SIGQUIT (Ctrl-\\) / SIGTERM (after the stop) |
 
 Families subclass these with distinct names (`CndeFrameError`, `BoardFrameError`, ...): no two classes of the
 package share a name.
@@ -30,6 +30,7 @@ class ExitCode(enum.IntEnum):
     DEVICE = 3
     SIGHUP = 129
     INTERRUPTED = 130
+    SIGQUIT = 131  # Ctrl-\ at a terminal: its default action killed the process mid-stream, unbraked
     SIGTERM = 143
 
 
@@ -76,12 +77,14 @@ SIGNAL_EXITS: dict[int, ExitCode] = {
     signal.SIGINT: ExitCode.INTERRUPTED,
     signal.SIGTERM: ExitCode.SIGTERM,
     signal.SIGHUP: ExitCode.SIGHUP,
+    signal.SIGQUIT: ExitCode.SIGQUIT,
 }
 
 
 class StopSignal(KeyboardInterrupt):
-    """A run stopped by a signal (SIGINT, SIGTERM, SIGHUP). Not an error: like KeyboardInterrupt it is a
-    BaseException, so no `except Exception` swallows it and every stop path that takes Ctrl-C takes it."""
+    """A run stopped by a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT). Not an error: like KeyboardInterrupt it
+    is a BaseException, so no `except Exception` swallows it, and every stop path that takes Ctrl-C takes
+    it."""
 
     def __init__(self, signum: int) -> None:
         self.signum = int(signum)

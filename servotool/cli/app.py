@@ -77,7 +77,7 @@ COMMANDS: tuple[LazyCommand, ...] = (
 EPILOG = (
     "Exit codes: 0 done; 1 fault, guard trip or internal error (or the failure a command's -h names); "
     "2 usage error or refused before anything moved; "
-    "3 device unreachable or lost; 129/130/143 hangup, Ctrl-C, SIGTERM. "
+    "3 device unreachable or lost; 129/130/131/143 hangup, Ctrl-C, Ctrl-\\ (SIGQUIT), SIGTERM. "
     "Defaults of --robot, --bus, --out and --limits: `servotool config`."
 )
 

@@ -1,7 +1,7 @@
-"""Signals that end a run (Ctrl-C, SIGTERM, SIGHUP) all take the run's one braked-stop path.
+"""Signals that end a run (Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\ = SIGQUIT) all take its one braked-stop path.
 
-`StopSignals` installs handlers for SIGINT, SIGTERM and SIGHUP for the length of a run and restores the
-previous ones after. What a signal does depends on the phase the run is in:
+`StopSignals` installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT for the length of a run and restores
+the previous ones after. What a signal does depends on the phase the run is in:
 
 * raise (the default: opening, warm-up, analysis): raise `StopSignal` at once, a KeyboardInterrupt, so the
   run unwinds through its `finally` (servo mode ended, robot disabled, CSV closed) like Ctrl-C.
@@ -27,7 +27,8 @@ from typing import Any
 
 from servotool.errors import SIGNAL_EXITS, ExitCode, StopSignal, signal_name
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# SIGQUIT too: Ctrl-\ at a terminal, whose default action (a core dump) ended a stream without its stop
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 RAISE, LATCH, DEFER = "raise", "latch", "defer"
 LATCH_RAISE_AFTER = 3  # in latch mode, the third signal raises
 
