@@ -124,7 +124,7 @@ def analyze_sweep_record(
     cmd = _column(table, "cmd")
     read = _column(table, "read")
     speed = float(config.get("speed") or math.nan)
-    inside = int(config.get("inside") or DEFAULT_INSIDE)
+    inside = int(config["inside"]) if config.get("inside") is not None else DEFAULT_INSIDE  # 0 is a setting
     res = SweepFileResult(speed=speed, inside=inside)
     ok = np.isfinite(t) & np.isfinite(joint)
     order = np.flatnonzero(ok)[np.argsort(t[ok], kind="stable")]

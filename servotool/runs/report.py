@@ -166,18 +166,16 @@ class SweepRow:
     stored: tuple[int, int]
     stop: float
     inside: int
-    tol: int
+    complete: bool
 
     @property
-    def limit(self) -> int:
-        """The limit this sweep implies: `inside` pulses back from a stop short of the stored limit, else the
-        stored limit itself (the sweep met nothing)."""
-        lo, hi = self.stored
-        sign = -1 if self.direction == "down" else 1
-        bound = lo if sign < 0 else hi
-        if not math.isfinite(self.stop) or abs(self.stop - bound) <= self.tol:
-            return bound
-        return limit_from_stop(int(round(self.stop)), sign, self.inside)
+    def limit(self) -> int | None:
+        """The limit this sweep implies, as the sweep itself and `analyze` set it: `inside` pulses back from
+        its stop (a stall or the stored limit alike); None for a sweep without a stop or one the run was
+        interrupted in (its stop says where the joint was, not where it can go)."""
+        if not self.complete or not math.isfinite(self.stop):
+            return None
+        return limit_from_stop(int(round(self.stop)), -1 if self.direction == "down" else 1, self.inside)
 
 
 def read_sweeps(folder: Path) -> list[SweepRow]:
@@ -194,15 +192,15 @@ def read_sweeps(folder: Path) -> list[SweepRow]:
         stop = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
         rows.append(SweepRow(run_label(meta.command)[0] or path.name, meta.device, int(cfg.get("joint", 0)),
                              str(cfg.get("direction")), int(cfg.get("start", 0)), (lo, hi), stop,
-                             int(cfg.get("inside", 0)), int(cfg.get("limit_tol", 2))))
+                             int(cfg.get("inside", 0)), meta.complete))
     return rows
 
 
 def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
     rows = [[r.run, str(r.joint), r.direction, str(r.start), f"{r.stored[0]}..{r.stored[1]}",
-             _f(r.stop, ".0f"), str(r.limit)] for r in sweeps]
+             _f(r.stop, ".0f"), "-" if r.limit is None else str(r.limit)] for r in sweeps]
     headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)", "limit"]
-    note = "limit: `inside` pulses back from a stop short of the stored limit, else the stored limit"
+    note = "limit: `inside` pulses back from the stop, as the sweep set it"
     return ReportTable("limit sweeps", headers, rows, note)
 
 
@@ -211,7 +209,8 @@ def limits_block(sweeps: Sequence[SweepRow]) -> str:
     found: dict[int, list[int]] = {}
     for r in sweeps:
         pair = found.setdefault(r.joint, list(r.stored))
-        pair[0 if r.direction == "down" else 1] = r.limit
+        if r.limit is not None:  # a sweep without a limit leaves the stored one
+            pair[0 if r.direction == "down" else 1] = r.limit
     lines = [f"    arm_limit_{j}: [{lo}, {hi}]" for j, (lo, hi) in sorted(found.items())]
     return "\n".join(["rosorin_board_driver:", "  ros__parameters:", *lines])
 
