@@ -28,7 +28,7 @@ from servotool.runs.signals import StopSignals
 DEFAULT_BUS = "sim:rosorin-arm"
 BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands; "
             "?clock=sim runs it on simulated time) or hiwonder:///dev/ttyX (?baud=1000000); a Dynamixel bus "
-            "(sim:microduck, dxl:///dev/ttyUSB0?ids=10-14) for read, move and hold.")
+            "(sim:microduck, dxl:///dev/ttyUSB0?ids=10-14) for read, move and hold, in position mode only.")
 BusOption = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=BUS_HELP)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 

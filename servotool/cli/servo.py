@@ -1,8 +1,9 @@
 """`servotool servo read|move|hold|relax`: a bus-servo arm's state, safe moves, hold and torque off.
 
 Exit codes: 0 done, 1 a Dynamixel servo latched a hardware error during a move, or `hold` found one latched,
-2 a setting or goal refused (nothing moved), 3 no board answered or the link failed, 130/143/129 a signal
-(after a hold, or for `read --watch` with the servos left as they were).
+2 a setting or goal refused (nothing moved; a Dynamixel servo not in position mode included), 3 no board
+answered or the link failed, 130/143/129 a signal (after a hold, or for `read --watch` with the servos left
+as they were).
 """
 
 from __future__ import annotations
@@ -214,6 +215,9 @@ def move_cmd(
     Pretuck puts servo 2 at 960, past the example file's mapped 941: with that file pretuck is refused.
 
     So the approach to the tuck (before relax) is made without --limits, against the stored limits only.
+
+    Dynamixel: a goal servo not in position mode (3) refuses the move (velocity and PWM modes turn, multi-turn
+    modes span more than 0-4095); servotool never changes the mode (EEPROM).
     """
     lf, problems = limits_problem(limits)
     to = goals[-1]
@@ -287,6 +291,10 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
 
     Each servo is read back: a Dynamixel servo with a hardware error latched (torque off until a reboot,
     never sent) holds nothing: it is named and the exit is 1. A joint that does not answer is named, exit 3.
+
+    Dynamixel: every servo's Operating Mode is read first; unless all are in position mode (3), nothing is
+    written and the exit is 2 (in velocity or PWM mode torque on would set a servo turning). servotool
+    never changes the mode (EEPROM).
     """
     on_signal = "the hold was sent first: the servos hold where they are"
     with bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev, \

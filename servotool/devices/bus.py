@@ -143,6 +143,17 @@ class TorqueGatedBus(Protocol):
         ...
 
 
+@runtime_checkable
+class ModeCheckedBus(Protocol):
+    """A bus whose servos have an Operating Mode (Dynamixel): servotool powers and moves only those in
+    position control mode."""
+
+    def require_position_mode(self, ids: Iterable[int]) -> None:
+        """Refused (nothing written) unless every servo among `ids` answers in position control mode. Read
+        only: the mode is never changed."""
+        ...
+
+
 def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
     """Position, voltage, temperature and torque of each servo (all by default). A servo that does not
     answer its position read is not asked the rest (it is silent) and reads as all None."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from servotool.clock import Clock
-from servotool.devices.bus import Bus, LatchingBus, ServoRecord, TorqueGatedBus, read_records
+from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord, TorqueGatedBus, read_records
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
@@ -208,6 +208,8 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
     live_goal = {sid: int(p) for sid, p in goal.items() if sid not in armpose.silent}
     traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
+    if isinstance(bus, ModeCheckedBus):  # a velocity- or PWM-mode servo would turn, not go to its goal
+        bus.require_position_mode(live_goal)
     latched = _latches(bus, live_goal)
     if latched:
         raise MoveServoLatched(f"servo {_named(latched)}: hardware error latched, its torque stays off "

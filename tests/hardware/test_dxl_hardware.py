@@ -42,3 +42,8 @@ def test_error_sweep_reads_one_byte_per_servo(bus):
     assert sweep.silent == ()
     assert all(0 <= bits <= 0xFF for bits in sweep.status.values())
     assert all(bus.read(sid, ct.HARDWARE_ERROR_STATUS) == sweep.status[sid] for sid in bus.ids)
+
+
+def test_every_servo_answers_with_an_operating_mode_an_x_series_has(bus):
+    modes = bus.read_operating_modes()
+    assert all(m in ct.OPERATING_MODES for m in modes.values()), modes

@@ -67,6 +67,11 @@ class DxlWriteRefused(Refused, ValueError):
     """A write servotool never sends: an EEPROM address, a read-only field, or a value out of range."""
 
 
+class DxlModeRefused(Refused):
+    """A servo of the command is not in position control mode (or did not answer the mode read): nothing was
+    written to any servo of the command (exit 2)."""
+
+
 class DxlSdkError(DeviceError):
     """dynamixel-sdk could not send an instruction (port busy or packet refused) although the port is up."""
 
@@ -196,6 +201,7 @@ class DxlBus:
         self.stats = DxlBusStats()
         self.silent: set[int] = set()
         self._last_position: dict[int, int] = {}
+        self._position_mode: set[int] = set()  # servos read in position control mode (EEPROM: it stays)
         self._lock = threading.RLock()
         self._closed = False
         if server is not None:
@@ -341,6 +347,43 @@ class DxlBus:
         latched = self.read_hardware_errors(tuple(ids)).latched
         return {sid: f"0x{bits:02x} {ct.describe_hardware_error(bits)}" for sid, bits in latched.items()}
 
+    def read_operating_modes(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
+        """Operating Mode (11, EEPROM) of each servo (all by default), one sync read; None where a servo did
+        not answer. Read only."""
+        _, _, axes, answers = self._sync_read(ids, ct.OPERATING_MODE.address, 1)
+        return {sid: answers[sid][1][0] if sid in answers else None for sid in axes}
+
+    def check_position_mode(self, ids: Iterable[int]) -> list[int]:
+        """Read the Operating Mode of the servos among `ids` not yet seen in position control mode (3), and
+        return those that did not answer. DxlModeRefused, naming every servo and its mode, when one answers
+        in another mode: in velocity or PWM mode a servo turns at its Goal Velocity / Goal PWM as soon as
+        torque is on, and in the multi-turn modes positions are not 0-4095. Read only: the mode is EEPROM,
+        which servotool never writes."""
+        unseen = [sid for sid in dict.fromkeys(ids) if sid not in self._position_mode]
+        if not unseen:
+            return []
+        modes = self.read_operating_modes(unseen)
+        self._position_mode.update(sid for sid, m in modes.items() if m == ct.POSITION_MODE)
+        wrong = {sid: m for sid, m in modes.items() if m is not None and m != ct.POSITION_MODE}
+        if wrong:
+            named = ", ".join(f"servo {sid} in {ct.describe_operating_mode(m)} mode"
+                              for sid, m in wrong.items())
+            raise DxlModeRefused(f"{named}: servotool powers and moves servos in position (3) mode only "
+                                 "and never changes the mode (EEPROM); nothing was written to any servo")
+        return [sid for sid, m in modes.items() if m is None]
+
+    def require_position_mode(self, ids: Iterable[int]) -> None:
+        """check_position_mode, with a servo that did not answer refused too (its mode is unknown)."""
+        silent = self.check_position_mode(ids)
+        if silent:
+            raise DxlModeRefused(f"servo {', '.join(map(str, silent))} not answering the Operating Mode "
+                                 "read: mode unknown, nothing was written to any servo (check the cable)")
+
+    def _gate(self, reg: ct.Register, values: Mapping[int, int]) -> None:
+        """A goal, or Torque Enable on, goes only to servos read in position mode (check_position_mode)."""
+        if reg in ct.GOALS or (reg is ct.TORQUE_ENABLE and any(values.values())):
+            self.require_position_mode(sid for sid, v in values.items() if reg in ct.GOALS or v)
+
     # --- single registers -----------------------------------------------------------------------------------
 
     def read(self, axis: int, field_: str | int | ct.Register) -> int | None:
@@ -379,6 +422,7 @@ class DxlBus:
         (the broadcast id), an EEPROM address, a read-only field or a value that does not fit."""
         self._addressable((axis,))
         reg, raw = self._checked(field_, value)
+        self._gate(reg, {axis: value})
         with self._link():
             result, error = self._ph.writeTxRx(self._port, axis, reg.address, reg.size, list(raw))
         return self._answer(axis, result, error)
@@ -391,6 +435,7 @@ class DxlBus:
         if not checked:
             return
         reg = next(iter(checked.values()))[0]
+        self._gate(reg, values)
         group = GroupSyncWrite(self._port, self._ph, reg.address, reg.size)
         for sid, (_, raw) in checked.items():
             group.addParam(sid, list(raw))
@@ -404,6 +449,8 @@ class DxlBus:
         latched hardware error refuses torque on until rebooted)."""
         axes = tuple(self._ids if ids is None else ids)
         self._addressable(axes)  # all refused before the first is switched
+        if on:
+            self.require_position_mode(axes)
         return {sid: self.write(sid, ct.TORQUE_ENABLE, int(on)) for sid in axes}
 
     def write_goals(self, goals: Mapping[int, int]) -> None:
@@ -480,6 +527,7 @@ class DxlBus:
         if duration_ms < 0 or any(not lo <= g <= hi for g in targets.values()):
             raise DxlWriteRefused(f"move refused: goals must be {lo}-{hi} pulses and duration >= 0 "
                                   f"(got {dict(targets)}, {duration_ms} ms)")
+        self.require_position_mode(targets)  # before Profile Velocity: nothing written when refused
         unknown = [sid for sid in targets if sid not in self._last_position]
         if unknown:
             self.read_pose(unknown)
@@ -494,8 +542,12 @@ class DxlBus:
     def hold(self, ids: Iterable[int] | None = None) -> None:
         """Goal = present position for each servo that answers, then Torque Enable on for each: a servo with
         torque off (as an X series powers up) takes a goal without moving, and holds nothing. A servo with a
-        hardware error latched refuses torque on (hardware_latches names it)."""
-        pose = self.read_pose(ids)
+        hardware error latched refuses torque on (hardware_latches names it). Every servo's Operating Mode
+        is read first: DxlModeRefused, with nothing written, when one is not in position mode (see
+        check_position_mode); one that does not answer that read is left out, as a silent one is."""
+        axes = tuple(self._ids if ids is None else ids)
+        unknown = set(self.check_position_mode(axes))
+        pose = self.read_pose([sid for sid in axes if sid not in unknown])
         goals = {sid: pos for sid, pos in pose.items() if pos is not None}
         self.write_goals(goals)
         for sid in goals:

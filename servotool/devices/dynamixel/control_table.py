@@ -27,6 +27,15 @@ MODEL_XL330_M288 = 1200  # Model Number (0) of the XL330-M288-T, as its ping ans
 MODEL_XL330_M077 = 1190
 MODEL_NAMES = {MODEL_XL330_M288: "XL330-M288", MODEL_XL330_M077: "XL330-M077"}
 
+# Operating Mode (11, EEPROM) values -> names (ROBOTIS e-Manual, X series). servotool drives position control
+# mode only: in velocity and PWM mode a servo turns at its Goal Velocity (104) / Goal PWM (100) as soon as
+# torque is on, and in the multi-turn modes (4, 5) positions span about +-256 turns, not 0-4095.
+OPERATING_MODES = {0: "current", 1: "velocity", 3: "position", 4: "extended position",
+                   5: "current-based position", 16: "PWM"}
+POSITION_MODE = 3  # the default, and the only mode servotool powers or moves a servo in
+MULTI_TURN_MODES = (4, 5)
+MULTI_TURN_RANGE = (-1_048_575, 1_048_575)  # Goal Position in modes 4 and 5, pulses (+-256 turns)
+
 # Baud Rate (8) register values of the XL330 -> bits per second
 BAUD_RATES = {0: 9_600, 1: 57_600, 2: 115_200, 3: 1_000_000, 4: 2_000_000, 5: 3_000_000, 6: 4_000_000}
 
@@ -132,14 +141,21 @@ MODEL_NUMBER = XL330["Model Number"]
 ID = XL330["ID"]
 BAUD_RATE = XL330["Baud Rate"]
 OPERATING_MODE = XL330["Operating Mode"]
+VELOCITY_LIMIT = XL330["Velocity Limit"]
+PWM_LIMIT = XL330["PWM Limit"]
+CURRENT_LIMIT = XL330["Current Limit"]
 TEMPERATURE_LIMIT = XL330["Temperature Limit"]
 MIN_POSITION_LIMIT = XL330["Min Position Limit"]
 MAX_POSITION_LIMIT = XL330["Max Position Limit"]
 TORQUE_ENABLE = XL330["Torque Enable"]
 STATUS_RETURN_LEVEL = XL330["Status Return Level"]
 HARDWARE_ERROR_STATUS = XL330["Hardware Error Status"]
+GOAL_PWM = XL330["Goal PWM"]
+GOAL_CURRENT = XL330["Goal Current"]
+GOAL_VELOCITY = XL330["Goal Velocity"]
 PROFILE_VELOCITY = XL330["Profile Velocity"]
 GOAL_POSITION = XL330["Goal Position"]
+GOALS = (GOAL_PWM, GOAL_CURRENT, GOAL_VELOCITY, GOAL_POSITION)  # the writes that set a servo going
 PRESENT_CURRENT = XL330["Present Current"]
 PRESENT_VELOCITY = XL330["Present Velocity"]
 PRESENT_POSITION = XL330["Present Position"]
@@ -174,6 +190,11 @@ def describe_hardware_error(bits: int) -> str:
     if rest:
         names.append(f"0x{rest:02x}")
     return "|".join(names)
+
+
+def describe_operating_mode(mode: int) -> str:
+    """The mode's name with its number, e.g. "velocity (1)"; "unknown (7)" for a value no X series has."""
+    return f"{OPERATING_MODES.get(mode, 'unknown')} ({mode})"
 
 
 def decode_value(register: Register, raw: bytes) -> int:

@@ -1,7 +1,10 @@
 """One simulated X-series servo: its control-table image and the physics behind its Present registers.
 
 Model (figures are plausible for an XL330 at 5 V, not measured; all but the table live in `AxisPhysics`):
-* the Position Trajectory moves toward Goal Position at Profile Velocity (the Velocity Limit when 0);
+* the Position Trajectory moves toward Goal Position at Profile Velocity (the Velocity Limit when 0) in the
+  position modes (3, and 4 and 5 with goals beyond one turn); in velocity mode (1) it turns at Goal Velocity,
+  in PWM mode (16) at Goal PWM's share of the PWM Limit times the Velocity Limit, whatever Goal Position says;
+  current mode (0) stays where it is (its motion is not modelled);
 * Present Position follows the trajectory with a first-order lag, and lags it under load: the holding
   current is stiffness x gap, so a load of L mA settles at a gap of L / stiffness pulses;
 * Present Current = standby + stiffness x |gap| (+ a friction term while moving), so current rises with the
@@ -111,17 +114,40 @@ class SimAxis:
         pv = self.get(ct.PROFILE_VELOCITY) or self.get(ct.XL330["Velocity Limit"]) or 1
         return pv * ct.PULSES_PER_S_PER_UNIT
 
+    def free_speed(self) -> float | None:
+        """Pulses/s the servo turns at by itself with torque on in velocity mode (Goal Velocity) or PWM mode
+        (Goal PWM as a share of the PWM Limit, times the Velocity Limit as the no-load speed); None in the
+        position modes, where the trajectory goes to Goal Position instead."""
+        mode = self.get(ct.OPERATING_MODE)
+        if mode == 1:
+            return self.get(ct.GOAL_VELOCITY) * ct.PULSES_PER_S_PER_UNIT
+        if mode == 16:
+            share = self.get(ct.GOAL_PWM) / max(1, self.get(ct.PWM_LIMIT))
+            return share * self.get(ct.VELOCITY_LIMIT) * ct.PULSES_PER_S_PER_UNIT
+        if mode == 0:
+            return 0.0  # current control: its motion is not modelled; the servo stays where it is
+        return None
+
+    def _drive(self, dt: float) -> None:
+        """Move the trajectory for dt seconds as the Operating Mode says."""
+        free = self.free_speed()
+        if free is not None:
+            self.traj += free * dt
+            self.traj_vel = free
+            return
+        goal = float(self.get(ct.GOAL_POSITION))
+        delta = goal - self.traj
+        vmax = self._profile_speed()
+        move = max(-vmax * dt, min(vmax * dt, delta))
+        self.traj += move
+        self.traj_vel = move / dt if dt > 0 else 0.0
+
     def step(self, dt: float, ambient_c: float) -> None:
         """Advance dt seconds."""
         ph = self.physics
         before = self.pos
         if self.torque:
-            goal = float(self.get(ct.GOAL_POSITION))
-            delta = goal - self.traj
-            vmax = self._profile_speed()
-            move = max(-vmax * dt, min(vmax * dt, delta))
-            self.traj += move
-            self.traj_vel = move / dt if dt > 0 else 0.0
+            self._drive(dt)
             load = self.load_ma + self.extra_ma
             target = self.traj - load / ph.stiffness_ma_per_pulse
             self.pos += (target - self.pos) * (1.0 - math.exp(-dt / ph.lag_s))
@@ -147,8 +173,11 @@ class SimAxis:
         """Nothing but slow temperature drift will change until the next command."""
         if not self.torque:
             return True
+        if self.free_speed():
+            return False  # turning at its goal velocity or PWM
         settled = self.traj - (self.load_ma + self.extra_ma) / self.physics.stiffness_ma_per_pulse
-        return (self.traj == float(self.get(ct.GOAL_POSITION)) and abs(self.pos - settled) < 1e-3
+        at_goal = self.free_speed() is not None or self.traj == float(self.get(ct.GOAL_POSITION))
+        return (at_goal and abs(self.pos - settled) < 1e-3
                 and self.extra_ma == 0.0)
 
     def refresh(self, t_s: float, voltage_v: float, pos_noise: int, current_noise: float) -> None:

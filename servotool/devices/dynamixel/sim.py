@@ -69,6 +69,9 @@ class DxlSim:
         }
         for sid, axis in self.axes.items():
             axis.load_ma = profile.load_ma.get(sid, 0.0) + params.load_ma.get(sid, 0.0)
+            axis.put(ct.OPERATING_MODE, params.modes.get(sid, ct.POSITION_MODE))
+            axis.put(ct.GOAL_VELOCITY, params.goal_velocity.get(sid, 0))
+            axis.put(ct.GOAL_PWM, params.goal_pwm.get(sid, 0))
             axis.settle()
         self.voltage = params.voltage - params.supply_ohm * sum(a.current for a in self.axes.values()) / 1000
         self._overloads = [_Overload(s.sid, max(0.0, s.at_s - params.overload_ramp_s), s.at_s,
@@ -267,10 +270,19 @@ class DxlSim:
                 return E.DATA_RANGE
             if value and axis.hardware_error:
                 return E.RESULT_FAIL  # a latched servo stays off until rebooted (reply code unconfirmed)
-        in_limits = axis.get(ct.MIN_POSITION_LIMIT) <= value <= axis.get(ct.MAX_POSITION_LIMIT)
-        if reg is ct.GOAL_POSITION and axis.get(ct.OPERATING_MODE) == 3 and not in_limits:
-            return E.DATA_LIMIT
-        return 0
+        return E.DATA_LIMIT if not self._within_limit(axis, reg, value) else 0
+
+    @staticmethod
+    def _within_limit(axis: SimAxis, reg: ct.Register, value: int) -> bool:
+        """A goal within what the servo's mode and limits allow (other fields: always)."""
+        mode = axis.get(ct.OPERATING_MODE)
+        if reg is ct.GOAL_POSITION and mode == ct.POSITION_MODE:
+            return axis.get(ct.MIN_POSITION_LIMIT) <= value <= axis.get(ct.MAX_POSITION_LIMIT)
+        if reg is ct.GOAL_POSITION and mode in ct.MULTI_TURN_MODES:
+            return ct.MULTI_TURN_RANGE[0] <= value <= ct.MULTI_TURN_RANGE[1]
+        limit = {ct.GOAL_VELOCITY: ct.VELOCITY_LIMIT, ct.GOAL_PWM: ct.PWM_LIMIT,
+                 ct.GOAL_CURRENT: ct.CURRENT_LIMIT}.get(reg)
+        return limit is None or abs(value) <= axis.get(limit)
 
     def _write(self, axis: SimAxis, address: int, data: bytes) -> int:
         errnum = self._check_write(axis, address, data)

@@ -22,15 +22,21 @@ separated by commas: at time T (0 when omitted) the servo latches BITS of Hardwa
 | drop_rate | probability that a status packet is lost | 0 |
 | crc_error_rate | probability that a status packet arrives with a bad CRC | 0 |
 | reboot_ms | how long a rebooting servo stays silent, simulated ms (unconfirmed for the XL330) | 0 |
+| mode | `ID:MODE,...`: Operating Mode (11): 0 current, 1 velocity, 3 position, 4 extended position, | 3 |
+|      | 5 current-based position, 16 PWM (unknown modes refused) | |
+| goal_velocity | `ID:V,...`: Goal Velocity (104) in RAM, 0.229 rev/min units, within +-445 | 0 |
+| goal_pwm | `ID:P,...`: Goal PWM (100) in RAM, 0.113 % units, within +-885 (the PWM Limit) | 0 |
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.profiles import DxlProfile
 from servotool.devices.registry import DeviceURLError
@@ -64,6 +70,9 @@ class DxlSimParams:
     drop_rate: float = 0.0
     crc_error_rate: float = 0.0
     reboot_ms: float = 0.0
+    modes: Mapping[int, int] = field(default_factory=dict)
+    goal_velocity: Mapping[int, int] = field(default_factory=dict)
+    goal_pwm: Mapping[int, int] = field(default_factory=dict)
 
 
 def _fault(item: str, default_bits: int) -> FaultSpec:
@@ -77,6 +86,41 @@ def _fault(item: str, default_bits: int) -> FaultSpec:
 
 def _faults(text: str, default_bits: int = int(HardwareError.OVERLOAD)) -> tuple[FaultSpec, ...]:
     return tuple(_fault(item.strip(), default_bits) for item in text.split(",") if item.strip())
+
+
+_INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def _per_servo(text: str, what: str, ok: Callable[[int], bool], want: str) -> dict[int, int]:
+    """`ID:VALUE,...` -> {id: value}; ValueError for a malformed item, a repeated id or a value not `ok`."""
+    out: dict[int, int] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        sid, sep, value = item.partition(":")
+        if not sep or not _INT.fullmatch(sid) or not _INT.fullmatch(value) or sid.strip()[0] in "+-":
+            raise ValueError(f"{item!r}: want ID:{what} (plain integers), several separated by commas")
+        if int(sid) in out:
+            raise ValueError(f"servo {int(sid)} given twice")
+        if not ok(int(value)):
+            raise ValueError(f"{item!r}: {what} {int(value)} is not {want}")
+        out[int(sid)] = int(value)
+    return out
+
+
+def _modes(text: str) -> dict[int, int]:
+    known = ", ".join(f"{m} {name}" for m, name in ct.OPERATING_MODES.items())
+    return _per_servo(text, "MODE", ct.OPERATING_MODES.__contains__, f"an X-series operating mode ({known})")
+
+
+def _goal_velocity(text: str) -> dict[int, int]:
+    lim = ct.VELOCITY_LIMIT.initial or 0
+    return _per_servo(text, "V", lambda v: abs(v) <= lim, f"within +-{lim} (the Velocity Limit)")
+
+
+def _goal_pwm(text: str) -> dict[int, int]:
+    lim = ct.PWM_LIMIT.initial or 0
+    return _per_servo(text, "P", lambda v: abs(v) <= lim, f"within +-{lim} (the PWM Limit)")
 
 
 def _nonneg(text: str) -> float:
@@ -109,6 +153,9 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "drop_rate": ("drop_rate", _rate),
     "crc_error_rate": ("crc_error_rate", _rate),
     "reboot_ms": ("reboot_ms", _nonneg),
+    "mode": ("modes", _modes),
+    "goal_velocity": ("goal_velocity", _goal_velocity),
+    "goal_pwm": ("goal_pwm", _goal_pwm),
 }
 
 KNOWN_KEYS = (*sorted(_KEYS), "load", "load_ID")
@@ -130,6 +177,11 @@ def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
         for spec in parsed.get(key, ()):
             if spec.sid not in profile.ids:
                 raise DeviceURLError(f"simulator parameter {key}: no servo {spec.sid} in {profile.name} "
+                                     f"(servos {', '.join(map(str, profile.ids))})")
+    for key, url_key in (("modes", "mode"), ("goal_velocity", "goal_velocity"), ("goal_pwm", "goal_pwm")):
+        for sid in parsed.get(key, {}):
+            if sid not in profile.ids:
+                raise DeviceURLError(f"simulator parameter {url_key}: no servo {sid} in {profile.name} "
                                      f"(servos {', '.join(map(str, profile.ids))})")
 
 
