@@ -72,6 +72,10 @@ RECENT_FRAMES_MAX = 256
 # the guard judges the newest state frame while it is at most this many state periods old (its tuning
 # allows one period of frame age; the second absorbs delivery jitter), and never less than one command period
 FRESH_STATE_PERIODS = 2.0
+# the longest the controller may go without a setpoint before the stream counts as stalled, when neither the
+# stop settings nor the arm (its lost-link watchdog) say; never less than STALL_PERIODS command periods
+STALL_S = 0.1
+STALL_PERIODS = 3.0
 
 __all__ = [
     "COMPLETE",
@@ -165,6 +169,9 @@ class StopSettings:
     rest_tol_deg: float = 0.02
     rest_timeout_s: float = 3.0
     max_consecutive_rejects: int = 25
+    # the loop reaching a tick later than this after the last setpoint went out (the process suspended or
+    # starved) ends the run there; None: the arm's lost-link watchdog (silence_s), else STALL_S
+    stall_s: float | None = None
 
 
 @dataclass
@@ -262,6 +269,8 @@ class Streamer:
         self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
         self.lateness = LatenessStats(self.period / 2)
+        self.stall_s = stall_limit(self.period, self.stop.stall_s, getattr(arm, "silence_s", None))
+        self._last_send_t: float | None = None
         self._t0 = 0.0
         self._last_q: np.ndarray | None = None
         self._last_t = -math.inf  # when the frame of _last_q was received
@@ -399,6 +408,7 @@ class Streamer:
         # returns (its encoding time is not part of the lag); an answered call sent it somewhere inside the
         # call, recorded as its start (the analysis uses the answer's time for the rest)
         t_send = self.clock.now() if reply is None else t_call
+        self._last_send_t = t_send
         cmd = self._cmd_row(t_send, pass_index, phase, setpoint, raw)
         try:
             frames, replies = self._poll()
@@ -450,9 +460,33 @@ class Streamer:
                 f"row (last errcode {self._last_err})",
             )
 
+    def _stall_gap(self, k: int) -> float | None:
+        """Wait for tick k's deadline; the time since the last setpoint went out when it is over `stall_s`
+        (the loop stalled: the ticks missed meanwhile, sent back to back, would be that stretch of the plan
+        at once), else None."""
+        self.clock.sleep_until(self._t0 + k * self.period)
+        if self._last_send_t is None:
+            return None
+        gap = self.clock.now() - self._last_send_t
+        return gap if gap > self.stall_s else None
+
+    def _now_k(self, k: int) -> int:
+        """Tick k, or the first tick whose deadline has not passed when k's is long gone."""
+        return max(k, math.ceil((self.clock.now() - self._t0) / self.period - 1e-9))
+
+    def _check_stall(self, k: int) -> None:
+        """Raise _StopRequest when the loop stalled before tick k (see _stall_gap)."""
+        gap = self._stall_gap(k)
+        if gap is not None:
+            raise _StopRequest(
+                ERROR, f"the stream stalled: no setpoint went out for {gap * 1e3:.0f} ms (over "
+                f"{self.stall_s * 1e3:.0f} ms: the process was suspended or starved)"
+            )
+
     def _tick(self, plan: StreamPlan, k: int, passes: np.ndarray, phases: np.ndarray) -> None:
-        """Send tick k of the plan (after the health check) and report progress."""
+        """Send tick k of the plan (after the health and stall checks) and report progress."""
         self._health()
+        self._check_stall(k)
         raw = plan.targets[k]
         setpoint = self.shaper.step(raw) if self.shaper is not None else raw.copy()
         p, phase = int(passes[k]), str(phases[k])
@@ -587,7 +621,7 @@ class Streamer:
                 return
             self._prev_setpoint = np.asarray(start.q, dtype=float)[: self.n_joints]
         # the next free deadline on the same grid: the stop continues the stream's rhythm
-        next_k = max(self._k, math.ceil((self.clock.now() - self._t0) / self.period - 1e-9))
+        next_k = self._now_k(self._k)
         try:
             next_k = self._brake(next_k, outcome)
             self._hold_until_rest(next_k, outcome)
@@ -608,6 +642,10 @@ class Streamer:
         v = np.clip(self._stream_velocity(), -self.stop.v_max, self.stop.v_max)
         dv = self.stop.a_max * self.period
         while np.any(v != 0.0):
+            # stalled while braking (after its first tick: a stop may follow a stall): go on from now
+            if outcome.stop_ticks and self._stall_gap(next_k) is not None:
+                outcome.notes.append("the stream stalled during the stop; its ticks were not caught up")
+                next_k = self._now_k(next_k)
             v = np.sign(v) * np.maximum(np.abs(v) - dv, 0.0)
             s = s + v * self.period
             self._send(next_k, s, None, -1, PHASE_STOP)
@@ -652,6 +690,15 @@ def fresh_limit(period_s: float, state_period_s: float | None) -> float:
     (the command period standing in for an unknown one), and at least one command period."""
     state = state_period_s if state_period_s is not None and 0 < state_period_s < math.inf else period_s
     return max(FRESH_STATE_PERIODS * state, period_s)
+
+
+def stall_limit(period_s: float, stall_s: float | None, silence_s: object) -> float:
+    """The stall bound (s): `stall_s` when given, else the arm's lost-link watchdog (the same silence
+    judged from our side), else STALL_S; at least STALL_PERIODS command periods."""
+    if stall_s is None:
+        watchdog = silence_s if isinstance(silence_s, (int, float)) and 0 < silence_s < math.inf else None
+        stall_s = STALL_S if watchdog is None else float(watchdog)
+    return max(float(stall_s), STALL_PERIODS * period_s)
 
 
 def stream(arm: Arm, clock: Clock, writer: Any, plan: StreamPlan, **kwargs: Any) -> StreamOutcome:

@@ -209,3 +209,36 @@ def test_a_recording_that_cannot_be_written_mid_run_still_ends_braked(tmp_path, 
     v = np.diff(np.array(recorded.sent)) / PERIOD
     assert np.abs(np.diff(v)).max() <= A_MAX * PERIOD * (1 + 1e-6)
     assert np.abs(v[-60:-50]).max() > 1.0 and v[-1] == 0.0  # it was moving, and was brought to rest
+
+
+def test_a_loop_that_stalled_ends_braked_and_never_catches_up_in_a_burst(tmp_path):
+    """The process stopped for 1 s in the middle of a shaped step (Ctrl-Z then fg, a host that froze): the
+    controller had no setpoint meanwhile. Before, the loop then sent every missed tick back to back (100
+    setpoints within 3 ms: the rest of the plan, out and back, at once) and called the run complete. Now the
+    run ends there through the braked stop, on the current tick, exit 1."""
+    clock = FakeClock()
+    arm = open_arm(SIM, clock=clock)
+
+    def suspend(info):
+        if info.k == 65:  # mid-way through the first shaped step, the arm moving
+            clock.sleep(1.0)
+
+    try:
+        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
+                       on_tick=suspend)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    assert not snap.servo_active and not snap.enabled and (snap.main_code, snap.sub_code) == (0, 0)
+    assert run.outcome.status == "error" and run.outcome.exit_code == 1
+    csv = next(tmp_path.glob("step_*.csv"))
+    assert csv.read_text().rstrip().splitlines()[-1].startswith("# end: interrupted: the stream stalled")
+    _, df = read_csv(csv)
+    cmd = df[df["event"] == "cmd"]
+    t, q = cmd["t"].to_numpy(dtype=float), cmd["q1"].to_numpy(dtype=float)
+    assert np.diff(t).min() > PERIOD / 2  # no burst
+    assert len(q) < 120 and q[-1] != q[65]  # the plan went no further; the stop braked from its speed
+    increments = np.diff(q)  # per command, as the controller sees them: no jump, the gap included
+    assert np.abs(np.diff(increments)).max() <= A_MAX * PERIOD**2 * (1 + 1e-6)
+    assert increments[-1] == 0.0
+    assert not [n for n in run.outcome.notes if "during the stop" in n]

@@ -124,6 +124,7 @@ class FairinoArm:
         self.sim = sim
         self.enable_wait_s = float(enable_wait_s)
         self._state_period_s = int(state_ms) / 1000.0
+        self._silence_s = float(silence_s)
         self._timeouts = (float(rpc_timeout_s), float(command_timeout_s))
         self.cleanup_timeout_s = min(float(cleanup_timeout_s), float(command_timeout_s))
         self.clock = clock  # a run on this arm streams on it (a lock-step simulator's FakeClock)
@@ -456,6 +457,11 @@ class FairinoArm:
         if not out:
             self._check()
         return out
+
+    @property
+    def silence_s(self) -> float:
+        """The lost-link watchdog (s): no readable state frame for this long is a lost link."""
+        return self._silence_s
 
     @property
     def state_period_s(self) -> float:
