@@ -102,6 +102,10 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
     console.print(f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}",
                   highlight=False)
+    modes = dev.get("operating_modes") or {}
+    other = [f"{axis} {mode}" for axis, mode in modes.items() if mode and not mode.startswith("position ")]
+    if other:  # a wheel turns by design: its current and motion are no position servo's
+        console.print(f"[yellow]not in position mode: servo {', '.join(other)}[/]", highlight=False)
     for t in h.get("trigger") or []:
         clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
         console.print(f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "

@@ -32,7 +32,7 @@ from servotool.cli.bus_common import (
 from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
-from servotool.devices.bus import Bus, ServoRecord, bus_clock, read_records
+from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
@@ -77,18 +77,30 @@ def _fmt(value: Any, unit: str = "") -> str:
     return "[dim]-[/]" if value is None else f"{value}{unit}"
 
 
-def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int, str]) -> Table:
+POSITION_MODE = "position"  # the one Operating Mode a Dynamixel servo is moved or held in
+
+
+def _mode_cell(r: ServoRecord) -> str:
+    if r.mode_name is None:
+        return _fmt(None)
+    return r.mode_name if r.mode_name == POSITION_MODE else f"[bold yellow]{r.mode_name} ({r.mode})[/]"
+
+
+def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int, str], moded: bool) -> Table:
+    """Per servo: position, voltage, temperature, torque, and the Operating Mode where the bus has one."""
     table = compact_table(title)
-    for col in ("servo\nid", "joint", "position\npulses", "voltage\nV", "temp\nC", "torque"):
-        table.add_column(col, justify="right" if col != "joint" else "left", no_wrap=True)
+    cols = ("servo\nid", "joint", "position\npulses", "voltage\nV", "temp\nC", "torque") + (("mode",) if moded
+                                                                                         else ())
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("joint", "mode") else "right", no_wrap=True)
     for sid, r in records.items():
         if r.silent:
-            table.add_row(str(sid), names.get(sid, ""), "[bold red]silent[/]", "", "", "")
+            table.add_row(str(sid), names.get(sid, ""), "[bold red]silent[/]", *[""] * (len(cols) - 3))
             continue
         volts = None if r.voltage_mv is None else f"{r.voltage_mv / 1000:.2f}"
         torque = None if r.torque is None else ("on" if r.torque else "[yellow]off[/]")
         table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts), _fmt(r.temperature_c),
-                      _fmt(torque))
+                      _fmt(torque), *((_mode_cell(r),) if moded else ()))
     return table
 
 
@@ -123,19 +135,23 @@ def move_table(result: MoveResult, speed: float) -> Table:
     return table
 
 
-def _records_json(records: dict[int, ServoRecord], names: dict[int, str]) -> dict[int, dict[str, Any]]:
+def _records_json(records: dict[int, ServoRecord], names: dict[int, str], moded: bool
+                  ) -> dict[int, dict[str, Any]]:
+    """moded: the bus has Operating Modes (Dynamixel): each servo's is given, null where silent."""
     return {sid: {"name": names.get(sid, ""), "position": r.position,
                   "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
-                  "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent}
+                  "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent,
+                  **({"operating_mode": r.mode, "operating_mode_name": r.mode_name} if moded else {})}
             for sid, r in records.items()}
 
 
 def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[int, str]) -> None:
     """Live view until Ctrl-C (read only); --json prints one JSON line per round instead."""
     clock = MonotonicClock()
+    moded = isinstance(dev, ModeCheckedBus)
     if json_out:
         def line(records: dict[int, ServoRecord]) -> None:  # compact, NaN as null: as every --json
-            print_line = encode({"t": round(clock.now(), 3), "servos": _records_json(records, names)})
+            print_line = encode({"t": round(clock.now(), 3), "servos": _records_json(records, names, moded)})
             console.out(print_line, highlight=False)
 
         watch(dev, clock, period, line)
@@ -143,7 +159,7 @@ def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[in
     err_console.print("[dim]live view, read only: Ctrl-C ends it and leaves the servos as they are[/]")
     with Live(console=console, auto_refresh=False, transient=False) as live:
         def show(records: dict[int, ServoRecord]) -> None:
-            live.update(_records_table(f"servos on {bus_url} (every {period:g} s)", records, names),
+            live.update(_records_table(f"servos on {bus_url} (every {period:g} s)", records, names, moded),
                         refresh=True)
 
         watch(dev, clock, period, show)
@@ -158,8 +174,8 @@ def read_cmd(
                                 "exit 130, 143, 129)."),
     period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
 ) -> None:
-    """Read every servo: position (pulses), voltage, temperature and torque. Silent servos are shown as
-    such."""
+    """Read every servo: position (pulses), voltage, temperature and torque, and on a Dynamixel bus its
+    Operating Mode (only position mode is moved or held). Silent servos are shown as such."""
     if not (math.isfinite(period) and 0.05 <= period <= 10.0):
         fail(f"--period {period:g} s outside [0.05, 10]")
     if watch_ and asks_simulated_time(bus):
@@ -178,15 +194,20 @@ def read_cmd(
                 raise typer.Exit(exit_code_of(exc)) from None
             return
         records = read_records(dev)
+        moded = isinstance(dev, ModeCheckedBus)
     silent = sorted(sid for sid, r in records.items() if r.silent)
     if json_out:
         print_json({"device": bus, "simulated": dev.simulated, "model": dev.model, "silent": silent,
-                    "servos": _records_json(records, names)})
+                    "servos": _records_json(records, names, moded)})
         return
     answered = len(records) - len(silent)
     quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
     console.print(f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}", highlight=False)
-    console.print(_records_table(f"servos on {bus}", records, names))
+    console.print(_records_table(f"servos on {bus}", records, names, moded))
+    for sid, r in records.items():
+        if r.mode_name not in (None, POSITION_MODE):
+            err_console.print(f"[yellow]servo {sid} is in {r.mode_name} ({r.mode}) mode: move and hold "
+                              "refuse it (servotool never changes the mode)[/]")
     optional = set(dev.optional_ids)
     for sid in silent:
         what = "optional: the arm carries on" if sid in optional else "a joint: moves refuse until it answers"

@@ -11,6 +11,7 @@ Nothing in this protocol can write servo EEPROM: limits are read only, ids and o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ class ServoRecord:
     voltage_mv: int | None = None
     temperature_c: int | None = None
     torque: bool | None = None
+    mode: int | None = None  # Operating Mode where the bus has one (Dynamixel), else None
+    mode_name: str | None = None  # its name: "position", "velocity", ...
 
     @property
     def silent(self) -> bool:
@@ -153,10 +156,19 @@ class ModeCheckedBus(Protocol):
         only: the mode is never changed."""
         ...
 
+    def read_operating_modes(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
+        """Each servo's Operating Mode (all by default), None where it did not answer. Read only."""
+        ...
+
+    def mode_name(self, mode: int) -> str:
+        """What a mode value is called ("position", "velocity", ...; "unknown" for none the servos have)."""
+        ...
+
 
 def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoRecord]:
-    """Position, voltage, temperature and torque of each servo (all by default). A servo that does not
-    answer its position read is not asked the rest (it is silent) and reads as all None."""
+    """Position, voltage, temperature and torque of each servo (all by default), and its Operating Mode on a
+    bus that has one (one read for all that answered). A servo that does not answer its position read is not
+    asked the rest (it is silent) and reads as all None. Read only."""
     out: dict[int, ServoRecord] = {}
     for sid in bus.ids if ids is None else ids:
         pos = bus.read_position(sid)
@@ -165,6 +177,11 @@ def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoR
             continue
         out[sid] = ServoRecord(sid, pos, bus.read_voltage(sid), bus.read_temperature(sid),
                                bus.read_torque(sid))
+    if isinstance(bus, ModeCheckedBus):
+        modes = bus.read_operating_modes([sid for sid, r in out.items() if not r.silent])
+        for sid, mode in modes.items():
+            if mode is not None:
+                out[sid] = dataclasses.replace(out[sid], mode=mode, mode_name=bus.mode_name(mode))
     return out
 
 

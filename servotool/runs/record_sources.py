@@ -147,6 +147,18 @@ class DynamixelSource:
         self.fast_ids = tuple(i for g, ids in groups.items() if g not in context_groups for i in ids)
         self.context_ids = tuple(i for g, ids in groups.items() if g in context_groups for i in ids)
         self.context_group = context_groups[0] if context_groups else "context"
+        self.operating_modes = self._read_modes()
+
+    def _read_modes(self) -> dict[str, str | None]:
+        """Each axis's Operating Mode by name, read once (read only) when the source opens; None where the
+        servo did not answer. A wheel (velocity mode) turns by design: its captures must say so."""
+        reader = getattr(self.bus, "read_operating_modes", None)
+        if reader is None:
+            return {}
+        from servotool.devices.dynamixel.control_table import describe_operating_mode
+
+        modes = reader(self.fast_ids + self.context_ids)
+        return {str(sid): None if m is None else describe_operating_mode(m) for sid, m in modes.items()}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -158,6 +170,7 @@ class DynamixelSource:
                       "temperature": "deg C"},
             "status_word": "Hardware Error Status (70): bit 0 voltage, 2 overheating, 3 encoder, "
                            "4 electrical shock, 5 overload",
+            "operating_modes": self.operating_modes,
         }
 
     def _sweep(self, ids: tuple[int, ...], group: str) -> Sweep | None:

@@ -44,3 +44,28 @@ def test_a_silent_axis_does_not_stop_recording(tmp_path):
     source = open_source("sim:microduck?overload=22@5&silent=33&seed=3", "bus", clock)
     out = run_record(source, clock, RecordSettings(dest=tmp_path, duration_s=8.0), handle_signals=False)
     assert [c.header["trigger_axes"] for c in out.captures] == [[22]]
+
+
+def test_a_capture_header_names_each_servo_operating_mode(tmp_path):
+    # an incident on a wheel (velocity mode, turning at its goal velocity) read as a position servo's: its
+    # motion and current look like a runaway
+    clock = FakeClock()
+    url = "sim:microduck?overload=12@3&mode=12:1,13:16&goal_velocity=12:30&seed=4"
+    source = open_source(url, "bus", clock)
+    reads = source.bus.sim.instructions["SyncRead"]
+    out = run_record(source, clock, RecordSettings(dest=tmp_path, duration_s=6.0), handle_signals=False)
+    assert [c.header["trigger_axes"] for c in out.captures] == [[12]]
+    header, _ = read_capture(out.captures[0].path)
+    modes = header["device"]["operating_modes"]
+    assert modes["12"] == "velocity (1)" and modes["13"] == "PWM (16)" and modes["10"] == "position (3)"
+    assert sorted(map(int, modes)) == sorted(source.bus.ids)
+    sent = dict(source.bus.sim.instructions)
+    assert set(sent) <= {"SyncRead", "Read", "Ping"}, sent  # read only
+    assert reads == 1  # the modes were read once, when the source opened
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    shown = CliRunner().invoke(app, ["incidents", "show", str(out.captures[0].path)], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert "not in position mode: servo 12 velocity (1), 13 PWM (16)" in shown.stdout

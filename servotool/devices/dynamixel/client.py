@@ -353,6 +353,11 @@ class DxlBus:
         _, _, axes, answers = self._sync_read(ids, ct.OPERATING_MODE.address, 1)
         return {sid: answers[sid][1][0] if sid in answers else None for sid in axes}
 
+    @staticmethod
+    def mode_name(mode: int) -> str:
+        """What an Operating Mode value is called ("position", "velocity", ...; "unknown" otherwise)."""
+        return ct.OPERATING_MODES.get(mode, "unknown")
+
     def check_position_mode(self, ids: Iterable[int]) -> list[int]:
         """Read the Operating Mode of the servos among `ids` not yet seen in position control mode (3), and
         return those that did not answer. DxlModeRefused, naming every servo and its mode, when one answers

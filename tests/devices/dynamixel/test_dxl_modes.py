@@ -3,6 +3,8 @@
 Wire-level: the production client against the simulator (`sim:microduck?mode=...`), on simulated time.
 """
 
+import json
+
 import pytest
 
 from servotool.devices.dynamixel import control_table as ct
@@ -110,7 +112,7 @@ def servo(tmp_path, monkeypatch):
 
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-    return lambda *args: CliRunner().invoke(app, ["servo", *args])
+    return lambda *args: CliRunner().invoke(app, ["servo", *args], env={"COLUMNS": "80"})
 
 
 def test_servo_hold_refuses_a_wheel_with_one_line_and_exit_2(servo):
@@ -128,6 +130,24 @@ def test_servo_move_refuses_a_multi_turn_servo_before_motion(servo):
     assert "servo 11 in extended position (4) mode" in result.stderr
     assert "moved" not in result.stdout
     assert "stopped" not in result.stderr  # refused before the move began: no hold after frames
+
+
+def test_servo_read_shows_each_mode_at_80_columns_and_in_json(servo):
+    url = "sim:microduck?clock=sim&mode=12:1,20:5&silent=22&latency_ms=4"
+    result = servo("read", "--bus", url)
+    assert result.exit_code == 0, result.output
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()) and "…" not in result.stdout
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.split()[:1] in
+            (["10"], ["12"], ["20"], ["22"])}
+    assert rows["10"][-1] == "position" and rows["12"][-2:] == ["velocity", "(1)"]
+    assert rows["20"][-3:] == ["current-based", "position", "(5)"] and rows["22"] == ["22", "silent"]
+    assert "servo 12 is in velocity (1) mode: move and hold refuse it" in result.stderr
+    data = servo("read", "--bus", url, "--json")
+    servos = json.loads(data.stdout)["servos"]
+    assert (servos["12"]["operating_mode"], servos["12"]["operating_mode_name"]) == (1, "velocity")
+    assert servos["10"]["operating_mode"] == 3 and servos["22"]["operating_mode"] is None
+    plain = json.loads(servo("read", "--bus", "sim:rosorin-arm?clock=sim", "--json").stdout)["servos"]
+    assert "operating_mode" not in plain["2"]  # a board without modes
 
 
 def test_relax_keeps_its_tuck_rule_and_switches_any_mode_off():
