@@ -121,7 +121,14 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
 
 
 _FIELD_HEAD = {"current": "I", "gap": "gap", "temperature": "temp"}
-_FIELD_UNIT = {"current": "mA", "gap": "pos. unit", "temperature": "C"}
+_FIELD_UNIT = {"current": "mA", "temperature": "C"}
+
+
+def _gap_unit(header: dict[str, Any]) -> str:
+    """The gap's unit as the capture's device gives it (pulse on a bus, deg on an arm); blank when unsaid."""
+    units = (header.get("device") or {}).get("units") or {}
+    text = units.get("gap") if isinstance(units, dict) else None
+    return str(text).split()[0] if isinstance(text, str) and text.strip() else ""
 
 
 @incidents_app.command("show")
@@ -140,9 +147,10 @@ def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
     table = compact_table()
     table.add_column("axis", no_wrap=True)  # never the column that gives way at 80 columns
     parts = ("before", "peak", "change") if wide else ("peak", "change")
+    unit = {**_FIELD_UNIT, "gap": _gap_unit(header)}
     for name in names:
         for part in parts:
-            head = f"{_FIELD_HEAD[name]} {'Δ' if part == 'change' else part}\n{_FIELD_UNIT[name]}"
+            head = f"{_FIELD_HEAD[name]} {'Δ' if part == 'change' else part}\n{unit[name]}"
             table.add_column(head, justify="right", no_wrap=True)
     table.add_column("silent\nsamples", justify="right", no_wrap=True)
     for s in summaries:

@@ -142,6 +142,21 @@ def test_incidents_read_at_80_columns(captures, monkeypatch):
     assert wide.exit_code == 0 and "I before" in wide.stdout
 
 
+@pytest.mark.parametrize("unit", ["pulse", "deg"])
+def test_incidents_show_heads_the_gap_with_the_captures_own_unit(captures, monkeypatch, unit):
+    # the gap column was headed "pos. unit" whatever the device: pulses on a bus, degrees on an arm
+    monkeypatch.setenv("COLUMNS", "80")
+    (path,) = captures.glob("*.jsonl")
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["device"]["units"] = {**header["device"].get("units", {}), "gap": unit}
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    assert res.exit_code == 0, res.output
+    heads = next(line.split() for line in res.stdout.splitlines() if line.split()[:2] == ["axis", "mA"])
+    assert heads[:5] == ["axis", "mA", "mA", unit, unit] and "pos. unit" not in res.stdout
+
+
 def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_path):
     capture = next(captures.glob("capture_*.jsonl"))
     recording = tmp_path / "run.csv"
