@@ -286,12 +286,26 @@ def _merge_one(params: CommentedMap, sid: int, pair: tuple[int, int], note: str,
         _set_comment(params, key, depth, note, "")
 
 
+def _same(a: Any, b: Any, pairs: set[tuple[int, int]]) -> bool:
+    """a == b for parsed YAML, each pair of shared nodes compared once: aliases nested a few lines deep stand
+    for billions of items, which == would compare one by one."""
+    if isinstance(a, (list, dict)) and type(a) is type(b):
+        if (id(a), id(b)) in pairs:
+            return True
+        pairs.add((id(a), id(b)))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(_same(v, b[k], pairs) for k, v in a.items())
+        return len(a) == len(b) and all(_same(x, y, pairs) for x, y in zip(a, b, strict=True))
+    return a is b or bool(a == b)  # `is` first, as == on containers does: YAML's .nan is one object
+
+
 def _verify(before: LimitsFile, after: LimitsFile, limits: Mapping[int, tuple[int, int]], where: str) -> None:
     want = dict(before.params)
     for sid, (lo, hi) in limits.items():
         want[f"arm_limit_{sid}"] = [lo, hi]
-    if after.node != before.node or after.params != want:
-        changed = sorted(set(want) ^ set(after.params) | {k for k in want if after.params.get(k) != want[k]})
+    if after.node != before.node or not _same(after.params, want, set()):
+        differ = {k for k in want if k in after.params and not _same(after.params[k], want[k], set())}
+        changed = sorted(set(want) ^ set(after.params) | differ)
         raise LimitsFileError(
             f"{where}: merging the limits would change other keys ({', '.join(changed)}); "
             "edit the file by hand"

@@ -459,3 +459,38 @@ def test_a_sweep_speed_below_one_pulse_a_second_is_refused_before_the_bus_opens(
                                  "--speed", "1e-300"])
     assert result.exit_code == 2, result.output
     assert "outside [1, 300]" in result.stderr and "cannot open" not in result.stderr
+
+
+def _alias_bomb(levels: int) -> str:
+    """A limits file of a few lines whose aliases stand for 9**levels items."""
+    lines = ["n:", "  ros__parameters:", "    arm_limit_2: [100, 900]",
+             "    b0: &b0 [" + ", ".join(["x"] * 9) + "]"]
+    lines += [f"    b{i}: &b{i} [" + ", ".join([f"*b{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_merging_into_a_file_of_nested_aliases_takes_no_longer_than_the_file_is_long(tmp_path):
+    # eleven levels of nine aliases stand for 3e10 items: checking the merge compared them one by one (minutes
+    # after the sweep, the arm held and Ctrl-C only counted); each shared node is compared once. In a process
+    # of its own: that comparison runs in C, where no timeout can stop it
+    import subprocess
+    import sys
+
+    path = tmp_path / "limits.yaml"
+    path.write_text(_alias_bomb(11))
+    code = ("import sys; from pathlib import Path; from servotool.io.limits_yaml import merge_limits_text; "
+            "sys.stdout.write(merge_limits_text(Path(sys.argv[1]).read_text(), {2: (120, 880)}, "
+            "{2: 'found'}, 'mapped today'))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "arm_limit_2: [120, 880]" in done.stdout
+    assert "*b9" in done.stdout  # the aliases are kept, not written out
+
+
+def test_merging_keeps_a_nan_elsewhere_in_the_file():
+    # the check that every other key is unchanged compares YAML's one .nan object with itself
+    from servotool.io.limits_yaml import merge_limits_text, parse_limits
+
+    text = merge_limits_text("n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n    gain: .nan\n",
+                             {2: (120, 880)}, {}, "mapped today")
+    assert parse_limits(text).limits[2] == (120, 880) and "gain: .nan" in text
