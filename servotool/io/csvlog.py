@@ -41,6 +41,7 @@ from servotool.io.csvbody import (
     file_line,
     line_numbers,
 )
+from servotool.io.paths import open_readable
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is made: analysing with pyarrow never needs it
     import pandas as pd
@@ -132,7 +133,7 @@ def run_file_name(mode: str, device: str, when: datetime | None = None) -> str:
 def is_recording(path: Path) -> bool:
     """Whether `path` is a servotool recording (its first line names the format), whatever its name."""
     try:
-        with path.open("rb") as f:
+        with open_readable(path) as f:
             return f.read(32).startswith(b"# servotool-csv")
     except OSError:
         return False
@@ -368,7 +369,7 @@ def _read_header(fh: BinaryIO, path: Path) -> tuple[CsvMeta, list[str], int]:
 def _tail_status(path: Path) -> tuple[str | None, bool]:
     """(status of the end line, if the file's last line that is neither blank nor another comment is one;
     whether the file ends with a newline)."""
-    with path.open("rb") as fh:
+    with open_readable(path) as fh:
         fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
         tail = fh.read()
     for raw in reversed(tail.split(b"\n")):
@@ -530,7 +531,7 @@ def _body_table(
     try:
         with contextlib.ExitStack() as stack:
             if fh is None:
-                fh = stack.enter_context(path.open("rb"))
+                fh = stack.enter_context(open_readable(path))
             sink = _RowSink()
             short = fh.seek(0, os.SEEK_END) - offset <= THREADED_BYTES
             # pyarrow's threaded reader even for a short body (one block, as a rule): its serial reader
@@ -592,7 +593,7 @@ def _plain_body(
 
     sink = _RowSink()
     good: list[bytes] = []
-    with path.open("rb") as fh:
+    with open_readable(path) as fh:
         stream = BodyStream(fh, offset, len(header), count_lines=True)
         for row, line in enumerate(io.BufferedReader(stream, CHUNK_BYTES)):
             text = line.rstrip(b"\r\n")
@@ -787,7 +788,7 @@ def read_columns(
         return read_csv(path)
     path = Path(path)
     try:
-        with path.open("rb") as f:
+        with open_readable(path) as f:
             # a short file (up to THREADED_BYTES) is read in one go, its header and body from the same bytes
             small = os.fstat(f.fileno()).st_size <= THREADED_BYTES
             fh: BinaryIO = io.BytesIO(f.read()) if small else f
@@ -820,7 +821,7 @@ def _late_column(fh: BinaryIO, shape: _Shape, offset: int, name: str) -> Any:
 def _open_header(path: Path) -> tuple[CsvMeta, list[str], int, int]:
     """(meta, column names, lines before the first row, byte offset of the first row)."""
     try:
-        with path.open("rb") as fh:
+        with open_readable(path) as fh:
             meta, header, header_lines = _read_header(fh, path)
             return meta, header, header_lines, fh.tell()
     except OSError as exc:

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import platformdirs
 
 DEFAULT_OUT_DIR = Path("servotool-runs")
+
+
+def open_readable(path: str | Path) -> BinaryIO:
+    """`path` opened for reading bytes, as open(path, "rb") does, except that a named pipe (or a socket) is
+    refused at once (OSError EINVAL "not a regular file") instead of waiting for a writer forever; a folder
+    raises IsADirectoryError. Devices (/dev/null, /dev/zero) open as before: readers bound what they read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a named pipe)", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def out_dir(explicit: str | Path | None = None) -> Path:

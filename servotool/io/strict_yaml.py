@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from servotool.io.paths import open_readable
+
 
 class UniqueKeyLoader(yaml.SafeLoader):
     """yaml's SafeLoader, except that a mapping with a key written twice raises a ConstructorError naming
@@ -45,7 +47,7 @@ def read_text_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
     """The UTF-8 text of a file written by hand, read no further than `limit` bytes: OSError when it cannot
     be read, UnicodeDecodeError when it is not UTF-8, TextTooLarge past the limit (a device that never
     ends, such as /dev/zero, is not read to its end)."""
-    with path.open("rb") as fh:
+    with open_readable(path) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise TextTooLarge(f"{path}: larger than {limit // 1024} KiB: not a file written by hand")

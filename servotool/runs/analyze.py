@@ -466,7 +466,8 @@ def find_csv_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Proble
         elif p.is_file():
             items = [(p, os.path.realpath(p))]
         else:
-            problems.append(Problem(str(p), "no such file or folder"))
+            why = "not a regular file (a named pipe or a device)" if p.exists() else "no such file or folder"
+            problems.append(Problem(str(p), why))
             continue
         for item, key in items:
             if key not in seen:
