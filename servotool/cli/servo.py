@@ -259,7 +259,8 @@ def move_cmd(
     span = (0, 1000) if prof else (ranges[0] if ranges else None)
     problems += move_problems(to, speed, poses, prof.ids if prof else (),
                               prof.reference_poses if prof else (), span=span,
-                              id_span=ranges[1] if ranges else None)
+                              id_span=ranges[1] if ranges else None, mapped=lf.limits if lf else None,
+                              mapped_in=str(limits))
     if problems:
         fail_all(problems)
     log = MoveLog()

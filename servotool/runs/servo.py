@@ -412,11 +412,15 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
 def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]], ids: Iterable[int],
                   reference_poses: Iterable[str] = (),
                   span: tuple[int, int] | None = (PULSE_MIN, PULSE_MAX),
-                  id_span: tuple[int, int] | None = None) -> list[str]:
+                  id_span: tuple[int, int] | None = None,
+                  mapped: Mapping[int, tuple[int, int]] | None = None,
+                  mapped_in: str = "the --limits file") -> list[str]:
     """Every problem of a move request found without the bus, one sentence each: a speed not finite or
     outside [MIN_SPEED, MAX_SPEED], a goal that does not parse, names a reference pose (not a command
     target), a servo the arm does not have (when `ids` are known), an id outside `id_span` (no single servo
-    has it), or a pulse outside `span` (None: the bus tells, once open)."""
+    has it), or a pulse outside `span` (None: the bus tells, once open). With `mapped` (the limits of the
+    --limits file `mapped_in`): a goal servo it has no limit for (its goal would be checked against the
+    stored limits alone), or a goal outside its limit."""
     out: list[str] = []
     if not (math.isfinite(speed) and MIN_SPEED <= speed <= MAX_SPEED):
         out.append(f"--speed {speed:g} pulses/s outside [{MIN_SPEED:g}, {MAX_SPEED:g}]")
@@ -439,6 +443,22 @@ def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]],
     if span is not None:
         out += [f"servo {sid} goal {pulse} outside {span[0]}-{span[1]} pulses" for sid, pulse in goal.items()
                 if not span[0] <= pulse <= span[1]]
+    return out + _mapped_problems(goal, mapped, mapped_in)
+
+
+def _mapped_problems(goal: Mapping[int, int], mapped: Mapping[int, tuple[int, int]] | None,
+                     where: str) -> list[str]:
+    if mapped is None:
+        return []
+    out = []
+    missing = [sid for sid in goal if sid not in mapped]
+    if missing:
+        keys = ", ".join(f"arm_limit_{sid}" for sid in missing)
+        out.append(f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
+                   "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits")
+    out += [f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"
+            for sid, pulse in goal.items() if sid in mapped
+            for lo, hi in [mapped[sid]] if not lo <= pulse <= hi]
     return out
 
 

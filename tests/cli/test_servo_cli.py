@@ -90,6 +90,28 @@ def test_a_limits_file_that_would_check_less_than_it_says_is_refused(tmp_path, t
     assert "SIMULATED" not in result.stderr  # refused before the bus opened
 
 
+@pytest.mark.parametrize("to", ["2=700", "drive"])
+def test_a_goal_servo_the_limits_file_does_not_map_is_refused_before_the_port_opens(tmp_path, to):
+    # the file maps servo 3 only: a move of servo 2 was checked against its stored limits alone, without a
+    # word, while the user had given the file that was to check it
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_3: [40, 881]\n")
+    result = invoke("move", "--to", to, "--limits", str(limits))
+    assert result.exit_code == 2, result.output
+    (line,) = [ln for ln in result.stderr.splitlines() if "would be checked against" in ln]
+    assert "arm_limit_2" in line and "arm_limit_3" not in line and str(limits) in line
+    assert "SIMULATED" not in result.stderr  # refused before the bus opened
+
+
+def test_a_goal_outside_the_limits_file_is_refused_before_the_port_opens(tmp_path):
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [100, 400]\n")
+    result = invoke("move", "--to", "2=700", "--limits", str(limits))
+    assert result.exit_code == 2, result.output
+    assert "servo 2 goal 700 pulses outside limits [100, 400]" in result.stderr
+    assert "SIMULATED" not in result.stderr
+
+
 def test_a_saved_simulator_state_holds_a_pose_and_nothing_else(tmp_path):
     import json
 
