@@ -196,16 +196,19 @@ def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume
 
 
 def _report(folder: Path) -> tuple[Report, list[Path]]:
-    """The folder's report, built and written; a signal meanwhile ends the command with one line saying
-    the runs are kept and how to write the report again (its files are each written whole or not at all)."""
+    """The folder's report, built and written; a signal meanwhile, or a report that cannot be written (a
+    full disk: exit 1), ends the command with one line saying the runs are kept and how to write the report
+    again (its files are each written whole or not at all)."""
     from servotool.runs.report import build_report, write_report
 
+    again = f"every run is kept in {folder}; `servotool analyze {folder} --report` writes the report"
     try:
         summary = build_report(folder)
         return summary, write_report(folder, summary)
     except KeyboardInterrupt as exc:
-        fail(f"interrupted by {signal_label(exc)} while the report was written: every run is kept in "
-             f"{folder}; `servotool analyze {folder} --report` writes the report", exit_code_of(exc))
+        fail(f"interrupted by {signal_label(exc)} while the report was written: {again}", exit_code_of(exc))
+    except OSError as exc:
+        fail(f"{folder}: cannot write the report ({exc.strerror or exc}): {again}", ExitCode.FAULT)
 
 
 @campaign_app.command("run")

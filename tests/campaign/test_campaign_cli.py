@@ -123,3 +123,24 @@ def test_an_out_that_is_a_file_is_refused_with_one_line(write_campaign, tmp_path
     a_file.write_text("x")
     res = runner.invoke(app, ["campaign", "run", str(write_campaign(SHORT)), "--out", str(a_file)])
     assert res.exit_code == 2 and res.stderr.startswith("error: refused: --out") and "Errno" not in res.stderr
+
+
+def test_a_report_that_cannot_be_written_keeps_the_runs_and_is_one_line(write_campaign, tmp_path,
+                                                                         monkeypatch):
+    """A full disk (or a file size limit) as the report is written: before, a traceback and exit 1."""
+    import errno
+
+    import servotool.runs.report as report
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(report, "write_atomic", full)
+    path = write_campaign(SHORT)
+    res = runner.invoke(app, ["campaign", "run", str(path), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    (folder,) = (tmp_path / "out").iterdir()
+    assert len(list(folder.glob("ramp_*.csv"))) == 1  # the run is kept
+    last = " ".join(res.stderr.split()).split("error: ")[-1]
+    assert "cannot write the report (No space left on device)" in last
+    assert f"analyze {folder} --report" in last
