@@ -29,7 +29,7 @@ from servotool.cli.bus_common import (
     url_profile,
     url_ranges,
 )
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
@@ -167,6 +167,7 @@ def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[in
 
 @servo_app.command("read")
 def read_cmd(
+    ctx: typer.Context,
     bus: str = BusOption,
     json_out: bool = JsonOption,
     watch_: bool = typer.Option(False, "--watch", help="Keep reading every servo and show them live until "
@@ -178,6 +179,8 @@ def read_cmd(
     Operating Mode (only position mode is moved or held). Silent servos are shown as such."""
     if not (math.isfinite(period) and 0.05 <= period <= 10.0):
         fail(f"--period {period:g} s outside [0.05, 10]")
+    if not watch_ and given(ctx, "period"):  # a single read has no period: refused, not ignored
+        fail("--period is the time between reads with --watch; add --watch, or leave out --period")
     if watch_ and asks_simulated_time(bus):
         fail("--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
              "under a run")

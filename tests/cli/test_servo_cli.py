@@ -563,3 +563,14 @@ def test_a_board_whose_port_vanishes_mid_move_is_a_lost_link_not_a_traceback(mon
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "link lost" in line and server.path in line
     assert "Traceback" not in result.output
+
+
+def test_a_period_without_watch_is_refused_not_ignored(monkeypatch):
+    # `read --period 2` read once and ignored the period without a word
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    result = invoke("read", "--period", "2")
+    assert result.exit_code == 2, result.output
+    assert "--period" in result.stderr and "--watch" in result.stderr
