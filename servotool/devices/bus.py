@@ -193,10 +193,12 @@ def bus_clock(bus: Bus) -> Clock:
 
 
 def port_problem(exc: BaseException) -> str:
-    """Why a serial port could not be opened, in a few words: the system's reason for an error that carries
-    an errno ("No such file or directory", "Permission denied"; pyserial wraps it in a sentence that names
-    the port and the errno twice), else the error's own text."""
+    """Why a serial port could not be opened or failed, in a few words: the system's reason for an error
+    that carries an errno ("No such file or directory", "Permission denied"; pyserial wraps it in a sentence
+    that names the port and the errno twice), else the error's own text."""
     errno = getattr(exc, "errno", None)
+    if errno is None and len(exc.args) == 2 and isinstance(exc.args[0], int):
+        errno = exc.args[0]  # termios.error (a vanished tty) carries (errno, text) without an errno field
     if isinstance(errno, int) and errno > 0:
         return os.strerror(errno)
     return str(exc) or type(exc).__name__

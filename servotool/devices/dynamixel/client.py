@@ -263,7 +263,7 @@ class DxlBus:
             except (serial.SerialException, OSError, termios.error) as exc:
                 # a vanished tty fails in pyserial's termios calls too
                 self._port.is_using = False
-                raise ConnectionLost(f"{self._url}: port lost ({exc})") from exc
+                raise ConnectionLost(f"{self._url}: port lost ({port_problem(exc)})") from exc
             finally:
                 self.stats.packets_sent = self._port.packets_written
 

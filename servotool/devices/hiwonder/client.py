@@ -116,7 +116,7 @@ class HiwonderBus:
             self.port.write(frame)
             self.port.flush()
         except LINK_ERRORS as exc:
-            raise ConnectionLost(f"{self.url}: link lost ({_why(exc)})") from exc
+            raise ConnectionLost(f"{self.url}: link lost ({port_problem(exc)})") from exc
         self.stats.frames_sent += 1
 
     def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
@@ -174,7 +174,7 @@ class HiwonderBus:
                 # reconfigure the tty every time
                 chunk = self.port.read(max(1, self.port.in_waiting))
             except LINK_ERRORS as exc:
-                raise ConnectionLost(f"{self.url}: link lost ({_why(exc)})") from exc
+                raise ConnectionLost(f"{self.url}: link lost ({port_problem(exc)})") from exc
             frames = self._parser.feed(chunk)
             self.stats.skipped_bytes = self._parser.skipped_bytes
             for frame in frames:
@@ -300,13 +300,6 @@ class HiwonderBus:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _why(exc: BaseException) -> str:
-    """A failed port's reason in a few words: termios.error carries (errno, text) without an errno field."""
-    if isinstance(exc, termios.error) and len(exc.args) == 2:
-        return str(exc.args[1])
-    return port_problem(exc)
 
 
 class NoBoardAnswer(DeviceError):
