@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -45,7 +46,16 @@ def _silence(stream: Any) -> None:
 
 
 class _PipeSafe(Console):
-    """A console that a reader going away (`servotool step 2>&1 | head -1`) silences, and nothing more."""
+    """A console that a reader going away (`servotool step 2>&1 | head -1`) or a terminal hanging up (its
+    window closed, an ssh link dropped: EIO) silences, and nothing more."""
+
+    def _write_buffer(self) -> None:
+        try:
+            super()._write_buffer()
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise  # EPIPE is rich's own case: it calls on_broken_pipe
+            self.on_broken_pipe()
 
     def on_broken_pipe(self) -> None:
         """Print nothing more on this stream, and go on: a run reaches its own end (braked stop, end line,

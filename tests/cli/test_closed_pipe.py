@@ -8,6 +8,7 @@ campaign stopped between runs with the finished run missing from its state file,
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -59,3 +60,30 @@ def test_a_campaign_whose_output_nobody_reads_records_every_run(tmp_path):
     state = json.loads((folder / "campaign-state.json").read_text())
     assert [r["status"] for r in state["runs"]] == ["complete", "complete"]
     assert (folder / "report.md").is_file()
+
+
+class _HungUp:
+    """A terminal that went away: every write fails with EIO, as on a tty whose other end was closed."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def flush(self) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "no descriptor here")
+
+
+def test_a_terminal_that_hung_up_silences_the_console_and_nothing_more():
+    """After SIGHUP from a closed terminal, the braked stop was done and the end line written, then the
+    verdict's print met EIO: the command ended with exit 1 (a traceback to nowhere), not 129."""
+    from servotool.cli.common import _PipeSafe
+
+    console = _PipeSafe(file=_HungUp(), force_terminal=True)
+    console.print("run ended early: SIGHUP")  # raised OSError before
+    assert console.quiet
+    console.print("and nothing more is tried")
