@@ -271,8 +271,9 @@ def validate_lag(
     if not problems:
         run_s = lag_duration_s(s)
         if run_s > MAX_RUN_S:
+            shown = f"{run_s:.0f}" if run_s < 1e6 else f"{run_s:.3g}"  # not 300 digits for --speeds 1e-300
             problems.append(
-                f"the passes would stream for {run_s:.0f} s, over the {MAX_RUN_S:g} s a run may last: "
+                f"the passes would stream for {shown} s, over the {MAX_RUN_S:g} s a run may last: "
                 "shorten --sweep or raise --speeds"
             )
         problems += lag_goal_problems(s, ranges, start=None)
@@ -343,9 +344,11 @@ def validate_step(
     problems = _joint(s.joint, n_joints)
     a_cap = MAX_PROBE_A_DEG_S2 if s.shaped else MAX_A_DEG_S2
     problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, a_cap)
-    # --v-max and --a-max are in the common checks already
+    # --v-max and --a-max are in the common checks already: one line per option, not one per wording
+    said = {p.split(" ", 1)[0] for p in problems}
     problems += [
-        p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap) if p not in problems
+        p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap)
+        if p.split(" ", 1)[0] not in said
     ]
     if needs_test_arm_probe(s) and not simulated and not test_arm:
         problems.append(

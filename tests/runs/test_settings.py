@@ -123,10 +123,19 @@ def test_every_problem_is_reported_not_the_first():
     assert str(info.value).count("\n") == len(problems) - 1
 
 
-def test_a_max_v_max_each_reported_once_for_step():
-    problems = S.validate_step(replace(Step(), a_max=math.nan, v_max=math.nan))
-    assert sum("--a-max" in p for p in problems) == 1
-    assert sum("--v-max" in p for p in problems) == 1
+@pytest.mark.parametrize("bad", [math.nan, -1.0, 0.0, 1e-12])
+def test_a_max_v_max_each_reported_once_for_step(bad):
+    # -1 was refused twice, in two wordings ("> 0" and ">= 1e-09"), for one value
+    problems = S.validate_step(replace(Step(), a_max=bad, v_max=bad))
+    assert sum("--a-max" in p for p in problems) == 1, problems
+    assert sum("--v-max" in p for p in problems) == 1, problems
+
+
+def test_a_run_far_too_long_is_refused_with_a_readable_duration():
+    # --speeds 1e-300: the duration was printed with all of its 300 digits
+    problems = S.validate_lag(replace(Lag(), speeds_deg_s=(1e-300,)))
+    (line,) = [p for p in problems if "stream for" in p]
+    assert "stream for 4e+301 s" in line and len(line) < 160, line
 
 
 def test_long_runs_are_refused_before_any_allocation():
