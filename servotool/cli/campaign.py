@@ -230,7 +230,7 @@ def run(
     unless the campaign allows faults. Raw steps on a real arm ask their typed confirmation. Ctrl-C keeps
     every finished run and says where it stopped; --resume goes on from there.
     Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable or lost, 130 Ctrl-C
-    (143 SIGTERM, 129 SIGHUP).
+    (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT).
     """
     from servotool.runs.campaign_run import FAULTED, STOPPED, CampaignHooks, run_campaign
 

@@ -110,7 +110,7 @@ def lag(
     the joint's range.
 
     Exit 0 complete, 1 fault or guard, 2 refused before anything moved, 3 device unreachable or lost,
-    130/143/129 Ctrl-C/SIGTERM/SIGHUP (after the braked stop).
+    130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT (after the braked stop).
     """
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult

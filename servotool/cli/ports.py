@@ -140,8 +140,8 @@ def ports(
     """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus.
 
     Harmless reads only; a port another servotool process holds is not probed, and a port that cannot be
-    opened says so. Exit 0 whatever answered, 2 for bad usage, 130/143/129 for Ctrl-C, SIGTERM or SIGHUP
-    while probing (the port being probed is closed first).
+    opened says so. Exit 0 whatever answered, 2 for bad usage, 130/143/129/131 for Ctrl-C, SIGTERM,
+    SIGHUP or SIGQUIT while probing (the port being probed is closed first).
     """
     if not probe and given(ctx, "timeout_ms"):
         fail("--timeout-ms applies only when probing; leave it out with --no-probe")

@@ -153,10 +153,10 @@ def record(
     Memory rings only while all is well: 240 fast sweeps (~8 s at 30 Hz) and 36 context entries (~36 s).
     When an axis latches a hardware error (a FAIRINO arm: a new fault code), one capture (JSONL) is
     published with the lead-up and a 2 s tail. Read only: nothing is commanded, no REBOOT is ever sent.
-    Ctrl-C, SIGTERM or SIGHUP ends it, publishing any open capture first.
+    Ctrl-C, SIGTERM, SIGHUP or SIGQUIT ends it, publishing any open capture first.
     A capture that cannot be written (a full disk) stops the recording; those already published are kept.
     Exit 0 done, 1 a capture could not be published, 2 bad usage, 3 device unreachable or lost,
-    130 / 143 / 129 Ctrl-C / SIGTERM / SIGHUP.
+    130 / 143 / 129 / 131 Ctrl-C / SIGTERM / SIGHUP / SIGQUIT.
     """
     if bus is not None and robot is not None:
         fail("give --bus or --robot, not both")

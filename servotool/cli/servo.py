@@ -171,8 +171,8 @@ def read_cmd(
     bus: str = BusOption,
     json_out: bool = JsonOption,
     watch_: bool = typer.Option(False, "--watch", help="Keep reading every servo and show them live until "
-                                "Ctrl-C, SIGTERM or SIGHUP (read only: the servos are left as they were; "
-                                "exit 130, 143, 129)."),
+                                "Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (read only: the servos are left as they "
+                                "were; exit 130, 143, 129, 131)."),
     period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
 ) -> None:
     """Read every servo: position (pulses), voltage, temperature and torque, and on a Dynamixel bus its

@@ -127,7 +127,8 @@ def step(
     --raw puts the jump on the wire in one tick: a FAIRINO controller latches a fault and sweeps on its own.
     Raw steps run on simulators, or on a real arm with --test-arm and a confirmation typed on the terminal.
     Every setting is checked before the arm is opened, +X and -X against the joint's range. Exit 0 complete,
-    1 fault or guard, 2 refused before anything moved, 3 device lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP.
+    1 fault or guard, 2 refused before anything moved, 3 device lost,
+    130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT.
     """
     # the run and its analysis (numpy, pandas, scipy) load here, not when `step -h` parses the options
     from servotool.analysis.step import StepResult

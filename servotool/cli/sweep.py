@@ -243,8 +243,8 @@ def sweep(
     The limit is set --inside pulses inside each stop; the joint returns to its start before the next sweep.
 
     Never commands past a stored limit; never writes servo EEPROM. Exit 0 done, 1 stopped by the key or a
-    fault found, 2 refused before anything moved, 3 no board or link lost, 130/143/129 Ctrl-C/SIGTERM/SIGHUP
-    (the arm held).
+    fault found, 2 refused before anything moved, 3 no board or link lost,
+    130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT (the arm held).
     """
     from servotool.io.csvlog import command_line
     from servotool.runs.sweep_record import SweepFiles
