@@ -21,6 +21,7 @@ from servotool.cli.sim_serve import (
 from servotool.devices.dynamixel.control_table import describe_hardware_error
 from servotool.devices.dynamixel.sim import describe_sim, start_sim
 from servotool.devices.dynamixel.sim_params import KNOWN_KEYS, describe
+from servotool.io.sim_ptys import register, unregister
 
 PROFILE_HELP = "Robot profile (its servo ids and models)."
 PARAM_HELP = ("A simulator parameter as key=value, repeatable (overload=12@5.0, latched=30, silent=22, "
@@ -73,4 +74,10 @@ def sim_dynamixel(
                           f"{describe_hardware_error(bits)}", highlight=False)
         seen = server.sim.latched()
 
-    serve(server.close, duration, announce, log_latches)
+    entry = register(server.path, "dynamixel", info["profile"])  # clients opening the pty call it simulated
+
+    def close() -> None:
+        unregister(entry)
+        server.close()
+
+    serve(close, duration, announce, log_latches)

@@ -20,6 +20,7 @@ from servotool.cli.sim_serve import (
 )
 from servotool.devices.hiwonder.sim import start_sim
 from servotool.devices.hiwonder.sim_params import KNOWN_KEYS, describe
+from servotool.io.sim_ptys import register, unregister
 
 PROFILE_HELP = "Arm profile (its servo ids, ranges and poses)."
 PARAM_HELP = ("A simulator parameter as key=value, repeatable; per servo as key_ID (obstacle_2=562, "
@@ -61,4 +62,10 @@ def sim_hiwonder(
                           highlight=False)
             console.print(f"connect servotool with --bus '{url}'", soft_wrap=True, highlight=False)
 
-    serve(server.close, duration, announce)
+    entry = register(server.path, "hiwonder", prof.name)  # clients opening the pty call it simulated
+
+    def close() -> None:
+        unregister(entry)
+        server.close()
+
+    serve(close, duration, announce)

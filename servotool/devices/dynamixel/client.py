@@ -54,6 +54,7 @@ from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.devices.url import sim_clock
 from servotool.errors import ConnectionLost, DeviceError, Refused
+from servotool.io.sim_ptys import served_by
 
 DEFAULT_BAUD = 1_000_000
 CLIENT_KEYS = ("baud", "ids", "profile", "latency_ms")
@@ -727,8 +728,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
                              "(dxl:///dev/ttyUSB0), not a pyserial URL")
     profile = _profile(opts["profile"])
     port = _open_port(parsed.target, opts["baud"], parsed.raw, opts["latency_ms"])
+    # `servotool sim dynamixel` serving this pty: a simulator all the same, announced and recorded as one
     bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
-                 clock=clock)
+                 simulated=served_by(parsed.target) is not None, clock=clock)
     if not bus.ids:
         try:
             found = bus.broadcast_ping()

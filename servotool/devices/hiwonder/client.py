@@ -36,6 +36,7 @@ from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
 from servotool.devices.url import bounded, sim_clock
 from servotool.errors import ConnectionLost, DeviceError
+from servotool.io.sim_ptys import served_by
 
 if TYPE_CHECKING:  # the simulator is loaded only for sim: URLs, never by a real client
     from servotool.devices.hiwonder.sim import BoardSim, PtyBoardServer
@@ -386,8 +387,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     except KeyError as exc:
         raise DeviceURLError(str(exc.args[0])) from None
     port = _open_port(parsed.target, opts["baud"], parsed.raw)
-    bus = HiwonderBus(port, parsed.raw, profile, simulated=False, timeout_s=opts["timeout_s"],
-                      retries=opts["retries"])
+    # `servotool sim hiwonder` serving this pty: a simulator all the same, announced and recorded as one
+    bus = HiwonderBus(port, parsed.raw, profile, simulated=served_by(parsed.target) is not None,
+                      timeout_s=opts["timeout_s"], retries=opts["retries"])
     try:
         answered = not kwargs.get("probe", True) or bus.answers()
     except BaseException:  # a signal or a lost link while probing: the port is not kept
