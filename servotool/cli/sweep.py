@@ -38,6 +38,8 @@ from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
 from servotool.runs.signals import StopSignals
 from servotool.runs.sweep import (
+    MAX_SPEED,
+    MIN_SPEED,
     NO_JOINTS,
     SweepConfig,
     SweepEvent,
@@ -166,7 +168,8 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
     config: SweepConfig | None = None
     try:
         config = SweepConfig(joints=joints, directions=directions, speed=speed, inside=inside,
-                             return_speed=max(100.0, speed) if speed == speed else 100.0)
+                             # derived, never given: a bad --speed is its own line, not a second one here
+                             return_speed=max(100.0, speed) if MIN_SPEED <= speed <= MAX_SPEED else 100.0)
     except SweepSettingsError as exc:
         # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
         problems += [p for p in exc.problems if not (dynamixel and not joints and p == NO_JOINTS)]

@@ -494,3 +494,16 @@ def test_merging_keeps_a_nan_elsewhere_in_the_file():
     text = merge_limits_text("n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n    gain: .nan\n",
                              {2: (120, 880)}, {}, "mapped today")
     assert parse_limits(text).limits[2] == (120, 880) and "gain: .nan" in text
+
+
+@pytest.mark.parametrize("speed", ["inf", "301", "1e400"])
+def test_a_bad_sweep_speed_is_one_error_line(monkeypatch, speed):
+    # the return speed (derived from --speed, never given) was refused on a line of its own
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    result = sweep("--joint", "4", "--speed", speed)
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "sweep speed" in lines[0], result.stderr
