@@ -19,7 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import blas  # scipy.signal (lfilter) costs a second to import, blas a tenth of that
 
+from servotool.analysis.recording import RecordingError
+
 FIT_GRID_S = 0.001  # simulation step of the dynamic model
+# grid cells of one fit, all stretches together: some 2.8 hours of frames at FIT_GRID_S. A recording whose
+# times span more (stamped in nanoseconds, a clock that jumped by days) would ask for terabytes
+MAX_FIT_CELLS = 10_000_000
 FRICTION_V_EPS = 1.0  # deg/s: speed over which the friction term reaches its full value (tanh)
 TINY_TAU_S = 1e-9  # below this the filter is the identity
 LEAD_CELLS = 2  # grid cells before the first command or frame of a stretch (the model is at rest there)
@@ -147,6 +152,31 @@ class _Response:
     dy_t: np.ndarray | None = None
 
 
+def _grids(
+    t_cmd: np.ndarray, t_meas: np.ndarray, spans: Sequence[tuple[float, int, int]], h: float
+) -> list[tuple[float, int, int, int]]:
+    """(grid start, cells, first frame, end frame) of each stretch with frames. Raises RecordingError when
+    the grids would hold more than MAX_FIT_CELLS cells in all (or a time is not finite)."""
+    out = []
+    for t_from, i0, i1 in spans:
+        if i1 > i0:
+            # from the setpoint before t_from: the command moves towards the one at t_from already
+            k = int(np.searchsorted(t_cmd, t_from, side="left")) - 1
+            t_rest = float(t_cmd[k]) if k >= 0 else t_from
+            frames = t_meas[i0:i1]  # in time order as a rule, but not relied on
+            t0 = min(t_rest, float(frames.min())) - LEAD_CELLS * h
+            cells = (float(frames.max()) - t0) / h
+            if not cells <= MAX_FIT_CELLS:
+                raise RecordingError(
+                    f"the frames span {cells * h:.6g} s, longer than the fit samples "
+                    f"({MAX_FIT_CELLS * h:.6g} s): are the times in seconds?"
+                )
+            out.append((t0, int(math.floor(cells)) + LEAD_CELLS + 2, i0, i1))
+    if sum(n for _, n, _, _ in out) > MAX_FIT_CELLS + len(out) * (LEAD_CELLS + 2):
+        raise RecordingError(f"the fit's stretches span more than {MAX_FIT_CELLS * h:.6g} s in all")
+    return out
+
+
 class FitModel:
     """The measured frames of one fit and the command they follow; residuals and Jacobians on demand.
 
@@ -168,18 +198,11 @@ class FitModel:
         whole = [(float(t_cmd[0]), 0, len(t_meas))] if len(t_meas) else []
         spans: Sequence[tuple[float, int, int]] = whole if windows is None else windows
         self.stretches = []
-        for t_from, i0, i1 in spans:
-            if i1 > i0:
-                # from the setpoint before t_from: the command moves towards the one at t_from already
-                k = int(np.searchsorted(t_cmd, t_from, side="left")) - 1
-                t_rest = float(t_cmd[k]) if k >= 0 else t_from
-                frames = t_meas[i0:i1]  # in time order as a rule, but not relied on
-                t0 = min(t_rest, float(frames.min())) - LEAD_CELLS * h
-                n = int(math.floor((float(frames.max()) - t0) / h)) + LEAD_CELLS + 2
-                u = np.interp(t0 + h * np.arange(n), t_cmd, q_cmd)
-                pos0 = (frames - t0) / h
-                low, high = float(pos0.min()), float(pos0.max())
-                self.stretches.append(_Stretch(t0, i0, i1, u, pos0, low, high))
+        for t0, n, i0, i1 in _grids(t_cmd, t_meas, spans, h):
+            u = np.interp(t0 + h * np.arange(n), t_cmd, q_cmd)
+            pos0 = (t_meas[i0:i1] - t0) / h
+            low, high = float(pos0.min()), float(pos0.max())
+            self.stretches.append(_Stretch(t0, i0, i1, u, pos0, low, high))
         self._cache: tuple[float, bool, list[tuple[np.ndarray, np.ndarray | None]]] | None = None
         # the linear terms solved at each (L, tau) evaluated: the fit's end needs them again
         self._linear: dict[tuple[float, float], tuple[float, float, float, float, float]] = {}

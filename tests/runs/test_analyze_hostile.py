@@ -1,0 +1,64 @@
+"""`servotool analyze` fed recordings that were damaged after they were written: every file gets an answer
+(its analysis or one line saying why), and no verdict claims more than the rows hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
+from servotool.runs.analyze import FileAnalysis, NotAnalyzable, analyze_any
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> dict[str, str]:
+    """Real recordings, one per mode, made by the commands on the simulators in simulated time: their text
+    by mode (ramp, step, sweep)."""
+    base = tmp_path_factory.mktemp("recorded")
+    commands = {
+        "ramp": ["lag", "--ramp", "--robot", "sim:fr3?clock=sim", "--sweep", "4", "--speeds", "10,20"],
+        "step": ["step", "--robot", "sim:fr3?clock=sim", "--size", "5", "--steps", "2"],
+        "sweep": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "2", "--direction", "down"],
+    }
+    out: dict[str, str] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SERVOTOOL_STATE_DIR", str(base / "state"))
+        mp.setenv("SERVOTOOL_LOCK_DIR", str(base / "locks"))
+        mp.setenv("SERVOTOOL_CONFIG", str(base / "no-config.yaml"))
+        for mode, command in commands.items():
+            folder = base / mode
+            res = runner.invoke(app, [*command, "--out", str(folder)])
+            assert res.exit_code == 0, res.output
+            (csv,) = sorted(folder.glob(f"{mode}*.csv"))
+            out[mode] = csv.read_text()
+    return out
+
+
+def _retime(path: Path, scale: float) -> Path:
+    """The file with every row's time multiplied by `scale` (a spreadsheet that wrote nanoseconds)."""
+    out = []
+    for line in path.read_text().splitlines(keepends=True):
+        head, sep, rest = line.partition(",")
+        if sep and not line.startswith("#") and head != "t":
+            head = repr(float(head) * scale)
+        out.append(head + sep + rest)
+    path.write_text("".join(out))
+    return path
+
+
+def test_a_ramp_stamped_in_nanoseconds_is_answered_not_a_memory_error(tmp_path, recorded):
+    # the dynamic fit sampled the command on a 1 ms grid over the whole span: some 1e12 cells asked for
+    path = tmp_path / "ns.csv"
+    path.write_text(recorded["ramp"])
+    _retime(path, 1e9)
+    try:
+        fa = analyze_any(path)
+    except NotAnalyzable:
+        return
+    assert isinstance(fa, FileAnalysis)
+    assert fa.result.dynamics is None
+    assert any("dynamic fit" in w for w in fa.result.warnings)
