@@ -24,14 +24,15 @@ MAX_ROW_BYTES = 1 << 16  # a body line longer than this is no row of ours: skipp
 CHUNK_BYTES = 512 << 10  # the body is read and judged this much at a time (the searches run in cache)
 MAX_LISTED = 20  # skipped lines listed with their line numbers (all are counted)
 END = "# end: "
+MAGIC = "# servotool-csv:"  # a recording's first line: inside a body, a second recording starts there
 _LONE_CR = re.compile(rb"\r(?!\n)")
 _HIGH = re.compile(rb"[\x80-\xff]")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a line is when it is not a plain row: "end" (text = its status), "comment", "blank", or "bad"
-    (text = why)."""
+    """What a line is when it is not a plain row: "end" (text = its status), "header" (a recording's first
+    line), "comment", "blank", or "bad" (text = why)."""
 
     kind: str
     text: str = ""
@@ -46,7 +47,9 @@ def judge_line(raw: bytes, n_fields: int) -> Verdict | None:
     body = raw[:-1] if raw.endswith(b"\r") else raw
     if body.startswith(b"#"):
         text = body.decode("utf-8", "replace")
-        return Verdict("end", text[len(END) :].strip()) if text.startswith(END) else Verdict("comment")
+        if text.startswith(END):
+            return Verdict("end", text[len(END) :].strip())
+        return Verdict("header", text.strip()) if text.startswith(MAGIC) else Verdict("comment")
     if not body:
         return Verdict("blank")
     if b"\r" in body:
@@ -87,6 +90,7 @@ class BodyReport:
     n_bad: int = 0
     end: Cut | None = None
     rows_after_end: Cut | None = None  # the first line after the end line that is not blank or a comment
+    second_header: Cut | None = None  # a recording's first line inside the body (two files joined)
     torn_tail: bool = False  # the file ends in a partial line that is no row (dropped, not counted)
     removed: list[int] = field(default_factory=list)
 
@@ -212,6 +216,9 @@ class BodyStream(RawIOBase):
             if verdict.kind == "end":
                 self._after_end(buf, kept, end)
                 return b"".join(parts)
+            if verdict.kind == "header":  # what follows is another recording's: the stream ends here
+                self._eof = True
+                return b"".join(parts)
         if self._count:
             self._line = line + buf.count(b"\n", counted, end)
         if not parts:
@@ -240,6 +247,8 @@ class BodyStream(RawIOBase):
             r.removed.append(cut.index)
         if cut.verdict.kind == "end":
             r.end = cut
+        elif cut.verdict.kind == "header" and r.second_header is None:
+            r.second_header = cut
         elif cut.verdict.kind == "bad":
             r.n_bad += 1
             if len(r.bad) < MAX_LISTED:

@@ -564,18 +564,25 @@ def _finish(
     """Set meta's end status and skipped rows (in line order) from what the stream took out and what the
     parser refused. Raises CsvFormatError naming the line of an end line that rows follow (it would hide
     them)."""
-    end = report.end
+    end, second = report.end, report.second_header
     # the end line's number is needed only to name it in the refusal below (counting costs a pass)
     cuts = list(report.bad) + ([end] if end is not None and report.rows_after_end is not None else [])
+    cuts += [second] if second is not None else []
     unnumbered = sorted({c.pos for c in cuts if c.index < 0})
     if unnumbered:
         index = dict(zip(unnumbered, line_numbers(fh, offset, unnumbered), strict=True))
         for c in cuts:
             if c.index < 0:
                 c.index = index[c.pos]
-    if end is not None and report.rows_after_end is not None:
+    if second is not None:
         raise CsvFormatError(
-            f"{meta.path}: line {first_line + end.index}: '{_END}{end.verdict.text}' is followed by more rows"
+            f"{meta.path}: line {first_line + second.index}: a second recording starts here "
+            f"('{second.verdict.text}'): files joined into one? Split them there"
+        )
+    if end is not None and report.rows_after_end is not None:
+        what = "a second recording" if report.rows_after_end.verdict.kind == "header" else "more rows"
+        raise CsvFormatError(
+            f"{meta.path}: line {first_line + end.index}: '{_END}{end.verdict.text}' is followed by {what}"
         )
     _set_status(meta, end.verdict.text if end is not None else None)
     listed = [(first_line + c.index, c.verdict.text) for c in report.bad]
@@ -842,8 +849,9 @@ def read_csv(path: str | Path, *, header_only: bool = False) -> tuple[CsvMeta, p
     meta.bad_rows with its line number, and every row after it is read. Comment lines in the body are
     ignored; a UTF-8 BOM is accepted. A file without an end line is returned with meta.complete False and
     end_reason saying it was cut off; its torn last row (a crash mid-write) is dropped without a mention.
-    Raises NotServotoolCsv for a foreign file and CsvFormatError for a damaged header or an end line
-    followed by more rows, each naming the file (and the line where known). Label columns (event, phase)
+    Raises NotServotoolCsv for a foreign file and CsvFormatError for a damaged header, an end line
+    followed by more rows or a second recording's first line in the body (two files joined), each naming
+    the file (and the line where known). Label columns (event, phase)
     come back categorical, known numeric columns as float64.
     """
     import pandas as pd

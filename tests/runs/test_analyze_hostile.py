@@ -62,3 +62,25 @@ def test_a_ramp_stamped_in_nanoseconds_is_answered_not_a_memory_error(tmp_path, 
     assert isinstance(fa, FileAnalysis)
     assert fa.result.dynamics is None
     assert any("dynamic fit" in w for w in fa.result.warnings)
+
+
+@pytest.mark.parametrize("reader", ["arrow", "arrow-threads", "plain"])
+@pytest.mark.parametrize("mode", ["ramp", "step", "sweep"])
+def test_two_recordings_joined_are_refused_where_the_second_starts(tmp_path, monkeypatch, recorded, mode,
+                                                                   reader):
+    from servotool.io import csvlog
+
+    monkeypatch.setattr(csvlog, "HAVE_ARROW", reader != "plain" and csvlog.HAVE_ARROW)
+    monkeypatch.setattr(csvlog, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
+    text = recorded[mode]
+    # the first run cut off (no end line), the next appended to the same file: `cat a.csv b.csv > c.csv`
+    first = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("# end:"))
+    path = tmp_path / "joined.csv"
+    path.write_text(first + text)
+    second = len(first.splitlines()) + 1
+    with pytest.raises(NotAnalyzable, match=rf"line {second}: a second recording starts here"):
+        analyze_any(path)
+    # with its end line, the first run's rows are followed by another's: refused as such
+    path.write_text(text + text)
+    with pytest.raises(NotAnalyzable, match=r"is followed by a second recording"):
+        analyze_any(path)
