@@ -7,6 +7,7 @@ the position the joint was held at, and the limit sits `inside` pulses back from
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,21 @@ from servotool.analysis.recording import RecordingError, Table, label_codes, num
 from servotool.analysis.sweep import direction_sign, find_stall, limit_from_stop
 
 DEFAULT_INSIDE = 10  # pulses, when the header does not say
+MAX_INSIDE = 200  # pulses: the widest margin a sweep sets (its --inside is checked against 0..MAX_INSIDE)
+
+
+def config_inside(config: dict[str, Any]) -> int:
+    """The margin (pulses) a sweep set its limits inside its stops, from its header config: DEFAULT_INSIDE
+    when absent. RecordingError for a value no sweep could have set (not a whole number in 0..MAX_INSIDE):
+    a limit beyond the stop, or a billion pulses from it, is no limit the rows hold."""
+    value = config.get("inside")
+    if value is None:
+        return DEFAULT_INSIDE
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
+            or not 0 <= value <= MAX_INSIDE:
+        raise RecordingError(f"config inside {json.dumps(value, default=str)} is not a margin in pulses "
+                             f"(a whole number in 0..{MAX_INSIDE})")
+    return int(value)
 
 
 @dataclass
@@ -124,8 +140,7 @@ def analyze_sweep_record(
     cmd = _column(table, "cmd")
     read = _column(table, "read")
     speed = float(config.get("speed") or math.nan)
-    inside = int(config["inside"]) if config.get("inside") is not None else DEFAULT_INSIDE  # 0 is a setting
-    res = SweepFileResult(speed=speed, inside=inside)
+    res = SweepFileResult(speed=speed, inside=config_inside(config))
     ok = np.isfinite(t) & np.isfinite(joint)
     order = np.flatnonzero(ok)[np.argsort(t[ok], kind="stable")]
     seen: list[tuple[int, str]] = []

@@ -41,6 +41,7 @@ from servotool.analysis.sweep import (
     limit_from_stop,
     merge_found,
 )
+from servotool.analysis.sweep_record import MAX_INSIDE
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
 from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, SettingsError
@@ -123,8 +124,8 @@ def sweep_problems(cfg: SweepConfig) -> list[str]:
         _finite_in("limit wait", cfg.limit_wait_s, 0.0, 10.0, "s"),
     ]
     out += [c for c in checks if c]
-    if not 0 <= cfg.inside <= 200:
-        out.append(f"inside {cfg.inside} pulses outside [0, 200]")
+    if not 0 <= cfg.inside <= MAX_INSIDE:
+        out.append(f"inside {cfg.inside} pulses outside [0, {MAX_INSIDE}]")
     if cfg.limit_tol < 0:
         out.append(f"limit tolerance {cfg.limit_tol} pulses is negative")
     return out

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,29 @@ def test_two_recordings_joined_are_refused_where_the_second_starts(tmp_path, mon
     path.write_text(text + text)
     with pytest.raises(NotAnalyzable, match=r"is followed by a second recording"):
         analyze_any(path)
+
+
+def _with_config(text: str, **changes) -> str:
+    """The recording with its header config's keys changed (None: the key removed)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("# config: "):
+            cfg = json.loads(line[len("# config: ") :])
+            for key, value in changes.items():
+                if value is None:
+                    cfg.pop(key, None)
+                else:
+                    cfg[key] = value
+            line = "# config: " + json.dumps(cfg) + "\n"
+        out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("inside", [-5, 201, 10**9, 2.5, True, "x", [20]])
+def test_a_sweep_whose_inside_margin_no_sweep_could_have_is_refused(tmp_path, recorded, inside):
+    # inside -5 put the limit 5 pulses beyond where the servo stopped; 10**9 a billion pulses away
+    path = tmp_path / "sweep-j2-down.csv"
+    path.write_text(_with_config(recorded["sweep"], inside=inside))
+    with pytest.raises(NotAnalyzable, match="config inside"):
+        analyze_any(path)
+
