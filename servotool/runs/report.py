@@ -21,15 +21,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from servotool.analysis.lag import LagResult, combine_lag, guard_advice
+from servotool.analysis.recording import RecordingError
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
+from servotool.analysis.sweep_record import config_inside
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
-from servotool.io.csvlog import CsvFormatError, read_csv
+from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
 from servotool.runs.analyze import FileAnalysis, analyze_paths
 from servotool.runs.campaign import Campaign, parse_campaign
 
 if TYPE_CHECKING:  # matplotlib is imported only when a report draws its figures (analyze never does)
+    import pandas as pd
+
     from servotool.plots.campaign import StepTrace
 from servotool.runs.step import StepSettings
 
@@ -178,22 +182,45 @@ class SweepRow:
         return limit_from_stop(int(round(self.stop)), -1 if self.direction == "down" else 1, self.inside)
 
 
-def read_sweeps(folder: Path) -> list[SweepRow]:
-    """Every limit sweep recorded in the folder (sweep-*.csv), from the files alone."""
-    rows = []
+def read_sweeps(folder: Path) -> tuple[list[SweepRow], list[str]]:
+    """Every limit sweep recorded in the folder (sweep-*.csv), from the files alone; and a problem line
+    ("<file>: left out of the report: <why>") for each sweep file whose header or rows it cannot read."""
+    rows, problems = [], []
     for path in sorted(folder.glob("sweep-*.csv")):
         try:
             meta, df = read_csv(path)
         except CsvFormatError:
-            continue
-        stops = df[df["event"] == "stop"]
-        cfg = meta.config
-        lo, hi = (int(x) for x in (cfg.get("stored_limit") or [0, 0]))
-        stop = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
-        rows.append(SweepRow(run_label(meta.command)[0] or path.name, meta.device, int(cfg.get("joint", 0)),
-                             str(cfg.get("direction")), int(cfg.get("start", 0)), (lo, hi), stop,
-                             int(cfg.get("inside", 0)), meta.complete))
-    return rows
+            continue  # analyze names it
+        try:
+            rows.append(_sweep_row(path, meta, df))
+        except (RecordingError, ValueError, TypeError, KeyError) as exc:
+            problems.append(f"{path}: left out of the report: {exc}")
+    return rows, problems
+
+
+def _whole(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and value == int(value)
+
+
+def _sweep_row(path: Path, meta: CsvMeta, df: pd.DataFrame) -> SweepRow:
+    """The report's row of one sweep file. Raises ValueError (or RecordingError) saying which header key
+    or column it cannot read: a limit is never made up from a value no sweep wrote."""
+    cfg = meta.config
+    stored = cfg.get("stored_limit") or [0, 0]
+    if not (isinstance(stored, list) and len(stored) == 2 and all(_whole(x) for x in stored)):
+        raise ValueError(f"config stored_limit is {stored!r}, not two pulse counts")
+    for key in ("joint", "start"):
+        if not _whole(cfg.get(key, 0)):
+            raise ValueError(f"config {key} is {cfg.get(key)!r}, not a whole number")
+    for col in ("event", "read"):
+        if col not in df.columns:
+            raise ValueError(f"no '{col}' column")
+    stops = df[df["event"] == "stop"]
+    stop = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
+    lo, hi = (int(x) for x in stored)
+    return SweepRow(run_label(meta.command)[0] or path.name, meta.device, int(cfg.get("joint", 0)),
+                    str(cfg.get("direction")), int(cfg.get("start", 0)), (lo, hi), stop,
+                    config_inside(cfg), meta.complete)  # fmt: skip
 
 
 def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
@@ -387,11 +414,11 @@ def build_report(folder: str | Path) -> Report:
     cold = [fa for fa in files if isinstance(fa.result, LagResult) and fa.meta.config.get("cold_start")]
     steps = [fa for fa in files if isinstance(fa.result, StepResult)]
     title = f"Campaign report: {campaign.name if campaign else folder.name}"
-    report = Report(title, _intro(folder, campaign, files, read_sweeps(folder)))
+    sweeps, sweep_problems = read_sweeps(folder)
+    report = Report(title, _intro(folder, campaign, files, sweeps))
     report.tables += [lag_table(lags)] if lags else []
     report.tables += [cold_table(cold)] if cold else []
     report.tables += [step_table(steps)] if steps else []
-    sweeps = read_sweeps(folder)
     if sweeps:
         report.tables.append(sweep_table(sweeps))
         report.limits = limits_block(sweeps)
@@ -403,6 +430,7 @@ def build_report(folder: str | Path) -> Report:
                        if not Path(p.path).name.startswith("sweep-")]
     report.problems += [f"{fa.path}: left out of the report: {unusable[id(fa)]}" for fa in analysed.files
                         if unusable[id(fa)] is not None]
+    report.problems += sweep_problems
     return report
 
 

@@ -111,3 +111,28 @@ def test_a_sweep_whose_inside_margin_no_sweep_could_have_is_refused(tmp_path, re
     with pytest.raises(NotAnalyzable, match="config inside"):
         analyze_any(path)
 
+
+def test_the_report_leaves_out_a_sweep_whose_header_it_cannot_read(tmp_path, recorded):
+    from servotool.runs.report import build_report
+
+    good = _with_config(recorded["sweep"])
+    edits = {
+        "stored_limit": {"stored_limit": "x"},
+        "stored_nan": {"stored_limit": [float("nan"), 990]},
+        "start": {"start": "middle"},
+        "joint": {"joint": "x"},
+        "inside": {"inside": -5},
+    }
+    for name, change in edits.items():
+        (tmp_path / f"sweep-{name}.csv").write_text(_with_config(good, **change))
+    head, _, body = good.partition("\nt,")
+    cols = "t," + body.split("\n", 1)[0]
+    no_read = good.replace(cols, cols.replace(",read", ",reading"))
+    (tmp_path / "sweep-noread.csv").write_text(no_read)
+    (tmp_path / "sweep-good.csv").write_text(good)
+    report = build_report(tmp_path)
+    rows = [t for t in report.tables if t.title == "limit sweeps"]
+    assert len(rows) == 1 and len(rows[0].rows) == 1
+    named = " ".join(report.problems)
+    for name in [*edits, "noread"]:
+        assert f"sweep-{name}.csv" in named, (name, report.problems)
