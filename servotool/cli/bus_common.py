@@ -21,7 +21,7 @@ from servotool.devices.registry import DeviceURLError, family_of, open_bus, pars
 from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
-from servotool.io.sim_state import load_sim_state, lock_key, save_sim_state
+from servotool.io.sim_state import load_sim_state, lock_key, lock_name_of, save_sim_state
 from servotool.runs.ownership import claim
 from servotool.runs.signals import StopSignals
 
@@ -148,7 +148,7 @@ def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool =
         try:
             stack.enter_context(claim(url))
             if keep_sim_pose and url_simulated(url):  # its pose lives on: one command drives it at a time
-                stack.enter_context(DeviceLock(lock_key(url)))
+                stack.enter_context(DeviceLock(lock_key(url), name=lock_name_of(url)))
             stack.callback(signals.ending)  # the lock is then released whole, whatever signal comes
             dev = open_arm_bus(url, keep_sim_pose=keep_sim_pose)
         except ServotoolError as exc:

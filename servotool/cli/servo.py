@@ -38,7 +38,7 @@ from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.jsondoc import encode
-from servotool.io.sim_state import forget_sim_state, lock_key
+from servotool.io.sim_state import forget_sim_state, lock_key, lock_name_of
 from servotool.runs.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
@@ -398,7 +398,7 @@ def forget_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Forget where a simulated arm was left: its next command starts it in its start pose again. Refused
     (exit 2) while another command drives that arm: it saves its pose when it ends."""
     try:
-        with DeviceLock(lock_key(bus)):
+        with DeviceLock(lock_key(bus), name=lock_name_of(bus)):
             had = forget_sim_state(bus)
     except Refused as exc:
         fail(str(exc))

@@ -57,14 +57,16 @@ class LockUnavailable(Refused):
 
 
 class DeviceLock:
-    """Hold the lock of one device (`key`, e.g. "fairino-192.168.58.2-20003") for as long as the context.
+    """Hold the lock of one device (`key`, e.g. "fairino-192.168.58.2-20003") for as long as the context;
+    `name` is what a refusal calls the device (default: the key).
 
     `acquire` never waits: when another process holds the lock it raises DeviceBusy naming that process.
     Reentrant within a process is NOT supported (flock on a second descriptor conflicts with the first).
     """
 
-    def __init__(self, key: str, folder: str | Path | None = None) -> None:
+    def __init__(self, key: str, folder: str | Path | None = None, name: str | None = None) -> None:
         self.key = key
+        self.name = name or key  # what a refusal calls the device (a key can be a digest)
         self.path = lock_dir(folder) / lock_name(key)
         self._fd: int | None = None
 
@@ -90,7 +92,7 @@ class DeviceLock:
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
-            busy = DeviceBusy(f"{self.key} is in use by another servotool process ({holder}): one run per "
+            busy = DeviceBusy(f"{self.name} is in use by another servotool process ({holder}): one run per "
                               "device")
             busy.holder = holder
             raise busy from None

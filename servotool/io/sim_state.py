@@ -31,6 +31,11 @@ def lock_key(url: str) -> str:
     return f"sim-arm-{state_file(url, Path('.')).stem}"
 
 
+def lock_name_of(url: str) -> str:
+    """What a refusal calls the simulated arm behind `url` (its lock key is a digest)."""
+    return f"the simulated arm {url}"
+
+
 def load_sim_state(url: str, folder: Path | None = None) -> dict[str, str]:
     """The saved simulator parameters of `url` ({} when none were saved or the file is unreadable)."""
     path = state_file(url, folder)

@@ -574,3 +574,17 @@ def test_a_period_without_watch_is_refused_not_ignored(monkeypatch):
     result = invoke("read", "--period", "2")
     assert result.exit_code == 2, result.output
     assert "--period" in result.stderr and "--watch" in result.stderr
+
+
+def test_a_busy_simulated_arm_is_named_by_its_url_not_its_lock_key():
+    # the refusal read 'sim-arm-49454d60efac6ce6 is in use by another servotool process'
+    from servotool.io.devlock import DeviceLock
+    from servotool.io.sim_state import lock_key
+
+    url = "sim:rosorin-arm?clock=sim"
+    with DeviceLock(lock_key(url)):
+        for args in (("move", "--to", "2=700"), ("forget",)):
+            busy = invoke(*args, "--bus", url)
+            assert busy.exit_code == 2, busy.output
+            (line,) = [ln for ln in busy.stderr.splitlines() if ln.startswith("error:")]
+            assert f"the simulated arm {url} is in use" in line and lock_key(url) not in line
