@@ -341,7 +341,9 @@ class _Sweeper:
         self.bus.hold()  # first, before anything else: the arm stops where it is
         t_hold = self.now()
         writer.write(t=t_hold, event="hold", joint=res.joint, direction=res.direction)
-        res.reason, res.stop_t = reason, round(t_hold, 6)
+        # a stop asked for by a signal is named so (the key is STOP_ABORT itself): not 'by key' for a SIGTERM
+        said = f"aborted by {self._stop_reason()}" if reason == STOP_ABORT and self._stop_reason() else reason
+        res.reason, res.stop_t = said, round(t_hold, 6)
         # a read right after the hold: on a simulated bus this also pins the hold to the time it was sent
         first = self.bus.read_position(res.joint)
         writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=first)

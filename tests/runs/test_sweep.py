@@ -376,3 +376,22 @@ def test_files_that_cannot_be_written_after_the_sweep_end_it_as_a_fault(arm, tmp
                         SweepFiles(out_dir=tmp_path, command="test"))
     assert rec.run.exit_code == ExitCode.FAULT and "No space left on device" in rec.run.error
     assert rec.outputs["csv"] and "json" not in rec.outputs
+
+
+def test_a_sweep_stopped_by_a_signal_says_so_not_by_key(arm, tmp_path):
+    # SIGTERM mid-sweep (stdin no terminal: no key at all) was recorded and shown as 'aborted by key'
+    import json
+    from pathlib import Path
+
+    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+
+    cases = (("SIGTERM", "aborted by SIGTERM"), ("Ctrl-C", "aborted by Ctrl-C"), (None, STOP_ABORT))
+    for reason, said in cases:
+        bus, clock = arm()
+        ticks = []
+        rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+                            SweepFiles(out_dir=tmp_path / str(reason)),
+                            abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,  # noqa: B023
+                            on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)  # noqa: B023
+        assert [r.reason for r in rec.run.results] == [said]
+        assert json.loads(Path(rec.outputs["json"]).read_text())["sweeps"][0]["reason"] == said
