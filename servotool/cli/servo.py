@@ -259,11 +259,15 @@ def move_cmd(
     # a Dynamixel bus: its position and id ranges are the control table's, known before it opens; its
     # servos (and their stored limits) are asked once it is open, before anything is written
     ranges = url_ranges(bus)
+    if ranges and limits is not None:  # the file's pulses are the board's: another unit than the X series'
+        problems.append(f"--limits {limits}: a limits file holds the board's pulses (0-1000 over 240 deg); a "
+                        "Dynamixel bus counts 4096 a turn: leave out --limits (the servos' own position "
+                        "limits are checked)")
     span = (0, 1000) if prof else (ranges[0] if ranges else None)
     problems += move_problems(to, speed, poses, prof.ids if prof else (),
                               prof.reference_poses if prof else (), span=span,
-                              id_span=ranges[1] if ranges else None, mapped=lf.limits if lf else None,
-                              mapped_in=str(limits))
+                              id_span=ranges[1] if ranges else None,
+                              mapped=lf.limits if lf and not ranges else None, mapped_in=str(limits))
     if problems:
         fail_all(problems)
     log = MoveLog()

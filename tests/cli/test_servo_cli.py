@@ -588,3 +588,19 @@ def test_a_busy_simulated_arm_is_named_by_its_url_not_its_lock_key():
             assert busy.exit_code == 2, busy.output
             (line,) = [ln for ln in busy.stderr.splitlines() if ln.startswith("error:")]
             assert f"the simulated arm {url} is in use" in line and lock_key(url) not in line
+
+
+def test_a_limits_file_on_a_dynamixel_bus_is_refused_before_the_port_opens(tmp_path, monkeypatch):
+    # a limits file holds the board's pulses (0-1000 over 240 deg); a Dynamixel servo's pulse is another
+    # unit (4096 a turn): arm_limit_10 [131, 631] let 'move --to 10=500' go ahead against it, a number of
+    # another scale
+    def no_open(*args, **kwargs):
+        raise AssertionError("the bus must not be opened")
+
+    monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_10: [131, 631]\n")
+    result = invoke("move", "--to", "10=500", "--limits", str(limits), "--bus", "sim:microduck?clock=sim")
+    assert result.exit_code == 2, result.output
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "--limits" in line and "Dynamixel" in line
