@@ -67,6 +67,11 @@ config_app = typer.Typer(
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
+def _json(ctx: typer.Context, json_out: bool) -> bool:
+    """The sub-command's --json, or the group's (`config --json set ...`): either asks for JSON."""
+    return json_out or bool(ctx.parent is not None and ctx.parent.params.get("json_out"))
+
+
 @config_app.callback()
 def _config(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     """Show and set the defaults commands use when an option is not given (the user config file).
@@ -74,12 +79,13 @@ def _config(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     Each value comes from, in order: the option, its environment variable, the config file, the built-in
     default. `servotool config` alone is `servotool config show`."""
     if ctx.invoked_subcommand is None:
-        show(json_out=json_out)
+        show(ctx, json_out=json_out)
 
 
 @config_app.command("show")
-def show(json_out: bool = JsonOption) -> None:
+def show(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     """Show the value each key takes when its option is not given, and where the value comes from."""
+    json_out = _json(ctx, json_out)
     path = config_path()
     try:
         rows = effective(load_config(path))
@@ -102,8 +108,9 @@ def show(json_out: bool = JsonOption) -> None:
 
 
 @config_app.command("path")
-def path_cmd(json_out: bool = JsonOption) -> None:
+def path_cmd(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     """Print the config file's path ($SERVOTOOL_CONFIG, else the user config dir's servotool/config.yaml)."""
+    json_out = _json(ctx, json_out)
     path = config_path()
     if json_out:
         print_json({"path": str(path), "exists": path.exists()})
@@ -113,6 +120,7 @@ def path_cmd(json_out: bool = JsonOption) -> None:
 
 @config_app.command("set")
 def set_cmd(
+    ctx: typer.Context,
     key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to set.")],
     value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
     json_out: bool = JsonOption,
@@ -121,6 +129,7 @@ def set_cmd(
     added as the last line: the other keys, comments, blank lines, order and layout are kept as written. A
     robot value must be an arm's device URL, a bus value a servo bus's (their parameters are checked when a
     command opens them)."""
+    json_out = _json(ctx, json_out)
     name = key.value
     path = config_path()
     if name in ("robot", "bus"):
@@ -140,11 +149,13 @@ def set_cmd(
 
 @config_app.command("unset")
 def unset_cmd(
+    ctx: typer.Context,
     key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to remove.")],
     json_out: bool = JsonOption,
 ) -> None:
     """Remove KEY's line from the config file (every other line, comments too, kept); its option falls back
     to the environment or the built-in default."""
+    json_out = _json(ctx, json_out)
     name = key.value
     path = config_path()
     try:

@@ -57,6 +57,15 @@ def _dry_run_folder(env, *extra):
     return "".join(result.output.split())  # a path folded at 80 columns reads back whole (no spaces in it)
 
 
+@pytest.mark.parametrize("args", [["show"], ["path"], ["set", "out", "runs"], ["unset", "out"]])
+def test_config_json_before_the_sub_command_is_json(tmp_path, args):
+    # `config --json set out x` took the group's --json and printed text
+    env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "SERVOTOOL_OUT": None}
+    result = runner.invoke(app, ["config", "--json", *args], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["path"] == str(tmp_path / "config.yaml")
+
+
 def test_config_set_show_and_path(tmp_path):
     cfg = tmp_path / "sub" / "config.yaml"
     env = {"SERVOTOOL_CONFIG": str(cfg), "SERVOTOOL_OUT": None, "SERVOTOOL_ROBOT": None}
