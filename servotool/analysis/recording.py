@@ -383,3 +383,8 @@ def check_joint(rec: Recording, joint: int) -> None:
         raise RecordingError("fewer than two commanded setpoints")
     if len(rec.state_t) < 2:
         raise RecordingError("fewer than two measured state frames")
+    for what, t in (("commanded setpoints", rec.cmd_t), ("measured state frames", rec.state_t)):
+        # rows all stamped alike (a spreadsheet that filled the column down) hold no timing: a lag, an
+        # arrival or a runaway read from them would be made up
+        if not t[-1] > t[0]:
+            raise RecordingError(f"the {what} all have one time ({t[0]:g} s): no timing to analyse")

@@ -15,6 +15,13 @@ from servotool.runs.analyze import FileAnalysis, NotAnalyzable, analyze_any
 runner = CliRunner()
 
 
+class _Recorded(dict):
+    """The recordings by mode; shown by name in a failure report, not as the files' text."""
+
+    def __repr__(self) -> str:
+        return f"<recordings: {', '.join(self)}>"
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> dict[str, str]:
     """Real recordings, one per mode, made by the commands on the simulators in simulated time: their text
@@ -25,7 +32,7 @@ def recorded(tmp_path_factory) -> dict[str, str]:
         "step": ["step", "--robot", "sim:fr3?clock=sim", "--size", "5", "--steps", "2"],
         "sweep": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "2", "--direction", "down"],
     }
-    out: dict[str, str] = {}
+    out = _Recorded()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SERVOTOOL_STATE_DIR", str(base / "state"))
         mp.setenv("SERVOTOOL_LOCK_DIR", str(base / "locks"))
@@ -136,3 +143,13 @@ def test_the_report_leaves_out_a_sweep_whose_header_it_cannot_read(tmp_path, rec
     named = " ".join(report.problems)
     for name in [*edits, "noread"]:
         assert f"sweep-{name}.csv" in named, (name, report.problems)
+
+
+@pytest.mark.parametrize("mode", ["ramp", "step"])
+def test_rows_that_all_have_one_time_give_no_verdict(tmp_path, recorded, mode):
+    # a spreadsheet that filled the t column down: the step run read "ok", "no arrival" and "runaway"
+    path = tmp_path / f"{mode}.csv"
+    path.write_text(recorded[mode])
+    _retime(path, 0.0)
+    with pytest.raises(NotAnalyzable, match="all have one time"):
+        analyze_any(path)
