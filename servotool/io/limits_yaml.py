@@ -19,6 +19,7 @@ changed, the merge is refused (LimitsFileError) rather than written.
 from __future__ import annotations
 
 import io
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,15 +47,24 @@ DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
 
 
+# a servo id as the driver writes it: ASCII digits, no leading zero. str.isdigit() also takes "02" and the
+# digits of other scripts, which int() reads as 2: a second spelling of one servo, the later entry winning
+_SERVO_ID = re.compile(r"0|[1-9][0-9]*")
+
+
+def _servo_id(tail: str) -> int | None:
+    return int(tail) if _SERVO_ID.fullmatch(tail) else None
+
+
 def _limit_id(key: str) -> int | None:
     """N of an `arm_limit_N` key, else None."""
     tail = key.removeprefix("arm_limit_")
-    return int(tail) if tail != key and tail.isdigit() else None
+    return _servo_id(tail) if tail != key else None
 
 
-def _pose_key(key: str) -> tuple[str, int] | None:
-    """(pose, N) of an `arm_<pose>_N` key (pose: lower-case words joined by _), else None."""
-    if not key.startswith("arm_") or _limit_id(key) is not None:
+def _pose_name(key: str) -> tuple[str, str] | None:
+    """(pose, the id as written) of an `arm_<pose>_<digits>` key (pose: lower-case words joined by _)."""
+    if not key.startswith("arm_") or key.startswith("arm_limit_"):
         return None
     name, sep, tail = key[4:].rpartition("_")
     words = name.split("_")
@@ -63,7 +73,14 @@ def _pose_key(key: str) -> tuple[str, int] | None:
         and tail.isdigit()
         and all(w and w[0].isascii() and w[0].islower() and w.isalnum() and w == w.lower() for w in words)
     )
-    return (name, int(tail)) if ok else None
+    return (name, tail) if ok else None
+
+
+def _pose_key(key: str) -> tuple[str, int] | None:
+    """(pose, N) of an `arm_<pose>_N` key, else None."""
+    named = _pose_name(key)
+    sid = _servo_id(named[1]) if named else None
+    return (named[0], sid) if named and sid is not None else None
 
 
 class LimitsFileError(FileFormatError):
@@ -85,13 +102,13 @@ class LimitsFile:
     unusable: dict[str, list[str]] = field(default_factory=dict)
 
     def pose_problem(self, name: str) -> str | None:
-        """Why the pose `name` cannot be used as this file writes it (an entry that is no whole pulse), or
-        None."""
+        """Why the pose `name` cannot be used as this file writes it (an entry that is no whole pulse, or a
+        servo id spelt another way: `arm_rest_02`), or None."""
         bad = self.unusable.get(name)
         if not bad:
             return None
-        return (f"{self.path or '<limits>'}: pose {name!r}: {', '.join(bad)}: want a whole number of pulses "
-                "(the pose is not used with a servo left out)")
+        return (f"{self.path or '<limits>'}: pose {name!r}: {'; '.join(bad)} (the pose is not used with a "
+                "servo left out)")
 
 
 def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
@@ -134,7 +151,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     for key, value in params.items():
         sid = _limit_id(str(key))
         if sid is None and str(key).startswith("arm_limit"):  # misspelt: it would be left out silently
-            raise LimitsFileError(f"{where}: {key}: a limit is written arm_limit_N (N the servo id)")
+            raise LimitsFileError(f"{where}: {key}: a limit is written arm_limit_N (N the servo id in plain "
+                                  "digits, no leading 0)")
         if sid is not None:
             ok = (
                 isinstance(value, list)
@@ -147,11 +165,14 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
                 )
             out.limits[sid] = (value[0], value[1])
             continue
-        pose = _pose_key(str(key))
+        pose, named = _pose_key(str(key)), _pose_name(str(key))
         if pose and isinstance(value, int) and not isinstance(value, bool):
             out.poses.setdefault(pose[0], {})[pose[1]] = value
         elif pose:
-            out.unusable.setdefault(pose[0], []).append(f"{key}: {brief(value)}")
+            out.unusable.setdefault(pose[0], []).append(f"{key}: {brief(value)} is no whole number of pulses")
+        elif named:  # arm_rest_02: another spelling of a servo id, never read as servo 2
+            out.unusable.setdefault(named[0], []).append(
+                f"{key}: a servo id is written in plain digits without a leading 0 (arm_{named[0]}_N)")
     return out
 
 

@@ -77,6 +77,9 @@ def test_move_refuses_an_out_of_limit_goal(tmp_path):
     (b"\xff\xfearm_limit_2: [95, 941]\n", "UTF-8"),
     (b"arm_limits_2: [95, 941]\n", "arm_limits_2"),  # a misspelt limit is not left out silently
     (b"arm_limit_two: [95, 941]\n", "arm_limit_two"),
+    # another spelling of servo 2 read after the first: the wider limit won, and 2=950 moved
+    (b"arm_limit_2: [95, 941]\narm_limit_02: [0, 1000]\n", "arm_limit_02"),
+    ("arm_limit_2: [95, 941]\narm_limit_\u0662: [0, 1000]\n".encode(), "arm_limit_\u0662"),
     (b"", "no arm_limit_N"),  # an empty file would check nothing beyond the stored limits
     (b"rosorin_board_driver:\n  ros__parameters:\n    arm_rest_2: 700\n", "no arm_limit_N"),
 ])
@@ -110,6 +113,16 @@ def test_a_goal_outside_the_limits_file_is_refused_before_the_port_opens(tmp_pat
     assert result.exit_code == 2, result.output
     assert "servo 2 goal 700 pulses outside limits [100, 400]" in result.stderr
     assert "SIMULATED" not in result.stderr
+
+
+def test_a_pose_entry_with_another_spelling_of_a_servo_id_is_refused_where_it_is_used(tmp_path):
+    # arm_rest_02 after arm_rest_2 replaced it: the pose moved servo 2 to the later entry without a word
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [80, 960]\n"
+                      "    arm_rest_2: 776\n    arm_rest_02: 900\n")
+    result = invoke("move", "--to", "rest", "--limits", str(limits))
+    assert result.exit_code == 2, result.output
+    assert "arm_rest_02" in result.stderr and "SIMULATED" not in result.stderr
 
 
 def test_a_saved_simulator_state_holds_a_pose_and_nothing_else(tmp_path):
