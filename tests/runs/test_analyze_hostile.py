@@ -153,3 +153,28 @@ def test_rows_that_all_have_one_time_give_no_verdict(tmp_path, recorded, mode):
     _retime(path, 0.0)
     with pytest.raises(NotAnalyzable, match="all have one time"):
         analyze_any(path)
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_a_link_loop_and_a_broken_link_each_get_their_reason(tmp_path, recorded):
+    import os
+
+    from servotool.runs.analyze import analyze_paths
+
+    (tmp_path / "step.csv").write_text(recorded["step"])
+    os.mkfifo(tmp_path / "fifo.csv")  # opened for reading, it would wait for a writer forever
+    (tmp_path / "loop.csv").symlink_to("loop.csv")
+    (tmp_path / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
+    want = {"fifo.csv": "not a regular file (a named pipe)", "loop.csv": "a symbolic link loop",
+            "gone.csv": "a symbolic link to nothing"}
+    # named: each its reason (a loop and a broken link read "no such file or folder")
+    report = analyze_paths([tmp_path / name for name in sorted(want)], workers=1)
+    reasons = {Path(p.path).name: p.reason for p in report.problems}
+    assert set(reasons) == set(want) and not report.analysed, reasons
+    for name, reason in want.items():
+        assert reasons[name].startswith(reason), reasons
+    # in a folder: the named pipe gets its line (it was passed over without one); links to nothing are
+    # left out as before
+    report = analyze_paths([tmp_path], workers=1)
+    assert [Path(f.path).name for f in report.analysed] == ["step.csv"]
+    assert [(Path(p.path).name, p.reason) for p in report.problems] == [("fifo.csv", want["fifo.csv"])]
