@@ -19,6 +19,7 @@ changed, the merge is refused (LimitsFileError) rather than written.
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 from collections.abc import Mapping
@@ -338,7 +339,7 @@ def backup_path(path: str | Path) -> Path:
     path = Path(path)
     candidate = path.with_name(path.name + ".bak")
     n = 0
-    while candidate.exists():
+    while os.path.lexists(candidate):  # a dangling link is taken too: a copy would write where it points
         n += 1
         candidate = path.with_name(f"{path.name}.bak.{n}")
     return candidate

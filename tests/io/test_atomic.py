@@ -25,3 +25,18 @@ def test_a_dangling_symlink_is_written_through_as_open_would(tmp_path):
     link.symlink_to("elsewhere/config.yaml")
     write_atomic(link, "x: 1\n")
     assert link.is_symlink() and (tmp_path / "elsewhere" / "config.yaml").read_text() == "x: 1\n"
+
+
+def test_a_backup_name_taken_by_a_dangling_link_is_not_written_through(tmp_path):
+    # FILE.bak a link to a file that does not exist: exists() said free, and the copy created the link's
+    # target wherever it pointed
+    from servotool.io.limits_yaml import update_in_place
+
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n")
+    (tmp_path / "limits.yaml.bak").symlink_to(tmp_path / "elsewhere" / "x")
+    (tmp_path / "elsewhere").mkdir()
+    old = limits.read_text()
+    _, backup = update_in_place(limits, old.replace("900", "800"), old)
+    assert backup == tmp_path / "limits.yaml.bak.1" and backup.read_text() == old
+    assert not (tmp_path / "elsewhere" / "x").exists()
