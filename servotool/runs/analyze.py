@@ -43,6 +43,7 @@ from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 from servotool.io.jsondoc import JsonText, compact
 from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
+from servotool.runs.settings import CMD_PERIOD_RANGE_S
 
 MODES = ("ramp", "step", "sweep")
 Progress = Callable[[int, int, Path], None]  # (files done, files in all, the file just done)
@@ -201,9 +202,26 @@ def config_joint(meta: CsvMeta) -> int:
     return int(value)
 
 
+# the command periods a recording may hold: the live range (CMD_PERIOD_RANGE_S) with room on both sides
+# for runs recorded with other bounds
+PERIOD_BOUNDS_S = (CMD_PERIOD_RANGE_S[0] / 10, CMD_PERIOD_RANGE_S[1] * 10)
+
+
+def config_period(meta: CsvMeta) -> float:
+    """The run's command period (config.cmd_period_s, 0.01 when absent) in seconds; RecordingError for a
+    value no run could have streamed at (not a number, not finite, outside PERIOD_BOUNDS_S): the ramp
+    passes' cruise windows and the steps' speeds are reckoned in it."""
+    value = _cfg(meta, "cmd_period_s", 0.01)
+    lo, hi = PERIOD_BOUNDS_S
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise RecordingError(f"config cmd_period_s {json.dumps(value, default=str)} is not a command period "
+                             f"(a number of seconds in {lo:g}..{hi:g})")
+    return float(value)
+
+
 def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
     joint = config_joint(meta)
-    period = float(_cfg(meta, "cmd_period_s", 0.01))
+    period = config_period(meta)
     if meta.mode == "ramp":
         return analyze_lag(
             rec,

@@ -178,3 +178,14 @@ def test_a_fifo_a_link_loop_and_a_broken_link_each_get_their_reason(tmp_path, re
     report = analyze_paths([tmp_path], workers=1)
     assert [Path(f.path).name for f in report.analysed] == ["step.csv"]
     assert [(Path(p.path).name, p.reason) for p in report.problems] == [("fifo.csv", want["fifo.csv"])]
+
+
+@pytest.mark.parametrize("mode", ["ramp", "step"])
+@pytest.mark.parametrize("period", [0, -0.01, float("nan"), 1e300, 1e-300, "fast", True])
+def test_a_command_period_no_run_could_have_is_refused(tmp_path, recorded, mode, period):
+    # NaN, 1e300 and 1e-300 gave every ramp pass "cruise too short for the lag: lengthen --sweep or lower
+    # the speed", and a step run with 0 or -0.01 read "ok" through divisions by zero
+    path = tmp_path / f"{mode}.csv"
+    path.write_text(_with_config(recorded[mode], cmd_period_s=period))
+    with pytest.raises(NotAnalyzable, match="config cmd_period_s"):
+        analyze_any(path)
