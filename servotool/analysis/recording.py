@@ -267,6 +267,9 @@ def columns_for(header: Iterable[str], joints: Iterable[int] | None = None, raw:
 
 _BASE = ("t", "event", "pass", "phase", "errcode", "main_code", "sub_code", "dev_t", "info")
 FAULT_CODES = ("main_code", "sub_code")  # read at fault rows only: not at all in a run without a fault
+# read only where rows had to be put in time order: then the commands' counter must agree with it (a reader
+# asked for the columns of columns_for alone leaves it out, and the check with it)
+READ_WHEN_SORTED = ("seq",)
 
 
 def _order(t: np.ndarray, ev: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, dict[str, int]]:
@@ -307,6 +310,26 @@ def _finite_rows(a: np.ndarray, read: Sequence[int]) -> np.ndarray:
     return np.isfinite(a if len(read) == a.shape[1] else a[:, list(read)]).all(axis=1)
 
 
+def _check_send_order(df: Table, t: np.ndarray, cmd: np.ndarray) -> None:
+    """Raise RecordingError where the commands, put in time order, are out of the order they were sent in
+    (their counter, seq, goes back): a clock that went back, or rows of another run pasted in. Rows in
+    another order that kept their times (sorted by a column in a spreadsheet) pass."""
+    if "seq" not in df.columns or len(cmd) < 2:
+        return
+    try:
+        (seq,) = _floats_at(df, "seq", (cmd,))
+    except KeyError:  # a column the reader was asked to leave out
+        return
+    counted = np.isfinite(seq)
+    back = np.flatnonzero(np.diff(seq[counted]) < 0)
+    if len(back):
+        at = float(t[cmd[counted]][back[0] + 1])
+        raise RecordingError(
+            f"the command counter (seq) goes back {len(back)} time(s) in time order, first at t = {at:g} s: "
+            "times edited or rows of another run mixed in"
+        )
+
+
 def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bool = True) -> Recording:
     """Split a servotool-csv DataFrame into per-event arrays, each sorted by time (stable for ties).
 
@@ -339,6 +362,8 @@ def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bo
     # most recordings have no row to drop: then no copy of the (long) arrays
     cmd, cmd_q = (cmd_all, cmd_q) if n_cmd == len(cmd_ok) else (cmd_all[cmd_ok], cmd_q[cmd_ok])
     st, state_q = (st_all, state_q) if n_st == len(st_ok) else (st_all[st_ok], state_q[st_ok])
+    if order is not None:
+        _check_send_order(df, t, cmd)
     rep, flt, grd, stop = (_event_rows(ev, ev_names, order, e) for e in ("reply", "fault", "guard", "stop"))
     del ev
     rcols = joint_columns("r", names) if raw else []

@@ -32,6 +32,7 @@ import numpy as np
 from servotool.analysis.lag import CombinedLag, LagResult, analyze_lag, combine_lag
 from servotool.analysis.recording import (
     FAULT_CODES,
+    READ_WHEN_SORTED,
     Recording,
     RecordingError,
     columns_for,
@@ -257,10 +258,13 @@ def _joint_read(meta: CsvMeta) -> int | None:
 
 
 def _columns_read(meta: CsvMeta, header: list[str]) -> list[str] | None:
-    """What the reader converts: for a lag or step run, the analysed joint's columns and the event
-    columns only (the other joints' cells are not parsed as numbers); every column otherwise."""
+    """What the reader converts: for a lag or step run, the analysed joint's columns, the event columns
+    and the command counter (converted only when read, where the body is short: when the rows had to be
+    put in time order) only (the other joints' cells are not parsed as numbers); every column otherwise."""
     joint = _joint_read(meta)
-    return None if joint is None else columns_for(header, [joint], raw=meta.mode == "step")
+    if joint is None:
+        return None
+    return [*columns_for(header, [joint], raw=meta.mode == "step"), *READ_WHEN_SORTED]
 
 
 def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
@@ -274,7 +278,7 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
     """
     path = Path(path)
     try:
-        meta, table = read_columns(path, _columns_read, lazy=FAULT_CODES)
+        meta, table = read_columns(path, _columns_read, lazy=(*FAULT_CODES, *READ_WHEN_SORTED))
     except (CsvFormatError, OSError) as exc:
         raise NotAnalyzable(str(exc)) from None
     if meta.mode not in MODES:

@@ -189,3 +189,34 @@ def test_a_command_period_no_run_could_have_is_refused(tmp_path, recorded, mode,
     path.write_text(_with_config(recorded[mode], cmd_period_s=period))
     with pytest.raises(NotAnalyzable, match="config cmd_period_s"):
         analyze_any(path)
+
+
+def _rows_changed(text: str, change) -> str:
+    """The recording with change(rows) applied to its rows (the comment and column lines kept)."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if not line.startswith("#")) + 1
+    rows = [x for x in lines[start:] if not x.startswith("#")]
+    return "".join(lines[:start] + change(rows) + [x for x in lines[start:] if x.startswith("#")])
+
+
+def _back_after(rows: list[str], at: float, by: float) -> list[str]:
+    out = []
+    for row in rows:
+        t, _, rest = row.partition(",")
+        out.append(f"{float(t) - by!r},{rest}" if float(t) > at else row)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["ramp", "step"])
+def test_a_clock_that_went_back_is_refused_but_shuffled_rows_are_read(tmp_path, recorded, mode):
+    # a step run whose clock went back two hours a second in read "no arrival" for its first step and
+    # "runaway" for its last: the rows after the jump were sorted in among those before it
+    path = tmp_path / f"{mode}.csv"
+    path.write_text(_rows_changed(recorded[mode], lambda rows: _back_after(rows, 1.0, 7200.0)))
+    with pytest.raises(NotAnalyzable, match=r"the command counter \(seq\) goes back"):
+        analyze_any(path)
+    # rows in another order (sorted by event in a spreadsheet, say) keep their times: read as written
+    path.write_text(recorded[mode])
+    healthy = json.dumps(analyze_any(path, keep_recording=False).to_dict()["result"])
+    path.write_text(_rows_changed(recorded[mode], lambda rows: sorted(rows, key=lambda r: r.split(",")[1])))
+    assert json.dumps(analyze_any(path, keep_recording=False).to_dict()["result"]) == healthy
