@@ -209,7 +209,8 @@ def _ints_at(df: Table, col: str, rows: Sequence[np.ndarray], fill: int) -> list
             full[got[1]] = np.nan
     if fill == 0:
         return [_ints(full[r]) for r in rows]
-    return [np.where(np.isfinite(x), x, fill).astype(int) for x in (full[r] for r in rows)]
+    # a label beyond INT_BOUND (1e308 in a damaged cell) is no label either
+    return [np.where(np.abs(x) <= INT_BOUND, x, fill).astype(int) for x in (full[r] for r in rows)]
 
 
 def _times(df: Table) -> np.ndarray:
@@ -251,8 +252,12 @@ def _labels_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
     return [lookup[codes[r]] for r in rows]  # code -1 (empty) picks the last label, ""
 
 
+# codes are held within this, so that a huge or infinite one casts exactly, keeping its sign
+INT_BOUND = 2.0**62
+
+
 def _ints(values: np.ndarray) -> np.ndarray:
-    return np.nan_to_num(values).astype(int)
+    return np.clip(np.nan_to_num(values), -INT_BOUND, INT_BOUND).astype(int)
 
 
 def columns_for(header: Iterable[str], joints: Iterable[int] | None = None, raw: bool = True) -> list[str]:
