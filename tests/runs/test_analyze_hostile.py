@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -245,3 +246,17 @@ def test_huge_numbers_get_one_line_not_numpy_noise(tmp_path, recorded, mode, val
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert all(line.startswith(("skipped", "error:", "rows left out")) for line in lines), \
         res.stderr
+
+
+@pytest.mark.parametrize("scale", [1e3, 1e9])
+def test_host_times_rescaled_against_the_controller_clock_give_no_negative_lag(tmp_path, recorded, scale):
+    # t in ms or ns (a spreadsheet's unit), dev_t still in s: the frames were mapped onto the host clock
+    # through the controller's timestamps as if both ran at one rate, and the lag read -499082716986 ms
+    path = tmp_path / "ramp.csv"
+    path.write_text(recorded["ramp"])
+    fa = analyze_any(_retime(path, scale))
+    assert isinstance(fa, FileAnalysis)
+    lags = [p.lag_ms for p in fa.result.passes if math.isfinite(p.lag_ms)]
+    if fa.result.fit is not None:
+        lags.append(fa.result.fit.lag_ms)
+    assert all(lag > 0 for lag in lags), lags

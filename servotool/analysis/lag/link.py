@@ -20,6 +20,10 @@ from servotool.analysis.recording import Recording
 DRIFT_MIN_SPAN_S = 10.0  # shortest run over which the drift between controller and host clocks is fitted
 DRIFT_BIN_S = 1.0  # controller-time bins whose fastest frame traces the lower envelope
 MIN_TIMESTAMPED_FRAMES = 20  # frames with a controller timestamp needed to map the state path
+# the controller's clock and the host's, over the same frames, may differ in rate by a drift (ppm) and the
+# link's jitter; by more than this share they do not count time alike (a host column rescaled by hand, to
+# ms or ns) and the frames stay on the host's times
+MAX_RATE_GAP = 0.1
 MIN_ANSWERS = 20  # answered commands needed to place the command path
 # an answer later than the typical round trip by this much (or RTT_SIGMAS robust sigmas) leaves the moment
 # the controller took that setpoint uncertain; frames that depend on it are kept out of the dynamic fit, as
@@ -63,8 +67,11 @@ def _state_path(rec: Recording) -> _StatePath:
         return _StatePath(ts.copy(), False)
     every = n_ok == len(ts)  # every frame timestamped (as a rule): no copies through the mask
     d, ts_ok = (dev, ts) if every else (dev[ok], ts[ok])
-    x = ts_ok - d
     d_min = float(d.min())
+    host_span = float(ts_ok.max() - ts_ok.min())
+    if not abs(float(d.max()) - d_min - host_span) <= MAX_RATE_GAP * host_span:
+        return _StatePath(ts.copy(), False)
+    x = ts_ok - d
     if float(d.max()) - d_min < DRIFT_MIN_SPAN_S:
         # a drift only shows over a long run: on a short one no drift is fitted, and the lower envelope is the
         # fastest frame of all (the smallest of the bins' minima below), which no frame arrives before
