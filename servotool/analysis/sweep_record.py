@@ -19,6 +19,9 @@ from servotool.analysis.recording import RecordingError, Table, label_codes, num
 from servotool.analysis.sweep import direction_sign, find_stall, limit_from_stop
 
 DEFAULT_INSIDE = 10  # pulses, when the header does not say
+# what a position read-back can hold: an int16 on the wire (a sagging servo reads a little below 0, so the
+# 0..1000 range of a move is no bound on a read)
+READ_RANGE = (-(2**15), 2**15 - 1)
 MAX_INSIDE = 200  # pulses: the widest margin a sweep sets (its --inside is checked against 0..MAX_INSIDE)
 
 
@@ -111,8 +114,14 @@ def _one_sweep(
     stall = find_stall(ct.tolist(), cc.tolist(), reads, sign, cfg.speed) if len(ct) else None
     stops = read[(ev == "stop") & np.isfinite(read)]
     stop = int(stops[0]) if len(stops) else None
-    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None and interrupted is None else None
-    if interrupted is not None:
+    lo, hi = READ_RANGE
+    odd = stop is not None and not lo <= stop <= hi  # a damaged cell: no servo reads it
+    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None and not odd and interrupted is None \
+        else None
+    if odd:
+        verdict = f"stop read {float(stops[0]):g} outside what a servo reads ({lo}..{hi}): no limit"
+        stop = None
+    elif interrupted is not None:
         # a stop the run was interrupted at says where the joint was, not where it can go
         where = "" if stop is None else f" at {stop}"
         verdict = f"interrupted ({interrupted}){where}: sweep did not complete, no limit"

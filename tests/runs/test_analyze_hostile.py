@@ -260,3 +260,29 @@ def test_host_times_rescaled_against_the_controller_clock_give_no_negative_lag(t
     if fa.result.fit is not None:
         lags.append(fa.result.fit.lag_ms)
     assert all(lag > 0 for lag in lags), lags
+
+
+def _stop_read(read: str):
+    def change(rows: list[str]) -> list[str]:
+        out = []
+        for row in rows:
+            cells = row.rstrip("\n").split(",")
+            if cells[1] == "stop":
+                cells[-1] = read
+            out.append(",".join(cells) + "\n")
+        return out
+
+    return change
+
+
+@pytest.mark.parametrize("read", ["1e308", "-1e6", "1000001", "32768"])
+def test_a_sweep_stop_no_servo_could_read_gives_no_limit(tmp_path, recorded, read):
+    # a stop read of 1e308 gave a limit of some 300 digits; a read-back is an int16 on the wire
+    path = tmp_path / "sweep-j2-down.csv"
+    path.write_text(_rows_changed(recorded["sweep"], _stop_read(read)))
+    (sweep,) = analyze_any(path).result.sweeps
+    assert sweep.limit is None and sweep.stop is None and "outside" in sweep.verdict, sweep
+    # a sagging servo reads a little below 0: still a stop, and a limit inside it
+    path.write_text(_rows_changed(recorded["sweep"], _stop_read("-3")))
+    (sweep,) = analyze_any(path).result.sweeps
+    assert sweep.stop == -3 and sweep.limit == -3 + 20, sweep
