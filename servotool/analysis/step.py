@@ -15,7 +15,8 @@ before it:
 
 The noise threshold is six standard deviations of the measured joint at rest before the steps, and never below
 0.01 deg. Verdicts: "runaway" (travel beyond 1.5x the step), "refused" (a fault or rejects and no motion),
-"fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no arrival" (none within a
+"fault, bounded" (a fault but the arm stayed near its target), "ok" (arrived), "no move" (at its target
+without moving: it stood there already, the step before it never made), "no arrival" (none within a
 whole hold, or while it was due before an early end), "cut short" (none before the run's early end cut the
 step's hold short).
 
@@ -241,7 +242,7 @@ def _guard_view(s: _Series, w: _Window, size: float) -> tuple[float, float]:
 
 
 def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, arrive: float,
-             excused: bool) -> tuple[bool, str]:
+             excused: bool, moved: bool = True) -> tuple[bool, str]:
     runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
     if runaway:
         return True, "runaway"
@@ -250,7 +251,8 @@ def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, 
     if faults:
         return False, "fault, bounded"
     if math.isfinite(arrive):
-        return False, "ok"
+        # at its target without a move: it stood there already, the step before it never made
+        return False, "ok" if moved or abs(size) <= thr else "no move"
     if excused:  # the run's end came before this step's arrival was due
         return False, "cut short"
     return False, "no arrival"
@@ -276,7 +278,8 @@ def _step_metrics(s: _Series, w: _Window) -> StepMetrics:
     cut = w.cut_reason is not None
     # excused only when the end came before the arrival was due and was not this step's own guard trip
     excused = cut and math.isnan(guard_t) and not _arrival_due(s, w, target, size)
-    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], excused)
+    moved = math.isfinite(mo["first_move"])
+    runaway, verdict = _verdict(size, mo["travel"], s.thr, faults, rejects, mo["arrive"], excused, moved)
     return StepMetrics(
         index=w.index,
         t_step_s=t0,

@@ -286,3 +286,22 @@ def test_a_sweep_stop_no_servo_could_read_gives_no_limit(tmp_path, recorded, rea
     path.write_text(_rows_changed(recorded["sweep"], _stop_read("-3")))
     (sweep,) = analyze_any(path).result.sweeps
     assert sweep.stop == -3 and sweep.limit == -3 + 20, sweep
+
+
+def test_a_step_run_whose_joint_never_moved_has_no_ok_step(tmp_path, recorded):
+    # every measured frame frozen at the first (a joint that never followed): the steps back to the start
+    # read "ok", the joint "arriving" where it had stood all along
+    def frozen(rows: list[str]) -> list[str]:
+        first, out = None, []
+        for row in rows:
+            cells = row.rstrip("\n").split(",")
+            if cells[1] == "state":
+                first = cells[5] if first is None else first
+                cells[5] = first
+            out.append(",".join(cells) + "\n")
+        return out
+
+    path = tmp_path / "step.csv"
+    path.write_text(_rows_changed(recorded["step"], frozen))
+    steps = analyze_any(path).result.steps
+    assert steps and all(s.verdict != "ok" for s in steps), [(s.verdict, s.first_move_ms) for s in steps]
