@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -482,20 +483,11 @@ def _arrow_read(
     header = shape.header
     while True:
         stream = BodyStream(fh, offset, len(header), count_lines=count)
-        if short:
-            source = pa.BufferReader(b"".join(iter(stream.read, b"")))
-        else:
-            source = pa.PythonFile(stream, mode="r")
+        # a bytearray is a new object whatever its length (b"" and one-byte bytes are shared): _parse tells
+        # from its reference count when pyarrow has let go of it
+        given: Any = bytearray().join(iter(stream.read, b"")) if short else stream
         try:
-            read_options, convert_options = _options(shape, threads)
-            table = pacsv.read_csv(
-                source,
-                memory_pool=pa.default_memory_pool() if short else _pool(),
-                read_options=read_options,
-                parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
-                convert_options=convert_options,
-            )
-            return table, stream.report
+            return _parse(given, shape, sink, threads, short), stream.report
         except pa.ArrowInvalid as exc:
             if str(exc).startswith("Empty CSV file"):  # no rows at all: an empty table of the same columns
                 stream.read()
@@ -509,6 +501,37 @@ def _arrow_read(
                 raise
             shape = lower
             sink.reset()
+
+
+RELEASE_WAIT_S = 5.0  # how long a read waits for pyarrow's threads to let go of its Python objects
+
+
+def _parse(given: Any, shape: _Shape, sink: _RowSink, threads: bool, short: bool) -> Any:
+    """pyarrow's read_csv of `given` (a short body's bytes, else a readable stream), returned only once
+    pyarrow has let go of the Python objects it was handed (the input and the row handler), or after
+    RELEASE_WAIT_S. Its threaded reader drops its last references to them on a pool thread, at times after
+    read_csv has returned (1 read in 10 here); a pool thread still holding one when the interpreter exits
+    cannot take the interpreter's lock and aborts the process (exit 134, "terminate called without an
+    active exception") after the command had done its work."""
+    held = (given, sink)
+    before = _refcounts(held)
+    try:
+        read_options, convert_options = _options(shape, threads)
+        return pacsv.read_csv(
+            pa.BufferReader(given) if short else pa.PythonFile(given, mode="r"),
+            memory_pool=pa.default_memory_pool() if short else _pool(),
+            read_options=read_options,
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=sink),
+            convert_options=convert_options,
+        )
+    finally:
+        end = time.monotonic() + RELEASE_WAIT_S
+        while any(a > b for a, b in zip(_refcounts(held), before, strict=True)) and time.monotonic() < end:
+            time.sleep(0)  # a pool thread that holds one needs this thread's turn to finish with it
+
+
+def _refcounts(objs: Sequence[object]) -> list[int]:
+    return [sys.getrefcount(obj) for obj in objs]
 
 
 _COLUMN_ERROR = re.compile(r"In CSV column #(\d+): .*conversion error")
