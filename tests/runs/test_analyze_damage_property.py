@@ -22,7 +22,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
-from tests.runs.test_analyze_hostile import recorded  # noqa: F401  (the module's recordings, as a fixture)
+from tests.runs.test_analyze_hostile import (
+    _with_config,
+    recorded,  # noqa: F401  (the module's recordings, as a fixture)
+)
 
 runner = CliRunner()
 
@@ -79,19 +82,9 @@ def _events(keep: bool, names: set[str]) -> Callable[[Lines, random.Random], Lin
 
 def _config(p: Lines, rng: random.Random) -> Lines:
     values = [0, -1, 1e300, 1e-300, float("nan"), None, "x", True, [1, 2], 99, 2.5]
-    head = []
-    for line in p[0]:
-        if line.startswith("# config: "):
-            cfg = json.loads(line[len("# config: ") :])
-            key = rng.choice(["mode", "joint", "cmd_period_s", "speeds_deg_s", "a_max", "v_max", "hold_s",
-                              "size_deg", "shaped", "inside", "speed", "stored_limit", "start", "period_s"])
-            value = rng.choice(values)
-            if value is None:
-                cfg.pop(key, None)
-            else:
-                cfg[key] = value
-            line = "# config: " + json.dumps(cfg) + "\n"
-        head.append(line)
+    key = rng.choice(["mode", "joint", "cmd_period_s", "speeds_deg_s", "a_max", "v_max", "hold_s",
+                      "size_deg", "shaped", "inside", "speed", "stored_limit", "start", "period_s"])
+    head = _with_config("".join(p[0]), **{key: rng.choice(values)}).splitlines(keepends=True)
     return head, p[1], p[2], p[3]
 
 
