@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -172,17 +172,21 @@ def _load(key: str, text: str, profile: DxlProfile, out: dict[int, float]) -> No
         raise ValueError(f"no servo {tail!r} in {profile.name}")
 
 
-def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
+def _named_servos(parsed: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
+    """(parameter, servo id) for every servo a parsed parameter names."""
     for key in ("overloads", "latched", "silent"):
         for spec in parsed.get(key, ()):
-            if spec.sid not in profile.ids:
-                raise DeviceURLError(f"simulator parameter {key}: no servo {spec.sid} in {profile.name} "
-                                     f"(servos {', '.join(map(str, profile.ids))})")
+            yield key, spec.sid
     for key, url_key in (("modes", "mode"), ("goal_velocity", "goal_velocity"), ("goal_pwm", "goal_pwm")):
         for sid in parsed.get(key, {}):
-            if sid not in profile.ids:
-                raise DeviceURLError(f"simulator parameter {url_key}: no servo {sid} in {profile.name} "
-                                     f"(servos {', '.join(map(str, profile.ids))})")
+            yield url_key, sid
+
+
+def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
+    for key, sid in _named_servos(parsed):
+        if sid not in profile.ids:
+            raise DeviceURLError(f"simulator parameter {key}: no servo {sid} in {profile.name} "
+                                 f"(servos {', '.join(map(str, profile.ids))})")
 
 
 def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> DxlSimParams:
