@@ -1,20 +1,8 @@
-"""Open a device from its URL, the way pyserial's serial_for_url does.
+"""Open a device from its URL, the way pyserial's serial_for_url does, and find the family behind a URL.
 
-| URL                                      | family    | what it opens                                   |
-|------------------------------------------|-----------|-------------------------------------------------|
-| sim:fr3, sim:fr20, sim:simmachine[?k=v]  | fairino   | embedded FAIRINO simulator + the real client    |
-| fairino://HOST[?transport=udp|rpc]       | fairino   | a real FAIRINO controller                       |
-| sim:rosorin-arm[?k=v]                    | hiwonder  | embedded bus-servo board simulator on a pty     |
-| hiwonder:///dev/ttyX[?baud=1000000]      | hiwonder  | a real Hiwonder-style STM32 board               |
-| sim:microduck[?k=v]                      | dynamixel | embedded Dynamixel bus simulator on a pty       |
-| dxl:///dev/ttyX[?baud=1000000&ids=10-14] | dynamixel | a real Dynamixel Protocol 2.0 bus (dynamixel-sdk)|
-
-Each family is one `Family` entry in FAMILIES: its kind (arm or bus), its real-device schemes, its opener
-(and, where the real client must not know its simulator, the opener of its `sim:` URLs) and where its
-simulator profile names live. The `sim:` names are the family's own profile table (one
-list, not two). Modules are imported only when a URL needs them, so a missing optional dependency
-(dynamixel-sdk) only matters for that family's URLs; a profile table must therefore live in a module that
-imports nothing optional.
+Each family is one folder, `devices/<family>/`, whose `family.py` exports its `Family` (devices.family: the
+contract of every hook). FAMILY_MODULES lists them; a family module imports nothing optional, so a missing
+optional dependency (dynamixel-sdk, pylibfranka) only matters when one of that family's URLs is opened.
 
 A real address that fails raises; nothing ever falls back to a simulator.
 """
@@ -23,51 +11,28 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from servotool.devices.family import ARM, BUS, DeviceFacts, Family
 from servotool.devices.url import SIM_SCHEME, DeviceURL, DeviceURLError, parse_url
 
 if TYPE_CHECKING:
     from servotool.devices.arm import Arm
     from servotool.devices.bus import Bus
 
-ARM = "arm"
-BUS = "bus"
-
-
-@dataclass(frozen=True)
-class Family:
-    """One device family as the registry sees it.
-
-    kind: ARM or BUS; schemes: the URL schemes of its real devices; opener: "module:function" called as
-    `function(parsed_url, **kwargs)`; profiles: "module:attribute" naming its simulator profiles (a mapping
-    or an iterable of names, or a function returning one), in a module free of optional dependencies;
-    sim_opener: the opener of its `sim:` URLs when it is not `opener`.
-    """
-
-    name: str
-    kind: str
-    schemes: tuple[str, ...]
-    opener: str
-    profiles: str
-    sim_opener: str | None = None
-
-
-FAMILIES: tuple[Family, ...] = (
-    Family("fairino", ARM, ("fairino",), "servotool.devices.fairino.client:open_url",
-           "servotool.devices.fairino.profiles:PROFILES", "servotool.devices.fairino.sim:open_url"),
-    Family("hiwonder", BUS, ("hiwonder",), "servotool.devices.hiwonder.client:open_url",
-           "servotool.devices.hiwonder.profiles:PROFILES"),
-    Family("dynamixel", BUS, ("dxl",), "servotool.devices.dynamixel:open_url",
-           "servotool.devices.dynamixel.profiles:PROFILES"),
+FAMILY_MODULES: tuple[str, ...] = (
+    "servotool.devices.fairino.family",
+    "servotool.devices.hiwonder.family",
+    "servotool.devices.dynamixel.family",
 )
 
 
-def _load(spec: str) -> Any:
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def _family(module: str) -> Family:
+    return cast(Family, importlib.import_module(module).FAMILY)
+
+
+FAMILIES: tuple[Family, ...] = tuple(_family(m) for m in FAMILY_MODULES)
 
 
 @functools.cache
@@ -75,12 +40,35 @@ def sim_names(family: Family) -> tuple[str, ...]:
     """The family's simulator profile names (`sim:<name>`); empty when its profile table cannot be
     imported (then none of its sim: URLs open, and the others are unaffected)."""
     try:
-        table = _load(family.profiles)
+        return tuple(str(name) for name in family.sim_names())
     except ImportError:
         return ()
-    if callable(table):
-        table = table()
-    return tuple(str(name) for name in cast(Iterable[Any], table))
+
+
+def family_named(name: str) -> Family:
+    """The family of that name; KeyError names the known ones."""
+    for fam in FAMILIES:
+        if fam.name == name:
+            return fam
+    raise KeyError(f"unknown device family {name!r} (known: {', '.join(f.name for f in FAMILIES)})")
+
+
+def url_facts(url: str, kind: str | None = None) -> DeviceFacts:
+    """What the URL's family knows of the device from the URL alone (nothing is opened). DeviceURLError
+    for a URL that names no known device (of `kind`, when given) or parameters its family refuses."""
+    parsed = parse_url(url)
+    return family_of(parsed, kind).facts(parsed)
+
+
+def lock_keys(url: str) -> list[str]:
+    """The host-wide lock keys a run on this URL must hold ([] for an embedded simulator). DeviceURLError
+    for a URL whose scheme no family registers: an unknown device is refused, never left unlocked."""
+    parsed = parse_url(url)
+    fam = family_of(parsed)
+    keys = fam.lock_keys(parsed)
+    if not keys and not parsed.simulated:
+        raise DeviceURLError(f"{url!r}: the {fam.name} family gave no lock key for a real device")
+    return keys
 
 
 def _families(kind: str | None) -> list[Family]:
@@ -114,9 +102,7 @@ def family_of(parsed: DeviceURL, kind: str | None = None) -> Family:
 
 
 def _opener(kind: str, parsed: DeviceURL) -> Callable[..., Any]:
-    fam = family_of(parsed, kind)
-    spec = fam.sim_opener if parsed.simulated and fam.sim_opener else fam.opener
-    return cast(Callable[..., Any], _load(spec))
+    return family_of(parsed, kind).open
 
 
 def open_arm(url: str, **kwargs: Any) -> Arm:
@@ -137,13 +123,17 @@ __all__ = [
     "ARM",
     "BUS",
     "FAMILIES",
+    "DeviceFacts",
     "DeviceURL",
     "DeviceURLError",
     "Family",
+    "family_named",
     "family_of",
     "known_urls",
+    "lock_keys",
     "open_arm",
     "open_bus",
     "parse_url",
     "sim_names",
+    "url_facts",
 ]

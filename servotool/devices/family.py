@@ -1,0 +1,142 @@
+"""What a device family tells the rest of servotool: the contract of one `devices/<family>/` folder.
+
+A family is one `Family` value, exported as `FAMILY` by `devices/<family>/family.py` and listed by the
+registry. Everything a run or a command needs to know about a device, before it opens and after, comes
+through these hooks; runs/, cli/, motion/ and analysis/ never name a family.
+
+The module `family.py` of a family must import nothing optional and nothing heavy (no numpy, no client
+library): it is imported for `servotool --help`. Its hooks are pure functions of the URL (no I/O) unless
+their contract says otherwise; `open` and `serve` import the client or the simulator when called.
+
+Units: an arm's joints are in degrees (speeds deg/s, accelerations deg/s^2, jerks deg/s^3); a bus's
+positions are whole servo units (`DeviceFacts.units` names them), ids are the servos' own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from servotool.devices.url import DeviceURL
+
+ARM = "arm"
+BUS = "bus"
+
+JointRanges = tuple[tuple[float, float], ...]  # (lo, hi) per joint, in the device's units
+
+# run kinds a campaign file may hold; a family lists those its devices support (`Family.campaigns`)
+CAMPAIGN_RUNS = ("lag", "step", "sweep")
+
+
+@dataclass(frozen=True)
+class MotionCaps:
+    """The bounds an arm family's safety checks use, at its nominal command period.
+
+    cmd_period_s: the period setpoints are streamed at by default (s). v_max, a_max, j_max: the defaults
+    of a stream's speed, acceleration and jerk bounds. a_cap: the highest a_max a run may use (the braked
+    stop decelerates at a_max, one command period at a time; past it a stop is a jump); a_probe_cap: the
+    highest a shaped probe may reach on a test arm. Both caps hold at cmd_period_s and fall with the square
+    of a longer period (the same largest change of the per-command step). shapers: the stream shapers a
+    step may use on this family ("accel", "otg"), the first being its default.
+    """
+
+    cmd_period_s: float
+    v_max: float
+    a_max: float
+    j_max: float
+    a_cap: float
+    a_probe_cap: float
+    shapers: tuple[str, ...] = ("accel", "otg")
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What is known of a device from its URL alone (nothing opened): what validation and planning use.
+
+    kind: ARM or BUS; model: the profile or model name ("" when the URL names none); joint_names: one per
+    joint, in order; joint_ids: a bus's servo ids of those joints (an arm: empty); joint_ranges and
+    joint_speed_limits: per joint, in `units` and units/s (empty when unknown before connecting);
+    optional_ids: a bus's servos that may go silent without stopping it (a claw); position_range: the
+    range any position command of a bus must lie in; id_range: the ids a bus's servos may have;
+    motion: an arm family's bounds (None for a bus).
+    """
+
+    url: str
+    family: str
+    kind: str
+    model: str
+    simulated: bool
+    joint_names: tuple[str, ...]
+    units: str
+    joint_ranges: JointRanges = ()
+    joint_speed_limits: tuple[float, ...] = ()
+    joint_ids: tuple[int, ...] = ()
+    optional_ids: tuple[int, ...] = ()
+    position_range: tuple[int, int] | None = None
+    id_range: tuple[int, int] | None = None
+    motion: MotionCaps | None = None
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+
+@dataclass(frozen=True)
+class SimParam:
+    """One parameter a family's simulator takes in its `sim:` URL (`?key=value`): its key and its help."""
+
+    key: str
+    help: str
+
+
+def _no_params() -> tuple[SimParam, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Family:
+    """One device family, as every layer above devices/ sees it.
+
+    name: the folder's name ("fairino"); title: how a user knows it ("FAIRINO cobot"); kind: ARM or BUS;
+    schemes: the URL schemes of its real devices; examples: real-device URLs for help texts and hints;
+    network: its real devices are network hosts (lock keys by host) rather than serial ports (lock keys by
+    the resolved device, shared by every family on one port).
+
+    Hooks (pure unless said otherwise):
+
+    * sim_names() -> the names of its simulator profiles (`sim:<name>`).
+    * open(parsed, **kwargs) -> an Arm or a Bus (I/O: connects; a `sim:` URL starts the simulator first).
+      DeviceURLError for a URL it cannot read, DeviceError when the device does not answer.
+    * facts(parsed) -> DeviceFacts; DeviceURLError when the URL's parameters are not the family's.
+    * lock_keys(parsed) -> the host-wide lock keys a run on this URL must hold ([] for an embedded
+      simulator, which is its own device). Never empty for a real device.
+    * probe(port, baud, timeout_ms) -> ids answering on a serial port, by a harmless read (I/O; [] when
+      nothing answers; OSError or ServotoolError when the port cannot be opened; None: the family has no
+      probe). probe_bauds: the baud rates `ports` tries it at, in order.
+    * telemetry(device) -> the recorder's TelemetrySource of an opened device (None: not recordable).
+    * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
+    * sim_params() -> the parameters its `sim:` URLs take, with their help.
+    * serve: the standalone simulator behind `servotool sim <name>` (None: none).
+    """
+
+    name: str
+    title: str
+    kind: str
+    schemes: tuple[str, ...]
+    examples: tuple[str, ...]
+    network: bool
+    sim_names: Callable[[], tuple[str, ...]]
+    open: Callable[..., Any]
+    facts: Callable[[DeviceURL], DeviceFacts]
+    lock_keys: Callable[[DeviceURL], list[str]]
+    probe: Callable[[str, int, int], list[int]] | None = None
+    probe_bauds: tuple[int, ...] = ()
+    telemetry: Callable[[Any], Any] | None = None
+    campaigns: frozenset[str] = frozenset()
+    sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
+    serve: Callable[..., Any] | None = None
+    docs: str = ""  # the family's page under docs/, "" when it has none
+
+
+__all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]
