@@ -35,7 +35,7 @@ from make_ramp_recording import write_recording  # noqa: E402
 from servotool.analysis.recording import recording_from_frame  # noqa: E402
 from servotool.io.csvlog import read_columns  # noqa: E402
 from servotool.io.jsondoc import compact  # noqa: E402
-from servotool.runs import analyze as run  # noqa: E402
+from servotool.runs.offline import analyze as run  # noqa: E402
 
 LAG_S = 0.078
 

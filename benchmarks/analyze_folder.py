@@ -60,7 +60,7 @@ CPU = """
 import json, sys, time
 from pathlib import Path
 import pandas as pd
-from servotool.runs.analyze import analyze_any
+from servotool.runs.offline.analyze import analyze_any
 files = sorted(Path(sys.argv[1]).glob("*.csv"))[: int(sys.argv[2])]
 for f in files[:3]:  # first calls load what they need
     analyze_any(f, keep_recording=False)

@@ -21,7 +21,7 @@ import pandas as pd
 from servotool.analysis.lag import simulate
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.stream import columns, units
+from servotool.runs.arm.stream import columns, units
 
 CMD_PERIOD_S = 0.01
 STATE_PERIOD_S = 0.008

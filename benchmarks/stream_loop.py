@@ -28,8 +28,8 @@ import numpy as np
 from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.arm import StateFrame
 from servotool.io.csvlog import CsvLogWriter
-from servotool.runs.realtime import realtime
-from servotool.runs.stream import Streamer, StreamPlan, TickInfo, columns, units
+from servotool.runs.arm.realtime import realtime
+from servotool.runs.arm.stream import Streamer, StreamPlan, TickInfo, columns, units
 
 POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 

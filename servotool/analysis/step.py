@@ -122,7 +122,7 @@ def _pre_noise(rec: Recording, joint: int, step_times: np.ndarray) -> float:
 
 def _guard_velocity(tc: np.ndarray, sp: np.ndarray, shaped: bool, lag_s: float, period: float) -> np.ndarray:
     """The speed the guard's allowance used at each send tick: the stream's velocity for a shaped run, the
-    largest commanded speed of the last lag_s for a raw one (runs/step.py)."""
+    largest commanded speed of the last lag_s for a raw one (runs/arm/step.py)."""
     v = np.abs(np.diff(sp, prepend=sp[0]) / period)
     if shaped or lag_s <= 0:
         return v

@@ -20,15 +20,15 @@ from servotool.io.paths import out_dir_problem
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the analysis (numpy, pandas, scipy) loads when files are analysed, not for `analyze -h`
-    from servotool.analysis.sweep_record import SweepFileResult
-    from servotool.runs.analyze import AnalyzeReport, FileAnalysis, SweepAnalysis
+    from servotool.analysis.sweep_files import SweepFileResult
+    from servotool.runs.offline.analyze import AnalyzeReport, FileAnalysis, SweepAnalysis
 
 
 def _run(paths: list[Path], workers: int, keep: bool, encode: bool) -> AnalyzeReport:
     """Analyse with a progress bar on stderr; numerical noise kept off stdout. The bar (and its refresh
     thread) starts with the first file done: the worker processes are forked before, from one thread.
     With encode, the workers encode each file's JSON (for a compact document)."""
-    from servotool.runs.analyze import analyze_paths
+    from servotool.runs.offline.analyze import analyze_paths
 
     columns = (
         TextColumn("analysing"),
@@ -170,7 +170,7 @@ def analyze(
     With --strict, exit 1 when any file holds a controller fault, a runaway or an interrupted run.
     """
     from servotool.io.table import TableWriteError, check_table_path, write_table
-    from servotool.runs.analyze import TABLE_COLUMNS
+    from servotool.runs.offline.analyze import TABLE_COLUMNS
 
     if table is not None:
         try:
@@ -180,7 +180,7 @@ def analyze(
     if plot_dir is not None and (problem := out_dir_problem(plot_dir, "--plot-dir")):
         fail(problem)
     if make_report:
-        from servotool.runs.report import report_problem
+        from servotool.runs.campaign.report import report_problem
 
         problems = [p for p in (report_problem(f) for f in paths if f.is_dir()) if p]
         if problems:
@@ -196,7 +196,7 @@ def analyze(
     except KeyboardInterrupt as exc:
         fail(f"interrupted by {signal_label(exc)}", code=exit_code_of(exc))
     for folder in (p for p in paths if make_report and p.is_dir()):
-        from servotool.runs.report import write_report  # matplotlib: loaded only for a report
+        from servotool.runs.campaign.report import write_report  # matplotlib: loaded only for a report
 
         try:
             written = write_report(folder)

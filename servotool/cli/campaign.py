@@ -20,9 +20,9 @@ from servotool.io.paths import out_dir, out_dir_problem
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matplotlib) load when one runs
-    from servotool.runs.campaign import Campaign, RunSpec
-    from servotool.runs.campaign_run import CampaignRun, CampaignState, RunRecord
-    from servotool.runs.report import Report
+    from servotool.runs.campaign.plan import Campaign, RunSpec
+    from servotool.runs.campaign.report import Report
+    from servotool.runs.campaign.run import CampaignRun, CampaignState, RunRecord
 
 campaign_app = typer.Typer(
     help="Measurement campaigns as files: a device, safety rules and a series of runs, checked before "
@@ -38,7 +38,7 @@ RobotOption = typer.Option(
 
 def _load(path: Path, robot: str | None) -> Campaign:
     """The validated campaign, or every problem on stderr (one line each) and exit 2."""
-    from servotool.runs.campaign import CampaignInvalid, load_campaign
+    from servotool.runs.campaign.plan import CampaignInvalid, load_campaign
 
     try:
         return load_campaign(path, robot)
@@ -81,7 +81,7 @@ def check(
 def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
     """The campaigns shipped with servotool, with their one-line purpose."""
     from servotool.io.campaign_file import read_campaign_file
-    from servotool.runs.campaign import parse_campaign
+    from servotool.runs.campaign.plan import parse_campaign
 
     rows: list[dict[str, Any]] = []
     for path in shipped_campaign_files():
@@ -120,7 +120,7 @@ class _Hooks:
         err_console.print(f"[bold]{run.label} of {total}[/]: {escape(run.why)}", highlight=False)
 
     def end(self, run: RunSpec, record: RunRecord) -> None:
-        from servotool.runs.campaign_run import DONE, FAULTED
+        from servotool.runs.campaign.run import DONE, FAULTED
 
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
@@ -164,7 +164,7 @@ def _render_summary(report: Report, wide: bool = False) -> None:
 
 
 def _exit_status(state: CampaignState) -> int:
-    from servotool.runs.campaign_run import FAULTED, REFUSED, STOPPED, UNREACHABLE
+    from servotool.runs.campaign.run import FAULTED, REFUSED, STOPPED, UNREACHABLE
 
     return {
         None: ExitCode.DONE,
@@ -176,8 +176,8 @@ def _exit_status(state: CampaignState) -> int:
 
 
 def _open_folder(campaign: Campaign, out: Path | None, robot: str | None, resume: bool) -> CampaignRun:
-    from servotool.runs.campaign import CampaignInvalid
-    from servotool.runs.campaign_run import find_resumable, resume_campaign, start_campaign
+    from servotool.runs.campaign.plan import CampaignInvalid
+    from servotool.runs.campaign.run import find_resumable, resume_campaign, start_campaign
 
     base = out_dir(out)
     problem = out_dir_problem(base)  # a file, or a folder that cannot be written: one line, before anything
@@ -199,7 +199,7 @@ def _report(folder: Path) -> tuple[Report, list[Path]]:
     """The folder's report, built and written; a signal meanwhile, or a report that cannot be written (a
     full disk: exit 1), ends the command with one line saying the runs are kept and how to write the report
     again (its files are each written whole or not at all)."""
-    from servotool.runs.report import build_report, write_report
+    from servotool.runs.campaign.report import build_report, write_report
 
     again = f"every run is kept in {folder}; `servotool analyze {folder} --report` writes the report"
     try:
@@ -232,7 +232,7 @@ def run(
     Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable or lost, 130 Ctrl-C
     (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT).
     """
-    from servotool.runs.campaign_run import FAULTED, STOPPED, CampaignHooks, run_campaign
+    from servotool.runs.campaign.run import FAULTED, STOPPED, CampaignHooks, run_campaign
 
     campaign = _load(file, robot)
     if dry_run:

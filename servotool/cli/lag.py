@@ -34,8 +34,8 @@ from servotool.motion.defaults import (
     LAG_SWEEP_DEG,
     V_MAX_DEG_S,
 )
-from servotool.runs.preflight import profile_ranges, profile_speed_limits
-from servotool.runs.settings import validate_lag
+from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
+from servotool.runs.arm.settings import validate_lag
 
 RampOpt = Annotated[
     bool,
@@ -115,7 +115,7 @@ def lag(
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult
     from servotool.io.csvlog import command_line
-    from servotool.runs.ramp import RampSettings, run_ramp
+    from servotool.runs.arm.ramp import RampSettings, run_ramp
 
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")

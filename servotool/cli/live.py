@@ -26,14 +26,14 @@ from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
 from servotool.devices.registry import DeviceURLError, open_arm
 from servotool.errors import ExitCode, Refused, ServotoolError, exit_code_of, signal_label
+from servotool.runs.arm.preflight import before_open
 from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.ownership import claim
-from servotool.runs.preflight import before_open
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the run's modules (numpy, pandas, scipy) load when a command runs, not for `-h`
-    from servotool.runs.arm_run import RunResult
-    from servotool.runs.stream import TickInfo
+    from servotool.runs.arm.run import RunResult
+    from servotool.runs.arm.stream import TickInfo
 
 DEFAULT_ROBOT = "sim:fr3"
 

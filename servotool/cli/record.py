@@ -27,8 +27,8 @@ from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_labe
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
 from servotool.runs.ownership import claim
-from servotool.runs.record import RecordOutcome, RecordProgress, RecordSettings, run_record
-from servotool.runs.record_sources import open_source
+from servotool.runs.recorder.loop import RecordOutcome, RecordProgress, RecordSettings, run_record
+from servotool.runs.recorder.sources import open_source
 from servotool.runs.signals import StopSignals
 
 DEFAULT_BUS = "sim:microduck"

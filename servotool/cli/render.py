@@ -25,8 +25,8 @@ from servotool.cli import common
 if TYPE_CHECKING:  # the analysis (scipy, pandas) is imported by whoever made the results, not by `-h`
     from servotool.analysis.lag import CombinedLag, LagResult, OriginFit, PassLag
     from servotool.analysis.step import StepMetrics, StepResult
-    from servotool.runs.analyze import FileAnalysis
-    from servotool.runs.step import GuardSetup
+    from servotool.runs.arm.step import GuardSetup
+    from servotool.runs.offline.analyze import FileAnalysis
 
 
 def fmt(x: Any, spec: str = ".2f", unit: str = "") -> str:

@@ -39,7 +39,7 @@ from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.jsondoc import encode
 from servotool.io.sim_state import forget_sim_state, lock_key, lock_name_of
-from servotool.runs.servo import (
+from servotool.runs.bus.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
     MIN_SPEED,

@@ -14,15 +14,15 @@ from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import compact_table, write_plot
 from servotool.io.paths import out_dir_problem
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
-from servotool.runs.settings import ShaperKind, validate_shaper
+from servotool.runs.arm.settings import ShaperKind, validate_shaper
 
 if TYPE_CHECKING:
-    from servotool.runs.shape import FileReplay
+    from servotool.runs.offline.shape import FileReplay
 
 def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, cmd_ms: float | None) -> Any:
     from servotool.errors import ServotoolError
     from servotool.motion.stream_shapers import ShaperSpec
-    from servotool.runs.shape import replay_file
+    from servotool.runs.offline.shape import replay_file
 
     problems = validate_shaper(shaper, v_max, a_max, j_max, None if cmd_ms is None else cmd_ms / 1000.0)
     if problems:

@@ -29,8 +29,8 @@ from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
 from servotool.io.paths import out_dir
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, J_MAX_DEG_S3, V_MAX_DEG_S
-from servotool.runs.preflight import profile_ranges, profile_speed_limits
-from servotool.runs.settings import ShaperKind, needs_test_arm_probe, validate_step
+from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
+from servotool.runs.arm.settings import ShaperKind, needs_test_arm_probe, validate_step
 
 SizeOpt = Annotated[float, typer.Option("--size", help="Step size X in degrees (levels +X, 0, -X, 0).")]
 StepsOpt = Annotated[int, typer.Option("--steps", min=1, help="Number of level changes.")]
@@ -133,7 +133,7 @@ def step(
     # the run and its analysis (numpy, pandas, scipy) load here, not when `step -h` parses the options
     from servotool.analysis.step import StepResult
     from servotool.io.csvlog import command_line
-    from servotool.runs.step import StepSettings, run_step
+    from servotool.runs.arm.step import StepSettings, run_step
 
     settings = StepSettings(
         joint=joint, size_deg=size, steps=steps, hold_s=hold_ms / 1e3, cmd_period_s=cmd_ms / 1e3,

@@ -36,8 +36,7 @@ from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus, bus_clock
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
-from servotool.runs.signals import StopSignals
-from servotool.runs.sweep import (
+from servotool.runs.bus.sweep import (
     MAX_SPEED,
     MIN_SPEED,
     NO_JOINTS,
@@ -47,9 +46,10 @@ from servotool.runs.sweep import (
     SweepSettingsError,
     directions_for,
 )
+from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the recording side (numpy, pandas) loads when a sweep runs, not for `sweep -h`
-    from servotool.runs.sweep_record import SweepFiles, SweepRecord
+    from servotool.runs.bus.sweep_files import SweepFiles, SweepRecord
 
 
 class SweepDirection(str, Enum):
@@ -173,7 +173,7 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
     except SweepSettingsError as exc:
         # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
         problems += [p for p in exc.problems if not (dynamixel and not joints and p == NO_JOINTS)]
-    from servotool.runs.sweep_record import file_problems
+    from servotool.runs.bus.sweep_files import file_problems
 
     problems += file_problems(files, url_simulated(bus))
     if problems or config is None:
@@ -250,7 +250,7 @@ def sweep(
     130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT (the arm held).
     """
     from servotool.io.csvlog import command_line
-    from servotool.runs.sweep_record import SweepFiles
+    from servotool.runs.bus.sweep_files import SweepFiles
 
     files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
                        force_sim=force_sim, plot=plot, command=command_line())
@@ -274,7 +274,7 @@ def sweep(
 
 def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord, StopSignals]:
     """The sweeps with a progress bar; any key, Ctrl-C, SIGTERM or SIGHUP stops them with a hold."""
-    from servotool.runs.sweep_record import record_sweeps
+    from servotool.runs.bus.sweep_files import sweep_and_write
 
     err_console.print(f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
                       f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
@@ -286,7 +286,7 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
             progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
         else:
             progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
-        record = record_sweeps(dev, bus_clock(dev), config, files,
+        record = sweep_and_write(dev, bus_clock(dev), config, files,
                                abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
                                on_event=SweepProgress(progress), stop_reason=signals.reason)
     return record, signals

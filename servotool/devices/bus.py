@@ -1,4 +1,4 @@
-"""What a position servo bus offers the layers above it (runs/servo.py, runs/sweep.py and cli/).
+"""What a position servo bus offers the layers above it (runs/bus/servo.py, runs/bus/sweep.py and cli/).
 
 A backend (the Hiwonder-style board today, Dynamixel next) implements `Bus`. Positions are whole servo units
 ("pulses" on the Hiwonder board: 0-1000 commanded, reads signed), durations milliseconds, voltages mV,

@@ -1,7 +1,7 @@
 """Read a campaign file: YAML into plain Python data, with the line of every key and list item.
 
-The structure is checked elsewhere (runs/campaign.py); this module only reads the text, so that every later
-problem can name the line it comes from. Lines are 1-based, as editors show them.
+The structure is checked elsewhere (runs/campaign/plan.py); this module only reads the text, so that
+every later problem can name the line it comes from. Lines are 1-based, as editors show them.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ def test_a_report_that_cannot_be_written_keeps_the_runs_and_is_one_line(write_ca
     """A full disk (or a file size limit) as the report is written: before, a traceback and exit 1."""
     import errno
 
-    import servotool.runs.report as report
+    import servotool.runs.campaign.report as report
 
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))

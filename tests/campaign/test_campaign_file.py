@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from servotool.io.campaign_file import CampaignFileError, shipped_campaign_files
-from servotool.runs.campaign import CampaignInvalid, load_campaign
+from servotool.runs.campaign.plan import CampaignInvalid, load_campaign
 
 GOOD = """
 # what it shows

@@ -8,8 +8,9 @@ import signal
 import pytest
 
 from servotool.errors import Refused
-from servotool.runs.campaign import load_campaign
-from servotool.runs.campaign_run import (
+from servotool.runs.campaign.plan import load_campaign
+from servotool.runs.campaign.report import build_report, write_report
+from servotool.runs.campaign.run import (
     CampaignHooks,
     CampaignRun,
     CampaignState,
@@ -18,7 +19,6 @@ from servotool.runs.campaign_run import (
     run_campaign,
     start_campaign,
 )
-from servotool.runs.report import build_report, write_report
 
 SIM = "sim:fr3?enable_ms=100&seed=3&clock=sim"  # simulated time: the same runs whatever the load
 
@@ -214,7 +214,7 @@ def test_resume_never_picks_the_folder_of_a_campaign_whose_name_extends_this_one
 def test_a_second_ctrl_c_while_the_interrupted_run_is_set_aside_leaves_no_partial_csv(
         write_campaign, tmp_path, monkeypatch):
     # the report is rebuilt from the folder's *.csv: an interrupted run's CSV left under that name would count
-    import servotool.runs.campaign_run as campaign_run
+    import servotool.runs.campaign.run as campaign_run
 
     c = campaign(write_campaign, "true")
     cr = start_campaign(c, tmp_path / "out")
@@ -268,7 +268,7 @@ def test_an_arm_held_by_another_process_is_named_not_the_folder(write_campaign, 
 
 def test_two_campaigns_started_in_the_same_second_get_a_folder_each(write_campaign, tmp_path, monkeypatch):
     # the other process makes the folder between the name being chosen and this one making it
-    import servotool.runs.campaign_run as campaign_run
+    import servotool.runs.campaign.run as campaign_run
 
     real, raced = campaign_run.unique_path, []
 

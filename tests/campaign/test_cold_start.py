@@ -5,9 +5,9 @@ import pytest
 from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.csvlog import read_csv
-from servotool.runs.cold_start import run_cold_ramp
-from servotool.runs.prepare import RunRefused
-from servotool.runs.ramp import RampSettings
+from servotool.runs.arm.cold_start import run_cold_ramp
+from servotool.runs.arm.prepare import RunRefused
+from servotool.runs.arm.ramp import RampSettings
 
 
 def test_cold_start_runs_away_and_ends_through_the_braked_stop(tmp_path):

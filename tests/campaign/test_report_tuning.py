@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from servotool.motion.guard import margin_floor
-from servotool.runs.analyze import analyze_paths
-from servotool.runs.report import tuning_block
+from servotool.runs.campaign.report import tuning_block
+from servotool.runs.offline.analyze import analyze_paths
 from tests.cli.test_analyze_cli import write_ramp
 
 

@@ -11,10 +11,10 @@ import pytest
 from servotool.analysis.lag import LagResult
 from servotool.analysis.step import StepResult
 from servotool.io.campaign_file import shipped_campaign_files
-from servotool.runs.analyze import analyze_paths
-from servotool.runs.campaign import load_campaign
-from servotool.runs.campaign_run import run_campaign, start_campaign
-from servotool.runs.report import build_report
+from servotool.runs.campaign.plan import load_campaign
+from servotool.runs.campaign.report import build_report
+from servotool.runs.campaign.run import run_campaign, start_campaign
+from servotool.runs.offline.analyze import analyze_paths
 
 pytestmark = pytest.mark.slow
 

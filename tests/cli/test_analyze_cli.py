@@ -13,7 +13,7 @@ from servotool.analysis.lag import simulate
 from servotool.cli.app import app
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.stream import columns, units
+from servotool.runs.arm.stream import columns, units
 
 runner = CliRunner()
 T = 0.01
@@ -275,7 +275,7 @@ def test_a_utf8_bom_is_accepted(tmp_path):
 def test_numerical_noise_on_descriptor_1_never_reaches_stdout(tmp_path, capfd, monkeypatch):
     import os
 
-    import servotool.runs.analyze as runs_analyze  # the command imports it when it runs
+    import servotool.runs.offline.analyze as runs_analyze  # the command imports it when it runs
 
     path = write_ramp(tmp_path / "a.csv", 0.078, seed=10)
     real = runs_analyze.analyze_paths
@@ -457,7 +457,7 @@ def test_sweep_files_give_limits_per_servo_and_direction(tmp_path):
 
 
 def test_a_folder_on_every_core_matches_one_core_and_reports_progress(tmp_path):
-    from servotool.runs.analyze import analyze_paths
+    from servotool.runs.offline.analyze import analyze_paths
 
     for k in range(4):
         write_ramp(tmp_path / f"r{k}.csv", 0.078, seed=20 + k)

@@ -170,7 +170,7 @@ def test_the_choices_are_the_registries_names():
     from servotool.devices.fairino.profiles import PROFILES as FAIRINO
     from servotool.devices.hiwonder.profiles import PROFILES as HIWONDER
     from servotool.io.user_config import KEYS
-    from servotool.runs.sweep import DIRECTIONS
+    from servotool.runs.bus.sweep import DIRECTIONS
 
     assert [p.value for p in FairinoProfile] == list(FAIRINO)
     assert [p.value for p in HiwonderProfile] == list(HIWONDER)

@@ -9,7 +9,7 @@ import pytest
 import typer
 
 from servotool.cli.live import exit_for
-from servotool.runs.arm_run import RunResult
+from servotool.runs.arm.run import RunResult
 from servotool.runs.outcome import RunStatus, StreamOutcome
 
 

@@ -15,9 +15,9 @@ from servotool.cli.app import app
 from servotool.cli.render import render_lag
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.analyze import analyze_file
-from servotool.runs.ramp import RampSettings, check_settings
-from servotool.runs.stream import columns, units
+from servotool.runs.arm.ramp import RampSettings, check_settings
+from servotool.runs.arm.stream import columns, units
+from servotool.runs.offline.analyze import analyze_file
 
 runner = CliRunner()
 T = 0.01

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from servotool.cli import campaign as campaign_cli
 from servotool.cli.render import report_table
-from servotool.runs.report import Report, ReportTable
+from servotool.runs.campaign.report import Report, ReportTable
 
 STEP_HEADERS = ["run", "kind", "transport", "size deg", "first move ms", "arrive ms", "peak Δ deg",
                 "travel deg", "x step", "peak deg/s", "rejects", "faults", "verdict"]
@@ -93,7 +93,7 @@ def test_record_live_view_fits_80_columns_with_position_units() -> None:
     from servotool.cli.record import position_unit, render_view
     from servotool.recorder import Sweep
     from servotool.recorder.frames import AxisSample
-    from servotool.runs.record import RecordProgress
+    from servotool.runs.recorder.loop import RecordProgress
 
     sample = AxisSample(position=-2047.5, target=2047.5, current=-1234.0, voltage=12.34, temperature=85.0)
     fast = Sweep(t=1.0, group="legs", axes={10: sample, 11: None, 24: sample},
@@ -111,7 +111,7 @@ def test_record_live_view_fits_80_columns_with_position_units() -> None:
 
 def test_servo_move_verdict_first_with_units_at_80() -> None:
     from servotool.cli.servo import move_table, move_verdict
-    from servotool.runs.servo import MoveResult
+    from servotool.runs.bus.servo import MoveResult
 
     result = MoveResult(start={1: 500, 2: 776, 3: 211}, goal={1: 500, 2: 793, 3: 51},
                         final={1: 500, 2: 791, 3: None}, duration_s=2.11, frames=31, silent=[10],
@@ -160,7 +160,7 @@ def test_a_wide_result_table_cuts_no_number_on_an_80_column_terminal(tmp_path) -
     """--wide asks for every column: on a narrow terminal the table keeps its width (the terminal wraps the
     lines) rather than cut numbers to an ellipsis."""
     from servotool.cli.render import render_lag
-    from servotool.runs.analyze import analyze_paths
+    from servotool.runs.offline.analyze import analyze_paths
     from tests.cli.test_analyze_cli import write_ramp
 
     write_ramp(tmp_path / "r.csv", 0.078, seed=7)

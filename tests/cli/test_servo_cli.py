@@ -449,7 +449,7 @@ def test_a_goal_servo_with_its_torque_off_is_refused_before_motion(monkeypatch):
 def test_hold_switches_on_a_dynamixel_servo_whose_torque_is_off():
     # 'holding servos 10, 11, ...' (exit 0) while every servo stayed limp: a goal alone does not power one
     from servotool.devices.registry import open_bus
-    from servotool.runs.servo import hold
+    from servotool.runs.bus.servo import hold
 
     with open_bus("sim:microduck?clock=sim&torque=0") as bus:
         assert not any(bus.read_torque(sid) for sid in bus.ids)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from servotool.analysis.recording import recording_from_frame
 from servotool.cli.app import app
 from servotool.io.csvlog import read_csv, read_meta
-from servotool.runs.shape import replay_file
+from servotool.runs.offline.shape import replay_file
 
 runner = CliRunner()
 

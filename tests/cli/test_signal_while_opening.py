@@ -93,8 +93,8 @@ def test_a_signal_before_a_move_sends_anything_says_so() -> None:
 
 def test_a_move_forced_to_end_mid_way_says_it_was_held() -> None:
     # three signals at the 5th frame: the third raises out of the move, which sends a hold first
-    line = one_line(hooked(signal.SIGHUP, "servotool.runs.servo:servo_pose", 5, 3, "servo", "move", "--to",
-                           "fold", "--bus", ARM), signal.SIGHUP)
+    line = one_line(hooked(signal.SIGHUP, "servotool.runs.bus.servo:servo_pose", 5, 3, "servo", "move",
+                           "--to", "fold", "--bus", ARM), signal.SIGHUP)
     assert "stopped with a hold" in line and "frame" in line, line
 
 
@@ -105,6 +105,6 @@ def test_a_signal_during_a_hold_lets_the_hold_go_out_first() -> None:
 
 
 def test_a_signal_before_a_relax_switches_anything_off_says_torque_is_as_it_was() -> None:
-    line = one_line(hooked(signal.SIGINT, "servotool.runs.servo:tuck_check", 1, 1, "servo", "relax", "--bus",
-                           ARM), signal.SIGINT)
+    line = one_line(hooked(signal.SIGINT, "servotool.runs.bus.servo:tuck_check", 1, 1, "servo", "relax",
+                           "--bus", ARM), signal.SIGINT)
     assert "nothing was sent" in line and "torque is as it was" in line, line

@@ -13,7 +13,7 @@ from pathlib import Path
 
 DRIVER = textwrap.dedent("""
     import signal, sys
-    from servotool.runs.stream import Streamer
+    from servotool.runs.arm.stream import Streamer
 
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)  # as at a terminal, whatever this process inherited
     tick = Streamer._tick

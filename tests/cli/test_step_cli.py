@@ -104,7 +104,7 @@ def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypa
     # the signal is sent from inside the run at the named instant: no race with wall time
     import os
 
-    import servotool.runs.arm_run as arm_run
+    import servotool.runs.arm.run as arm_run
 
     seams = {"stream returns": (arm_run.Streamer, "run"), "csv closes": (arm_run.ArmRun, "_stop_stream")}
     seam = seams[instant]
@@ -130,8 +130,8 @@ def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_p
     # ended, before the end line: the exit code is the signal's, so the end line and the verdict name it too
     import os
 
-    import servotool.runs.arm_run as arm_run
-    from servotool.runs.stream import Streamer
+    import servotool.runs.arm.run as arm_run
+    from servotool.runs.arm.stream import Streamer
 
     tick, end_servo = Streamer._tick, arm_run.end_servo
 
@@ -158,7 +158,7 @@ def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_p
 def test_a_recording_name_taken_meanwhile_or_a_full_disk_is_never_a_traceback(tmp_path, monkeypatch):
     import errno
 
-    import servotool.runs.stream as stream
+    import servotool.runs.arm.stream as stream
 
     taken = tmp_path / "taken.csv"
     taken.write_text("another process's file\n")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from servotool.cli.app import app
 from servotool.clock import FakeClock
 from servotool.devices.registry import open_arm
-from servotool.runs.step import StepSettings, run_step
+from servotool.runs.arm.step import StepSettings, run_step
 
 runner = CliRunner()
 SIM = "sim:fr3?enable_ms=300"

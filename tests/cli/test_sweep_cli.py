@@ -332,7 +332,7 @@ def test_progress_renders_the_run_fraction_and_a_status_line():
     from rich.progress import Progress
 
     from servotool.cli.sweep import SweepProgress
-    from servotool.runs.sweep import SweepEvent
+    from servotool.runs.bus.sweep import SweepEvent
 
     console = Console(record=True, width=120, force_terminal=False)
     with Progress(console=console) as progress:

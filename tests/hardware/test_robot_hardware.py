@@ -12,7 +12,7 @@ import pytest
 
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
-from servotool.runs.ramp import RampSettings, run_ramp
+from servotool.runs.arm.ramp import RampSettings, run_ramp
 
 URL = os.environ.get("SERVOTOOL_TEST_ROBOT")
 MOTION = os.environ.get("SERVOTOOL_TEST_ALLOW_MOTION") == "1"

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from servotool.cli.app import app
 from servotool.clock import FakeClock
 from servotool.recorder.capture import capture_stamp
-from servotool.runs.record import RecordSettings, run_record
+from servotool.runs.recorder.loop import RecordSettings, run_record
 from tests.recorder.helpers import ScriptedSource
 
 runner = CliRunner()

@@ -16,11 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 import servotool.io.captures as captures
-import servotool.runs.record as record
+import servotool.runs.recorder.loop as record
 from servotool.clock import FakeClock
 from servotool.io.captures import read_capture
-from servotool.runs.record import RecordSettings, run_record
-from servotool.runs.record_sources import open_source
+from servotool.runs.recorder.loop import RecordSettings, run_record
+from servotool.runs.recorder.sources import open_source
 
 # two overloads: axis 12 latches at 4 s (published about 2 s later), axis 20 at 12 s
 URL = "sim:microduck?overload=12@4,20@12&seed=5"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from servotool.clock import FakeClock
 from servotool.io.captures import read_capture
 from servotool.recorder.summary import value
-from servotool.runs.record import RecordSettings, run_record
-from servotool.runs.record_sources import DynamixelSource, open_source
+from servotool.runs.recorder.loop import RecordSettings, run_record
+from servotool.runs.recorder.sources import DynamixelSource, open_source
 
 
 def test_overload_with_another_axis_latched_at_connect(tmp_path):

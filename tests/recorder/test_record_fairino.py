@@ -15,8 +15,8 @@ from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.captures import read_capture
 from servotool.recorder.summary import value
-from servotool.runs.record import RecordSettings, run_record
-from servotool.runs.record_sources import FairinoSource, fault_word
+from servotool.runs.recorder.loop import RecordSettings, run_record
+from servotool.runs.recorder.sources import FairinoSource, fault_word
 
 
 @pytest.mark.slow

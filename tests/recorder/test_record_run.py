@@ -11,7 +11,7 @@ from servotool.clock import FakeClock
 from servotool.errors import SettingsError
 from servotool.io.captures import read_capture
 from servotool.recorder.summary import value
-from servotool.runs.record import RecordSettings, StopRequest, run_record
+from servotool.runs.recorder.loop import RecordSettings, StopRequest, run_record
 from tests.recorder.helpers import ScriptedSource
 
 
@@ -120,7 +120,7 @@ def test_a_signal_ends_the_loop_and_publishes_the_open_capture(tmp_path, signum,
 def test_a_third_signal_while_a_capture_is_published_never_loses_it(tmp_path):
     # Ctrl-C pressed three times just as a capture is written: the third one used to cut the publication
     # short, so the capture (already handed over by the recorder) was lost, or published yet not reported
-    from servotool.runs.record import _publish
+    from servotool.runs.recorder.loop import _publish
 
     clock = FakeClock()
     src = ScriptedSource(clock, overload={12: 3.0})

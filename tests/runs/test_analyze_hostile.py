@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
-from servotool.runs.analyze import FileAnalysis, NotAnalyzable, analyze_any
+from servotool.runs.offline.analyze import FileAnalysis, NotAnalyzable, analyze_any
 
 runner = CliRunner()
 
@@ -122,7 +122,7 @@ def test_a_sweep_whose_inside_margin_no_sweep_could_have_is_refused(tmp_path, re
 
 
 def test_the_report_leaves_out_a_sweep_whose_header_it_cannot_read(tmp_path, recorded):
-    from servotool.runs.report import build_report
+    from servotool.runs.campaign.report import build_report
 
     good = _with_config(recorded["sweep"])
     edits = {
@@ -161,7 +161,7 @@ def test_rows_that_all_have_one_time_give_no_verdict(tmp_path, recorded, mode):
 def test_a_fifo_a_link_loop_and_a_broken_link_each_get_their_reason(tmp_path, recorded):
     import os
 
-    from servotool.runs.analyze import analyze_paths
+    from servotool.runs.offline.analyze import analyze_paths
 
     (tmp_path / "step.csv").write_text(recorded["step"])
     os.mkfifo(tmp_path / "fifo.csv")  # opened for reading, it would wait for a writer forever

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import servotool.runs.analyze as analyze
+import servotool.runs.offline.analyze as analyze
 from tests.cli.test_analyze_cli import write_ramp
 
 

@@ -15,9 +15,9 @@ import pytest
 from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
 from servotool.io.csvlog import read_meta
-from servotool.runs.analyze import analyze_file
-from servotool.runs.ramp import RampSettings, run_ramp
-from servotool.runs.stream import RunRefused
+from servotool.runs.arm.ramp import RampSettings, run_ramp
+from servotool.runs.arm.stream import RunRefused
+from servotool.runs.offline.analyze import analyze_file
 
 SHORT = {"sweep_deg": 5.0, "speeds_deg_s": (10.0, 20.0), "ramp_s": 0.1, "settle_s": 0.3}
 

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
-from servotool.runs.report import build_report
+from servotool.runs.campaign.report import build_report
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ import pytest
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ROSORIN_ARM
 from servotool.errors import Refused
-from servotool.runs.servo import (
+from servotool.runs.bus.servo import (
     intersect_limits,
     move_to,
     parse_goal,
@@ -142,7 +142,7 @@ def test_relax_forced_drops_the_arm_and_a_stubborn_servo_is_reported(arm):
 
 
 def test_watch_reads_every_round_and_writes_nothing_but_reads(arm):
-    from servotool.runs.servo import watch
+    from servotool.runs.bus.servo import watch
 
     bus, clock = arm()
     rounds = []
@@ -155,7 +155,7 @@ def test_watch_reads_every_round_and_writes_nothing_but_reads(arm):
 
 
 def test_watch_stops_when_asked(arm):
-    from servotool.runs.servo import watch
+    from servotool.runs.bus.servo import watch
 
     bus, clock = arm()
     stop = threading.Event()
@@ -170,7 +170,7 @@ def test_watch_stops_when_asked(arm):
 
 
 def test_move_problems_lists_every_problem():
-    from servotool.runs.servo import move_problems
+    from servotool.runs.bus.servo import move_problems
 
     poses = ROSORIN_ARM.poses
     assert move_problems("drive", 250.0, poses, ROSORIN_ARM.ids) == []

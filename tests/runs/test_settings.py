@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from servotool.errors import ExitCode, SettingsError
-from servotool.runs import settings as S
+from servotool.runs.arm import settings as S
 
 FR3_RANGES = (
     (-175.0, 175.0), (-265.0, 85.0), (-160.0, 160.0), (-265.0, 85.0), (-175.0, 175.0), (-175.0, 175.0)

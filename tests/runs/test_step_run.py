@@ -9,9 +9,9 @@ import pytest
 
 from servotool.clock import FakeClock, MonotonicClock
 from servotool.devices.registry import open_arm
-from servotool.runs.analyze import analyze_file
-from servotool.runs.step import StepSettings, run_step
-from servotool.runs.stream import FAULT, RunRefused
+from servotool.runs.arm.step import StepSettings, run_step
+from servotool.runs.arm.stream import FAULT, RunRefused
+from servotool.runs.offline.analyze import analyze_file
 
 
 def _run(tmp_path, url: str, **kw):

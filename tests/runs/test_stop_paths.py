@@ -10,7 +10,7 @@ from servotool.clock import FakeClock
 from servotool.devices.registry import open_arm
 from servotool.errors import Refused
 from servotool.io.csvlog import read_csv
-from servotool.runs.step import StepSettings, run_step
+from servotool.runs.arm.step import StepSettings, run_step
 
 A_MAX, PERIOD = 500.0, 0.01
 # in simulated time (lock-step on a FakeClock): the same run whatever the load on the machine

@@ -17,9 +17,9 @@ from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
 from servotool.motion.shaper import StreamShaper
-from servotool.runs.arm_run import ArmRun, RunCallbacks, RunOptions, StreamSetup
-from servotool.runs.lateness import BIN_S, LatenessStats
-from servotool.runs.stream import (
+from servotool.runs.arm.lateness import BIN_S, LatenessStats
+from servotool.runs.arm.run import ArmRun, RunCallbacks, RunOptions, StreamSetup
+from servotool.runs.arm.stream import (
     COMPLETE,
     CONNECTION_LOST,
     ERROR,

@@ -6,7 +6,7 @@ from servotool.analysis.sweep import STOP_ABORT, STOP_AT_LIMIT, STOP_STALL, STOP
 from servotool.devices.hiwonder import protocol as p
 from servotool.errors import ExitCode, Refused
 from servotool.io.csvlog import CsvLogWriter, read_csv
-from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
+from servotool.runs.bus.sweep import CSV_COLUMNS, CSV_UNITS, SweepConfig, run_sweeps
 
 
 def assert_every_command_safe(bus):
@@ -244,7 +244,7 @@ def test_progress_events_carry_the_run_fraction(arm):
 
 def test_sweep_settings_list_every_problem():
     from servotool.errors import SettingsError
-    from servotool.runs.sweep import SweepSettingsError
+    from servotool.runs.bus.sweep import SweepSettingsError
 
     with pytest.raises(SweepSettingsError) as info:
         SweepConfig(joints=(), directions=("sideways",), speed=float("nan"), inside=-1, period_s=0.0)
@@ -255,11 +255,11 @@ def test_record_sweeps_writes_every_file_in_runs(arm, tmp_path):
     import json
     from pathlib import Path
 
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
 
     bus, clock = arm("obstacle_2=700")
     files = SweepFiles(out_dir=tmp_path, plot=True, command="servotool sweep --joint 2")
-    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
+    rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
     out = rec.outputs
     assert set(out) == {"csv", "json", "yaml", "png", "summary_png"}
     assert json.loads(Path(out["json"]).read_text())["found"]["2"]["lo"] == rec.found[2].lo
@@ -269,20 +269,20 @@ def test_record_sweeps_writes_every_file_in_runs(arm, tmp_path):
 
 def test_record_sweeps_refuses_to_update_limits_from_a_simulator(arm, tmp_path):
     from servotool.io.limits_yaml import load_limits
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
 
     path = tmp_path / "limits.yaml"
     path.write_text("n:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n")
     bus, clock = arm()
     files = SweepFiles(out_dir=tmp_path, limits_path=path, limits=load_limits(path), update_limits=True)
     with pytest.raises(Refused, match="--force-sim"):
-        record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), files)
+        sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)), files)
     assert bus.sim.commands(p.Move) == []
 
 
 def test_a_limits_file_edited_during_the_run_is_not_overwritten(arm, tmp_path):
     from servotool.io.limits_yaml import load_limits
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
 
     path = tmp_path / "limits.yaml"
     path.write_text("n:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n")
@@ -292,7 +292,7 @@ def test_a_limits_file_edited_during_the_run_is_not_overwritten(arm, tmp_path):
     edited = path.read_text()
     files = SweepFiles(out_dir=tmp_path / "out", limits_path=path, limits=lf, update_limits=True,
                        force_sim=True)
-    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
+    rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
     assert path.read_text() == edited and not list(tmp_path.glob("*.bak*"))
     assert "changed while the sweep ran" in rec.notes[0]
     assert load_limits(rec.outputs["yaml"]).limits[2][0] == rec.found[2].lo
@@ -306,13 +306,13 @@ def test_a_limp_servo_is_refused_before_anything_moves(arm):
 
 
 def test_a_stop_signal_is_named_on_the_csv_end_line(arm, tmp_path):
-    from servotool.runs.analyze import analyze_any
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
+    from servotool.runs.offline.analyze import analyze_any
 
     def once(reason):
         bus, clock = arm()
         ticks = []
-        return record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+        return sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
                              SweepFiles(out_dir=tmp_path / reason),
                              abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,
                              on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)
@@ -361,7 +361,7 @@ def test_files_that_cannot_be_written_after_the_sweep_end_it_as_a_fault(arm, tmp
     import errno
     from pathlib import Path
 
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
 
     bus, clock = arm("obstacle_2=700")
     original = Path.write_text
@@ -372,7 +372,7 @@ def test_files_that_cannot_be_written_after_the_sweep_end_it_as_a_fault(arm, tmp
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", full)
-    rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+    rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
                         SweepFiles(out_dir=tmp_path, command="test"))
     assert rec.run.exit_code == ExitCode.FAULT and "No space left on device" in rec.run.error
     assert rec.outputs["csv"] and "json" not in rec.outputs
@@ -383,13 +383,13 @@ def test_a_sweep_stopped_by_a_signal_says_so_not_by_key(arm, tmp_path):
     import json
     from pathlib import Path
 
-    from servotool.runs.sweep_record import SweepFiles, record_sweeps
+    from servotool.runs.bus.sweep_files import SweepFiles, sweep_and_write
 
     cases = (("SIGTERM", "aborted by SIGTERM"), ("Ctrl-C", "aborted by Ctrl-C"), (None, STOP_ABORT))
     for reason, said in cases:
         bus, clock = arm()
         ticks = []
-        rec = record_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
+        rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
                             SweepFiles(out_dir=tmp_path / str(reason)),
                             abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,  # noqa: B023
                             on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)  # noqa: B023

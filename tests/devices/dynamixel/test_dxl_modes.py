@@ -11,7 +11,7 @@ from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.protocol import ErrorNumber
 from servotool.devices.registry import DeviceURLError, open_bus
 from servotool.errors import ExitCode, Refused
-from servotool.runs.servo import hold
+from servotool.runs.bus.servo import hold
 
 # servo 12 left in velocity mode with a goal velocity of 50 (11.5 rev/min), torque off: as a wheel or a
 # previous program left it
@@ -151,7 +151,7 @@ def test_servo_read_shows_each_mode_at_80_columns_and_in_json(servo):
 
 
 def test_relax_keeps_its_tuck_rule_and_switches_any_mode_off():
-    from servotool.runs.servo import relax
+    from servotool.runs.bus.servo import relax
 
     with open_bus("sim:microduck?clock=sim&mode=12:1,13:16&goal_velocity=12:50&goal_pwm=13:200") as bus:
         pose = bus.read_pose()

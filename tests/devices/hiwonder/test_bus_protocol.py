@@ -8,7 +8,7 @@ from servotool.devices.bus import Bus, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.registry import open_bus
 from servotool.errors import ExitCode, ProtocolError, Refused, RunFault, ServotoolError
-from servotool.runs.sweep import SweepAborted
+from servotool.runs.bus.sweep import SweepAborted
 
 
 def test_hiwonder_client_is_a_bus() -> None:

@@ -254,7 +254,7 @@ def test_the_real_client_never_loads_the_simulator() -> None:
 
 
 def test_clock_sim_runs_the_simulator_in_lock_step_with_the_bus_clock(bus_factory):
-    from servotool.runs.servo import move_to, read_limits
+    from servotool.runs.bus.servo import move_to, read_limits
 
     bus = bus_factory("sim:rosorin-arm?clock=sim")
     assert isinstance(bus.clock, FakeClock) and bus.sim.clock is bus.clock

@@ -29,7 +29,13 @@ from servotool.devices.registry import DeviceURLError, open_arm, open_bus
 from servotool.errors import DeviceError, Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.io.devlock import DeviceLock
-from servotool.runs.campaign import (
+from servotool.runs.arm.cold_start import run_cold_ramp
+from servotool.runs.arm.ramp import run_ramp
+from servotool.runs.arm.settings import needs_test_arm_probe
+from servotool.runs.arm.step import run_step
+from servotool.runs.arm.stream import COMPLETE, INTERRUPTED, RunRefused
+from servotool.runs.bus.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
+from servotool.runs.campaign.plan import (
     Campaign,
     CampaignInvalid,
     RunSpec,
@@ -39,15 +45,9 @@ from servotool.runs.campaign import (
     sweep_config,
     validate,
 )
-from servotool.runs.cold_start import run_cold_ramp
 from servotool.runs.outcome import RunStatus
 from servotool.runs.ownership import DeviceBusy, LockUnavailable, claim, require_free
-from servotool.runs.ramp import run_ramp
-from servotool.runs.settings import needs_test_arm_probe
 from servotool.runs.signals import StopSignals
-from servotool.runs.step import run_step
-from servotool.runs.stream import COMPLETE, INTERRUPTED, RunRefused
-from servotool.runs.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
 
 STATE_FILE = "campaign-state.json"
 CAMPAIGN_COPY = "campaign.yaml"

@@ -1,8 +1,8 @@
 """Telemetry sources of the record loop: a device client seen as sweeps and hardware-error answers.
 
-`TelemetrySource` is what runs/record.py needs of a device: a fast sweep (the legs of a servo bus, the joints
-of an arm), an optional context sweep (the neck), and one status read across every axis. A source reads
-only: nothing here commands motion, switches torque, writes EEPROM or sends REBOOT.
+`TelemetrySource` is what runs/recorder/loop.py needs of a device: a fast sweep (the legs of a servo bus,
+the joints of an arm), an optional context sweep (the neck), and one status read across every axis. A
+source reads only: nothing here commands motion, switches torque, writes EEPROM or sends REBOOT.
 
 `FairinoSource` turns a FAIRINO arm's state stream into sweeps of its six joints (measured q, the setpoint
 the controller took, their gap) and reports the controller's fault latch (main_code, sub_code) as the status

@@ -18,8 +18,8 @@ from servotool.clock import Clock
 from servotool.devices.registry import DeviceURLError, parse_url
 from servotool.errors import Refused
 from servotool.io.paths import out_dir_problem
+from servotool.runs.arm.settings import Ranges
 from servotool.runs.ownership import busy_problem
-from servotool.runs.settings import Ranges
 
 GoalCheck = Callable[[Ranges | None, Sequence[float] | None], list[str]]
 
@@ -87,7 +87,7 @@ def on_connect(arm: Any, clock: Clock, goal_problems: GoalCheck) -> None:
     """Refuse (Refused) a run on an arm someone else drives, or whose goals from the measured pose leave the
     joint ranges. Call after connecting and before enabling, OUTSIDE the run's safe ending: a refused run
     must not end servo mode or disable an arm that another client drives."""
-    from servotool.runs.prepare import wait_for_state  # numpy: loaded when a run connects, not for `-h`
+    from servotool.runs.arm.prepare import wait_for_state  # numpy: loaded when a run connects, not for `-h`
 
     start_pose = [float(x) for x in wait_for_state(arm, clock).q[: arm.n_joints]]
     problems = []

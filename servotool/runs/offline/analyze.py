@@ -39,12 +39,12 @@ from servotool.analysis.recording import (
     recording_from_frame,
 )
 from servotool.analysis.step import StepResult, analyze_step
-from servotool.analysis.sweep_record import SweepFileResult, analyze_sweep_record
+from servotool.analysis.sweep_files import SweepFileResult, analyze_sweep_file
 from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 from servotool.io.jsondoc import JsonText, compact
 from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
-from servotool.runs.settings import CMD_PERIOD_RANGE_S
+from servotool.runs.arm.settings import CMD_PERIOD_RANGE_S
 
 MODES = ("ramp", "step", "sweep")
 Progress = Callable[[int, int, Path], None]  # (files done, files in all, the file just done)
@@ -287,7 +287,7 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
         raise NotAnalyzable(f"{path}: not a lag, step or sweep run ({what}); analyze reads {modes}")
     try:
         if meta.mode == "sweep":
-            sweep = SweepAnalysis(path, meta, analyze_sweep_record(
+            sweep = SweepAnalysis(path, meta, analyze_sweep_file(
                 meta.config, table, None if meta.complete else (meta.end_reason or "no end line")))
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep

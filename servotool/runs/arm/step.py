@@ -36,7 +36,8 @@ from servotool.motion.guard import (
 from servotool.motion.ramp import step_levels
 from servotool.motion.shaper import ShaperConfig
 from servotool.motion.stream_shapers import ShaperSpec
-from servotool.runs.arm_run import (
+from servotool.runs.arm.prepare import Prepared, RunRefused
+from servotool.runs.arm.run import (
     DEFAULT_WARMUP_TIMEOUT_S,
     ArmRun,
     RunCallbacks,
@@ -44,10 +45,9 @@ from servotool.runs.arm_run import (
     RunResult,
     StreamSetup,
 )
-from servotool.runs.prepare import Prepared, RunRefused
-from servotool.runs.settings import Ranges, needs_test_arm_probe, step_goal_problems, validate_step
+from servotool.runs.arm.settings import Ranges, needs_test_arm_probe, step_goal_problems, validate_step
+from servotool.runs.arm.stream import StreamPlan, TickInfo
 from servotool.runs.signals import StopSignals
-from servotool.runs.stream import StreamPlan, TickInfo
 
 # commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
 PROFILE_LAG_MS = {"simmachine": 39.0, "fr3": 78.0, "fr20": 111.0}

@@ -41,12 +41,12 @@ from servotool.analysis.sweep import (
     limit_from_stop,
     merge_found,
 )
-from servotool.analysis.sweep_record import MAX_INSIDE
+from servotool.analysis.sweep_files import MAX_INSIDE
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
 from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, SettingsError
 from servotool.motion.quintic import Trajectory
-from servotool.runs.servo import (
+from servotool.runs.bus.servo import (
     MAX_SPEED,
     MIN_SPEED,
     Abort,

@@ -24,18 +24,18 @@ from servotool.analysis.lag import LagResult, combine_lag, guard_advice
 from servotool.analysis.recording import RecordingError
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
-from servotool.analysis.sweep_record import config_inside
+from servotool.analysis.sweep_files import config_inside
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
-from servotool.runs.analyze import FileAnalysis, analyze_paths
-from servotool.runs.campaign import Campaign, parse_campaign
+from servotool.runs.campaign.plan import Campaign, parse_campaign
+from servotool.runs.offline.analyze import FileAnalysis, analyze_paths
 
 if TYPE_CHECKING:  # matplotlib is imported only when a report draws its figures (analyze never does)
     import pandas as pd
 
     from servotool.plots.campaign import StepTrace
-from servotool.runs.step import StepSettings
+from servotool.runs.arm.step import StepSettings
 
 _RUN_RE = re.compile(r"# run (\d+) \((\w+)\) of (\d+): (.*)$")
 DEFAULT_SHAPER = StepSettings()  # the shaper's bounds when a campaign names none

@@ -34,14 +34,14 @@ from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
-from servotool.runs.preflight import profile_ranges
-from servotool.runs.ramp import RampSettings
-from servotool.runs.ramp import check_settings as check_ramp
-from servotool.runs.settings import validate_lag, validate_step
-from servotool.runs.step import StepSettings
-from servotool.runs.step import check_settings as check_step
-from servotool.runs.stream import RunRefused
-from servotool.runs.sweep import SweepConfig, SweepSettingsError, directions_for
+from servotool.runs.arm.preflight import profile_ranges
+from servotool.runs.arm.ramp import RampSettings
+from servotool.runs.arm.ramp import check_settings as check_ramp
+from servotool.runs.arm.settings import validate_lag, validate_step
+from servotool.runs.arm.step import StepSettings
+from servotool.runs.arm.step import check_settings as check_step
+from servotool.runs.arm.stream import RunRefused
+from servotool.runs.bus.sweep import SweepConfig, SweepSettingsError, directions_for
 
 COMMANDS = ("lag", "step", "sweep")
 ARM_COMMANDS = ("lag", "step")

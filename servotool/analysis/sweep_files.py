@@ -135,7 +135,7 @@ def _one_sweep(
                       stop, limit, verdict)  # fmt: skip
 
 
-def analyze_sweep_record(
+def analyze_sweep_file(
     config: dict[str, Any], table: Table, interrupted: str | None = None
 ) -> SweepFileResult:
     """Limits per (joint, direction) of one sweep file, in the order the sweeps ran. `interrupted`: the end

@@ -5,15 +5,16 @@
 
 A run is an `ArmRun` around a job (`RunJob`): the job says what to stream (its settings checks and the plan
 built from the start pose), the skeleton does everything else in the same order for every job. `lag --ramp`
-(runs/ramp.py, RampJob) and `step` (runs/step.py, StepJob) are jobs.
+(runs/arm/ramp.py, RampJob) and `step` (runs/arm/step.py, StepJob) are jobs.
 
 Hook points (each a method of ArmRun, documented where it is):
 
 * `check_settings()` runs before any device opens (the CLI calls it before opening the arm; `run()` calls
   it again, which is cheap and keeps library callers safe). Settings validation belongs here.
 * `take_ownership(arm)` runs after connecting and before the arm is enabled: the one-owner check and the
-  goals against the joint ranges from the measured pose (runs/preflight.py). It runs BEFORE the safe ending
-  is armed: a refused run must not end the servo mode of, or disable, an arm that another client drives.
+  goals against the joint ranges from the measured pose (runs/arm/preflight.py). It runs BEFORE the safe
+  ending is armed: a refused run must not end the servo mode of, or disable, an arm that another client
+  drives.
 * `finish(arm)` is the single way out. `run()` calls it from a `finally`, so every exit goes through it:
   a stream still going is brought to rest by the Streamer's braked stop, the CSV gets its end line, the
   servo mode is ended and the robot disabled unless keep. Signal deferral for the ending belongs here.
@@ -44,14 +45,14 @@ from servotool.devices.arm import Arm, clock_of
 from servotool.errors import signal_label
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
-from servotool.runs.analyze import FileAnalysis, analyze_written
+from servotool.runs.arm.preflight import on_connect
+from servotool.runs.arm.prepare import Ending, Prepared, end_servo, prepare
+from servotool.runs.arm.realtime import realtime
+from servotool.runs.arm.settings import Ranges
+from servotool.runs.arm.stream import StopSettings, Streamer, StreamPlan, TickInfo, open_run_csv
+from servotool.runs.offline.analyze import FileAnalysis, analyze_written
 from servotool.runs.outcome import RunStatus, StreamOutcome
-from servotool.runs.preflight import on_connect
-from servotool.runs.prepare import Ending, Prepared, end_servo, prepare
-from servotool.runs.realtime import realtime
-from servotool.runs.settings import Ranges
 from servotool.runs.signals import StopSignals
-from servotool.runs.stream import StopSettings, Streamer, StreamPlan, TickInfo, open_run_csv
 
 DEFAULT_WARMUP_TIMEOUT_S = 10.0
 

@@ -1,7 +1,7 @@
 """A ramp started from a disabled robot, inside its enable window: the first runaway of the lag campaign,
 reproduced on purpose. SIMULATORS ONLY: `run_cold_ramp` refuses any device that is not a simulator.
 
-The run skeleton (runs/arm_run.py) never does this: it warms up until the controller executes the stream, and
+The run skeleton (runs/arm/run.py) never does this: it warms up until the controller executes the stream, and
 its stream gives up after a few rejected commands. This run keeps streaming through the enable window's
 rejects (COLD_REJECT_WINDOW_S), with the skeleton's own pieces: the recorded stream and its braked stop, and
 the same finish. Here the robot
@@ -22,10 +22,10 @@ import numpy as np
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, clock_of
 from servotool.motion.ramp import ramp_profile
-from servotool.runs.analyze import analyze_written
-from servotool.runs.prepare import RunRefused, finish, wait_for_state
-from servotool.runs.ramp import RampRun, RampSettings, check_settings, config_dict
-from servotool.runs.stream import StopSettings, StreamPlan, TickInfo, record_stream
+from servotool.runs.arm.prepare import RunRefused, finish, wait_for_state
+from servotool.runs.arm.ramp import RampRun, RampSettings, check_settings, config_dict
+from servotool.runs.arm.stream import StopSettings, StreamPlan, TickInfo, record_stream
+from servotool.runs.offline.analyze import analyze_written
 
 # commands rejected in a row before the stream gives up: long enough to stream through an enable window
 COLD_REJECT_WINDOW_S = 3.0

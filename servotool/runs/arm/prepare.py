@@ -1,7 +1,7 @@
 """Before and after a stream: bring the arm to a held, executing stream; end the servo mode afterwards.
 
-These are the `open/prepare` and `finish` stages of the run skeleton (runs/arm_run.py); the streaming loop
-itself is runs/stream.py.
+These are the `open/prepare` and `finish` stages of the run skeleton (runs/arm/run.py); the streaming loop
+itself is runs/arm/stream.py.
 """
 
 from __future__ import annotations

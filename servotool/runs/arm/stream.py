@@ -12,14 +12,14 @@ keeps rejecting commands, an exception in our own code), it ends the same way, `
 `stop` row naming the reason, then a braking stop from the stream's current velocity, its speed falling by
 a_max * period per tick (the shaper's acceleration bound; StreamShaper.prime starts at rest, so it cannot
 continue a moving stream), then the last pose held while the arm comes to rest, all recorded. Ending the
-servo mode, closing the CSV and disabling the robot belong to the run skeleton (runs/arm_run.py), which
+servo mode, closing the CSV and disabling the robot belong to the run skeleton (runs/arm/run.py), which
 does them whatever happened here.
 
 Ctrl-C, SIGTERM and SIGHUP are taken as a request, not an exception, while the loop runs (runs/signals.py):
 the first starts the stop, a second one skips waiting for the arm to come to rest, a third raises.
 
 Memory is flat however long the stream: the plan is the only per-tick array (built by the caller), rows go
-straight to the writer, lateness is kept as bounded statistics (runs/lateness.py) and the recent poses for
+straight to the writer, lateness is kept as bounded statistics (runs/arm/lateness.py) and the recent poses for
 the rest check in a window of fixed length.
 """
 
@@ -43,9 +43,9 @@ from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, State
 from servotool.errors import Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
-from servotool.runs.lateness import LatenessStats
+from servotool.runs.arm.lateness import LatenessStats
+from servotool.runs.arm.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
 from servotool.runs.outcome import RunStatus, StreamOutcome
-from servotool.runs.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
 from servotool.runs.signals import StopSignals
 
 # the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)

@@ -37,8 +37,8 @@ from servotool.io.limits_yaml import (
     update_in_place,
 )
 from servotool.io.paths import out_dir_problem
-from servotool.runs.servo import Abort
-from servotool.runs.sweep import (
+from servotool.runs.bus.servo import Abort
+from servotool.runs.bus.sweep import (
     CSV_COLUMNS,
     CSV_UNITS,
     SweepConfig,
@@ -159,7 +159,7 @@ def _plots(run: SweepRun, csv_paths: dict[int, Path], folder: Path, stem: str) -
     return out
 
 
-def record_sweeps(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles, *,
+def sweep_and_write(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles, *,
                   abort_requested: Abort = None,
                   on_event: Callable[[SweepEvent], None] | None = None,
                   stop_reason: Callable[[], str | None] | None = None) -> SweepRecord:

@@ -1,6 +1,6 @@
 """`lag --ramp`: stream smooth out-and-back passes at several speeds and measure the lag from the recording.
 
-A ramp run is a job of the run skeleton (runs/arm_run.py): refuse unsafe settings before anything moves;
+A ramp run is a job of the run skeleton (runs/arm/run.py): refuse unsafe settings before anything moves;
 enable, servo mode, warm-up; stream the ramp profile from the warmed-up pose, recording every send and every
 receive into the CSV; end the servo mode and disable unless keep; then read the CSV back and analyse it,
 so the figures a live run reports are exactly what `servotool analyze` recomputes from the file.
@@ -19,7 +19,8 @@ from servotool.clock import Clock
 from servotool.devices.arm import Arm
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.motion.ramp import LAG_RAMP_S, LAG_SETTLE_S, LAG_SPEEDS_DEG_S, LAG_SWEEP_DEG, ramp_profile
-from servotool.runs.arm_run import (
+from servotool.runs.arm.prepare import Prepared, RunRefused
+from servotool.runs.arm.run import (
     DEFAULT_WARMUP_TIMEOUT_S,
     ArmRun,
     RunCallbacks,
@@ -27,10 +28,9 @@ from servotool.runs.arm_run import (
     RunResult,
     StreamSetup,
 )
-from servotool.runs.prepare import Prepared, RunRefused
-from servotool.runs.settings import Ranges, lag_goal_problems, validate_lag
+from servotool.runs.arm.settings import Ranges, lag_goal_problems, validate_lag
+from servotool.runs.arm.stream import StreamPlan, TickInfo
 from servotool.runs.signals import StopSignals
-from servotool.runs.stream import StreamPlan, TickInfo
 
 # a ramp run's result is the skeleton's
 RampRun = RunResult

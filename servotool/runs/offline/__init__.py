@@ -1,0 +1,1 @@
+"""Offline work on recorded files: analyze and shape."""

@@ -1,0 +1,1 @@
+"""The flight recorder's loop and the telemetry sources it reads."""
