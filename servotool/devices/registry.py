@@ -25,6 +25,8 @@ FAMILY_MODULES: tuple[str, ...] = (
     "servotool.devices.fairino.family",
     "servotool.devices.hiwonder.family",
     "servotool.devices.dynamixel.family",
+    "servotool.devices.fake.family",
+    "servotool.devices.fake.bus_family",
 )
 
 

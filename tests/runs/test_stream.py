@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,7 +13,8 @@ import pytest
 
 from servotool.analysis.recording import recording_from_frame
 from servotool.clock import FakeClock
-from servotool.devices.arm import ConnectionLost, Reply, StateFrame
+from servotool.devices.arm import ConnectionLost, StateFrame
+from servotool.devices.fake.arm import FakeArm
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
@@ -40,120 +42,43 @@ T = 0.01
 POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
 
-class FakeArm:
-    """An arm on a FakeClock: executes each setpoint `lag_s` after it was sent (linear in between), emits a
-    state frame every `state_s` of fake time, and can be scripted to fail at a given send. `stall` =
-    (from, to): no state frame in that span of fake time (to None: for good); a stall longer than
-    `silence_s` is a lost link, as the real client's watchdog makes it."""
+class ScriptedArm(FakeArm):
+    """The shipped fake arm (servotool.devices.fake.arm) with a script of failures: `fail_at` {send index:
+    an exception to raise, "sigint" (a real SIGINT to the process) or "lost" (the cable pulled)}; a
+    controller fault latched from `fault_from` (fake time); the first joint running away at
+    `runaway_speed` deg/s from `runaway_from`."""
 
-    url = "fake:arm"
-    model = "fake"
-    simulated = True
-    n_joints = 6
-    joint_speed_limits = (180.0,) * 6
-
-    def __init__(self, clock: FakeClock, lag_s: float = 0.05, state_s: float = 0.008, reply: bool = False):
-        self.clock = clock
-        self.lag_s = lag_s
-        self.state_s = state_s
-        self.reply = reply
-        self.sent_t: list[float] = [clock.now() - 1.0]
-        self.sent_q: list[tuple[float, ...]] = [POSE]
-        self.frames: list[StateFrame] = []
-        self.calls: list[str] = []
+    def __init__(self, clock: FakeClock, **kwargs):
         self.fail_at: dict[int, BaseException | str] = {}
         self.fault_from: float | None = None
         self.runaway_from: float | None = None
         self.runaway_speed = 180.0
-        self.sends = 0
-        self.stall: tuple[float, float | None] | None = None
-        self.silence_s = 0.1
-        self._last_frame_t = clock.now()
-        self._t0 = clock.now()
-        self._k = 0
-        self._closed_link = False
-        clock.on_advance(self._advance)
+        super().__init__(clock, **kwargs)
 
-    # the arm's physics
     def measured(self, t: float) -> tuple[float, ...]:
-        ts = np.array(self.sent_t) + self.lag_s
-        q = np.array(self.sent_q)
-        out = [float(np.interp(t, ts, q[:, j])) for j in range(6)]
+        out = super().measured(t)
         if self.runaway_from is not None and t > self.runaway_from:
-            out[0] += self.runaway_speed * (t - self.runaway_from)
-        return tuple(out)
+            out = (out[0] + self.runaway_speed * (t - self.runaway_from), *out[1:])
+        return out
 
-    def _advance(self, now: float) -> None:
-        while self._t0 + self._k * self.state_s <= now + 1e-12:
-            t = self._t0 + self._k * self.state_s
-            codes = (1, 32) if self.fault_from is not None and t >= self.fault_from else (0, 0)
-            self._k += 1
-            if self.stall is not None and self.stall[0] <= t and (self.stall[1] is None or t < self.stall[1]):
-                continue
-            self._last_frame_t = t
-            self.frames.append(
-                StateFrame(t=t, q=self.measured(t), main_code=codes[0], sub_code=codes[1], device_time_s=t)
-            )
-
-    # the Arm protocol
-    def enable(self, timeout_s: float = 5.0) -> None:
-        self.calls.append("enable")
-
-    def disable(self) -> int:
-        self.calls.append("disable")
-        return 0
-
-    def servo_start(self) -> int:
-        self.calls.append("servo_start")
-        return 0
-
-    def servo_end(self) -> int:
-        self.calls.append("servo_end")
-        if self._closed_link:
-            raise ConnectionLost("fake: link is down")
-        return 0
+    def _frame(self, t: float) -> StateFrame:
+        frame = super()._frame(t)
+        if self.fault_from is not None and t >= self.fault_from:
+            frame = dataclasses.replace(frame, main_code=1, sub_code=32)
+        return frame
 
     def servo_j(self, q, cmd_period_s: float):
-        k = self.sends
-        self.sends += 1
-        if self._closed_link:
-            raise ConnectionLost("fake: link is down")
-        what = self.fail_at.get(k)
+        what = self.fail_at.get(self.sends) if self.lost is None else None
         if what == "sigint":
             os.kill(os.getpid(), signal.SIGINT)
         elif what == "lost":
-            self._closed_link = True
-            raise ConnectionLost("fake: cable pulled")
+            self.sends += 1
+            self.lose("fake: cable pulled")
+            raise ConnectionLost(self.lost)
         elif isinstance(what, BaseException):
+            self.sends += 1
             raise what
-        self.sent_t.append(self.clock.now())
-        self.sent_q.append(tuple(float(x) for x in q))
-        return Reply(self.clock.now(), 0) if self.reply else None
-
-    def poll_states(self) -> list[StateFrame]:
-        out, self.frames = self.frames, []
-        silent = self.clock.now() - self._last_frame_t
-        if not out and silent > self.silence_s:
-            self._closed_link = True
-            raise ConnectionLost(f"fake: no state frame for {silent * 1000:.0f} ms")
-        return out
-
-    def latest_state(self) -> StateFrame:
-        t = self.clock.now()
-        return StateFrame(t=t, q=self.measured(t), device_time_s=t)
-
-    def replies(self) -> list[Reply]:
-        return []
-
-    def reset_faults(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        self.calls.append("close")
-
-    def warm_up(self, q_hold, cmd_period_s, timeout_s):
-        self.calls.append("warm_up")
-        return 0.0
+        return super().servo_j(q, cmd_period_s)
 
 
 def ramp_plan(start: float = 0.0, sweep: float = 5.0, speeds=(20.0, 40.0)) -> StreamPlan:
@@ -167,7 +92,7 @@ def hold_plan(n: int) -> StreamPlan:
     return StreamPlan(np.tile(POSE, (n, 1)), np.zeros(n, dtype=int), np.array(["hold"] * n, dtype=object))
 
 
-def run(tmp_path: Path, arm: FakeArm, clock: FakeClock, plan: StreamPlan, **kwargs):
+def run(tmp_path: Path, arm: ScriptedArm, clock: FakeClock, plan: StreamPlan, **kwargs):
     path = tmp_path / "run.csv"
     raw = kwargs.get("shaper") is not None
     with CsvLogWriter(
@@ -193,7 +118,7 @@ def stop_rows(df):
 
 def test_sends_on_absolute_deadlines_and_records_everything(tmp_path):
     clock = FakeClock(100.0)
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     plan = ramp_plan()
     outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
     assert outcome.status == COMPLETE and meta.complete
@@ -211,7 +136,7 @@ def test_sends_on_absolute_deadlines_and_records_everything(tmp_path):
 
 def test_ctrl_c_stops_through_a_braking_profile_and_marks_the_csv(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     plan = ramp_plan(sweep=10.0, speeds=(40.0,))
     cruise = int(np.flatnonzero(plan.phase == "cruise")[3])
     arm.fail_at[cruise] = KeyboardInterrupt()
@@ -241,7 +166,7 @@ def test_a_stop_at_any_tick_of_a_ramp_stays_within_a_max(tmp_path, phase):
     ticks = np.flatnonzero(plan.phase == phase)
     for i, k in enumerate(ticks[:: max(1, len(ticks) // 4)]):
         clock = FakeClock()
-        arm = FakeArm(clock)
+        arm = ScriptedArm(clock)
         arm.fail_at[int(k)] = KeyboardInterrupt()
         _, _, df, _ = run(tmp_path / f"{phase}{i}", arm, clock, plan, stop=StopSettings(a_max=a_max))
         v = np.diff(df[df.event == "cmd"].q1.to_numpy()) / T
@@ -251,7 +176,7 @@ def test_a_stop_at_any_tick_of_a_ramp_stays_within_a_max(tmp_path, phase):
 
 def test_a_real_sigint_is_taken_as_a_stop_request(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     plan = ramp_plan(sweep=10.0, speeds=(40.0,))
     arm.fail_at[30] = "sigint"
     outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
@@ -262,7 +187,7 @@ def test_a_real_sigint_is_taken_as_a_stop_request(tmp_path):
 
 def test_a_lost_connection_ends_the_run_cleanly(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     plan = ramp_plan()
     arm.fail_at[40] = "lost"
     outcome, meta, df, path = run(tmp_path, arm, clock, plan)
@@ -275,8 +200,8 @@ def test_a_lost_connection_ends_the_run_cleanly(tmp_path):
     assert arm.calls[-1] == "disable"
 
 
-class _RecordingArm(FakeArm):
-    """A FakeArm that keeps every state frame it emitted (`emitted`), polled or not."""
+class _RecordingArm(ScriptedArm):
+    """A ScriptedArm that keeps every state frame it emitted (`emitted`), polled or not."""
 
     def __init__(self, clock: FakeClock, **kwargs):
         self.emitted: list[StateFrame] = []
@@ -312,7 +237,7 @@ def test_every_state_frame_received_before_a_lost_link_is_recorded(tmp_path, whe
 
 def test_a_controller_fault_is_recorded_and_ends_the_run(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     arm.fault_from = 0.5
     plan = hold_plan(200)
     outcome, meta, df, _ = run(tmp_path, arm, clock, plan)
@@ -326,7 +251,7 @@ def test_a_controller_fault_is_recorded_and_ends_the_run(tmp_path):
 
 def test_guard_catches_an_arm_moving_on_its_own_within_two_ticks(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock, state_s=T)
+    arm = ScriptedArm(clock, state_s=T)
     onset = 0.3
     arm.runaway_from = onset
     shaper = StreamShaper(130.0, 500.0, T, n_joints=6)
@@ -357,7 +282,7 @@ def test_a_state_stream_that_stalls_mid_step_is_a_lost_link_not_a_guard_trip(tmp
     # the setpoints move on while the newest pose stays the one from before the stall: judged as if it were
     # fresh, it diverges beyond the allowance (the guard tripped, exit 1) before the 100 ms watchdog fires
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     arm.stall = (0.3, None)  # in the middle of the shaped 10 deg step that starts at 0.2 s
     outcome, meta, df, _ = run(tmp_path, arm, clock, step_plan(10.0), **shaped_guarded())
     assert outcome.status == CONNECTION_LOST and outcome.exit_code == 3
@@ -371,7 +296,7 @@ def test_a_late_frame_on_a_healthy_stream_leaves_a_tick_unjudged_without_a_note(
     # a 40 ms gap between frames (a loaded host): two ticks see a pose over 20 ms old and are not judged, the
     # next frame is; the run completes, and a hiccup that short is no news in its notes
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     arm.stall = (0.3, 0.33)
     outcome, meta, df, _ = run(tmp_path, arm, clock, step_plan(10.0), **shaped_guarded())
     assert outcome.status == COMPLETE and meta.complete
@@ -382,7 +307,7 @@ def test_a_fresh_frame_beyond_bounds_after_a_stall_trips_the_guard_at_once(tmp_p
     # a real trip stays a trip: the arm runs away during a 60 ms stall (under the 100 ms watchdog); the first
     # frame after it is fresh and beyond bounds, and the guard trips on the tick that receives it
     clock = FakeClock()
-    arm = FakeArm(clock, state_s=T)
+    arm = ScriptedArm(clock, state_s=T)
     arm.runaway_from, arm.stall = 0.3, (0.3, 0.36)
     outcome, meta, df, _ = run(tmp_path, arm, clock, hold_plan(100), **shaped_guarded())
     assert outcome.status == GUARD and "diverged" in meta.end_reason
@@ -391,7 +316,7 @@ def test_a_fresh_frame_beyond_bounds_after_a_stall_trips_the_guard_at_once(tmp_p
 
 def test_prepare_warms_up_before_the_run_and_finish_disables(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     clock.advance(0.1)
     prep = prepare(arm, clock, T)
     assert arm.calls[:3] == ["enable", "servo_start", "warm_up"]
@@ -404,7 +329,7 @@ def test_a_recording_on_the_fake_arm_reads_back_its_exact_lag(tmp_path):
     from servotool.analysis.lag import analyze_lag
 
     clock = FakeClock()
-    arm = FakeArm(clock, lag_s=0.063)
+    arm = ScriptedArm(clock, lag_s=0.063)
     outcome, meta, df, _ = run(tmp_path, arm, clock, ramp_plan(sweep=8.0, speeds=(10.0, 20.0, 40.0)))
     res = analyze_lag(recording_from_frame(df), joint=0, cmd_period_s=T)
     assert res.fit.lag_ms == pytest.approx(63.0, abs=0.05)
@@ -417,7 +342,7 @@ def test_a_recording_on_the_fake_arm_reads_back_its_exact_lag(tmp_path):
 
 def test_an_exception_in_our_own_code_still_ends_through_the_braked_stop(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     plan = ramp_plan(sweep=10.0, speeds=(40.0,))
     cruise = int(np.flatnonzero(plan.phase == "cruise")[3])
 
@@ -492,7 +417,7 @@ class _HoldJob:
 
 def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
     clock.advance(0.1)
     job = _HoldJob(50)
     said: list[str] = []
@@ -511,7 +436,7 @@ def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
 
     # a failure after the warm-up, before the stream: the robot is still taken out of servo mode and
     # disabled, and no CSV is left behind
-    arm2 = FakeArm(clock)
+    arm2 = ScriptedArm(clock)
     with pytest.raises(RuntimeError, match="cannot build"):
         ArmRun(_HoldJob(10, fail_in_build=True), clock=clock, out_dir=tmp_path / "b").run(arm2)
     assert arm2.calls[-2:] == ["servo_end", "disable"]
@@ -524,7 +449,7 @@ def test_finish_disables_whatever_ending_servo_mode_raises(answer):
     """finish never raises: a controller answer the client cannot read (not a DeviceError) must not skip
     the disable."""
     clock = FakeClock()
-    arm = FakeArm(clock)
+    arm = ScriptedArm(clock)
 
     def servo_end():
         arm.calls.append("servo_end")
