@@ -1,21 +1,23 @@
 """An in-process arm: the `Arm` protocol with no controller behind it, exact on a FakeClock.
 
-The joints follow the setpoints sent, each reached `lag_s` after it was sent and linear in between (before
-the first setpoint the arm holds its start pose). A state frame is sampled every `state_s` of the clock, on a
-fixed grid from the moment the arm was opened. On a FakeClock a frame comes in when the clock advances to or
-past its instant (as a simulator's frame is delivered while time moves); on another clock, at the first call
-that reads the arm after its instant.
+The joints follow the setpoints sent, each reached `lag_s` after it was sent and linear in between: a
+steady stream is followed exactly, lag_s behind; a setpoint after a pause is one command period's motion
+(before the first setpoint the arm holds its start pose). A state frame is sampled every `state_s` of the
+clock, on a fixed grid from the moment the arm was opened. On a FakeClock a frame comes in when the clock
+advances to or past its instant (as a simulator's frame is delivered while time moves); on another clock, at
+the first call that reads the arm after its instant.
 
 It checks what it is sent as a real arm does (joint count, finite values, the joint ranges: ValueError,
 never clamped), and keeps a real arm's failure modes at hand for tests:
 
-* a lost link: `lose(reason)` (or `lose_after` setpoints, `?lose_after=N`): every later call raises
-  ConnectionLost (the frames received before it are still handed out once);
+* a lost link: `lose(reason)`, or `lose_after` (`?lose_after=N`: once N setpoints are taken): every later
+  call raises ConnectionLost (the frames received before it are still handed out once);
 * a stalled state stream: `stall = (from, to)` drops the frames of that span of the clock (to None: for
   good); a silence longer than `silence_s` is a lost link, as a real client's watchdog makes it;
 * another owner: `busy` (`?busy=1`), what `busy_reason()` answers.
 
-Every call is appended to `calls` by name, so a test can tell what a run did to the arm.
+Each call that changes the arm's mode (enable, servo_start, warm_up, servo_end, disable, reset_faults, close)
+is appended to `calls` by name, so a test can tell what a run did to the arm.
 """
 
 from __future__ import annotations
@@ -87,9 +89,13 @@ class FakeArm:
         # what was sent, oldest first; the start pose stands as a setpoint long executed
         self.sent_t: list[float] = [t0 - 1.0]
         self.sent_q: list[tuple[float, ...]] = [start]
+        # the commanded path the joints follow lag_s behind: through each setpoint at its send time
+        self._path_t: list[float] = list(self.sent_t)
+        self._path_q: list[tuple[float, ...]] = list(self.sent_q)
         self.frames: list[StateFrame] = []  # received, not yet polled
         self.calls: list[str] = []
-        self.sends = 0
+        self.sends = 0  # setpoints offered (refused ones too)
+        self.taken = 0  # setpoints taken
         self.stall: tuple[float, float | None] | None = None
         self.enabled = False
         self.servo_active = False
@@ -100,6 +106,7 @@ class FakeArm:
         self._k = 0
         # the pose read as the link opened: the newest state before the first frame of the stream comes in
         self._latest: StateFrame | None = self._frame(t0)
+        self._lose_when_due()
         if self.clock is not None:
             self.clock.on_advance(self._advance)
 
@@ -111,19 +118,33 @@ class FakeArm:
     def state_period_s(self) -> float:
         return self.state_s
 
-    # -- the arm's physics -------------------------------------------------------------------------------------
+    # -- the arm's physics -----------------------------------------------------------------------------------
 
     def measured(self, t: float) -> tuple[float, ...]:
         """The joints at time t: each setpoint reached lag_s after it was sent, linear in between."""
-        i = bisect.bisect_right(self.sent_t, t - self.lag_s)
-        if i >= len(self.sent_t):
-            return self.sent_q[-1]
+        x = t - self.lag_s
+        i = bisect.bisect_right(self._path_t, x)
+        if i >= len(self._path_t):
+            return self._path_q[-1]
         if i == 0:
-            return self.sent_q[0]
-        ta, tb = self.sent_t[i - 1], self.sent_t[i]
-        qa, qb = self.sent_q[i - 1], self.sent_q[i]
-        w = (t - self.lag_s - ta) / (tb - ta)
+            return self._path_q[0]
+        ta, tb = self._path_t[i - 1], self._path_t[i]
+        qa, qb = self._path_q[i - 1], self._path_q[i]
+        w = (x - ta) / (tb - ta)
         return tuple(a + (b - a) * w for a, b in zip(qa, qb, strict=True))
+
+    def _command(self, now: float, q: tuple[float, ...], period_s: float) -> None:
+        """Add a setpoint to the path: from where the path is one command period before it (or since the
+        setpoint before, when that is later), so that a setpoint after a pause is one period's motion."""
+        since = now - period_s
+        if since > self._path_t[-1]:
+            self._path_t.append(since)
+            self._path_q.append(self._path_q[-1])
+        if now <= self._path_t[-1]:  # two setpoints at one instant: the newer one stands
+            self._path_t.pop()
+            self._path_q.pop()
+        self._path_t.append(now)
+        self._path_q.append(q)
 
     def _frame(self, t: float) -> StateFrame:
         """The state frame sampled at t."""
@@ -148,7 +169,7 @@ class FakeArm:
             self._latest = frame
             self.frames.append(frame)
 
-    # -- failures ----------------------------------------------------------------------------------------------
+    # -- failures --------------------------------------------------------------------------------------------
 
     def lose(self, reason: str = "link lost (simulated)") -> None:
         """Fault injection: the link goes down; every later call raises ConnectionLost(reason)."""
@@ -174,7 +195,7 @@ class FakeArm:
                 raise ValueError(f"{what}: J{j + 1} {x:g} deg outside its range {lo:g}..{hi:g}")
         return joints
 
-    # -- the Arm protocol --------------------------------------------------------------------------------------
+    # -- the Arm protocol ------------------------------------------------------------------------------------
 
     def busy_reason(self) -> str | None:
         self._check()
@@ -205,12 +226,8 @@ class FakeArm:
 
     def servo_j(self, q: Sequence[float], cmd_period_s: float) -> Reply | None:
         """Take one setpoint (executed lag_s later); a Reply at once when `reply`, else None."""
-        k = self.sends
         self.sends += 1
         self._check()
-        if self.lose_after is not None and k >= self.lose_after:
-            self.lose(f"link lost after {self.lose_after} setpoints (simulated)")
-            self._check()
         joints = self._joints(q, "a setpoint")
         if not (cmd_period_s > 0 and math.isfinite(cmd_period_s)):
             raise ValueError(f"command period must be > 0 s, got {cmd_period_s!r}")
@@ -218,7 +235,14 @@ class FakeArm:
         now = self._now()
         self.sent_t.append(now)
         self.sent_q.append(joints)
+        self._command(now, joints, float(cmd_period_s))
+        self.taken += 1
+        self._lose_when_due()  # this setpoint is taken; the link is down for the next call
         return Reply(now, 0) if self.reply else None
+
+    def _lose_when_due(self) -> None:
+        if self.lose_after is not None and self.taken >= self.lose_after:
+            self.lose(f"link lost after {self.lose_after} setpoints (simulated)")
 
     def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01,
                 timeout_s: float = 5.0) -> float:

@@ -9,8 +9,9 @@ It checks what it is sent as a real bus does (known servo ids, whole positions w
 durations within 0-65535 ms: ValueError, never clamped), and keeps a real bus's failure modes at hand:
 
 * a silent servo (`silent`, `?silent=2,3`): never answers (reads None) and does not move;
-* a lost link: `lose(reason)` (or `lose_after` commands, `?lose_after=N`): every later command raises
-  ConnectionLost and every read answers None (the last known positions stay in `last_position`).
+* a lost link: `lose(reason)`, or `lose_after` (`?lose_after=N`: once N commands are taken): every later
+  command raises ConnectionLost and every read answers None (the last known positions stay in
+  `last_position`).
 
 Nothing here can write what a servo keeps (limits, ids, offsets): there is no such call.
 """
@@ -63,12 +64,14 @@ class FakeBus:
         self._ids = tuple(range(1, int(servos) + 1))
         self.silent = set(silent)
         self.lose_after = lose_after
-        self.commands = 0  # commands taken (or refused for a lost link)
+        self.commands = 0  # commands taken
         self.lost: str | None = None
         self.last_position: dict[int, int] = {}
         self._closed = False
         now = self.clock.now()
-        self._servos = {sid: _Motion(now, float(START_POSITION), now, float(START_POSITION)) for sid in self._ids}
+        start = float(START_POSITION)
+        self._servos = {sid: _Motion(now, start, now, start) for sid in self._ids}
+        self._lose_when_due()
 
     # -- identity --------------------------------------------------------------------------------------------
 
@@ -108,13 +111,15 @@ class FakeBus:
         once the link is lost."""
         if self._closed:
             raise DeviceError(f"{self._url}: bus is closed")
-        k = self.commands
-        self.commands += 1
-        if self.lose_after is not None and k >= self.lose_after:
-            self.lose(f"link lost after {self.lose_after} commands (simulated)")
         if self.lost is not None:
             raise ConnectionLost(self.lost)
+        self.commands += 1
+        self._lose_when_due()  # this command is taken; the link is down for the next call
         return self.clock.now()
+
+    def _lose_when_due(self) -> None:
+        if self.lose_after is not None and self.commands >= self.lose_after:
+            self.lose(f"link lost after {self.lose_after} commands (simulated)")
 
     def _known(self, ids: Iterable[int]) -> list[int]:
         out = [int(sid) for sid in ids]

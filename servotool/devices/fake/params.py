@@ -67,7 +67,8 @@ def _ids(text: str) -> tuple[int, ...]:
 _Spec = dict[str, tuple[str, Callable[[str], Any], str]]
 
 ARM_SPEC: _Spec = {
-    "joints": ("joints", bounded(1, MAX_JOINTS, integer=True), f"number of joints, 1-{MAX_JOINTS} (default 6)"),
+    "joints": ("joints", bounded(1, MAX_JOINTS, integer=True),
+               f"number of joints, 1-{MAX_JOINTS} (default 6)"),
     "lag_ms": ("lag_s", bounded(0, 1000, " ms", scale=1e-3),
                "command-to-state lag: a setpoint is reached this long after it was sent, ms (default 50)"),
     "state_ms": ("state_s", bounded(1, 100, " ms", scale=1e-3), "state frame period, ms (default 8)"),
@@ -131,4 +132,6 @@ def bus_params(parsed: DeviceURL) -> BusParams:
 
 
 def help_of(spec: _Spec) -> tuple[SimParam, ...]:
-    return (*(SimParam(key, text) for key, (_, _, text) in sorted(spec.items())), SimParam("clock", CLOCK_HELP))
+    """Every parameter of a fake device's URL with its help, `clock` last."""
+    keys = tuple(SimParam(key, text) for key, (_, _, text) in sorted(spec.items()))
+    return (*keys, SimParam("clock", CLOCK_HELP))
