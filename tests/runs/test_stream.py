@@ -12,7 +12,7 @@ import pytest
 
 from servotool.analysis.recording import recording_from_frame
 from servotool.clock import FakeClock
-from servotool.devices.arm import ConnectionLost, Reply, StateFrame
+from servotool.devices.arm import ConnectionLost, Fault, Reply, StateFrame
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
@@ -37,6 +37,7 @@ from servotool.runs.arm.stream import (
 )
 
 T = 0.01
+RUNAWAY = Fault((1, 32), "main 1 sub 32", "the runaway latch")
 POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
 
@@ -86,13 +87,13 @@ class FakeArm:
     def _advance(self, now: float) -> None:
         while self._t0 + self._k * self.state_s <= now + 1e-12:
             t = self._t0 + self._k * self.state_s
-            codes = (1, 32) if self.fault_from is not None and t >= self.fault_from else (0, 0)
+            fault = RUNAWAY if self.fault_from is not None and t >= self.fault_from else None
             self._k += 1
             if self.stall is not None and self.stall[0] <= t and (self.stall[1] is None or t < self.stall[1]):
                 continue
             self._last_frame_t = t
             self.frames.append(
-                StateFrame(t=t, q=self.measured(t), main_code=codes[0], sub_code=codes[1], device_time_s=t)
+                StateFrame(t=t, q=self.measured(t), fault=fault, device_time_s=t)
             )
 
     # the Arm protocol

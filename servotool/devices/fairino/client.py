@@ -28,7 +28,19 @@ from typing import TYPE_CHECKING, Any
 from xml.parsers.expat import ExpatError
 
 from servotool.clock import Clock, MonotonicClock
-from servotool.devices.arm import Arm, JointRanges, Reply, StateFrame
+from servotool.devices.arm import (
+    SETPOINT,
+    Arm,
+    HasClock,
+    HasStatePeriod,
+    HasWatchdog,
+    JointRanges,
+    Reply,
+    ReportsJointRanges,
+    ReportsOwner,
+    StateFrame,
+    WarmsUp,
+)
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.busy import busy_evidence
 from servotool.devices.fairino.codes import ErrCode, describe_errcode, describe_fault
@@ -52,8 +64,9 @@ UNREADABLE_ANSWER: tuple[type[Exception], ...] = (ExpatError, xmlrpc.client.Resp
 NO_ANSWER: tuple[type[Exception], ...] = (
     OSError, http.client.HTTPException, xmlrpc.client.Error, *UNREADABLE_ANSWER)
 
+# what a UDP reply answers: a setpoint (ServoJ), else the controller's name of the command
 _CMD_NAMES = {
-    int(p.CmdId.SERVO_J): "ServoJ",
+    int(p.CmdId.SERVO_J): SETPOINT,
     int(p.CmdId.SERVO_MOVE_START): "ServoMoveStart",
     int(p.CmdId.SERVO_MOVE_END): "ServoMoveEnd",
 }
@@ -416,7 +429,7 @@ class FairinoArm:
         if self.transport == "rpc":
             self._sent += 1
             err = self._code("ServoJ", joints, [0.0] * 4, 0.0, 0.0, float(cmd_period_s), 0.0, 0.0, 0)
-            reply = Reply(self._now(), err, "ServoJ")
+            reply = Reply(self._now(), err, SETPOINT)
             with self._lock:
                 self._code_seq += 1
                 self._codes.append((self._code_seq, err))
@@ -548,8 +561,8 @@ class FairinoArm:
             last_code = codes[-1] if codes else last_code
             if ErrCode.FAILED in codes:
                 raise DeviceError(f"{self.url}: warm-up got {describe_errcode(ErrCode.FAILED)}; reset first")
-            if state is not None and (state.main_code or state.sub_code):
-                raise DeviceError(f"{self.url}: warm-up: {describe_fault(state.main_code, state.sub_code)}")
+            if state is not None and state.fault is not None:
+                raise DeviceError(f"{self.url}: warm-up: {describe_fault(*state.fault.codes)}")
             if state is not None and _max_diff(state.q, hold) > hold_tol_deg:
                 raise DeviceError(f"{self.url}: the arm moved more than {hold_tol_deg} deg while holding")
             window.append((all(c == ErrCode.OK for c in codes) and (bool(codes) or count is not None), count))
@@ -716,6 +729,7 @@ def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | Non
 
 
 if TYPE_CHECKING:
-    # mypy proves here that the client implements the whole Arm interface
-    def _implements_arm(arm: FairinoArm) -> Arm:
-        return arm
+    # mypy proves here that the client implements the whole Arm interface and every capability
+    def _implements_arm(arm: FairinoArm) -> tuple[Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog,
+                                                   HasStatePeriod, HasClock]:
+        return arm, arm, arm, arm, arm, arm, arm

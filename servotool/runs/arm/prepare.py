@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, DeviceError, StateFrame
+from servotool.devices.arm import Arm, DeviceError, StateFrame, WarmsUp, state_period_of
 from servotool.errors import Refused
 
 
@@ -58,27 +58,20 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     notes: list[str] = []
     seen: list[list[float]] = []  # the frames' receive times, per poll: the state period is measured on them
     st = wait_for_state(arm, clock, seen=seen)
-    if (st.main_code, st.sub_code) != (0, 0):
+    if st.fault is not None:
         code = arm.reset_faults()
-        notes.append(
-            f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
-            f"ResetAllError answered {code}"
-        )
+        notes.append(f"reset a fault latched before the run ({st.fault.name}), ResetAllError answered {code}")
     arm.enable()
     code = arm.servo_start()
     if code not in (0, None):
         notes.append(f"ServoMoveStart answered {code}")
     pose = np.asarray(wait_for_state(arm, clock, seen=seen).q, dtype=float)[: arm.n_joints]
     t0 = clock.now()
-    warm = getattr(arm, "warm_up", None)
-    if warm is None:
+    if not isinstance(arm, WarmsUp):
         raise DeviceError(f"{arm.url}: this backend has no warm-up, so a run cannot be started safely")
-    result = warm([float(x) for x in pose], period_s, warmup_timeout_s)
-    held = getattr(result, "pose", None) if result is not None else None
-    if held is not None and len(held) == len(pose):
-        pose = np.asarray(held, dtype=float)
+    arm.warm_up([float(x) for x in pose], period_s, warmup_timeout_s)
     seen.append([f.t for f in arm.poll_states()])
-    period = state_period(seen, getattr(arm, "state_period_s", None))
+    period = state_period(seen, state_period_of(arm))
     return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
 
 
