@@ -56,7 +56,7 @@ class Fault:
         if not 1 <= len(codes) <= FAULT_CODE_COUNT or not all(
             isinstance(c, int) and not isinstance(c, bool) for c in codes
         ):
-            raise ValueError(f"a fault carries 1 to {FAULT_CODE_COUNT} whole-number codes, not {self.codes!r}")
+            raise ValueError(f"a fault carries 1 to {FAULT_CODE_COUNT} whole numbers, not {self.codes!r}")
         object.__setattr__(self, "codes", codes)
         if not self.name:
             raise ValueError("a fault needs a name")

@@ -59,15 +59,18 @@ class FaultEntry:
 
 MAIN_MOTION = 1  # main code of the motion/speed supervision faults below
 
-# (main, sub) -> FaultEntry. Sub 32 under main 1 is the fault the runaway campaign latched on real FR3/FR20 arms;
-# the per-axis command-speed entries come from the CNDE documentation and their main code is an assumption.
+# (main, sub) -> FaultEntry. Sub 32 under main 1 is the fault the runaway campaign latched on real FR3/FR20
+# arms; the per-axis command-speed entries come from the CNDE documentation and their main code is an
+# assumption.
 FAULTS: dict[tuple[int, int], FaultEntry] = {
     (MAIN_MOTION, 23 + axis): FaultEntry(
         MAIN_MOTION, 23 + axis, f"axis {axis + 1} command speed over the limit", confirmed=False
     )
     for axis in range(6)
 }
-FAULTS[(MAIN_MOTION, 32)] = FaultEntry(MAIN_MOTION, 32, "TCP speed over the limit (latched by the runaway)", True)
+FAULTS[(MAIN_MOTION, 32)] = FaultEntry(
+    MAIN_MOTION, 32, "TCP speed over the limit (latched by the runaway)", True
+)
 
 RUNAWAY_FAULT: tuple[int, int] = (MAIN_MOTION, 32)
 
