@@ -24,7 +24,7 @@ from servotool.cli.common import OUTPUT, announce_device, console, err_console, 
 from servotool.cli.render import draw_plot, plot_target, try_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
-from servotool.devices.registry import ARM, DeviceURLError, default_url, example_urls, open_arm, sim_urls
+from servotool.devices.registry import ARM, DeviceURLError, default_url, known_urls, open_arm, sim_urls
 from servotool.errors import ExitCode, Refused, ServotoolError, exit_code_of, signal_label
 from servotool.runs.arm.preflight import before_open
 from servotool.runs.outcome import RunStatus, StreamOutcome
@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # the run's modules (numpy, pandas, scipy) load when a comman
     from servotool.runs.arm.stream import TickInfo
 
 DEFAULT_ROBOT = default_url(ARM)
+# the real-device forms of every arm family, for the help (`scheme://HOST`)
+_REAL_ARM_URLS = " or ".join(f"{url}HOST" for url in known_urls(ARM) if url.endswith("://"))
 
 # the options every live arm command has, spelled once
 RobotOpt = Annotated[
@@ -44,7 +46,7 @@ RobotOpt = Annotated[
         "--robot",
         envvar="SERVOTOOL_ROBOT",
         help=f"Device URL: {', '.join(sim_urls(ARM))} (built-in simulators; add ?clock=sim for "
-        f"simulated time, as fast as the CPU allows) or {' or '.join(example_urls(ARM))}.",
+        f"simulated time, as fast as the CPU allows) or {_REAL_ARM_URLS}.",
     ),
 ]
 JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]

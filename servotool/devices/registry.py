@@ -98,11 +98,6 @@ def sim_urls(kind: str) -> list[str]:
     return [f"{SIM_SCHEME}:{name}" for fam in _families(kind) for name in sim_names(fam)]
 
 
-def example_urls(kind: str) -> list[str]:
-    """The real-device URL examples of every family of the kind, for help texts."""
-    return [url for fam in _families(kind) for url in fam.examples]
-
-
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
@@ -147,7 +142,6 @@ __all__ = [
     "DeviceURLError",
     "Family",
     "default_url",
-    "example_urls",
     "family_named",
     "family_of",
     "known_urls",
