@@ -10,7 +10,8 @@ to a command a `Reply` (`SETPOINT` for the answer to a streamed setpoint). Each 
 codes into these in its folder; nothing above devices/ reads a family's raw codes.
 
 What only some arms have is a small capability protocol, checked with isinstance (never probed by name):
-`ReportsJointRanges`, `ReportsOwner`, `WarmsUp`, `HasWatchdog`, `HasStatePeriod`, `HasClock`. A backend that
+`ReportsJointRanges`, `ReportsOwner`, `WarmsUp`, `HasWatchdog`, `HasStatePeriod`, `HasClock`,
+`NamesCommands`. A backend that
 runs on a clock of its own (a simulator in simulated time) offers it as its `clock` attribute, and every
 run on that arm streams on it: `clock_of(arm)`. Every arm is a context manager: `with open_arm(url) as
 arm:` closes it on the way out.
@@ -138,6 +139,20 @@ class StateFrame:
 
 
 SETPOINT = "setpoint"  # Reply.command of the answer to a streamed setpoint
+
+
+@dataclass(frozen=True)
+class CommandNames:
+    """How the device's own documentation names the calls behind Arm's methods, so that a run's notes
+    quote what an operator finds in the controller's manual. The defaults are neutral words."""
+
+    servo_start: str = "start streaming"
+    servo_end: str = "end streaming"
+    disable: str = "disable"
+    reset_faults: str = "reset faults"
+
+
+NEUTRAL_NAMES = CommandNames()
 
 
 @dataclass(frozen=True)
@@ -284,6 +299,18 @@ class HasClock(Protocol):
     clock: Clock | None
 
 
+@runtime_checkable
+class NamesCommands(Protocol):
+    """An arm whose calls have names of their own (CommandNames)."""
+
+    command_names: CommandNames
+
+
+def command_names(arm: object) -> CommandNames:
+    """The arm's names of its calls (NamesCommands), else the neutral ones."""
+    return arm.command_names if isinstance(arm, NamesCommands) else NEUTRAL_NAMES
+
+
 def clock_of(arm: object) -> Clock | None:
     """The clock `arm` runs on when it carries one (HasClock, its `clock` a Clock: a simulator in lock-step
     on a FakeClock), else None. A run on such an arm must take its time from this clock: on any other, the
@@ -310,6 +337,7 @@ def state_period_of(arm: object) -> float | None:
 
 __all__ = [
     "Arm",
+    "CommandNames",
     "ConnectionLost",
     "DeviceError",
     "FAULT_CODE_COUNT",
@@ -320,6 +348,8 @@ __all__ = [
     "HasWatchdog",
     "JointRanges",
     "MotionState",
+    "NEUTRAL_NAMES",
+    "NamesCommands",
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
@@ -327,6 +357,7 @@ __all__ = [
     "StateFrame",
     "WarmsUp",
     "clock_of",
+    "command_names",
     "fault_codes",
     "state_period_of",
     "watchdog_of",

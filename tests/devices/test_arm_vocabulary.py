@@ -77,3 +77,10 @@ def test_capabilities_are_found_by_isinstance_not_by_name():
     assert a.clock_of(full) is full.clock and a.watchdog_of(full) == 0.2 and a.state_period_of(full) == 0.008
     full.clock = None  # a real controller: runs keep their own clock
     assert a.clock_of(full) is None
+
+
+def test_a_run_quotes_the_device_names_of_its_calls_or_neutral_words():
+    named = _Full()
+    named.command_names = a.CommandNames(servo_end="EndStream")  # type: ignore[attr-defined]
+    assert a.command_names(named).servo_end == "EndStream" and a.command_names(named).disable == "disable"
+    assert a.command_names(_Bare()) is a.NEUTRAL_NAMES

@@ -12,7 +12,7 @@ import pytest
 
 from servotool.analysis.recording import recording_from_frame
 from servotool.clock import FakeClock
-from servotool.devices.arm import ConnectionLost, Fault, Reply, StateFrame
+from servotool.devices.arm import CommandNames, ConnectionLost, Fault, Reply, StateFrame
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
 from servotool.motion.ramp import ramp_profile
@@ -52,6 +52,7 @@ class FakeArm:
     simulated = True
     n_joints = 6
     joint_speed_limits = (180.0,) * 6
+    command_names = CommandNames(servo_end="ServoMoveEnd")  # the notes quote the device's own names
 
     def __init__(self, clock: FakeClock, lag_s: float = 0.05, state_s: float = 0.008, reply: bool = False):
         self.clock = clock

@@ -31,10 +31,12 @@ from servotool.clock import Clock, MonotonicClock
 from servotool.devices.arm import (
     SETPOINT,
     Arm,
+    CommandNames,
     HasClock,
     HasStatePeriod,
     HasWatchdog,
     JointRanges,
+    NamesCommands,
     Reply,
     ReportsJointRanges,
     ReportsOwner,
@@ -71,6 +73,10 @@ _CMD_NAMES = {
     int(p.CmdId.SERVO_MOVE_END): "ServoMoveEnd",
 }
 
+
+# the XML-RPC calls behind the Arm methods, as a run's notes quote them
+COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveEnd", disable="RobotEnable(0)",
+                             reset_faults="ResetAllError")
 
 DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
 DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
@@ -123,6 +129,7 @@ class FairinoArm:
         if not 1 <= int(state_ms) <= 1000:
             raise ValueError(f"state_ms {state_ms} outside 1..1000")
         self.url = url or f"fairino://{host}"
+        self.command_names = COMMAND_NAMES
         self.model = model
         self.simulated = simulated
         self.n_joints = 6
@@ -731,5 +738,5 @@ def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | Non
 if TYPE_CHECKING:
     # mypy proves here that the client implements the whole Arm interface and every capability
     def _implements_arm(arm: FairinoArm) -> tuple[Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog,
-                                                   HasStatePeriod, HasClock]:
-        return arm, arm, arm, arm, arm, arm, arm
+                                                   HasStatePeriod, HasClock, NamesCommands]:
+        return arm, arm, arm, arm, arm, arm, arm, arm

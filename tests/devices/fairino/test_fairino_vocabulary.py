@@ -65,10 +65,11 @@ def test_the_client_is_a_context_manager_and_declares_every_capability(open_sim)
     with arm as same:
         assert same is arm and arm.connected
         for capability in (a.Arm, a.ReportsJointRanges, a.ReportsOwner, a.WarmsUp, a.HasWatchdog,
-                           a.HasStatePeriod, a.HasClock):
+                           a.HasStatePeriod, a.HasClock, a.NamesCommands):
             assert isinstance(arm, capability), capability.__name__
         assert a.clock_of(arm) is arm.clock and a.watchdog_of(arm) == arm.silence_s
         assert a.state_period_of(arm) == arm.state_period_s
+        assert a.command_names(arm).servo_end == "ServoMoveEnd"
     assert not arm.connected  # closed on the way out
     arm.close()  # idempotent
 
