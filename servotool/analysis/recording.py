@@ -53,7 +53,7 @@ class Recording:
     state_q: np.ndarray
     reply_t: np.ndarray
     reply_err: np.ndarray
-    reply_cmd: np.ndarray  # "" for a ServoJ answer, else the command answered
+    reply_cmd: np.ndarray  # "" for the answer to a setpoint, else the command answered
     fault_t: np.ndarray
     fault_main: np.ndarray
     fault_sub: np.ndarray

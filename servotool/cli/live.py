@@ -24,7 +24,7 @@ from servotool.cli.common import OUTPUT, announce_device, console, err_console, 
 from servotool.cli.render import draw_plot, plot_target, try_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
-from servotool.devices.registry import DeviceURLError, open_arm
+from servotool.devices.registry import ARM, DeviceURLError, default_url, known_urls, open_arm, sim_urls
 from servotool.errors import ExitCode, Refused, ServotoolError, exit_code_of, signal_label
 from servotool.runs.arm.preflight import before_open
 from servotool.runs.outcome import RunStatus, StreamOutcome
@@ -35,7 +35,9 @@ if TYPE_CHECKING:  # the run's modules (numpy, pandas, scipy) load when a comman
     from servotool.runs.arm.run import RunResult
     from servotool.runs.arm.stream import TickInfo
 
-DEFAULT_ROBOT = "sim:fr3"
+DEFAULT_ROBOT = default_url(ARM)
+# the real-device forms of every arm family, for the help (`scheme://HOST`)
+_REAL_ARM_URLS = " or ".join(f"{url}HOST" for url in known_urls(ARM) if url.endswith("://"))
 
 # the options every live arm command has, spelled once
 RobotOpt = Annotated[
@@ -43,8 +45,8 @@ RobotOpt = Annotated[
     typer.Option(
         "--robot",
         envvar="SERVOTOOL_ROBOT",
-        help="Device URL: sim:fr3, sim:fr20, sim:simmachine (built-in simulators; add ?clock=sim for "
-        "simulated time, as fast as the CPU allows) or fairino://HOST.",
+        help=f"Device URL: {', '.join(sim_urls(ARM))} (built-in simulators; add ?clock=sim for "
+        f"simulated time, as fast as the CPU allows) or {_REAL_ARM_URLS}.",
     ),
 ]
 JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]
@@ -175,7 +177,7 @@ def open_device(robot: str, rpc: bool, clock: MonotonicClock) -> Arm:
         fail(_cannot_open(robot, exc))
     except (DeviceError, OSError) as exc:
         fail(_cannot_open(robot, exc), code=ExitCode.DEVICE)
-    announce_device(robot, arm.simulated, getattr(arm, "model", ""))
+    announce_device(robot, arm.simulated, arm.model)
     return arm
 
 

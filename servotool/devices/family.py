@@ -118,6 +118,8 @@ class Family:
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
     * serve: the standalone simulator behind `servotool sim <name>` (None: none).
+
+    default_sim: the `sim:` name a command opens when it is given no device ("": none).
     """
 
     name: str
@@ -137,6 +139,7 @@ class Family:
     sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
     serve: Callable[..., Any] | None = None
     docs: str = ""  # the family's page under docs/, "" when it has none
+    default_sim: str = ""
 
 
 __all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]

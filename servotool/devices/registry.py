@@ -86,6 +86,20 @@ def known_urls(kind: str) -> list[str]:
     return sorted(out)
 
 
+def default_url(kind: str) -> str:
+    """The simulator a command of this kind opens when given no device: the first family of the kind that
+    names one (`sim:<name>`). KeyError when none does."""
+    for fam in _families(kind):
+        if fam.default_sim:
+            return f"{SIM_SCHEME}:{fam.default_sim}"
+    raise KeyError(f"no {kind} family names a default simulator")
+
+
+def sim_urls(kind: str) -> list[str]:
+    """The `sim:` URLs of every family of the kind, family by family in registry order."""
+    return [f"{SIM_SCHEME}:{name}" for fam in _families(kind) for name in sim_names(fam)]
+
+
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
@@ -129,6 +143,7 @@ __all__ = [
     "DeviceURL",
     "DeviceURLError",
     "Family",
+    "default_url",
     "family_named",
     "family_of",
     "known_urls",
@@ -137,5 +152,6 @@ __all__ = [
     "open_bus",
     "parse_url",
     "sim_names",
+    "sim_urls",
     "url_facts",
 ]

@@ -57,7 +57,7 @@ class StreamOutcome:
     ticks_sent: int
     stop_ticks: int = 0
     t_end: float = 0.0
-    fault: tuple[int, int] | None = None
+    fault: tuple[int, ...] | None = None  # the first latched fault's codes, as the CSV records them
     fault_t: float | None = None
     guard_reason: str | None = None
     guard_t: float | None = None

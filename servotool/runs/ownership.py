@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
+from servotool.devices.arm import Arm, ReportsOwner
 from servotool.devices.registry import lock_keys
 from servotool.errors import Refused
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
@@ -48,17 +48,16 @@ def claim(url: str) -> Iterator[DeviceLock | None]:
         yield locks[0]
 
 
-def busy_problem(arm: Any) -> str | None:
+def busy_problem(arm: Arm) -> str | None:
     """What the controller's state says about another owner, or None when the arm is free (or the backend
-    cannot tell). Call after connecting, before enabling."""
-    reason = getattr(arm, "busy_reason", None)
-    if reason is None:
+    cannot tell: not ReportsOwner). Call after connecting, before enabling."""
+    if not isinstance(arm, ReportsOwner):
         return None
-    text = reason()
+    text = arm.busy_reason()
     return f"{arm.url} is busy: {text}; one run per arm" if text else None
 
 
-def require_free(arm: Any) -> None:
+def require_free(arm: Arm) -> None:
     """Refused when `busy_problem(arm)` finds another owner."""
     problem = busy_problem(arm)
     if problem:

@@ -13,7 +13,7 @@ import pytest
 
 from servotool.analysis.recording import recording_from_frame
 from servotool.clock import FakeClock
-from servotool.devices.arm import ConnectionLost, StateFrame
+from servotool.devices.arm import CommandNames, ConnectionLost, Fault, StateFrame
 from servotool.devices.fake.arm import FakeArm
 from servotool.io.csvlog import CsvLogWriter, read_csv
 from servotool.motion.guard import DivergenceGuard
@@ -39,6 +39,7 @@ from servotool.runs.arm.stream import (
 )
 
 T = 0.01
+RUNAWAY = Fault((1, 32), "main 1 sub 32", "the runaway latch")
 POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
 
@@ -47,6 +48,8 @@ class ScriptedArm(FakeArm):
     an exception to raise, "sigint" (a real SIGINT to the process) or "lost" (the cable pulled)}; a
     controller fault latched from `fault_from` (fake time); the first joint running away at
     `runaway_speed` deg/s from `runaway_from`."""
+
+    command_names = CommandNames(servo_end="ServoMoveEnd")  # the notes quote the device's own names
 
     def __init__(self, clock: FakeClock, **kwargs):
         self.fail_at: dict[int, BaseException | str] = {}
@@ -64,7 +67,7 @@ class ScriptedArm(FakeArm):
     def _frame(self, t: float) -> StateFrame:
         frame = super()._frame(t)
         if self.fault_from is not None and t >= self.fault_from:
-            frame = dataclasses.replace(frame, main_code=1, sub_code=32)
+            frame = dataclasses.replace(frame, fault=RUNAWAY)
         return frame
 
     def servo_j(self, q, cmd_period_s: float):

@@ -8,7 +8,7 @@ So a client looks before it enables. Evidence, over a short window of state fram
 * the controller reports servo mode (`servo_state`, streamed by the simulator) that this client did not
   start;
 * the arm moves: a joint speed (`actual_joint_vel`) above MOVING_DEG_S, the controller's motion state
-  (`robot_state` 2), or a joint that travelled more than MOVING_DEG over the window.
+  (`robot_state` 2: MotionState.MOVING), or a joint that travelled more than MOVING_DEG over the window.
 
 A drive left enabled with nothing moving or streaming is not evidence: a previous run kept it enabled on
 purpose (--keep), and enabling again is harmless.
@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from servotool.devices.arm import StateFrame
+from servotool.devices.arm import MotionState, StateFrame
 
 MOVING_DEG_S = 0.5  # joint speed that counts as motion (encoder noise stays far below it)
 MOVING_DEG = 0.05  # travel over the window that counts as motion (25x the simulator's noise)
-ROBOT_STATE_MOVING = 2
 
 
 def _moving(frames: Sequence[StateFrame]) -> str | None:
@@ -36,7 +35,7 @@ def _moving(frames: Sequence[StateFrame]) -> str | None:
     if travel and max(travel) > MOVING_DEG:
         j = travel.index(max(travel))
         return f"the arm is moving (J{j + 1} travelled {travel[j]:.2f} deg while watched)"
-    if any(f.robot_state == ROBOT_STATE_MOVING for f in frames):
+    if any(f.motion is MotionState.MOVING for f in frames):
         return "the controller reports the arm in motion"
     return None
 

@@ -28,7 +28,21 @@ from typing import TYPE_CHECKING, Any
 from xml.parsers.expat import ExpatError
 
 from servotool.clock import Clock, MonotonicClock
-from servotool.devices.arm import Arm, JointRanges, Reply, StateFrame
+from servotool.devices.arm import (
+    SETPOINT,
+    Arm,
+    CommandNames,
+    HasClock,
+    HasStatePeriod,
+    HasWatchdog,
+    JointRanges,
+    NamesCommands,
+    Reply,
+    ReportsJointRanges,
+    ReportsOwner,
+    StateFrame,
+    WarmsUp,
+)
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.busy import busy_evidence
 from servotool.devices.fairino.codes import ErrCode, describe_errcode, describe_fault
@@ -52,12 +66,17 @@ UNREADABLE_ANSWER: tuple[type[Exception], ...] = (ExpatError, xmlrpc.client.Resp
 NO_ANSWER: tuple[type[Exception], ...] = (
     OSError, http.client.HTTPException, xmlrpc.client.Error, *UNREADABLE_ANSWER)
 
+# what a UDP reply answers: a setpoint (ServoJ), else the controller's name of the command
 _CMD_NAMES = {
-    int(p.CmdId.SERVO_J): "ServoJ",
+    int(p.CmdId.SERVO_J): SETPOINT,
     int(p.CmdId.SERVO_MOVE_START): "ServoMoveStart",
     int(p.CmdId.SERVO_MOVE_END): "ServoMoveEnd",
 }
 
+
+# the XML-RPC calls behind the Arm methods, as a run's notes quote them
+COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveEnd", disable="RobotEnable(0)",
+                             reset_faults="ResetAllError")
 
 DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
 DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
@@ -110,6 +129,7 @@ class FairinoArm:
         if not 1 <= int(state_ms) <= 1000:
             raise ValueError(f"state_ms {state_ms} outside 1..1000")
         self.url = url or f"fairino://{host}"
+        self.command_names = COMMAND_NAMES
         self.model = model
         self.simulated = simulated
         self.n_joints = 6
@@ -416,7 +436,7 @@ class FairinoArm:
         if self.transport == "rpc":
             self._sent += 1
             err = self._code("ServoJ", joints, [0.0] * 4, 0.0, 0.0, float(cmd_period_s), 0.0, 0.0, 0)
-            reply = Reply(self._now(), err, "ServoJ")
+            reply = Reply(self._now(), err, SETPOINT)
             with self._lock:
                 self._code_seq += 1
                 self._codes.append((self._code_seq, err))
@@ -548,8 +568,8 @@ class FairinoArm:
             last_code = codes[-1] if codes else last_code
             if ErrCode.FAILED in codes:
                 raise DeviceError(f"{self.url}: warm-up got {describe_errcode(ErrCode.FAILED)}; reset first")
-            if state is not None and (state.main_code or state.sub_code):
-                raise DeviceError(f"{self.url}: warm-up: {describe_fault(state.main_code, state.sub_code)}")
+            if state is not None and state.fault is not None:
+                raise DeviceError(f"{self.url}: warm-up: {describe_fault(*state.fault.codes)}")
             if state is not None and _max_diff(state.q, hold) > hold_tol_deg:
                 raise DeviceError(f"{self.url}: the arm moved more than {hold_tol_deg} deg while holding")
             window.append((all(c == ErrCode.OK for c in codes) and (bool(codes) or count is not None), count))
@@ -716,6 +736,7 @@ def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | Non
 
 
 if TYPE_CHECKING:
-    # mypy proves here that the client implements the whole Arm interface
-    def _implements_arm(arm: FairinoArm) -> Arm:
-        return arm
+    # mypy proves here that the client implements the whole Arm interface and every capability
+    def _implements_arm(arm: FairinoArm) -> tuple[Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog,
+                                                   HasStatePeriod, HasClock, NamesCommands]:
+        return arm, arm, arm, arm, arm, arm, arm, arm

@@ -1,16 +1,21 @@
-"""FAIRINO command error codes and latched fault codes, as tables.
+"""FAIRINO command error codes, latched fault codes and motion states, as tables.
 
 Error codes are what a command returns (XML-RPC return value, or an integer in a UDP reply). Faults are
 what the controller latches in its state (main_code, sub_code) until ResetAllError. Fault numbering differs
 between firmware versions, so every use goes through FAULTS and the functions below, never through scattered
 literals. An entry with `confirmed=False` was read from documentation but not seen on a controller: treat it
 as an assumption.
+
+`decode_fault` and `motion_state` turn the state stream's raw values into the neutral vocabulary of
+devices.arm (Fault, MotionState): nothing outside this folder reads the raw codes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+
+from servotool.devices.arm import Fault, MotionState
 
 
 class ErrCode(IntEnum):
@@ -43,7 +48,9 @@ def describe_errcode(code: int) -> str:
 
 
 @dataclass(frozen=True)
-class Fault:
+class FaultEntry:
+    """One row of the fault table: its codes, what it means, and whether a controller was seen latching it."""
+
     main: int
     sub: int
     text: str
@@ -52,15 +59,18 @@ class Fault:
 
 MAIN_MOTION = 1  # main code of the motion/speed supervision faults below
 
-# (main, sub) -> Fault. Sub 32 under main 1 is the fault the runaway campaign latched on real FR3/FR20 arms;
-# the per-axis command-speed entries come from the CNDE documentation and their main code is an assumption.
-FAULTS: dict[tuple[int, int], Fault] = {
-    (MAIN_MOTION, 23 + axis): Fault(
+# (main, sub) -> FaultEntry. Sub 32 under main 1 is the fault the runaway campaign latched on real FR3/FR20
+# arms; the per-axis command-speed entries come from the CNDE documentation and their main code is an
+# assumption.
+FAULTS: dict[tuple[int, int], FaultEntry] = {
+    (MAIN_MOTION, 23 + axis): FaultEntry(
         MAIN_MOTION, 23 + axis, f"axis {axis + 1} command speed over the limit", confirmed=False
     )
     for axis in range(6)
 }
-FAULTS[(MAIN_MOTION, 32)] = Fault(MAIN_MOTION, 32, "TCP speed over the limit (latched by the runaway)", True)
+FAULTS[(MAIN_MOTION, 32)] = FaultEntry(
+    MAIN_MOTION, 32, "TCP speed over the limit (latched by the runaway)", True
+)
 
 RUNAWAY_FAULT: tuple[int, int] = (MAIN_MOTION, 32)
 
@@ -73,12 +83,47 @@ def speed_limit_fault(axis: int) -> tuple[int, int]:
     return key
 
 
+def fault_name(main: int, sub: int) -> str:
+    """How the controller's documentation names a latch: by its two codes."""
+    return f"main {main} sub {sub}"
+
+
+def fault_text(main: int, sub: int) -> str:
+    """What a latch means, from FAULTS ("not in the table" when it is not; unconfirmed numbering said)."""
+    entry = FAULTS.get((main, sub))
+    if entry is None:
+        return "not in the table"
+    return entry.text + ("" if entry.confirmed else " [numbering unconfirmed]")
+
+
+def decode_fault(main: int, sub: int) -> Fault | None:
+    """The latch (main_code, sub_code) of a state frame as a Fault; None for (0, 0), a healthy controller."""
+    main, sub = int(main), int(sub)
+    if main == 0 and sub == 0:
+        return None
+    return Fault((main, sub), fault_name(main, sub), fault_text(main, sub))
+
+
 def describe_fault(main: int, sub: int) -> str:
     """One line naming a latched fault; (0, 0) is 'no fault'."""
     if main == 0 and sub == 0:
         return "no fault"
     fault = FAULTS.get((main, sub))
     if fault is None:
-        return f"fault main {main} sub {sub} (not in the table)"
-    note = "" if fault.confirmed else " [numbering unconfirmed]"
-    return f"fault main {main} sub {sub}: {fault.text}{note}"
+        return f"fault {fault_name(main, sub)} (not in the table)"
+    return f"fault {fault_name(main, sub)}: {fault_text(main, sub)}"
+
+
+# the controller's robot_state -> the neutral motion state (its documentation: 1 stopped, 2 moving,
+# 3 paused, 4 drag teaching, that is hand-guided)
+MOTION_STATES: dict[int, MotionState] = {
+    1: MotionState.STOPPED,
+    2: MotionState.MOVING,
+    3: MotionState.PAUSED,
+    4: MotionState.HAND_GUIDED,
+}
+
+
+def motion_state(robot_state: int) -> MotionState:
+    """The neutral motion state of a streamed robot_state; UNKNOWN for a value not in MOTION_STATES."""
+    return MOTION_STATES.get(int(robot_state), MotionState.UNKNOWN)

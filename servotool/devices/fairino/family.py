@@ -83,4 +83,5 @@ FAMILY = Family(
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
     docs="fairino.md",
+    default_sim="fr3",
 )

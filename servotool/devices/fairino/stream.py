@@ -18,6 +18,7 @@ from typing import Any
 
 from servotool.devices.arm import StateFrame
 from servotool.devices.fairino import protocol as p
+from servotool.devices.fairino.codes import decode_fault, motion_state
 from servotool.errors import DeviceError
 
 REQUIRED_FIELDS = ("actual_joint_pos", "main_code", "sub_code")
@@ -261,7 +262,8 @@ class StateStream:
 
 
 def _frame(v: dict[str, Any], t: float) -> StateFrame:
-    """A StateFrame from one decoded data frame (optional fields None when not subscribed)."""
+    """A StateFrame from one decoded data frame (optional fields None when not subscribed), the latch and
+    the motion state decoded into the neutral Fault and MotionState."""
     stamp = v.get("timestamp_us")
     cmd_num = v.get("servoJ_cmd_num")
     robot_state = v.get("robot_state")
@@ -269,13 +271,12 @@ def _frame(v: dict[str, Any], t: float) -> StateFrame:
     return StateFrame(
         t=t,
         q=tuple(v["actual_joint_pos"]),
-        main_code=int(v["main_code"]),
-        sub_code=int(v["sub_code"]),
+        fault=decode_fault(int(v["main_code"]), int(v["sub_code"])),
         enabled=bool(v.get("rbt_enable_state", 1)),
         setpoint=tuple(v["last_servoJ_target"]) if "last_servoJ_target" in v else None,
         device_time_s=stamp * 1e-6 if stamp is not None else None,
         qd=tuple(v["actual_joint_vel"]) if "actual_joint_vel" in v else None,
-        robot_state=int(robot_state) if robot_state is not None else None,
+        motion=motion_state(robot_state) if robot_state is not None else None,
         cmd_num=int(cmd_num) if cmd_num is not None else None,
         servo_active=bool(servo) if servo is not None else None,
     )

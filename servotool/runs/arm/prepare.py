@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, DeviceError, StateFrame
+from servotool.devices.arm import Arm, DeviceError, StateFrame, WarmsUp, command_names, state_period_of
 from servotool.errors import Refused
 
 
@@ -57,28 +57,23 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     """
     notes: list[str] = []
     seen: list[list[float]] = []  # the frames' receive times, per poll: the state period is measured on them
+    names = command_names(arm)
     st = wait_for_state(arm, clock, seen=seen)
-    if (st.main_code, st.sub_code) != (0, 0):
+    if st.fault is not None:
         code = arm.reset_faults()
-        notes.append(
-            f"reset a fault latched before the run (main {st.main_code} sub {st.sub_code}), "
-            f"ResetAllError answered {code}"
-        )
+        notes.append(f"reset a fault latched before the run ({st.fault.name}), {names.reset_faults} answered "
+                     f"{code}")
     arm.enable()
     code = arm.servo_start()
     if code not in (0, None):
-        notes.append(f"ServoMoveStart answered {code}")
+        notes.append(f"{names.servo_start} answered {code}")
     pose = np.asarray(wait_for_state(arm, clock, seen=seen).q, dtype=float)[: arm.n_joints]
     t0 = clock.now()
-    warm = getattr(arm, "warm_up", None)
-    if warm is None:
+    if not isinstance(arm, WarmsUp):
         raise DeviceError(f"{arm.url}: this backend has no warm-up, so a run cannot be started safely")
-    result = warm([float(x) for x in pose], period_s, warmup_timeout_s)
-    held = getattr(result, "pose", None) if result is not None else None
-    if held is not None and len(held) == len(pose):
-        pose = np.asarray(held, dtype=float)
+    arm.warm_up([float(x) for x in pose], period_s, warmup_timeout_s)
     seen.append([f.t for f in arm.poll_states()])
-    period = state_period(seen, getattr(arm, "state_period_s", None))
+    period = state_period(seen, state_period_of(arm))
     return Prepared(pose=pose, warm_up_s=clock.now() - t0, state_period_s=period, notes=notes)
 
 
@@ -113,6 +108,7 @@ def end_servo(arm: Arm, keep: bool) -> Ending:
     """End servo mode and, unless keep, disable the robot: each call tried once, whatever the one before
     raised (a lost link, or an answer the client cannot read). Never raises."""
     out = Ending()
+    names = command_names(arm)
 
     def failed(what: str, exc: Exception) -> None:
         out.notes.append(f"{what} failed: {_failure(exc)}")
@@ -121,15 +117,15 @@ def end_servo(arm: Arm, keep: bool) -> Ending:
     try:
         code = arm.servo_end()
         if code not in (0, None):
-            out.notes.append(f"ServoMoveEnd answered {code}")
-            out.unconfirmed.append(f"ServoMoveEnd answered {code}")
+            out.notes.append(f"{names.servo_end} answered {code}")
+            out.unconfirmed.append(f"{names.servo_end} answered {code}")
     except Exception as exc:  # the last way out: nothing may skip the disable below
-        failed("ServoMoveEnd", exc)
+        failed(names.servo_end, exc)
     if not keep:
         try:
             code = arm.disable()
             if code not in (0, None):
-                out.unconfirmed.append(f"RobotEnable(0) answered {code}")
+                out.unconfirmed.append(f"{names.disable} answered {code}")
         except Exception as exc:  # a cleanup reports, never raises
             failed("disable", exc)
     return out

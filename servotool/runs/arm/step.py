@@ -2,13 +2,14 @@
 
 Shaped (the default), every raw level change goes through the stream shaper, so the wire sees a bounded
 trapezoid; raw (`shaped=False`), the level changes in one tick: the velocity discontinuity that makes a
-FAIRINO controller latch a fault and run away. A raw step on a device that is not a simulator is refused
-unless the caller says it is a test arm AND passes `confirmed=True` (the confirmation itself is asked by the
-command line, not here).
+controller latch a fault and run away (as seen on real arms). A raw step on a device that is not a simulator
+is refused unless the caller says it is a test arm AND passes `confirmed=True` (the confirmation itself is
+asked by the command line, not here).
 
-The guard is tuned from the lag given, else from the lag of the device's profile, with the shaper's bounds.
-For a raw stream there is no shaper velocity: the guard gets the largest commanded speed of the last lag_s
-instead, because a raw step is a one-tick velocity spike that a healthy arm only answers lag_s later.
+The guard is tuned from the lag given, else from the arm's nominal lag (its model's: Arm.nominal_lag_ms),
+with the shaper's bounds. For a raw stream there is no shaper velocity: the guard gets the largest commanded
+speed of the last lag_s instead, because a raw step is a one-tick velocity spike that a healthy arm only
+answers lag_s later.
 """
 
 from __future__ import annotations
@@ -49,8 +50,7 @@ from servotool.runs.arm.settings import Ranges, needs_test_arm_probe, step_goal_
 from servotool.runs.arm.stream import StreamPlan, TickInfo
 from servotool.runs.signals import StopSignals
 
-# commanded-to-measured lag of the known controller models (ms), used to tune the guard when no lag is given
-PROFILE_LAG_MS = {"simmachine": 39.0, "fr3": 78.0, "fr20": 111.0}
+# the lag (ms) the guard is tuned for when neither the settings nor the arm give one
 UNKNOWN_LAG_MS = 120.0
 DEFAULT_GUARD_NOISE_DEG = 0.01
 PRE_HOLD_S = 0.5
@@ -125,8 +125,8 @@ def check_settings(s: StepSettings, arm: Arm | None = None) -> None:
 def guard_setup(s: StepSettings, arm: Arm, frame_age_s: float) -> GuardSetup:
     if s.lag_ms is not None:
         lag_ms, basis = float(s.lag_ms), "--lag-ms"
-    elif arm.model in PROFILE_LAG_MS:
-        lag_ms, basis = PROFILE_LAG_MS[arm.model], f"profile {arm.model}"
+    elif arm.nominal_lag_ms is not None:
+        lag_ms, basis = float(arm.nominal_lag_ms), f"profile {arm.model}"
     else:
         lag_ms, basis = UNKNOWN_LAG_MS, "unknown model (conservative default)"
     t = guard_advice(

@@ -39,7 +39,17 @@ from typing import Any
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, ConnectionLost, DeviceError, Reply, StateFrame, clock_of
+from servotool.devices.arm import (
+    Arm,
+    ConnectionLost,
+    DeviceError,
+    Fault,
+    Reply,
+    StateFrame,
+    clock_of,
+    fault_codes,
+    watchdog_of,
+)
 from servotool.errors import Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
@@ -48,6 +58,8 @@ from servotool.runs.arm.prepare import Prepared, RunRefused, finish, prepare, wa
 from servotool.runs.outcome import RunStatus, StreamOutcome
 from servotool.runs.signals import StopSignals
 
+# the CSV columns of a latched fault's codes (Fault.codes, padded with 0), the same for every family
+FAULT_COLUMNS = ("main_code", "sub_code")
 # the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)
 SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the simulator's lock-step time"
 PHASE_STOP = "stop"
@@ -112,7 +124,7 @@ def columns(n_joints: int, raw: bool) -> list[str]:
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
-    cols += ["errcode", "main_code", "sub_code", "dev_t", "info"]
+    cols += ["errcode", *FAULT_COLUMNS, "dev_t", "info"]
     return cols
 
 
@@ -269,7 +281,7 @@ class Streamer:
         self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
         self.lateness = LatenessStats(self.period / 2)
-        self.stall_s = stall_limit(self.period, self.stop.stall_s, getattr(arm, "silence_s", None))
+        self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
         self._t0 = 0.0
         self._last_q: np.ndarray | None = None
@@ -278,8 +290,8 @@ class Streamer:
         self._stale_ticks = 0  # guard checks left out on a stale frame
         self._stale_run = (0, 0)  # (current, longest) run of consecutive ones
         self._recent: deque[tuple[float, np.ndarray]] = deque(maxlen=RECENT_FRAMES_MAX)
-        self._codes = (0, 0)
-        self._fault: tuple[int, int] | None = None
+        self._latched: Fault | None = None  # the fault of the newest state frame
+        self._fault: Fault | None = None  # the first fault latched during the run
         self._fault_t: float | None = None
         self._guard_t: float | None = None
         self._guard_reason: str | None = None
@@ -318,17 +330,17 @@ class Streamer:
             self._last_q, self._last_t, self._new_frames = q, f.t, True
             self._recent.append((f.t, q))
             t = self._rel(f.t)
-            row = {"t": t, "event": "state", "main_code": f.main_code, "sub_code": f.sub_code,
+            codes = fault_codes(f.fault)
+            row = {"t": t, "event": "state", **dict(zip(FAULT_COLUMNS, codes, strict=True)),
                    "dev_t": f.device_time_s}
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
             rows.append(row)
-            codes = (int(f.main_code), int(f.sub_code))
-            if codes != self._codes:
-                if codes != (0, 0):
-                    rows.append({"t": t, "event": "fault", "main_code": codes[0], "sub_code": codes[1]})
+            if f.fault != self._latched:
+                if f.fault is not None:
+                    rows.append({"t": t, "event": "fault", **dict(zip(FAULT_COLUMNS, codes, strict=True))})
                     if self._fault is None:
-                        self._fault, self._fault_t = codes, t
-                self._codes = codes
+                        self._fault, self._fault_t = f.fault, t
+                self._latched = f.fault
         return rows
 
     def _write_frames(
@@ -336,7 +348,7 @@ class Streamer:
     ) -> None:
         rows = list(extra) + self._state_rows(frames)
         for r in replies:
-            info = "" if r.command == "ServoJ" else r.command
+            info = "" if r.to_setpoint else r.command
             rows.append({"t": self._rel(r.t), "event": "reply", "errcode": r.errcode, "info": info})
             self._count_reply(r.errcode)
         rows.sort(key=lambda row: row["t"])  # stable: a cmd keeps its place before its own reply
@@ -450,7 +462,7 @@ class Streamer:
         if self._write_error is not None:
             raise _StopRequest(ERROR, self._write_error)
         if self._fault is not None:
-            raise _StopRequest(FAULT, f"controller fault main {self._fault[0]} sub {self._fault[1]}")
+            raise _StopRequest(FAULT, f"controller fault {self._fault.name}")
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
         if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
@@ -563,7 +575,8 @@ class Streamer:
         outcome.p50_late_ms = late.quantile_s(0.5) * 1e3
         outcome.p99_late_ms = late.quantile_s(0.99) * 1e3
         outcome.t_end = self._rel(self.clock.now())
-        outcome.fault, outcome.fault_t = self._fault, self._fault_t
+        outcome.fault = self._fault.padded_codes if self._fault is not None else None
+        outcome.fault_t = self._fault_t
         outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
         outcome.rejects = self._rejects
         worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
@@ -692,7 +705,7 @@ def fresh_limit(period_s: float, state_period_s: float | None) -> float:
     return max(FRESH_STATE_PERIODS * state, period_s)
 
 
-def stall_limit(period_s: float, stall_s: float | None, silence_s: object) -> float:
+def stall_limit(period_s: float, stall_s: float | None, silence_s: float | None) -> float:
     """The stall bound (s): `stall_s` when given, else the arm's lost-link watchdog (the same silence
     judged from our side), else STALL_S; at least STALL_PERIODS command periods."""
     if stall_s is None:

@@ -7,6 +7,7 @@ import pytest
 from servotool.devices.arm import Arm, StateFrame
 from servotool.devices.fairino.busy import busy_evidence
 from servotool.devices.fairino.client import soft_limits_from_answer
+from servotool.devices.fairino.codes import motion_state
 from servotool.devices.fairino.profiles import FR3_RANGES, FR20_RANGES, ProfileError, with_overrides
 from servotool.devices.fairino.protocol import CndeFrameError, FairinoFrameError, UdpFrameError
 from servotool.devices.fairino.sim import SimError
@@ -56,7 +57,8 @@ def test_soft_limit_answers(answer, ok):
 
 
 def _frame(t, q=POSE, cmd=None, qd=None, servo=None, state=None):
-    return StateFrame(t, tuple(q), qd=qd, cmd_num=cmd, servo_active=servo, robot_state=state)
+    return StateFrame(t, tuple(q), qd=qd, cmd_num=cmd, servo_active=servo,
+                      motion=motion_state(state) if state is not None else None)
 
 
 def test_busy_evidence():

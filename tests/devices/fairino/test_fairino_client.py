@@ -118,7 +118,7 @@ def test_warm_up_waits_until_the_controller_executes(open_sim):
     assert 0.3 < took < 0.3 + 0.5 and arm.clock.now() - t0 >= took
     assert arm.servoj_count >= 3
     state = arm.latest_state()
-    assert (state.main_code, state.sub_code) == (0, 0) and state.enabled
+    assert state.fault is None and state.enabled
 
 
 def test_warm_up_times_out_on_a_disabled_controller(open_sim):
@@ -154,7 +154,7 @@ def test_tracking_lag_matches_the_profile(open_sim, fx, url, lag_ms, lockstep, s
     assert abs(measured - lag_ms) < slack(2.0, lag_ms, late), (
         f"{url}: measured {measured:.2f} ms, profile {lag_ms} ms, {late} late ticks"
     )
-    assert all(f.main_code == 0 for f in rec.states) and set(rec.codes()) <= {0}
+    assert all(f.fault is None for f in rec.states) and set(rec.codes()) <= {0}
 
 
 def test_raw_step_on_fr3_runs_away_then_recovers_after_reset(open_sim, fx):
@@ -171,7 +171,7 @@ def test_raw_step_on_fr3_runs_away_then_recovers_after_reset(open_sim, fx):
     event = arm.sim.faults.get(timeout=1)
     assert (event.kind, event.main, event.sub, event.joint) == ("runaway", 1, 32, 0)
     after = [f for f in rec.states if f.t > t_step]
-    faulted = [f for f in after if (f.main_code, f.sub_code) == (1, 32)]
+    faulted = [f for f in after if f.fault is not None and f.fault.codes == (1, 32)]
     assert faulted and faulted[0].t - t_step < 0.03
     assert faulted[0].q[0] == pytest.approx(q0[0], abs=0.05)  # latched before any motion
     x = [f.q[0] - q0[0] for f in after]
@@ -187,9 +187,9 @@ def test_raw_step_on_fr3_runs_away_then_recovers_after_reset(open_sim, fx):
     here = arm.latest_state().q
     again = fx.stream(arm, fx.hold(here, 5))
     assert again.codes() == [0] * 5
-    assert (arm.latest_state().main_code, arm.latest_state().sub_code) == (1, 32)
+    assert arm.latest_state().fault.codes == (1, 32)
     assert arm.reset_faults() == 0
-    assert fx.wait_until(lambda: arm.latest_state().main_code == 0, 0.2, clock=arm.clock)
+    assert fx.wait_until(lambda: arm.latest_state().fault is None, 0.2, clock=arm.clock)
 
 
 def test_giant_step_is_refused_with_no_motion_until_reset(open_sim, fx):
@@ -202,12 +202,12 @@ def test_giant_step_is_refused_with_no_motion_until_reset(open_sim, fx):
     codes = rec.codes()
     assert codes[:5] == [0] * 5 and codes[5:] == [14] * 30
     assert all(f.q == pytest.approx(q0, abs=1e-9) for f in rec.states)
-    assert (rec.states[-1].main_code, rec.states[-1].sub_code) == (1, 23)
+    assert rec.states[-1].fault.codes == (1, 23)
     assert arm.sim.faults.get(timeout=1).kind == "refused"
     with pytest.raises(DeviceError, match="reset first|fault"):
         arm.warm_up(q0, 0.01, 1.0)
     assert arm.reset_faults() == 0
-    assert fx.wait_until(lambda: arm.latest_state().main_code == 0, 0.2, clock=arm.clock)
+    assert fx.wait_until(lambda: arm.latest_state().fault is None, 0.2, clock=arm.clock)
     assert arm.warm_up(q0, 0.01, 1.0) < 0.5
 
 
@@ -220,7 +220,7 @@ def test_simmachine_never_runs_away_it_follows_any_jump(open_sim, fx):
         fx.stream(arm, fx.hold(target, 10), rec=rec)
     fx.collect(arm, 0.1, rec)
     assert set(rec.codes()) == {0}
-    assert all((f.main_code, f.sub_code) == (0, 0) for f in rec.states)
+    assert all(f.fault is None for f in rec.states)
     assert rec.states[-1].q[0] == pytest.approx(target[0], abs=1e-6)
     assert arm.sim.faults.empty()
 

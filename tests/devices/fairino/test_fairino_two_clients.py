@@ -69,9 +69,9 @@ def settled(sim, clock) -> bool:
     return sim.snapshot().cmd_num == before
 
 
-def fault(arm) -> tuple[int, int]:
+def fault(arm) -> tuple[int, ...]:
     state = arm.latest_state()
-    return state.main_code, state.sub_code
+    return state.codes
 
 
 def first_client(open_sim):
