@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 from servotool.errors import FileFormatError, Refused
 from servotool.io.atomic import fsync_path
-from servotool.io.paths import state_dir
+from servotool.io.paths import link_problem, state_dir
 
 CAPTURE_FORMAT = "servotool-capture"
 CAPTURE_VERSION = 1  # the one layout this reader knows (recorder.capture.FORMAT_VERSION writes it)
@@ -138,7 +138,11 @@ def publish_capture(
 
 def dest_problem(dest: Path) -> str | None:
     """Why captures could not be published in `dest` (a file in the way, no write permission), checked
-    without creating anything; None when the first publication can create or use it."""
+    without creating anything; None when the first publication can create or use it. A dangling link, a
+    link loop or a link to a file is refused first (see paths.link_problem): a capture published through a
+    dangling link was lost ("File exists")."""
+    if problem := link_problem(dest, "--dest", "folder"):
+        return problem
     probe = dest
     while not probe.exists():
         if probe.parent == probe:

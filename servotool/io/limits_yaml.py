@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
-from servotool.io.atomic import write_atomic
+from servotool.io.atomic import copy_new, write_atomic
 from servotool.io.strict_yaml import (
     OddNumberError,
     TextTooLarge,
@@ -368,5 +367,6 @@ def update_in_place(path: str | Path, text: str, expected: str) -> tuple[Path, P
             "in the output folder)"
         )
     backup = backup_path(path)
-    shutil.copy2(path, backup)
+    # whole or absent: a copy cut short would be an empty FILE.bak beside a file never written
+    copy_new(path, backup)
     return write_atomic(path, text), backup
