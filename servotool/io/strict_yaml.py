@@ -102,7 +102,7 @@ def check_bounds(text: str, where: str) -> None:
 
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            line = event.start_mark.line + 1
+            line = event.start_mark.line + 1 if event.start_mark is not None else 1
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 if len(stack) >= MAX_DEPTH:
                     raise YamlBoundsError(f"{where}:{line}: nested deeper than {MAX_DEPTH} levels: not a "
