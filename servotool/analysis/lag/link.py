@@ -101,6 +101,10 @@ def _state_path(rec: Recording) -> _StatePath:
     every = n_ok == len(ts)  # every frame timestamped (as a rule): no copies through the mask
     d, ts_ok = (dev, ts) if every else (dev[ok], ts[ok])
     host_span = float(ts_ok.max() - ts_ok.min())
+    # first the spans (an absurd timestamp fails this, and leaves every frame at its host time), then the
+    # outliers within them, which the bins of the robust fit can then count on
+    if not abs(float(d.max()) - float(d.min()) - host_span) <= MAX_RATE_GAP * host_span:
+        return _StatePath(ts.copy(), False)
     period = median(np.diff(ts)) if len(ts) >= 3 else math.nan
     outlier = clock_outliers(d, ts_ok - d, period)
     n_out = int(np.count_nonzero(outlier))
@@ -113,8 +117,6 @@ def _state_path(rec: Recording) -> _StatePath:
         if len(d) < MIN_TIMESTAMPED_FRAMES:
             return _StatePath(ts.copy(), False, outliers=n_out)
     d_min = float(d.min())
-    if not abs(float(d.max()) - d_min - host_span) <= MAX_RATE_GAP * host_span:
-        return _StatePath(ts.copy(), False)
     x = ts_ok - d
     if float(d.max()) - d_min < DRIFT_MIN_SPAN_S:
         # a drift only shows over a long run: on a short one no drift is fitted, and the lower envelope is the
