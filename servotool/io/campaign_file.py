@@ -114,6 +114,8 @@ def read_campaign_text(text: str, path: Path) -> YamlText:
         raise CampaignFileError(f"{path}:{line}: not valid YAML: {exc.problem or exc.context}") from None
     except YAMLError as exc:
         raise CampaignFileError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:  # a text check_bounds could not read to its depth (not YAML to pyyaml)
+        raise CampaignFileError(f"{path}: nested too deep: not a file written by hand") from None
     if odd is not None:  # a bound spelt 1_0 must not be read as 10
         raise CampaignFileError(odd.message(str(path)))
     if not isinstance(doc, CommentedMap):
