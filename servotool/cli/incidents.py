@@ -12,10 +12,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from servotool.cli.common import console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table, write_plot
 from servotool.errors import ServotoolError
-from servotool.io.captures import default_dest, find_capture, list_captures, read_capture
+from servotool.io.captures import default_dest, find_capture, list_captures, read_capture, recover_leftovers
 from servotool.recorder.capture import capture_stamp
 from servotool.recorder.summary import AxisSummary, summarize
 
@@ -43,8 +43,13 @@ def _bits(b: Any) -> str:
 
 @incidents_app.command("list")
 def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
-    """Every capture in the folder, oldest first: trigger axes, bits, lead-up, tail, how it ended."""
+    """Every capture in the folder, oldest first: trigger axes, bits, lead-up, tail, how it ended. A complete
+    capture left as a temporary file (its publication cut off) is checked and published under its name
+    first; an incomplete one is left where it is and named."""
     folder = default_dest(dest)
+    for r in recover_leftovers(folder):
+        what = f"recovered {r.published.name}" if r.published else f"left {r.leftover.name}: {r.reason}"
+        err_console.print(f"note: {escape(what)}", highlight=False, soft_wrap=True)
     entries = list_captures(folder)
     if json_out:
         print_json([{"n": i, "path": str(p), "header": h} for i, (p, h) in enumerate(entries, start=1)])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -71,3 +72,31 @@ def write_atomic(path: str | Path, text: str | bytes) -> Path:
     with replacing(path) as tmp:
         tmp.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
     return Path(path)
+
+
+def copy_new(src: str | Path, dst: str | Path) -> Path:
+    """Copy `src` (mode and times kept) to `dst`, a name that must not exist yet, whole or not at all: the
+    copy is written beside `dst`, synced, and linked into place, so a kill during the copy leaves no `dst`
+    (nor a temporary file, when the process lives to remove it) instead of an empty or half one. Raises
+    FileExistsError when `dst` appeared meanwhile (it is never replaced), OSError when the copy fails.
+    Where the filesystem has no hard links the synced copy is renamed into place instead."""
+    dst = Path(dst)
+    fd, name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        shutil.copy2(src, tmp)
+        fsync_path(tmp)
+        try:
+            os.link(tmp, dst)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here (some network and FAT filesystems)
+            if os.path.lexists(dst):
+                raise FileExistsError(f"{dst} exists") from None
+            os.replace(tmp, dst)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+    _fsync_folder(dst.parent)
+    return dst

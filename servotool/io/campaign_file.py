@@ -18,7 +18,13 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 import servotool
 from servotool.errors import FileFormatError
-from servotool.io.strict_yaml import TextTooLarge, odd_number, read_text_limited
+from servotool.io.strict_yaml import (
+    TextTooLarge,
+    YamlBoundsError,
+    check_bounds,
+    odd_number,
+    read_text_limited,
+)
 
 Key = tuple[Any, ...]
 
@@ -91,7 +97,13 @@ def header_comment(text: str) -> str:
 
 def read_campaign_text(text: str, path: Path) -> YamlText:
     """Parse YAML text; raises CampaignFileError naming path:line on a syntax error, a non-mapping top, or a
-    number not written in plain decimal (`1_0`, `0x10`, `.inf`: see strict_yaml.odd_number)."""
+    number not written in plain decimal (`1_0`, `0x10`, `.inf`: see strict_yaml.odd_number), and, before
+    anything is composed, a text nested too deep, with a number too long or aliases that expand too far
+    (see strict_yaml.check_bounds)."""
+    try:
+        check_bounds(text, str(path))
+    except YamlBoundsError as exc:
+        raise CampaignFileError(str(exc)) from None
     yaml = YAML(typ="rt")
     try:
         odd = odd_number(yaml.compose(text))
@@ -102,6 +114,8 @@ def read_campaign_text(text: str, path: Path) -> YamlText:
         raise CampaignFileError(f"{path}:{line}: not valid YAML: {exc.problem or exc.context}") from None
     except YAMLError as exc:
         raise CampaignFileError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:  # a text check_bounds could not read to its depth (not YAML to pyyaml)
+        raise CampaignFileError(f"{path}: nested too deep: not a file written by hand") from None
     if odd is not None:  # a bound spelt 1_0 must not be read as 10
         raise CampaignFileError(odd.message(str(path)))
     if not isinstance(doc, CommentedMap):

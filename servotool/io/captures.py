@@ -4,7 +4,8 @@ A capture is one JSONL file: a header line (a JSON object with "format": "servot
 per sample. Publishing writes a hidden temporary file in the destination, flushes and fsyncs it, renames it
 atomically to its published name and fsyncs the folder, so a reader of a published name sees either nothing
 or the whole file. An interrupted publication can leave a `.*.tmp` file behind: it is reported when the
-recorder connects (with the folder's size), never deleted. Nothing here deletes a capture.
+recorder connects (with the folder's size), never deleted; `recover_leftovers` (run by `incidents list`)
+publishes one that holds a whole capture under its name. Nothing here deletes a capture.
 
 The default destination is `<XDG state dir>/captures` (platformdirs user_state_dir("servotool"), or
 $SERVOTOOL_STATE_DIR); inspecting it never creates it: only a publication does.
@@ -17,6 +18,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from typing import Any, BinaryIO
 
 from servotool.errors import FileFormatError, Refused
 from servotool.io.atomic import fsync_path
-from servotool.io.paths import state_dir
+from servotool.io.paths import link_problem, state_dir
 
 CAPTURE_FORMAT = "servotool-capture"
 CAPTURE_VERSION = 1  # the one layout this reader knows (recorder.capture.FORMAT_VERSION writes it)
@@ -136,9 +138,70 @@ def publish_capture(
     return target
 
 
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)" + re.escape(TMP_SUFFIX))
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process `pid` runs on this host (one we may not signal runs too)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What became of one temporary file in a destination: `published` is the capture's path when it was
+    whole and is now published, else None and `reason` says why it was left where it was."""
+
+    leftover: Path
+    published: Path | None
+    reason: str = ""
+
+
+def recover_leftovers(dest: Path) -> list[Recovery]:
+    """Publish every temporary file of `dest` that holds a complete capture (read back whole: its header,
+    every line JSON, as many samples as the header counts) under the name it was being published as (a
+    free variant if taken), as publish_capture would have; the rest are left untouched and said why (cut
+    short, or still being written by a recorder that runs). Nothing is deleted: a published file's
+    temporary name goes once its data has a name of its own. A missing folder is no error (nothing)."""
+    out: list[Recovery] = []
+    for tmp in inspect_destination(dest).leftovers:
+        m = _LEFTOVER.fullmatch(tmp.name)
+        if m is None or not m["name"].endswith(SUFFIX) or m["name"].startswith("."):
+            out.append(Recovery(tmp, None, "not named as a capture being published"))
+            continue
+        if int(m["pid"]) != os.getpid() and _alive(int(m["pid"])):
+            out.append(Recovery(tmp, None, f"process {m['pid']} may still be writing it"))
+            continue
+        try:
+            read_capture(tmp)
+        except CaptureFormatError as exc:
+            out.append(Recovery(tmp, None, f"incomplete ({str(exc).removeprefix(f'{tmp}: ')})"))
+            continue
+        try:
+            fsync_path(tmp)
+            target = _link_free(tmp, dest, _free_name(dest, m["name"]))
+            fsync_path(dest)
+        except OSError as exc:
+            out.append(Recovery(tmp, None, f"could not be published ({exc.strerror or exc})"))
+            continue
+        out.append(Recovery(tmp, target))
+    return out
+
+
 def dest_problem(dest: Path) -> str | None:
     """Why captures could not be published in `dest` (a file in the way, no write permission), checked
-    without creating anything; None when the first publication can create or use it."""
+    without creating anything; None when the first publication can create or use it. A dangling link, a
+    link loop or a link to a file is refused first (see paths.link_problem): a capture published through a
+    dangling link was lost ("File exists")."""
+    if problem := link_problem(dest, "--dest", "folder"):
+        return problem
     probe = dest
     while not probe.exists():
         if probe.parent == probe:
@@ -174,8 +237,9 @@ class DestinationReport:
             names = ", ".join(p.name for p in self.leftovers[:3])
             more = f" and {len(self.leftovers) - 3} more" if len(self.leftovers) > 3 else ""
             out.append(
-                f"{self.path} holds {len(self.leftovers)} incomplete temporary file(s) from an "
-                f"interrupted publication: {names}{more}"
+                f"{self.path} holds {len(self.leftovers)} temporary file(s) from an interrupted "
+                f"publication: {names}{more} (`servotool incidents list` publishes each that is a whole "
+                "capture)"
             )
         return out
 

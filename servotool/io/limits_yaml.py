@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +32,13 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from servotool.errors import FileFormatError
-from servotool.io.atomic import write_atomic
+from servotool.io.atomic import copy_new, write_atomic
 from servotool.io.strict_yaml import (
     OddNumberError,
     TextTooLarge,
+    YamlBoundsError,
     brief,
+    check_bounds,
     load_unique,
     read_text_limited,
     yaml_problem,
@@ -138,7 +139,12 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     """Read limits and poses from YAML text. Each limit must be [lo, hi] with 0 <= lo < hi <= 1000; a key
     written twice, one that starts arm_limit but is not arm_limit_N, and any number not written in plain
     decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number) are refused (LimitsFileError naming
-    the file, and the line and key of the number)."""
+    the file, and the line and key of the number); so is a text nested too deep, with a number too long or
+    aliases that expand too far (see strict_yaml.check_bounds), before anything is composed."""
+    try:
+        check_bounds(text, where)
+    except YamlBoundsError as exc:
+        raise LimitsFileError(str(exc)) from None
     try:
         # a limit written twice, or spelt 1_00 (YAML 1.1 reads it as 100): refused, not read as another
         doc = load_unique(text, plain_numbers=True) if text.strip() else None
@@ -361,5 +367,6 @@ def update_in_place(path: str | Path, text: str, expected: str) -> tuple[Path, P
             "in the output folder)"
         )
     backup = backup_path(path)
-    shutil.copy2(path, backup)
+    # whole or absent: a copy cut short would be an empty FILE.bak beside a file never written
+    copy_new(path, backup)
     return write_atomic(path, text), backup

@@ -54,6 +54,75 @@ def read_text_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
     return data.decode("utf-8")
 
 
+# Bounds of a file written by hand, far beyond any campaign, limits or config file (a few levels, numbers of
+# a few digits), well within what the readers' recursion and Python's int parsing take: a file past one is
+# refused before it is composed.
+MAX_DEPTH = 64
+MAX_NUMBER_CHARS = 100
+
+# a plain scalar that some YAML reading (1.1 or 1.2) may take as a number: a digit, sign or point first
+_NUMBERISH = re.compile(r"[-+]?\.?[0-9][0-9A-Za-z_:.+-]*")
+
+
+class YamlBoundsError(ValueError):
+    """A YAML text nested too deep, holding a number too long, or with a list or mapping as a key; the
+    message is one line naming the file and line."""
+
+
+def check_bounds(text: str, where: str) -> None:
+    """Raise YamlBoundsError when `text` nests collections deeper than MAX_DEPTH (an alias counts at the
+    depth of what it stands for), holds a plain scalar that looks like a number of more than
+    MAX_NUMBER_CHARS characters (Python refuses to read an int past 4300 digits), or has a list or mapping
+    as a mapping key (no reader takes one; its repr in a message would expand every alias in it).
+
+    Reads the event stream only: no recursion, no node built, no alias expanded (an alias's depth is
+    looked up, not walked), and it stops at the first bound passed, so a hostile text costs no more than
+    its first MAX_DEPTH levels. A text that is not YAML passes: its reader says so in its own words.
+
+    Aliases are not counted here: the readers keep an aliased node shared, never copied out, and
+    messages quote values through `brief`, so nested aliases that stand for 10^9 items cost what their
+    few lines cost, until a consumer expands them (which none may: see `brief`)."""
+    # per open collection: [anchor, depth below, is a mapping, children so far, start line]
+    stack: list[list[Any]] = []
+    depths: dict[str, int] = {}  # anchor -> depth of the collection it names (0: a scalar)
+
+    def close(depth: int, anchor: str | None, line: int) -> None:
+        if anchor is not None:
+            depths[anchor] = depth
+        if not stack:
+            return
+        parent = stack[-1]
+        if parent[2] and parent[3] % 2 == 0 and depth > 0:
+            raise YamlBoundsError(f"{where}:{line}: a key is a list or a mapping: write keys as text")
+        parent[3] += 1
+        parent[1] = max(parent[1], depth)
+        if len(stack) + depth > MAX_DEPTH:
+            raise YamlBoundsError(f"{where}:{line}: nested deeper than {MAX_DEPTH} levels (aliases "
+                                  "expanded): not a file written by hand")
+
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1 if event.start_mark is not None else 1
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                if len(stack) >= MAX_DEPTH:
+                    raise YamlBoundsError(f"{where}:{line}: nested deeper than {MAX_DEPTH} levels: not a "
+                                          "file written by hand")
+                stack.append([event.anchor, 0, isinstance(event, yaml.MappingStartEvent), 0, line])
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                anchor, below, _, _, opened = stack.pop()
+                close(below + 1, anchor, opened)
+            elif isinstance(event, yaml.ScalarEvent):
+                value = event.value
+                if event.style is None and len(value) > MAX_NUMBER_CHARS and _NUMBERISH.fullmatch(value):
+                    raise YamlBoundsError(f"{where}:{line}: a number of {len(value)} characters (at most "
+                                          f"{MAX_NUMBER_CHARS}): not a file written by hand")
+                close(0, event.anchor, line)
+            elif isinstance(event, yaml.AliasEvent):
+                close(depths.get(str(event.anchor), 0), None, line)
+    except yaml.YAMLError:
+        return
+
+
 class OddNumberError(ValueError):
     """A YAML text holds a number not written in plain decimal (see odd_number)."""
 
@@ -144,6 +213,7 @@ def yaml_problem(exc: Exception) -> tuple[int | None, str]:
 
 
 __all__ = [
-    "MAX_TEXT_BYTES", "PLAIN_DECIMAL", "OddNumber", "OddNumberError", "TextTooLarge", "UniqueKeyLoader",
-    "brief", "load_unique", "odd_number", "read_text_limited", "yaml_problem",
+    "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_TEXT_BYTES", "PLAIN_DECIMAL", "OddNumber",
+    "OddNumberError", "TextTooLarge", "UniqueKeyLoader", "YamlBoundsError", "brief", "check_bounds",
+    "load_unique", "odd_number", "read_text_limited", "yaml_problem",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from servotool.errors import ServotoolError
 from servotool.io.csvlog import is_recording
+from servotool.io.paths import link_problem
 
 SUFFIXES = (".parquet", ".csv")
 
@@ -20,7 +21,9 @@ class TableWriteError(ServotoolError):
 def check_table_path(path: Path, inputs: Sequence[Path] = ()) -> None:
     """Refuse, before any work, a path whose format cannot be written here, and one that would overwrite a
     recording: an input file itself, or any file that is a servotool recording, and a folder (the table is
-    one file)."""
+    one file), and a path through a dangling link or a link loop (see paths.link_problem)."""
+    if (problem := link_problem(path, "--table", "file")) and not path.is_dir():
+        raise TableWriteError(problem)
     if path.is_dir():
         raise TableWriteError(f"{path}: a folder; give the table's file name (e.g. {path / 'passes.csv'})")
     target = path.resolve()

@@ -18,7 +18,15 @@ import yaml
 
 from servotool.errors import FileFormatError, SettingsError
 from servotool.io.atomic import write_atomic
-from servotool.io.strict_yaml import TextTooLarge, brief, load_unique, read_text_limited, yaml_problem
+from servotool.io.strict_yaml import (
+    TextTooLarge,
+    YamlBoundsError,
+    brief,
+    check_bounds,
+    load_unique,
+    read_text_limited,
+    yaml_problem,
+)
 
 CONFIG_ENV = "SERVOTOOL_CONFIG"
 
@@ -90,6 +98,10 @@ def _not_yaml(path: Path, exc: Exception) -> UserConfigError:
 def _values_of(text: str, path: Path) -> dict[str, str]:
     """The values a config text holds (see load_config for what is refused)."""
     try:
+        check_bounds(text, str(path))
+    except YamlBoundsError as exc:
+        raise UserConfigError(str(exc)) from None
+    try:
         data = load_unique(text)
     except yaml.YAMLError as exc:
         raise _not_yaml(path, exc) from exc
@@ -109,8 +121,9 @@ def _values_of(text: str, path: Path) -> dict[str, str]:
 
 def load_config(path: Path) -> dict[str, str]:
     """The file's values by key; {} when the file does not exist. Refuses unknown keys, a key written twice
-    (which one is meant cannot be told), values that are not strings, and text that is not a YAML mapping
-    of UTF-8 text."""
+    (which one is meant cannot be told), values that are not strings, text that is not a YAML mapping
+    of UTF-8 text, and a text nested too deep, with a number too long or aliases that expand too far
+    (strict_yaml.check_bounds)."""
     text = _read_text(path)
     return {} if text is None else _values_of(text, path)
 

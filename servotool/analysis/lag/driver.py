@@ -6,6 +6,7 @@ lies inside the cruise, so the transient after the ramp-up never biases L.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -330,7 +331,36 @@ def analyze_lag(
     res = _summarise(rec, joint, cmd_period_s, s, out, host_points, dyn, settle_time, a_max, v_max)
     res.late_sends = int(late[0].size)
     res.late_frames_left_out = sum(p.n_late_left_out for p in out)
+    disagreement = clock_disagreement(res)
+    if disagreement is not None:
+        # the controller's clock cannot be trusted over this recording: the host view is the result
+        host = analyze_lag(rec, joint=joint, cmd_period_s=cmd_period_s, a_max=a_max, v_max=v_max,
+                           start_deg=start_deg, correct_link=False)
+        host.warnings.insert(0, disagreement)
+        host.link = dataclasses.replace(host.link, note=disagreement)
+        return host
     return res
+
+
+def clock_disagreement(res: LagResult) -> str | None:
+    """A warning when the lag on the controller's clock and the host view differ by more than their combined
+    uncertainty (the two 95 % half-widths, added in quadrature) plus one state period: the link latency
+    the mapping removes is a fraction of a period, so more than that is a clock that is not what it says
+    (damaged or jumping timestamps). None when they agree, or when no controller clock was used."""
+    fit, host = res.fit, res.host_fit
+    if not res.link.state_mapped or fit is None or host is None:
+        return None
+    half = [abs(f.ci95_ms[1] - f.ci95_ms[0]) / 2 for f in (fit, host)]
+    half = [h if finite(h) else 0.0 for h in half]
+    period_ms = ms(res.state_period_s) if finite(res.state_period_s) else 0.0
+    allowed = math.hypot(*half) + period_ms
+    gap = fit.lag_ms - host.lag_ms
+    if not finite(gap) or abs(gap) <= allowed:
+        return None
+    return (f"the lag on the controller's clock ({fit.lag_ms:.2f} ms) and the host view "
+            f"({host.lag_ms:.2f} ms) differ by {abs(gap):.2f} ms, more than their uncertainty and a state "
+            f"period allow ({allowed:.2f} ms): the controller's timestamps are not to be trusted here; "
+            "the host view is reported")
 
 
 def _summarise(

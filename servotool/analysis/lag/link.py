@@ -33,6 +33,14 @@ RTT_SIGMAS = 3.0
 MIN_KEPT_FRACTION = 0.3
 MAD_TO_SIGMA = 1.4826
 CERTAIN_LOOKBACK_S = 0.05  # setpoints this long before a frame's lagged time still shape its value
+# a frame's controller timestamp is an outlier when its receive - sample gap x strays from the typical one
+# (the median over its second of controller time) by more than CLOCK_OUTLIER_SIGMAS robust sigmas and at
+# least the floor: EARLY_FLOOR_S below (no frame crosses the link faster than the fastest ones, whose gap
+# is within jitter of the typical one: a timestamp ahead by a few ms would pull every mapped time with it
+# through the lower envelope), a state period above (a frame late on a loaded host is no outlier, but a
+# timestamp behind by more than a period maps its frame a period or more off)
+CLOCK_OUTLIER_SIGMAS = 6.0
+EARLY_FLOOR_S = 0.001
 
 
 @dataclass
@@ -42,6 +50,7 @@ class _StatePath:
     mean_ms: float = math.nan
     p99_ms: float = math.nan
     drift_ppm: float = math.nan
+    outliers: int = 0  # frames whose controller timestamp was an outlier: kept at their host times
 
 
 def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +68,30 @@ def _fastest_per_bin(idx: np.ndarray, d: np.ndarray, x: np.ndarray) -> tuple[np.
     return d[order][first_of_bin], x[order][first_of_bin]
 
 
+def clock_outliers(d: np.ndarray, x: np.ndarray, period_s: float) -> np.ndarray:
+    """Which frames' controller timestamps are outliers (see CLOCK_OUTLIER_SIGMAS), given each frame's
+    controller time d and receive - sample gap x: a robust fit (medians per DRIFT_BIN_S of controller time,
+    joined linearly, so a drift between the clocks is followed; the robust sigma from the median absolute
+    residual), not a mean nor an extreme, so a few damaged timestamps cannot move it."""
+    n = len(x)
+    edges = np.arange(float(d.min()), float(d.max()) + DRIFT_BIN_S, DRIFT_BIN_S)
+    idx = np.clip(np.searchsorted(edges, d, side="right") - 1, 0, max(len(edges) - 1, 0))
+    order = np.argsort(idx, kind="stable")
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(idx[order])) + 1, [n]])
+    centres, levels = [], []
+    for a, b in zip(starts[:-1], starts[1:], strict=True):
+        members = order[a:b]
+        centres.append(median(d[members]))
+        levels.append(median(x[members]))
+    base = np.interp(d, centres, levels) if len(centres) > 1 else np.full(n, levels[0])
+    r = x - base
+    sigma = MAD_TO_SIGMA * median(np.abs(r - median(r)))
+    late_floor = period_s if math.isfinite(period_s) else EARLY_FLOOR_S
+    early = r < -max(CLOCK_OUTLIER_SIGMAS * sigma, EARLY_FLOOR_S)
+    late = r > max(CLOCK_OUTLIER_SIGMAS * sigma, late_floor)
+    return early | late
+
+
 def _state_path(rec: Recording) -> _StatePath:
     ts, dev = rec.state_t, rec.state_dev
     ok = np.isfinite(dev) if len(dev) == len(ts) else np.zeros(len(ts), dtype=bool)
@@ -67,10 +100,23 @@ def _state_path(rec: Recording) -> _StatePath:
         return _StatePath(ts.copy(), False)
     every = n_ok == len(ts)  # every frame timestamped (as a rule): no copies through the mask
     d, ts_ok = (dev, ts) if every else (dev[ok], ts[ok])
-    d_min = float(d.min())
     host_span = float(ts_ok.max() - ts_ok.min())
-    if not abs(float(d.max()) - d_min - host_span) <= MAX_RATE_GAP * host_span:
+    # first the spans (an absurd timestamp fails this, and leaves every frame at its host time), then the
+    # outliers within them, which the bins of the robust fit can then count on
+    if not abs(float(d.max()) - float(d.min()) - host_span) <= MAX_RATE_GAP * host_span:
         return _StatePath(ts.copy(), False)
+    period = median(np.diff(ts)) if len(ts) >= 3 else math.nan
+    outlier = clock_outliers(d, ts_ok - d, period)
+    n_out = int(np.count_nonzero(outlier))
+    if n_out:
+        # an outlier's frame stays at its host time, as a frame with no timestamp: its own mapping is not
+        # to be trusted, and it must not pull the fit of the others
+        ok[np.flatnonzero(ok)[outlier]] = False
+        every = False
+        d, ts_ok = d[~outlier], ts_ok[~outlier]
+        if len(d) < MIN_TIMESTAMPED_FRAMES:
+            return _StatePath(ts.copy(), False, outliers=n_out)
+    d_min = float(d.min())
     x = ts_ok - d
     if float(d.max()) - d_min < DRIFT_MIN_SPAN_S:
         # a drift only shows over a long run: on a short one no drift is fitted, and the lower envelope is the
@@ -87,7 +133,7 @@ def _state_path(rec: Recording) -> _StatePath:
         mapped = ts.copy()
         mapped[ok] = h
     lat = ts_ok - h
-    return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6)
+    return _StatePath(mapped, True, float(lat.mean() * 1e3), percentile(lat, 99) * 1e3, slope * 1e6, n_out)
 
 
 def _drift(d: np.ndarray, x: np.ndarray, d_min: float) -> tuple[float, float]:
@@ -154,6 +200,9 @@ def link_latency(
     trip, so the controller may have taken them anywhere in between. None when too few were answered.)"""
     notes = []
     state = _state_path(rec)
+    if state.outliers:
+        notes.append(f"{state.outliers} state frame(s) whose controller timestamp strays from the others' "
+                     "were kept at their host times")
     if not state.ok:
         notes.append("state frames carry no controller timestamp: the state-path latency stays in L")
     cmd = _command_path(rec, cmd_period_s)

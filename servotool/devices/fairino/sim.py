@@ -40,6 +40,7 @@ import math
 import queue
 import socket
 import socketserver
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -115,6 +116,13 @@ class _RpcServer(socketserver.ThreadingMixIn, SimpleXMLRPCServer):
         with self._req_lock:
             self.open_requests.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request (reset, broken pipe, timed out) is no error of the simulator:
+        nothing is printed. Anything else is reported as socketserver does."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
     def drop_connections(self) -> None:
         with self._req_lock:

@@ -36,7 +36,7 @@ from servotool.io.limits_yaml import (
     merge_limits_text,
     update_in_place,
 )
-from servotool.io.paths import out_dir_problem
+from servotool.io.paths import out_dir_problem, out_file_problem
 from servotool.runs.bus.servo import Abort
 from servotool.runs.bus.sweep import (
     CSV_COLUMNS,
@@ -100,6 +100,11 @@ def file_problems(files: SweepFiles, simulated: bool) -> list[str]:
     path = files.limits_path
     if files.update_limits and path is not None and path.exists() and not os.access(path, os.W_OK):
         out.append(f"{path}: not writable, so --update-limits cannot update it")
+    elif files.update_limits and path is not None:
+        # the backup goes beside the name given, the new text beside the file a link names
+        problem = out_file_problem(path, "--update-limits") or out_dir_problem(path.parent, "--update-limits")
+        if problem:
+            out.append(problem)
     out_problem = _out_problem(files.out_dir)
     if out_problem:
         out.append(out_problem)

@@ -406,7 +406,9 @@ def _parse_runs(doc: YamlText, problems: list[str]) -> list[RunSpec]:
             problems.append(f"{doc.where(key)}: run {i + 1}: give a short `why:` (what this run shows)")
         options = _typed(doc, (*key, "options"), item.get("options"), OPTIONS[command], "option", problems)
         opt_lines = {name: doc.line((*key, "options", name)) for name in options}
-        runs.append(RunSpec(i, command, options, str(why or "").strip(), doc.line(key), opt_lines))
+        # only text is kept: str() of a list of nested aliases would expand every one of them
+        why_text = why.strip() if isinstance(why, str) else ""
+        runs.append(RunSpec(i, command, options, why_text, doc.line(key), opt_lines))
     return runs
 
 

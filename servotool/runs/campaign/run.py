@@ -203,7 +203,17 @@ def find_resumable(out: Path, name: str) -> Path:
         state = CampaignState.load(folder)
         if not state.done:
             return folder
-    raise Refused(f"no unfinished run of campaign {name} under {out} to resume")
+    newest = _missing_report(folders[0]) if folders else ""
+    raise Refused(f"no unfinished run of campaign {name} under {out} to resume{newest}")
+
+
+def _missing_report(folder: Path) -> str:
+    """'; ... rebuild it with ...' when a finished campaign folder lacks its report (the campaign was
+    killed while the report was written: it is rebuilt from the CSVs, no run needs running again), else
+    ''."""
+    if all((folder / name).is_file() for name in ("report.md", "report.html")):
+        return ""
+    return f"; {folder} has every run but no report: rebuild it with `servotool analyze {folder} --report`"
 
 
 def start_campaign(campaign: Campaign, out: Path, robot: str | None = None) -> CampaignRun:
@@ -246,7 +256,7 @@ def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) 
     if started_with != campaign.text:
         raise Refused(f"{campaign.path} changed since {folder} started; run it afresh (without --resume)")
     if state.done:
-        raise Refused(f"{folder}: campaign {state.name} already ran to its end")
+        raise Refused(f"{folder}: campaign {state.name} already ran to its end{_missing_report(folder)}")
     if state.stop_status == FAULTED and not campaign.safety.faults_allowed:
         raise Refused(f"{folder}: the campaign stopped on a fault ({state.stopped}); it does not go past a "
                       "fault (safety: faults_allowed: false)")
