@@ -355,7 +355,7 @@ def test_duckdb_reads_a_campaign_table(tmp_path):
     write_ramp(data / "b.csv", 0.111, seed=2, device="sim:fr20")
     table = tmp_path / "results.parquet"
     assert runner.invoke(app, ["analyze", str(data), "--table", str(table), "--workers", "1"]).exit_code == 0
-    # the query docs/scale.md shows
+    # the query docs/explanation/analysis-at-scale.md shows
     rows = duckdb.sql(
         f"SELECT device, joint, count(*) AS passes, round(avg(L_ms), 1) AS mean_L_ms "
         f"FROM '{table}' WHERE kind = 'pass' GROUP BY device, joint ORDER BY device"

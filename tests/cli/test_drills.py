@@ -6,7 +6,7 @@ a real controller. Each drill sends a signal (Ctrl-C, SIGTERM, SIGHUP) at a seed
 (the enable window, the warm-up, a step stream, a ramp stream, or twice: during the braked stop) and checks:
 the exit code of the signal, the CSV's end line naming it, every commanded velocity change within a_max *
 period (the stream braked, never jumped), the stream ending at rest, and the controller out of servo mode and
-disabled. docs/reliability.md lists the figures.
+disabled. docs/explanation/reliability.md lists the figures.
 
 A second group runs two commands on one controller: the second is refused with one line, the first
 completes with its lag and no fault.
@@ -172,7 +172,7 @@ def test_every_signal_at_random_instants_ends_braked(tmp_path: Path, env: dict[s
     with ThreadPoolExecutor(max_workers=len(groups)) as pool:
         results = [r for group in pool.map(lambda g: _run_group(g, tmp_path, env), groups) for r in group]
     assert len(results) == 15
-    for r in results:  # the figures docs/reliability.md quotes (pytest -s shows them)
+    for r in results:  # the figures docs/explanation/reliability.md quotes (pytest -s shows them)
         d = r["drill"]
         assert isinstance(d, Drill)
         print(f"{d.command:4} {REASON[d.signum]:7} {d.phase:7} at +{d.delay_s:.2f} s: exit {r['exit']}, "
