@@ -115,12 +115,11 @@ def open_arm_bus(url: str, *, keep_sim_pose: bool = False, announce: bool = True
 
 def save_sim_pose(url: str, bus: Bus) -> None:
     """Remember where a simulated arm is, for the next servo command on the same URL (a real bus: nothing)."""
-    snapshot = getattr(bus, "sim_snapshot", None)
-    if bus.simulated and snapshot is not None:
+    if bus.simulated and isinstance(bus, SimSnapshotBus):
         # the last frames written (a hold, a torque change) must be taken before the state is read
         with contextlib.suppress(ServotoolError):
             bus.sync()
-        params = snapshot()
+        params = bus.sim_snapshot()
         if params:
             save_sim_state(url, params)
 
