@@ -115,7 +115,8 @@ def _answers(found: dict[str, Any]) -> str:
         if isinstance(got, dict):
             parts += [f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})" for baud, ids in got.items()]
         elif got:
-            parts.append(f"{fam.name} ({fam.title}: servos {', '.join(map(str, got))})")
+            device = fam.title.split()[-1]  # what the family calls the device: "board", "bus"
+            parts.append(f"{fam.name} {device} (servos {', '.join(map(str, got))})")
     return "; ".join(parts) or "[dim]nothing answered[/]"
 
 
