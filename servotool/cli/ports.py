@@ -21,10 +21,10 @@ from serial.tools import list_ports
 
 from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
+from servotool.devices import registry
 from servotool.devices.bus import port_problem
 from servotool.devices.family import BUS, Family
 from servotool.devices.locks import serial_keys
-from servotool.devices import registry
 from servotool.errors import ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 from servotool.runs.signals import StopSignals
@@ -63,7 +63,8 @@ def probe_port(device: str, families: list[Family], timeout_ms: int = PROBE_TIME
     optional client library missing) is named in `unavailable` with the reason."""
     try:
         with _port_claimed(device):
-            return _probe_free_port(device, families, timeout_ms, unavailable if unavailable is not None else {})
+            missing = unavailable if unavailable is not None else {}
+            return _probe_free_port(device, families, timeout_ms, missing)
     except (DeviceBusy, LockUnavailable) as exc:  # held, or its lock cannot be taken: not probed
         return {**_unprobed(families), "busy": str(exc), "error": None}
 
@@ -113,7 +114,8 @@ def _answers(found: dict[str, Any]) -> str:
     for fam in probing_families():
         got = found.get(fam.name)
         if isinstance(got, dict):
-            parts += [f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})" for baud, ids in got.items()]
+            parts += [f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})"
+                      for baud, ids in got.items()]
         elif got:
             device = fam.title.split()[-1]  # what the family calls the device: "board", "bus"
             parts.append(f"{fam.name} {device} (servos {', '.join(map(str, got))})")

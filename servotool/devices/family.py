@@ -173,4 +173,6 @@ class Family:
     docs: str = ""  # the family's page under docs/, "" when it has none
 
 
-__all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "BusArm", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]
+__all__ = [
+    "ARM", "BUS", "CAMPAIGN_RUNS", "BusArm", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam",
+]

@@ -79,7 +79,7 @@ class SerialOpener(ABC, Generic[B]):
 
     def verify(self, bus: B, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
                kwargs: dict[str, Any]) -> None:
-        """A real bus just opened: raise when nothing answers on it (the skeleton closes it). Default: none."""
+        """A real bus just opened: raise when nothing answers on it (the skeleton closes it); default none."""
 
     def served(self, path: str) -> bool:
         """True when a `servotool sim` of this machine serves the pty at `path` (a simulator all the same)."""

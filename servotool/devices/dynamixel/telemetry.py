@@ -74,7 +74,7 @@ class DynamixelSource:
         return self._sweep(self.context_ids, self.context_group)
 
     def read_status(self) -> Mapping[AxisKey, int | None]:
-        return dict(self.bus.read_hardware_errors().status)
+        return {sid: bits for sid, bits in self.bus.read_hardware_errors().status.items()}
 
     def close(self) -> None:
         self.bus.close()

@@ -38,7 +38,8 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
                       f"{', '.join(recordable_urls())}")
     device: Any = open_arm(url, now=clock.now) if kind == "arm" else open_bus(url, clock=clock)
     try:
-        return hook(device)  # type: ignore[no-any-return]
+        source: TelemetrySource = hook(device)
+        return source
     except BaseException:
         device.close()
         raise
