@@ -137,9 +137,9 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None,
                  node: str | None = None) -> LimitsFile:
     """Read limits and poses from YAML text: the limits of the one node that has some, else those of
     `node` (the bus's node name) when the file has it, else of its first node. Each limit must be [lo, hi]
-    with 0 <= lo < hi <= 1000; a key written twice, one that starts arm_limit but is not arm_limit_N, and any number not written in plain
-    decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number) are refused (LimitsFileError naming
-    the file, and the line and key of the number)."""
+    with 0 <= lo < hi <= 1000; a key written twice, one that starts arm_limit but is not arm_limit_N, and
+    any number not written in plain decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number)
+    are refused (LimitsFileError naming the file, and the line and key of the number)."""
     try:
         # a limit written twice, or spelt 1_00 (YAML 1.1 reads it as 100): refused, not read as another
         doc = load_unique(text, plain_numbers=True) if text.strip() else None
