@@ -174,3 +174,30 @@ def test_a_port_given_twice_is_probed_once(monkeypatch):
     result = runner.invoke(app, ["ports", "--port", "/dev/x", "--port", "/dev/x", "--json"])
     assert result.exit_code == 0, result.output
     assert seen == ["/dev/x"] and [p["device"] for p in json.loads(result.stdout)["ports"]] == ["/dev/x"]
+
+
+def test_ports_probes_every_bus_family_of_the_registry_through_its_hook(monkeypatch):
+    """A family added to the registry with a probe hook is probed at each of its bauds, its name the key."""
+    from servotool.devices import registry
+
+    calls = []
+
+    def probe(port, baud, timeout_ms):
+        calls.append((port, baud, timeout_ms))
+        return [7] if baud == 500_000 else []
+
+    board = next(f for f in registry.FAMILIES if f.name == "hiwonder")
+    extra = dataclasses.replace(board, name="newbus", schemes=("newbus",), sim_names=lambda: (),
+                                probe=probe, probe_bauds=(115_200, 500_000))
+    quiet_board = dataclasses.replace(board, probe=lambda port, baud, timeout_ms: [])
+    families = tuple(quiet_board if f is board else f for f in registry.FAMILIES) + (extra,)
+    monkeypatch.setattr(registry, "FAMILIES", families)
+    with_probe(monkeypatch, "dynamixel", lambda port, baud: [])
+    with quiet_pty() as quiet:
+        result = runner.invoke(app, ["ports", "--port", quiet, "--timeout-ms", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (entry,) = data["ports"]
+    assert entry["answers"]["newbus"] == {"500000": [7]} and data["newbus_probe"] is True
+    assert calls == [(quiet, 115_200, 5), (quiet, 500_000, 5)]
+    assert entry["answers"]["hiwonder"] == [] and entry["answers"]["dynamixel"] == {}
