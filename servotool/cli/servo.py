@@ -58,8 +58,10 @@ from servotool.runs.bus.servo import (
 )
 from servotool.runs.signals import StopSignals
 
+DEFAULT_ARM = DEFAULT_BUS.partition(":")[2]  # the simulated arm's profile name
+
 servo_app = typer.Typer(
-    help=f"Read, move, hold and relax the servos of a bus-servo arm (default: the simulated {DEFAULT_BUS}, "
+    help=f"Read, move, hold and relax the servos of a bus-servo arm (default: the simulated {DEFAULT_ARM}, "
     "which keeps its pose from one command to the next).",
     no_args_is_help=True,
 )

@@ -2,7 +2,8 @@
 
 Units are the device's own (the capture header names them): on a servo bus positions are pulses,
 currents mA, voltages V, temperatures deg C; on an arm positions are degrees and its controller's error
-codes may ride in `Sweep.codes`. Times are seconds on the host monotonic clock of the loop that feeds the recorder.
+codes may ride in `Sweep.codes`. Times are seconds on the host monotonic clock of the loop that feeds
+the recorder.
 """
 
 from __future__ import annotations
