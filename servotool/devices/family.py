@@ -148,7 +148,8 @@ class Family:
     * probe(port, baud, timeout_ms) -> ids answering on a serial port, by a harmless read (I/O; [] when
       nothing answers; OSError or ServotoolError when the port cannot be opened; None: the family has no
       probe). probe_bauds: the baud rates `ports` tries it at, in order.
-    * telemetry(device) -> the recorder's TelemetrySource of an opened device (None: not recordable).
+    * telemetry(device) -> the recorder's source of an opened device (recorder.source.TelemetrySource;
+      None: not recordable; the recorder refuses its URLs before opening).
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
     * serve: the standalone simulator behind `servotool sim <name>` (None: none).
