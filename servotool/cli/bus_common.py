@@ -14,10 +14,18 @@ import typer
 from rich.markup import escape
 
 from servotool.cli.common import announce_device, err_console, fail
-from servotool.devices.bus import Bus
-from servotool.devices.hiwonder.client import profile_for
-from servotool.devices.hiwonder.profiles import ArmProfile
-from servotool.devices.registry import DeviceURLError, family_of, open_bus, parse_url
+from servotool.devices.bus import Bus, SimSnapshotBus
+from servotool.devices.family import BUS, BusArm, DeviceFacts
+from servotool.devices.registry import (
+    FAMILIES,
+    DeviceURLError,
+    family_of,
+    known_urls,
+    open_bus,
+    parse_url,
+    sim_names,
+    url_facts,
+)
 from servotool.errors import DeviceError, ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.limits_yaml import LimitsFile, LimitsFileError, load_limits
@@ -25,10 +33,21 @@ from servotool.io.sim_state import load_sim_state, lock_key, lock_name_of, save_
 from servotool.runs.ownership import claim
 from servotool.runs.signals import StopSignals
 
-DEFAULT_BUS = "sim:rosorin-arm"
-BUS_HELP = ("Servo bus URL: sim:rosorin-arm[?k=v] (a simulator that keeps its pose between servo commands; "
-            "?clock=sim runs it on simulated time) or hiwonder:///dev/ttyX (?baud=1000000); a Dynamixel bus "
-            "(sim:microduck, dxl:///dev/ttyUSB0?ids=10-14) for read, move and hold, in position mode only.")
+
+def _default_bus() -> str:
+    """The first simulated arm of the registry's bus families: one whose pose a command keeps."""
+    for fam in FAMILIES:
+        if fam.kind == BUS and sim_names(fam):
+            return f"sim:{sim_names(fam)[0]}"
+    return ""
+
+
+DEFAULT_BUS = _default_bus()
+_REAL_BUSES = ", ".join(example for fam in FAMILIES if fam.kind == BUS for example in fam.examples)
+BUS_HELP = (f"Servo bus URL: {DEFAULT_BUS}[?k=v] (a simulator that keeps its pose between servo commands; "
+            f"?clock=sim runs it on simulated time) or a real bus ({_REAL_BUSES}); known: "
+            f"{', '.join(known_urls(BUS))}. Servos with Operating Modes are read, moved and held in "
+            "position mode only.")
 BusOption = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=BUS_HELP)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
@@ -45,37 +64,28 @@ def fail_on(exc: ServotoolError) -> NoReturn:
     fail(str(exc), int(exc.exit_code))
 
 
-def url_profile(url: str) -> ArmProfile | None:
-    """The arm profile a bus URL will open with, found without opening it (None: not a known arm URL)."""
+def url_bus_facts(url: str) -> DeviceFacts | None:
+    """What the bus URL's family knows of it without opening it (position and id ranges, joints, its arm
+    profile, its limits file's node); None when the URL names no known bus (opening it then says why)."""
     try:
-        parsed = parse_url(url)
+        return url_facts(url, BUS)
     except DeviceURLError:
         return None
-    if parsed.scheme != "hiwonder" and not parsed.simulated:
-        return None
-    try:
-        return profile_for(parsed)
-    except KeyError:
-        return None
+
+
+def url_profile(url: str) -> BusArm | None:
+    """The arm profile a bus URL will open with, found without opening it (None: not a known arm URL)."""
+    facts = url_bus_facts(url)
+    return facts.arm if facts else None
 
 
 def url_family(url: str) -> str | None:
-    """The device family a bus URL names ("hiwonder", "dynamixel"), known without opening it; None when the
-    URL does not parse (opening it then says why)."""
+    """The device family a bus URL names, known without opening it; None when the URL does not parse
+    (opening it then says why)."""
     try:
         return family_of(parse_url(url)).name
     except DeviceURLError:
         return None
-
-
-def url_ranges(url: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """(position range in pulses, servo id range) of a Dynamixel bus URL, known without opening it (the X
-    series' control table); None for any other URL."""
-    if url_family(url) != "dynamixel":
-        return None
-    from servotool.devices.dynamixel import control_table as ct  # pure data: no serial, no SDK
-
-    return ct.POSITION_RANGE, (0, ct.MAX_ID)
 
 
 def url_simulated(url: str) -> bool:
@@ -115,12 +125,11 @@ def open_arm_bus(url: str, *, keep_sim_pose: bool = False, announce: bool = True
 
 def save_sim_pose(url: str, bus: Bus) -> None:
     """Remember where a simulated arm is, for the next servo command on the same URL (a real bus: nothing)."""
-    snapshot = getattr(bus, "sim_snapshot", None)
-    if bus.simulated and snapshot is not None:
+    if bus.simulated and isinstance(bus, SimSnapshotBus):
         # the last frames written (a hold, a torque change) must be taken before the state is read
         with contextlib.suppress(ServotoolError):
             bus.sync()
-        params = snapshot()
+        params = bus.sim_snapshot()
         if params:
             save_sim_state(url, params)
 
@@ -176,11 +185,13 @@ def stopped_by(signals: StopSignals, what: str) -> NoReturn:
     fail(f"stopped by {signals.reason()}: {what}", signals.exit_code() or ExitCode.INTERRUPTED)
 
 
-def limits_problem(path: Path | None) -> tuple[LimitsFile | None, list[str]]:
-    """The --limits file and its problems (for collecting every settings problem before failing)."""
+def limits_problem(path: Path | None, url: str | None = None) -> tuple[LimitsFile | None, list[str]]:
+    """The --limits file and its problems (for collecting every settings problem before failing); with
+    the bus `url`, its family's node name is the one read when no node of the file has limits yet."""
     if path is None:
         return None, []
+    facts = url_bus_facts(url) if url is not None else None
     try:
-        return load_limits(path), []
+        return load_limits(path, facts.limits_node if facts else None), []
     except LimitsFileError as exc:
         return None, [str(exc)]

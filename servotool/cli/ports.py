@@ -1,16 +1,18 @@
-"""`servotool ports`: the serial ports of this computer, and which answer as a servo board.
+"""`servotool ports`: the serial ports of this computer, and which answer as a servo bus.
 
-Each port is probed with harmless reads only: a Hiwonder-style board is asked for servo positions; a port
-where none answers is pinged as a Dynamixel bus through `servotool.devices.dynamixel.probe(port, baud) ->
-list[int]` when that module is installed (a broadcast ping waits ~1 s per baud, and a board that answered is
-no Dynamixel bus). Nothing is ever written to a servo but read and ping requests.
+Each port is probed with harmless reads only, by every bus family of the registry that has a `probe` hook,
+in registry order, at each of its `probe_bauds`; once one family answered the port is not probed further
+(a device that answered one is no other). Nothing is ever written to a servo but read and ping requests.
+
+JSON keys per port: one per probing family, its name: a family probed at one baud gives its answering ids
+([] when none answered or it was not probed); one probed at several gives {baud: ids} of the bauds that
+answered (None when it was not probed). Then "busy" and "error".
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -19,80 +21,87 @@ from serial.tools import list_ports
 
 from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
+from servotool.devices import registry
 from servotool.devices.bus import port_problem
-from servotool.devices.registry import open_bus
+from servotool.devices.family import BUS, Family
+from servotool.devices.locks import serial_keys
 from servotool.errors import ServotoolError, exit_code_of, signal_label
-from servotool.io.devlock import DeviceBusy, LockUnavailable
-from servotool.runs.ownership import claim
+from servotool.io.devlock import DeviceBusy, DeviceLock, LockUnavailable
 from servotool.runs.signals import StopSignals
 
-DYNAMIXEL_BAUDS = (57600, 1_000_000)
 PROBE_TIMEOUT_MS = 50  # per servo: a board relays a read in a few ms, a USB adapter's latency timer adds 16
 
 
-def hiwonder_probe(device: str, baud: int = 1_000_000, timeout_ms: int = PROBE_TIMEOUT_MS) -> list[int]:
-    """Ids of the servos that answer a position read through a Hiwonder-style board on `device` ([] when
-    nothing answers or the port cannot be opened)."""
+def probing_families() -> list[Family]:
+    """The registry's bus families that have a probe, in registry order."""
+    return [f for f in registry.FAMILIES if f.kind == BUS and f.probe is not None]
+
+
+def _by_baud(fam: Family) -> bool:
+    return len(fam.probe_bauds) > 1
+
+
+def _unprobed(families: list[Family]) -> dict[str, Any]:
+    return {f.name: (None if _by_baud(f) else []) for f in families}
+
+
+@contextlib.contextmanager
+def _port_claimed(device: str) -> Iterator[None]:
+    """Every lock key of the port (its path and its device number), as any serial family's run holds it."""
+    with contextlib.ExitStack() as stack:
+        for key in serial_keys(device):
+            stack.enter_context(DeviceLock(key))
+        yield
+
+
+def probe_port(device: str, families: list[Family], timeout_ms: int = PROBE_TIMEOUT_MS,
+               unavailable: dict[str, str] | None = None) -> dict[str, Any]:
+    """What answers on one port (see the module docstring), "busy": None or who holds it, "error": None
+    or why the port could not be opened. A port another servotool process holds is not probed (a probe
+    would interleave with its traffic); a port that cannot be opened (a mistyped --port path, no
+    permission) says so rather than "nothing answered". A family whose probe cannot be imported (its
+    optional client library missing) is named in `unavailable` with the reason."""
     try:
-        return _hiwonder_ids(device, baud, timeout_ms)
-    except (ServotoolError, OSError):
-        return []
-
-
-def _hiwonder_ids(device: str, baud: int, timeout_ms: int) -> list[int]:
-    """As hiwonder_probe, but a port that cannot be opened raises (ServotoolError or OSError)."""
-    bus = open_bus(f"hiwonder://{device}?baud={baud}&timeout_ms={timeout_ms}&retries=0", probe=False)
-    try:
-        return [sid for sid in bus.ids if bus.read_position(sid) is not None]
-    except (ServotoolError, OSError):
-        return []
-    finally:
-        bus.close()
-
-
-def dynamixel_probe() -> Callable[[str, int], list[int]] | None:
-    """The Dynamixel probe, `probe(port, baud) -> answering ids`, when the dynamixel backend provides it."""
-    with contextlib.suppress(ImportError):
-        module = importlib.import_module("servotool.devices.dynamixel")
-        probe = getattr(module, "probe", None)
-        if callable(probe):
-            return probe
-    return None
-
-
-def probe_port(device: str, dxl: Callable[[str, int], list[int]] | None,
-               timeout_ms: int = PROBE_TIMEOUT_MS) -> dict[str, Any]:
-    """What answers on one port: {"hiwonder": [ids] or [], "dynamixel": {baud: [ids]} or None if no probe
-    or a Hiwonder board answered, "busy": None or who holds it, "error": None or why the port could not be
-    opened}. A port another servotool process holds is not probed (a probe would interleave with its
-    traffic); a port that cannot be opened (a mistyped --port path, no permission) says so rather than
-    "nothing answered"."""
-    try:
-        with claim(f"hiwonder://{device}"):  # every key of the port: its path and its device number
-            return _probe_free_port(device, dxl, timeout_ms)
+        with _port_claimed(device):
+            missing = unavailable if unavailable is not None else {}
+            return _probe_free_port(device, families, timeout_ms, missing)
     except (DeviceBusy, LockUnavailable) as exc:  # held, or its lock cannot be taken: not probed
-        return {"hiwonder": [], "dynamixel": None, "busy": str(exc), "error": None}
+        return {**_unprobed(families), "busy": str(exc), "error": None}
 
 
-def _probe_free_port(device: str, dxl: Callable[[str, int], list[int]] | None,
-                     timeout_ms: int) -> dict[str, Any]:
-    found: dict[str, Any] = {"hiwonder": [], "dynamixel": None, "busy": None, "error": None}
-    try:
-        found["hiwonder"] = _hiwonder_ids(device, 1_000_000, timeout_ms)
-    except (ServotoolError, OSError) as exc:
-        cause = exc if isinstance(exc, OSError) else exc.__cause__
-        if isinstance(cause, OSError):  # the port itself cannot be opened: no other probe would fare better
-            found["error"] = port_problem(cause)
-            return found
-    if dxl is not None and not found["hiwonder"]:
-        found["dynamixel"] = {}
-        for baud in DYNAMIXEL_BAUDS:
+def _open_failure(exc: BaseException) -> OSError | None:
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    return cause if isinstance(cause, OSError) else None
+
+
+def _probe_free_port(device: str, families: list[Family], timeout_ms: int,
+                     unavailable: dict[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {**_unprobed(families), "busy": None, "error": None}
+    for fam in families:
+        if fam.name in unavailable:
+            continue
+        assert fam.probe is not None
+        answers: dict[int, list[int]] = {}
+        for baud in fam.probe_bauds:
             try:
-                ids = list(dxl(device, baud))
-            except (ServotoolError, OSError, ValueError):
+                ids = list(fam.probe(device, baud, timeout_ms))
+            except ImportError as exc:
+                unavailable[fam.name] = str(exc)
+                break
+            except (ServotoolError, OSError, ValueError) as exc:
+                failure = _open_failure(exc)
+                if failure is not None and not any(found[f.name] for f in families):
+                    # the port itself cannot be opened: no other probe would fare better
+                    found["error"] = port_problem(failure)
+                    return found
                 ids = []
             if ids:
-                found["dynamixel"][baud] = ids
+                answers[baud] = ids
+        if fam.name in unavailable:
+            continue
+        found[fam.name] = answers if _by_baud(fam) else next(iter(answers.values()), [])
+        if answers:
+            break
     return found
 
 
@@ -102,15 +111,26 @@ def _answers(found: dict[str, Any]) -> str:
     if found.get("error"):
         return f"[red]cannot open: {escape(found['error'])}[/]"
     parts = []
-    if found["hiwonder"]:
-        parts.append(f"hiwonder board (servos {', '.join(map(str, found['hiwonder']))})")
-    for baud, ids in (found["dynamixel"] or {}).items():
-        parts.append(f"dynamixel at {baud} baud (ids {', '.join(map(str, ids))})")
+    for fam in probing_families():
+        got = found.get(fam.name)
+        if isinstance(got, dict):
+            parts += [f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})"
+                      for baud, ids in got.items()]
+        elif got:
+            device = fam.title.split()[-1]  # what the family calls the device: "board", "bus"
+            parts.append(f"{fam.name} {device} (servos {', '.join(map(str, got))})")
     return "; ".join(parts) or "[dim]nothing answered[/]"
 
 
-def _probe_all(listed: list[dict[str, Any]], dxl: Callable[[str, int], list[int]] | None,
-               timeout_ms: int | None) -> None:
+def _answered(found: dict[str, Any] | None) -> bool:
+    if not found:
+        return False
+    return any(isinstance(v, list) and v or isinstance(v, dict) and any(v.values())
+               for k, v in found.items() if k not in ("busy", "error"))
+
+
+def _probe_all(listed: list[dict[str, Any]], families: list[Family], timeout_ms: int | None,
+               unavailable: dict[str, str]) -> None:
     """Fill each entry's "answers" (None: not probed, timeout_ms None). Ctrl-C, SIGTERM or SIGHUP while
     probing: the port being probed is closed and its lock released, then one line and exit 130, 143 or 129
     (without handlers a signal ended the process with no word)."""
@@ -119,7 +139,8 @@ def _probe_all(listed: list[dict[str, Any]], dxl: Callable[[str, int], list[int]
         try:
             for entry in listed:
                 device = entry["device"]
-                entry["answers"] = None if timeout_ms is None else probe_port(device, dxl, timeout_ms)
+                entry["answers"] = (None if timeout_ms is None else
+                                    probe_port(device, families, timeout_ms, unavailable))
         except KeyboardInterrupt as exc:
             where = f" while probing {device}" if timeout_ms is not None and device else ""
             fail(f"interrupted by {signal_label(exc)}{where}; only read and ping requests were sent, "
@@ -154,16 +175,18 @@ def ports(
         if d not in known:
             known.add(d)
             listed.append({"device": d, "description": "(given)", "hwid": ""})
-    dxl = dynamixel_probe() if probe else None
-    _probe_all(listed, dxl, timeout_ms if probe else None)
+    families = probing_families()
+    unavailable: dict[str, str] = {}
+    _probe_all(listed, families, timeout_ms if probe else None, unavailable)
     if json_out:
-        print_json({"ports": listed, "dynamixel_probe": dxl is not None})
+        # "<family>_probe": whether that family's probe could run (its client library is installed)
+        print_json({"ports": listed, **{f"{f.name}_probe": probe and f.name not in unavailable
+                                        for f in families}})
         return
     if not listed:
         err_console.print("no serial ports found")
         return
-    answered = sum(1 for e in listed if e["answers"] and (e["answers"]["hiwonder"] or any(
-        (e["answers"]["dynamixel"] or {}).values())))
+    answered = sum(1 for e in listed if _answered(e["answers"]))
     console.print(f"{len(listed)} serial port(s)" + (f", {answered} answered the probe" if probe else
                   ", not probed"), highlight=False)
     table = compact_table()
@@ -173,5 +196,5 @@ def ports(
         answers = _answers(entry["answers"]) if entry["answers"] is not None else "[dim]not probed[/]"
         table.add_row(entry["device"], entry["description"], answers)
     console.print(table)
-    if probe and dxl is None:
-        err_console.print("[dim]Dynamixel probe not available (servotool.devices.dynamixel.probe)[/]")
+    for name, why in unavailable.items():
+        err_console.print(f"[dim]{name} probe not available ({escape(why)})[/]")

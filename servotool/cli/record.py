@@ -22,7 +22,7 @@ from rich.text import Text
 from servotool.cli.common import announce_device, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.devices.registry import DeviceURLError
+from servotool.devices.registry import BUS, FAMILIES, DeviceURLError, sim_names
 from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
@@ -31,7 +31,10 @@ from servotool.runs.recorder.loop import RecordOutcome, RecordProgress, RecordSe
 from servotool.runs.recorder.sources import open_source
 from servotool.runs.signals import StopSignals
 
-DEFAULT_BUS = "sim:microduck"
+# the recordable bus families (those with a telemetry hook): the first one's simulator is the default
+_RECORDABLE_BUSES = [f for f in FAMILIES if f.kind == BUS and f.telemetry is not None]
+DEFAULT_BUS = next((f"sim:{n}" for f in _RECORDABLE_BUSES for n in sim_names(f)), "")
+_BUS_EXAMPLES = ", ".join(e for f in _RECORDABLE_BUSES for e in f.examples)
 DEFAULT_ROBOT = "sim:fr3"
 VIEW_PERIOD_S = 0.2
 SHOWN_EVENTS = ("baseline-latch", "still-latched", "latch", "join", "more-bits", "changed", "recovered",
@@ -137,7 +140,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
 
 def record(
     bus: Annotated[str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; "
-                                            "dxl:///dev/ttyUSB0?ids=10-14,20-24,30-33).")] = None,
+                                            f"{_BUS_EXAMPLES}).")] = None,
     robot: Annotated[str | None, typer.Option(
         "--robot", help=f"FAIRINO arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; fairino://HOST).")
     ] = None,

@@ -1,7 +1,7 @@
 """`servotool servo read|move|hold|relax`: a bus-servo arm's state, safe moves, hold and torque off.
 
-Exit codes: 0 done, 1 a Dynamixel servo latched a hardware error during a move, or `hold` found one latched,
-2 a setting or goal refused (nothing moved; a Dynamixel servo not in position mode included), 3 no board
+Exit codes: 0 done, 1 a servo latched a hardware error during a move, or `hold` found one latched, 2 a
+setting or goal refused (nothing moved; a servo not in position mode included), 3 no board
 answered or the link failed, 130/143/129 a signal (after a hold, or for `read --watch` with the servos left
 as they were).
 """
@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from servotool.cli.bus_common import (
+    DEFAULT_BUS,
     NOTHING_SENT,
     BusOption,
     JsonOption,
@@ -26,14 +27,14 @@ from servotool.cli.bus_common import (
     limits_problem,
     read_only,
     stopped_by,
+    url_bus_facts,
     url_profile,
-    url_ranges,
 )
 from servotool.cli.common import console, err_console, fail, given, print_json
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
-from servotool.devices.hiwonder.profiles import ArmProfile
+from servotool.devices.registry import family_named
 from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
@@ -57,8 +58,10 @@ from servotool.runs.bus.servo import (
 )
 from servotool.runs.signals import StopSignals
 
+DEFAULT_ARM = DEFAULT_BUS.partition(":")[2]  # the simulated arm's profile name
+
 servo_app = typer.Typer(
-    help="Read, move, hold and relax the servos of a bus-servo arm (default: the simulated rosorin-arm, "
+    help=f"Read, move, hold and relax the servos of a bus-servo arm (default: the simulated {DEFAULT_ARM}, "
     "which keeps its pose from one command to the next).",
     no_args_is_help=True,
 )
@@ -68,16 +71,11 @@ LimitsOption = typer.Option(None, "--limits", envvar="SERVOTOOL_LIMITS",
                             "arm_<pose>_N poses); intersected with the limits stored in the servos.")
 
 
-def _profile(dev: Bus) -> ArmProfile | None:
-    prof = getattr(dev, "profile", None)
-    return prof if isinstance(prof, ArmProfile) else None
-
-
 def _fmt(value: Any, unit: str = "") -> str:
     return "[dim]-[/]" if value is None else f"{value}{unit}"
 
 
-POSITION_MODE = "position"  # the one Operating Mode a Dynamixel servo is moved or held in
+POSITION_MODE = "position"  # the one Operating Mode a servo that has modes is moved or held in
 
 
 def _mode_cell(r: ServoRecord) -> str:
@@ -137,7 +135,7 @@ def move_table(result: MoveResult, speed: float) -> Table:
 
 def _records_json(records: dict[int, ServoRecord], names: dict[int, str], moded: bool
                   ) -> dict[int, dict[str, Any]]:
-    """moded: the bus has Operating Modes (Dynamixel): each servo's is given, null where silent."""
+    """moded: the bus has Operating Modes (ModeCheckedBus): each servo's is given, null where silent."""
     return {sid: {"name": names.get(sid, ""), "position": r.position,
                   "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
                   "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent,
@@ -175,8 +173,8 @@ def read_cmd(
                                 "were; exit 130, 143, 129, 131)."),
     period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
 ) -> None:
-    """Read every servo: position (pulses), voltage, temperature and torque, and on a Dynamixel bus its
-    Operating Mode (only position mode is moved or held). Silent servos are shown as such."""
+    """Read every servo: position (pulses), voltage, temperature and torque, and on a bus with Operating
+    Modes each servo's mode (only position mode is moved or held). Silent servos are shown as such."""
     if not (math.isfinite(period) and 0.05 <= period <= 10.0):
         fail(f"--period {period:g} s outside [0.05, 10]")
     if not watch_ and given(ctx, "period"):  # a single read has no period: refused, not ignored
@@ -185,7 +183,7 @@ def read_cmd(
         fail("--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
              "under a run")
     with bus_command(bus, keep_sim_pose=True, on_signal=read_only) as dev:
-        prof = _profile(dev)
+        prof = url_profile(bus)
         names = dict(prof.joint_names) if prof else {}
         if watch_:
             try:
@@ -232,7 +230,7 @@ def move_cmd(
 
     The goal and every 40 ms sample are checked against the servos' stored limits, and against --limits.
 
-    Your mapped limits (e.g. params/rosorin-arm-limits.yaml) are narrower and safer than the stored ones.
+    Your mapped limits (e.g. params/<profile>-limits.yaml) are narrower and safer than the stored ones.
 
     A goal outside the limits is refused with its reason and nothing moves; named poses are no exception.
 
@@ -240,10 +238,10 @@ def move_cmd(
 
     So the approach to the tuck (before relax) is made without --limits, against the stored limits only.
 
-    Dynamixel: a goal servo not in position mode (3) refuses the move (velocity and PWM modes turn, multi-turn
-    modes span more than 0-4095); servotool never changes the mode (EEPROM).
+    On a bus with Operating Modes, a goal servo not in position mode refuses the move (velocity and PWM
+    modes turn, multi-turn modes span more than one turn); servotool never changes the mode (EEPROM).
     """
-    lf, problems = limits_problem(limits)
+    lf, problems = limits_problem(limits, bus)
     to = goals[-1]
     if len(goals) > 1:  # typer would keep only the last: 2=500 then 2=900 moved to 900 without a word
         problems.append(f"--to given {len(goals)} times ({', '.join(goals)}): give one goal, several servos "
@@ -256,18 +254,21 @@ def move_cmd(
     bad_pose = lf.pose_problem(to.strip()) if lf else None
     if bad_pose:
         problems.append(bad_pose)
-    # a Dynamixel bus: its position and id ranges are the control table's, known before it opens; its
-    # servos (and their stored limits) are asked once it is open, before anything is written
-    ranges = url_ranges(bus)
-    if ranges and limits is not None:  # the file's pulses are the board's: another unit than the X series'
-        problems.append(f"--limits {limits}: a limits file holds the board's pulses (0-1000 over 240 deg); a "
-                        "Dynamixel bus counts 4096 a turn: leave out --limits (the servos' own position "
-                        "limits are checked)")
-    span = (0, 1000) if prof else (ranges[0] if ranges else None)
+    # the bus's position and id ranges are its family's facts, known before it opens; its servos (and
+    # their stored limits) are asked once it is open, before anything is written
+    facts = url_bus_facts(bus)
+    no_file = facts is not None and facts.limits_node is None
+    if no_file and limits is not None:  # the file's pulses are a board's: another unit than this bus's
+        assert facts is not None
+        span = "-".join(map(str, facts.position_range)) if facts.position_range else "another range"
+        problems.append(f"--limits {limits}: a limits file holds a board's pulses (0-1000 over 240 deg); a "
+                        f"{family_named(facts.family).title} counts {span} {facts.units}: leave out --limits "
+                        "(the servos' own position limits are checked)")
     problems += move_problems(to, speed, poses, prof.ids if prof else (),
-                              prof.reference_poses if prof else (), span=span,
-                              id_span=ranges[1] if ranges else None,
-                              mapped=lf.limits if lf and not ranges else None, mapped_in=str(limits))
+                              prof.reference_poses if prof else (),
+                              span=facts.position_range if facts else None,
+                              id_span=facts.id_range if facts and prof is None else None,
+                              mapped=lf.limits if lf and not no_file else None, mapped_in=str(limits))
     if problems:
         fail_all(problems)
     log = MoveLog()
@@ -318,12 +319,12 @@ def _relax_stopped(sent: list[int]) -> str:
 def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     """Stop every servo where it is and hold it there (torque on).
 
-    Each servo is read back: a Dynamixel servo with a hardware error latched (torque off until a reboot,
-    never sent) holds nothing: it is named and the exit is 1. A joint that does not answer is named, exit 3.
+    Each servo is read back: a servo with a hardware error latched (torque off until a reboot, never sent)
+    holds nothing: it is named and the exit is 1. A joint that does not answer is named, exit 3.
 
-    Dynamixel: every servo's Operating Mode is read first; unless all are in position mode (3), nothing is
-    written and the exit is 2 (in velocity or PWM mode torque on would set a servo turning). servotool
-    never changes the mode (EEPROM).
+    On a bus with Operating Modes, every servo's mode is read first; unless all are in position mode,
+    nothing is written and the exit is 2 (in velocity or PWM mode torque on would set a servo turning).
+    servotool never changes the mode (EEPROM).
     """
     on_signal = "the hold was sent first: the servos hold where they are"
     with bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev, \
@@ -354,9 +355,9 @@ def relax_cmd(
     An arm_tuck_N pose in --limits replaces the profile's tuck pose. The torque state is read back: a servo
     still reporting torque on after three attempts is named, exit 1.
     """
-    lf, problems = limits_problem(limits)
+    lf, problems = limits_problem(limits, bus)
     prof = url_profile(bus)
-    if prof is None:
+    if prof is None or not prof.tuck_pose:
         problems.append(f"--bus {bus}: relax needs a known arm profile (its tuck pose)")
     bad_tuck = lf.pose_problem(prof.tuck_pose) if lf and prof else None
     if bad_tuck:

@@ -1,10 +1,10 @@
 """What a position servo bus offers the layers above it (runs/bus/servo.py, runs/bus/sweep.py and cli/).
 
-A backend (the Hiwonder-style board today, Dynamixel next) implements `Bus`. Positions are whole servo units
-("pulses" on the Hiwonder board: 0-1000 commanded, reads signed), durations milliseconds, voltages mV,
-temperatures deg C. Every read returns None when the servo does not answer (never raises for one silent
-servo);
-commands raise `servotool.errors.DeviceError` when the link itself fails.
+Each bus family implements `Bus`, and the small capability protocols below where its servos have them
+(runs test them with isinstance, never by probing attributes). Positions are whole servo units (the
+family's facts name them and give the range), durations milliseconds, voltages mV, temperatures deg C.
+Every read returns None when the servo does not answer (never raises for one silent servo); commands raise
+`servotool.errors.DeviceError` when the link itself fails. A bus is a context manager: `with` closes it.
 
 Nothing in this protocol can write servo EEPROM: limits are read only, ids and offsets are never set.
 """
@@ -15,7 +15,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from servotool.clock import Clock, MonotonicClock
 
@@ -124,6 +124,45 @@ class Bus(Protocol):
         """Close the link (and stop a simulator behind it); idempotent."""
         ...
 
+    def __enter__(self) -> Bus:
+        """The bus itself."""
+        ...
+
+    def __exit__(self, *exc: Any) -> None:
+        """Close the bus (see close)."""
+        ...
+
+
+@runtime_checkable
+class ClockedBus(Protocol):
+    """A bus that keeps a time base of its own: a `clock=sim` simulator runs on a FakeClock it follows in
+    lock-step, so a run on the bus must keep that clock."""
+
+    @property
+    def clock(self) -> Clock:
+        """The time base a run on this bus keeps."""
+        ...
+
+
+@runtime_checkable
+class SimSnapshotBus(Protocol):
+    """A bus whose simulator can say where it is, as `sim:` URL parameters (a simulated arm's pose is kept
+    from one command to the next)."""
+
+    def sim_snapshot(self) -> dict[str, str]:
+        """The simulator's state as URL parameters ({} on a real bus)."""
+        ...
+
+
+@runtime_checkable
+class CountingBus(Protocol):
+    """A bus whose link counts what it went through (frames, replies, retries, timeouts, bad frames)."""
+
+    @property
+    def stats(self) -> Any:
+        """The link's counters: a dataclass of whole numbers."""
+        ...
+
 
 @runtime_checkable
 class LatchingBus(Protocol):
@@ -188,7 +227,7 @@ def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoR
 def bus_clock(bus: Bus) -> Clock:
     """The time base a run on this bus keeps: the bus's own when it has one (a `clock=sim` simulator runs on
     a FakeClock it follows in lock-step), else the host's."""
-    clock = getattr(bus, "clock", None)
+    clock = bus.clock if isinstance(bus, ClockedBus) else None
     return clock if isinstance(clock, Clock) else MonotonicClock()
 
 

@@ -14,8 +14,8 @@ positions are whole servo units (`DeviceFacts.units` names them), ids are the se
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from servotool.devices.url import DeviceURL
@@ -51,6 +51,31 @@ class MotionCaps:
 
 
 @dataclass(frozen=True)
+class BusArm:
+    """The arm a bus's servos make, as its profile knows it (whole servo units, servo ids).
+
+    name: the profile's name; joint_ids: the servos whose position must be known before anything moves;
+    optional_ids: servos that may go silent (a claw); poses: named poses, {name: {id: position}};
+    reference_poses: names that are not command targets; tuck_pose: the one pose torque may be switched
+    off in, checked on tuck_joints within tuck_tolerance ("" when the arm has none).
+    """
+
+    name: str
+    joint_ids: tuple[int, ...]
+    optional_ids: tuple[int, ...] = ()
+    poses: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    reference_poses: tuple[str, ...] = ()
+    tuck_pose: str = ""
+    tuck_joints: tuple[int, ...] = ()
+    tuck_tolerance: int = 0
+    joint_names: Mapping[int, str] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.joint_ids + self.optional_ids
+
+
+@dataclass(frozen=True)
 class DeviceFacts:
     """What is known of a device from its URL alone (nothing opened): what validation and planning use.
 
@@ -59,7 +84,9 @@ class DeviceFacts:
     joint_speed_limits: per joint, in `units` and units/s (empty when unknown before connecting);
     optional_ids: a bus's servos that may go silent without stopping it (a claw); position_range: the
     range any position command of a bus must lie in; id_range: the ids a bus's servos may have;
-    motion: an arm family's bounds (None for a bus).
+    motion: an arm family's bounds (None for a bus); arm: the arm profile a bus URL names (None: its
+    servos make no known arm); limits_node: the node name under which a ROS 2 limits parameter file in
+    this bus's units holds its limits (None: no limits file applies to the bus, its units are others).
     """
 
     url: str
@@ -76,10 +103,17 @@ class DeviceFacts:
     position_range: tuple[int, int] | None = None
     id_range: tuple[int, int] | None = None
     motion: MotionCaps | None = None
+    arm: BusArm | None = None
+    limits_node: str | None = None
 
     @property
     def n_joints(self) -> int:
         return len(self.joint_names)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """A bus's servo ids known from the URL: its joints, then its optional servos."""
+        return self.joint_ids + self.optional_ids
 
 
 @dataclass(frozen=True)
@@ -114,7 +148,8 @@ class Family:
     * probe(port, baud, timeout_ms) -> ids answering on a serial port, by a harmless read (I/O; [] when
       nothing answers; OSError or ServotoolError when the port cannot be opened; None: the family has no
       probe). probe_bauds: the baud rates `ports` tries it at, in order.
-    * telemetry(device) -> the recorder's TelemetrySource of an opened device (None: not recordable).
+    * telemetry(device) -> the recorder's source of an opened device (recorder.source.TelemetrySource;
+      None: not recordable; the recorder refuses its URLs before opening).
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
     * serve: the standalone simulator behind `servotool sim <name>` (None: none).
@@ -142,4 +177,6 @@ class Family:
     default_sim: str = ""
 
 
-__all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]
+__all__ = [
+    "ARM", "BUS", "CAMPAIGN_RUNS", "BusArm", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam",
+]

@@ -77,13 +77,14 @@ def _families(kind: str | None) -> list[Family]:
     return [f for f in FAMILIES if kind is None or f.kind == kind]
 
 
+def family_urls(family: Family) -> list[str]:
+    """Every URL form a family opens: `scheme://` for its real devices, `sim:<profile>` for its simulators."""
+    return [f"{scheme}://" for scheme in family.schemes] + [f"{SIM_SCHEME}:{n}" for n in sim_names(family)]
+
+
 def known_urls(kind: str) -> list[str]:
     """Every URL form a kind accepts: `scheme://...` for real devices and `sim:<profile>` for simulators."""
-    out: list[str] = []
-    for fam in _families(kind):
-        out += [f"{scheme}://" for scheme in fam.schemes]
-        out += [f"{SIM_SCHEME}:{name}" for name in sim_names(fam)]
-    return sorted(out)
+    return sorted(url for fam in _families(kind) for url in family_urls(fam))
 
 
 def default_url(kind: str) -> str:
@@ -145,6 +146,7 @@ __all__ = [
     "Family",
     "default_url",
     "family_named",
+    "family_urls",
     "family_of",
     "known_urls",
     "lock_keys",

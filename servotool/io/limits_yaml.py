@@ -1,9 +1,9 @@
 """Arm limits as a ROS 2 parameter file: read them, and merge newly found limits into one as text.
 
-Layout read and written (pulses; the node name is whatever the file uses, `rosorin_board_driver` for a new
-one):
+Layout read and written (pulses; the node name is whatever the file uses; a new file takes the one its
+bus's family names, DeviceFacts.limits_node):
 
-    rosorin_board_driver:
+    board_driver:
       ros__parameters:
         arm_limit_2: [95, 941]     # lo, hi
         arm_rest_2: 776            # named pose "rest", servo 2
@@ -45,7 +45,6 @@ from servotool.io.strict_yaml import (
 )
 from servotool.io.yaml_edit import round_trip_yaml
 
-DEFAULT_NODE = "rosorin_board_driver"
 PARAMS = "ros__parameters"
 
 
@@ -113,7 +112,7 @@ class LimitsFile:
                 "servo left out)")
 
 
-def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
+def _find_params(doc: Any, where: str, prefer: str | None) -> tuple[str | None, dict[str, Any]]:
     if doc is None:
         return None, {}
     if not isinstance(doc, dict):
@@ -124,23 +123,25 @@ def _find_params(doc: Any, where: str) -> tuple[str | None, dict[str, Any]]:
             # a campaign or any other YAML: merging limits into it would damage it
             raise LimitsFileError(
                 f"{where}: not a limits parameter file (no <node>: ros__parameters: and "
-                "no arm_* keys); give the ROS 2 parameter file, e.g. "
-                "params/rosorin-arm-limits.yaml"
+                "no arm_* keys); give the ROS 2 parameter file of the arm's limits "
+                "(params/<profile>-limits.yaml)"
             )
         return None, doc  # flat file: the keys at the top level
     with_limits = [k for k, v in nodes.items() if any(_limit_id(str(key)) is not None for key in v)]
     if len(with_limits) > 1:
         raise LimitsFileError(f"{where}: arm limits under more than one node ({', '.join(with_limits)})")
-    node = with_limits[0] if with_limits else (DEFAULT_NODE if DEFAULT_NODE in nodes else next(iter(nodes)))
+    node = with_limits[0] if with_limits else (prefer if prefer in nodes else next(iter(nodes)))
     return node, nodes[node]
 
 
-def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -> LimitsFile:
-    """Read limits and poses from YAML text. Each limit must be [lo, hi] with 0 <= lo < hi <= 1000; a key
-    written twice, one that starts arm_limit but is not arm_limit_N, and any number not written in plain
-    decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number) are refused (LimitsFileError naming
-    the file, and the line and key of the number); so is a text nested too deep, with a number too long or
-    aliases that expand too far (see strict_yaml.check_bounds), before anything is composed."""
+def parse_limits(text: str, where: str = "<limits>", path: Path | None = None,
+                 node: str | None = None) -> LimitsFile:
+    """Read limits and poses from YAML text: the limits of the one node that has some, else those of
+    `node` (the bus's node name) when the file has it, else of its first node. Each limit must be [lo, hi]
+    with 0 <= lo < hi <= 1000; a key written twice, one that starts arm_limit but is not arm_limit_N, and
+    any number not written in plain decimal (`1_00`, `010`, `0x10`, `1:30`: see strict_yaml.odd_number)
+    are refused (LimitsFileError naming the file, and the line and key of the number); so is a text nested
+    too deep or with a number too long (see strict_yaml.check_bounds), before anything is composed."""
     try:
         check_bounds(text, where)
     except YamlBoundsError as exc:
@@ -153,8 +154,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     except yaml.YAMLError as exc:
         line, problem = yaml_problem(exc)
         raise LimitsFileError(f"{where}{f':{line}' if line else ''}: not valid YAML ({problem})") from None
-    node, params = _find_params(doc, where)
-    out = LimitsFile(path=path, text=text, node=node, params=dict(params))
+    found, params = _find_params(doc, where, node)
+    out = LimitsFile(path=path, text=text, node=found, params=dict(params))
     for key, value in params.items():
         sid = _limit_id(str(key))
         if sid is None and str(key).startswith("arm_limit"):  # misspelt: it would be left out silently
@@ -183,8 +184,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None) -
     return out
 
 
-def load_limits(path: str | Path) -> LimitsFile:
-    """Read a limits file (LimitsFileError names the file on any problem)."""
+def load_limits(path: str | Path, node: str | None = None) -> LimitsFile:
+    """Read a limits file (LimitsFileError names the file on any problem); node: see parse_limits."""
     path = Path(path)
     try:
         text = read_text_limited(path)
@@ -194,7 +195,7 @@ def load_limits(path: str | Path) -> LimitsFile:
         raise LimitsFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except TextTooLarge as exc:
         raise LimitsFileError(str(exc)) from None
-    return parse_limits(text, str(path), path)
+    return parse_limits(text, str(path), path, node)
 
 
 def _flow_pair(lo: int, hi: int) -> CommentedSeq:
@@ -255,17 +256,20 @@ def merge_limits_text(
     notes: Mapping[int, str],
     header: str,
     where: str = "<limits>",
+    node: str | None = None,
 ) -> str:
     """`text` with arm_limit_N set to `limits` (notes[N] as the line's comment) and `header` as a first
-    comment line. Round-trip YAML: every other key, comment and the layout are kept; a replaced line stays
+    comment line; an empty `text` becomes a new file of the node `node` (the bus's node name: LimitsFileError
+    without one). Round-trip YAML: every other key, comment and the layout are kept; a replaced line stays
     above its successor as a `# was:` comment; a missing key is added after the last limit (or first under
     the parameters). The result is parsed back and every other key checked unchanged (LimitsFileError)."""
-    if not text or not text.strip():
-        text = f"{DEFAULT_NODE}:\n  {PARAMS}: {{}}\n"
-        fresh = True
-    else:
-        fresh = False
-    before = parse_limits(text, where)
+    fresh = not text or not text.strip()
+    if fresh:
+        if not node:
+            raise LimitsFileError(f"{where}: a new limits file needs the node name of its bus")
+        text = f"{node}:\n  {PARAMS}: {{}}\n"
+    assert text is not None
+    before = parse_limits(text, where, node=node)
     rt = round_trip_yaml()
     try:
         _, indent, _ = load_yaml_guess_indent(text)
@@ -274,7 +278,7 @@ def merge_limits_text(
     except YAMLError as exc:
         raise LimitsFileError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if fresh:
-        doc[DEFAULT_NODE][PARAMS] = CommentedMap()
+        doc[node][PARAMS] = CommentedMap()
     params = _params_map(doc, before.node, where)
     depth = (indent or 2) * (0 if before.node is None else 2)
     for sid in sorted(limits):
@@ -282,7 +286,7 @@ def merge_limits_text(
     out = io.StringIO()
     rt.dump(doc, out)
     merged = f"# {header}\n" + out.getvalue()
-    _verify(before, parse_limits(merged, where), limits, where)
+    _verify(before, parse_limits(merged, where, node=node), limits, where)
     return merged
 
 

@@ -1,8 +1,9 @@
 """What the recorder is fed: sweeps of telemetry (one group of axes read together) and status answers.
 
-Units are the device's own (the capture header names them): on a Dynamixel bus positions are pulses,
-currents mA, voltages V, temperatures deg C; on a FAIRINO arm positions are degrees and the error codes ride
-in `Sweep.codes`. Times are seconds on the host monotonic clock of the loop that feeds the recorder.
+Units are the device's own (the capture header names them): on a servo bus positions are pulses,
+currents mA, voltages V, temperatures deg C; on an arm positions are degrees and its controller's error
+codes may ride in `Sweep.codes`. Times are seconds on the host monotonic clock of the loop that feeds
+the recorder.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class AxisSample:
 class Sweep:
     """One read of a group of axes, stamped when it was received. An axis that did not answer maps to None.
 
-    codes: device-wide values read with the sweep (a FAIRINO arm's main_code / sub_code), else None.
+    codes: device-wide values read with the sweep (an arm controller's fault codes), else None.
     """
 
     t: float

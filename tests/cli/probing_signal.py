@@ -16,18 +16,18 @@ from typing import Any
 def main() -> None:
     from serial.tools import list_ports
 
-    import servotool.cli.ports as ports
+    import servotool.devices.hiwonder.client as client
     from servotool.devices.hiwonder.sim import start_sim
 
     signum, where, note = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     list_ports.comports = lambda: []  # never this computer's own ports
     board = start_sim("rosorin-arm")
-    real_open = ports.open_bus
+    real_open = client.open_url  # the board family's probe opens the port through it
 
-    def opening(url: str, **kwargs: Any) -> Any:
+    def opening(parsed: Any, **kwargs: Any) -> Any:
         if where == "opening":
             signal.raise_signal(signum)
-        bus = real_open(url, **kwargs)
+        bus = real_open(parsed, **kwargs)
         real_close, real_read = bus.close, bus.read_position
 
         def close() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
         bus.close, bus.read_position = close, read
         return bus
 
-    ports.open_bus = opening
+    client.open_url = opening
     from servotool.cli.app import main as servotool
 
     sys.argv = ["servotool", "ports", "--port", board.path, "--timeout-ms", "1000"]

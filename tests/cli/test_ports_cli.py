@@ -1,9 +1,9 @@
 """`servotool ports`: serial ports, and which answer as a servo board (harmless reads only)."""
 
 import contextlib
+import dataclasses
 import json
 import os
-import sys
 import types
 
 import pytest
@@ -15,6 +15,17 @@ from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.sim import start_sim
 
 runner = CliRunner()
+
+
+def with_probe(monkeypatch, name, probe):
+    """The registry's family `name` with `probe(port, baud)` as its probe hook: ports probes through it."""
+    from servotool.devices import registry
+
+    def hook(port, baud, timeout_ms):
+        return probe(port, baud)
+
+    families = tuple(dataclasses.replace(f, probe=hook) if f.name == name else f for f in registry.FAMILIES)
+    monkeypatch.setattr(registry, "FAMILIES", families)
 
 
 @pytest.fixture(autouse=True)
@@ -78,9 +89,7 @@ def quiet_pty():
 
 def test_a_port_that_cannot_be_opened_says_so(monkeypatch):
     pinged = []
-    fake = types.ModuleType("servotool.devices.dynamixel")
-    fake.probe = lambda port, baud: pinged.append(port) or []
-    monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
+    with_probe(monkeypatch, "dynamixel", lambda port, baud: pinged.append(port) or [])
     missing = "/dev/servotool-no-such-port"
     result = runner.invoke(app, ["ports", "--port", missing, "--json"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
@@ -98,9 +107,7 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
         calls.append((port, baud))
         return [1, 2] if baud == 1_000_000 else []
 
-    fake = types.ModuleType("servotool.devices.dynamixel")
-    fake.probe = probe
-    monkeypatch.setitem(sys.modules, "servotool.devices.dynamixel", fake)
+    with_probe(monkeypatch, "dynamixel", probe)
     with quiet_pty() as quiet:  # a port that opens, where no Hiwonder board answers
         result = runner.invoke(app, ["ports", "--port", quiet, "--timeout-ms", "1", "--json"])
     data = json.loads(result.stdout)
@@ -167,3 +174,30 @@ def test_a_port_given_twice_is_probed_once(monkeypatch):
     result = runner.invoke(app, ["ports", "--port", "/dev/x", "--port", "/dev/x", "--json"])
     assert result.exit_code == 0, result.output
     assert seen == ["/dev/x"] and [p["device"] for p in json.loads(result.stdout)["ports"]] == ["/dev/x"]
+
+
+def test_ports_probes_every_bus_family_of_the_registry_through_its_hook(monkeypatch):
+    """A family added to the registry with a probe hook is probed at each of its bauds, its name the key."""
+    from servotool.devices import registry
+
+    calls = []
+
+    def probe(port, baud, timeout_ms):
+        calls.append((port, baud, timeout_ms))
+        return [7] if baud == 500_000 else []
+
+    board = next(f for f in registry.FAMILIES if f.name == "hiwonder")
+    extra = dataclasses.replace(board, name="newbus", schemes=("newbus",), sim_names=lambda: (),
+                                probe=probe, probe_bauds=(115_200, 500_000))
+    quiet_board = dataclasses.replace(board, probe=lambda port, baud, timeout_ms: [])
+    families = tuple(quiet_board if f is board else f for f in registry.FAMILIES) + (extra,)
+    monkeypatch.setattr(registry, "FAMILIES", families)
+    with_probe(monkeypatch, "dynamixel", lambda port, baud: [])
+    with quiet_pty() as quiet:
+        result = runner.invoke(app, ["ports", "--port", quiet, "--timeout-ms", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (entry,) = data["ports"]
+    assert entry["answers"]["newbus"] == {"500000": [7]} and data["newbus_probe"] is True
+    assert calls == [(quiet, 115_200, 5), (quiet, 500_000, 5)]
+    assert entry["answers"]["hiwonder"] == [] and entry["answers"]["dynamixel"] == {}

@@ -250,9 +250,11 @@ def test_key_watcher_is_inactive_without_a_terminal():
 
 
 def test_merge_into_nothing_makes_a_fresh_parameter_file():
+    from servotool.devices.registry import url_facts
     from servotool.io.limits_yaml import merge_limits_text, parse_limits
 
-    text = merge_limits_text(None, {2: (582, 941), 1: (34, 966)}, {2: "found"}, "mapped today")
+    node = url_facts("sim:rosorin-arm").limits_node  # a new file takes the node its bus's family names
+    text = merge_limits_text(None, {2: (582, 941), 1: (34, 966)}, {2: "found"}, "mapped today", node=node)
     assert text.startswith("# mapped today\nrosorin_board_driver:\n  ros__parameters:\n")
     assert parse_limits(text).limits == {1: (34, 966), 2: (582, 941)}
     assert "arm_limit_2: [582, 941]  # found" in text

@@ -5,10 +5,11 @@ overloaded axis, with its lead-up and its tail; the recorder never sends REBOOT 
 from __future__ import annotations
 
 from servotool.clock import FakeClock
+from servotool.devices.dynamixel.telemetry import DynamixelSource
 from servotool.io.captures import read_capture
 from servotool.recorder.summary import value
 from servotool.runs.recorder.loop import RecordSettings, run_record
-from servotool.runs.recorder.sources import DynamixelSource, open_source
+from servotool.runs.recorder.sources import open_source
 
 
 def test_overload_with_another_axis_latched_at_connect(tmp_path):

@@ -12,11 +12,11 @@ import time
 import pytest
 
 from servotool.clock import MonotonicClock
+from servotool.devices.fairino.telemetry import FairinoSource, fault_word
 from servotool.devices.registry import open_arm
 from servotool.io.captures import read_capture
 from servotool.recorder.summary import value
 from servotool.runs.recorder.loop import RecordSettings, run_record
-from servotool.runs.recorder.sources import FairinoSource, fault_word
 
 
 @pytest.mark.slow

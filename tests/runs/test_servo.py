@@ -15,6 +15,7 @@ from servotool.runs.bus.servo import (
 )
 
 TUCK = ROSORIN_ARM.poses["tuck"]
+SPAN = (0, 1000)  # the board's position range: a bus's span is its own (DeviceFacts.position_range)
 
 
 def test_parse_goal():
@@ -26,10 +27,10 @@ def test_parse_goal():
 
 
 def test_intersect_limits():
-    assert intersect_limits({2: (80, 960), 10: None}, {2: (95, 941)}) == {2: (95, 941)}
-    assert intersect_limits({4: (0, 1000)}, None) == {4: (0, 1000)}
+    assert intersect_limits({2: (80, 960), 10: None}, {2: (95, 941)}, SPAN) == {2: (95, 941)}
+    assert intersect_limits({4: (0, 1000)}, None, SPAN) == {4: (0, 1000)}
     with pytest.raises(Refused, match="overlap"):
-        intersect_limits({2: (80, 960)}, {2: (970, 990)})
+        intersect_limits({2: (80, 960)}, {2: (970, 990)}, SPAN)
 
 
 def test_move_follows_a_capped_quintic_in_40ms_frames(arm):
@@ -173,11 +174,12 @@ def test_move_problems_lists_every_problem():
     from servotool.runs.bus.servo import move_problems
 
     poses = ROSORIN_ARM.poses
-    assert move_problems("drive", 250.0, poses, ROSORIN_ARM.ids) == []
-    probs = move_problems("2=1001,9=3", float("nan"), poses, ROSORIN_ARM.ids)
+    assert move_problems("drive", 250.0, poses, ROSORIN_ARM.ids, span=SPAN) == []
+    probs = move_problems("2=1001,9=3", float("nan"), poses, ROSORIN_ARM.ids, span=SPAN)
     assert len(probs) == 3
-    assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses)[0].startswith(
-        "pose 'tuck' is a reference")
-    (unknown,) = move_problems("nowhere", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses)
+    assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses,
+                         span=SPAN)[0].startswith("pose 'tuck' is a reference")
+    (unknown,) = move_problems("nowhere", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses,
+                               span=SPAN)
     listed = unknown.split("(poses: ")[1].rstrip(")").split(", ")
     assert "pretuck" in listed and "tuck" not in listed  # the targets a move can take, never a reference

@@ -52,7 +52,7 @@ from servotool.devices.dynamixel.control_table import MAX_ID
 from servotool.devices.dynamixel.profiles import DxlProfile, get_profile
 from servotool.devices.dynamixel.sim import DxlSim, PtyDxlServer, start_sim
 from servotool.devices.registry import DeviceURL, DeviceURLError
-from servotool.devices.url import sim_clock
+from servotool.devices.serial_family import SerialOpener
 from servotool.errors import ConnectionLost, DeviceError, Refused
 from servotool.io.sim_ptys import served_by
 
@@ -698,50 +698,48 @@ def _profile(name: str | None) -> DxlProfile | None:
         raise DeviceURLError(str(exc.args[0])) from None
 
 
+class _DxlOpener(SerialOpener[DxlBus]):
+    """The DYNAMIXEL bus's opener on the serial-family skeleton (devices.serial_family)."""
+
+    client_keys = CLIENT_KEYS
+    example = "dxl:///dev/ttyUSB0"
+
+    def options(self, params: dict[str, str], parsed: DeviceURL, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return _client_options(params, parsed.raw)
+
+    def profile(self, parsed: DeviceURL, opts: dict[str, Any]) -> DxlProfile | None:
+        return _profile(opts["profile"] or (parsed.target if parsed.simulated else None))
+
+    def start_sim(self, profile: Any, params: dict[str, str], clock: Any) -> Any:
+        return start_sim(profile, params, clock=clock)
+
+    def connect(self, path: str, parsed: DeviceURL, opts: dict[str, Any], profile: Any, *, simulated: bool,
+                server: Any, clock: Any) -> DxlBus:
+        port = _open_port(path, opts["baud"], parsed.raw, opts["latency_ms"])
+        return DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
+                      simulated=simulated, server=server, clock=clock)
+
+    def verify(self, bus: DxlBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
+               kwargs: dict[str, Any]) -> None:
+        if bus.ids:
+            return
+        found = bus.broadcast_ping()
+        if not found:
+            raise DeviceError(f"{parsed.raw}: no servo answered a broadcast ping at {opts['baud']} baud")
+        bus._ids = tuple(sorted(found))
+
+    def served(self, path: str) -> bool:
+        # `servotool sim dynamixel` serving this pty: a simulator all the same, announced and recorded as one
+        return served_by(path) is not None
+
+
+_OPENER = _DxlOpener()
+
+
 def open_url(parsed: DeviceURL, **kwargs: Any) -> DxlBus:
     """Open a bus from a parsed URL. kwargs: clock (a Clock: frame stamps, and the simulator's time base;
     a FakeClock is attached to the bus for lock-step)."""
-    params = dict(parsed.params)
-    opts = _client_options(params, parsed.raw)
-    clock = kwargs.get("clock")
-    if parsed.simulated:
-        clock = sim_clock(params, parsed.raw, clock)
-        profile = _profile(opts["profile"] or parsed.target)
-        assert profile is not None
-        server = start_sim(profile, params, clock=clock)
-        try:
-            port = _open_port(server.path, opts["baud"], parsed.raw, opts["latency_ms"])
-        except BaseException:
-            server.close()
-            raise
-        bus = DxlBus(port, parsed.raw, opts["ids"] or profile.ids, profile=profile, simulated=True,
-                     server=server, clock=clock)
-        attach = getattr(clock, "attach", None)
-        if attach is not None:
-            attach(bus.sync)  # a lock-step FakeClock waits for the bus before time moves on
-        return bus
-    if params:
-        raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
-                             f"(known: {', '.join(CLIENT_KEYS)})")
-    if "://" in parsed.target:  # dynamixel-sdk opens device paths only: say so before trying
-        raise DeviceURLError(f"device URL {parsed.raw!r}: want a serial device path "
-                             "(dxl:///dev/ttyUSB0), not a pyserial URL")
-    profile = _profile(opts["profile"])
-    port = _open_port(parsed.target, opts["baud"], parsed.raw, opts["latency_ms"])
-    # `servotool sim dynamixel` serving this pty: a simulator all the same, announced and recorded as one
-    bus = DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
-                 simulated=served_by(parsed.target) is not None, clock=clock)
-    if not bus.ids:
-        try:
-            found = bus.broadcast_ping()
-        except BaseException:  # a signal or a lost link while the line is pinged: the port is not kept
-            bus.close()
-            raise
-        if not found:
-            bus.close()
-            raise DeviceError(f"{parsed.raw}: no servo answered a broadcast ping at {opts['baud']} baud")
-        bus._ids = tuple(sorted(found))
-    return bus
+    return _OPENER.open(parsed, **kwargs)
 
 
 def probe(port: str, baud: int = DEFAULT_BAUD) -> list[int]:

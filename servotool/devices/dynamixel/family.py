@@ -47,10 +47,16 @@ def probe(port: str, baud: int, timeout_ms: int) -> list[int]:
     return ping(port, baud)
 
 
-def sim_params() -> tuple[SimParam, ...]:
-    from servotool.devices.dynamixel.sim_params import KNOWN_KEYS
+def _telemetry(bus: Any) -> Any:
+    from servotool.devices.dynamixel.telemetry import telemetry
 
-    return tuple(SimParam(key, "") for key in KNOWN_KEYS)
+    return telemetry(bus)
+
+
+def sim_params() -> tuple[SimParam, ...]:
+    from servotool.devices.dynamixel.sim_params import KNOWN_KEYS, PARAM_HELP
+
+    return tuple(SimParam(key, PARAM_HELP[key]) for key in KNOWN_KEYS)
 
 
 FAMILY = Family(
@@ -66,6 +72,7 @@ FAMILY = Family(
     lock_keys=lock_keys,
     probe=probe,
     probe_bauds=(57600, 1_000_000),
+    telemetry=_telemetry,
     campaigns=frozenset(),
     sim_params=sim_params,
     docs="dynamixel.md",

@@ -160,6 +160,31 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
 
 KNOWN_KEYS = (*sorted(_KEYS), "load", "load_ID")
 
+# one line per key, as the module's table says
+PARAM_HELP: dict[str, str] = {
+    "ambient_c": "ambient (and start) temperature, deg C (default 30)",
+    "crc_error_rate": "probability that a status packet arrives with a bad CRC (0-1)",
+    "current_noise_ma": "current read noise, mA (default 2)",
+    "drop_rate": "probability that a status packet is lost (0-1)",
+    "goal_pwm": "ID:P,...: Goal PWM (100) in RAM, 0.113 % units, within the PWM Limit",
+    "goal_velocity": "ID:V,...: Goal Velocity (104) in RAM, 0.229 rev/min units, within +-445",
+    "latched": "fault specs ID[@T][:BITS]: latched without lead-up (at start when no @T)",
+    "mode": "ID:MODE,...: Operating Mode (11): 0 current, 1 velocity, 3 position (default), 4 extended, "
+            "5 current-based position, 16 PWM",
+    "noise": "position read noise, pulses (uniform, seeded; default 1)",
+    "overload": "ID@T,...: load rises over overload_ramp_s and the Overload bit latches at T",
+    "overload_ma": "extra current an overload reaches just before it latches, mA (default 1200)",
+    "overload_ramp_s": "length of an overload's lead-up of rising current, s (default 2.5)",
+    "reboot_ms": "how long a rebooting servo stays silent, simulated ms (default 0)",
+    "seed": "random seed of noise and dropped or corrupted replies (default 0)",
+    "silent": "ID[@T],...: the servo never answers (from T on)",
+    "supply_ohm": "supply resistance: the bus voltage sags by this times the total current (default 0.25)",
+    "torque": "1/0: torque on at start (default: the profile's, on)",
+    "voltage": "supply voltage, V (default 5.0)",
+    "load": "extra load on every servo, mA (default 0)",
+    "load_ID": "extra load on one servo, mA",
+}
+
 
 def _load(key: str, text: str, profile: DxlProfile, out: dict[int, float]) -> None:
     value = _nonneg(text)

@@ -65,6 +65,12 @@ def lock_keys(parsed: DeviceURL) -> list[str]:
     return host_keys("fairino", parsed.target, ports)
 
 
+def _telemetry(arm: Any) -> Any:
+    from servotool.devices.fairino.telemetry import telemetry
+
+    return telemetry(arm)
+
+
 def sim_params() -> tuple[SimParam, ...]:
     return tuple(SimParam(key, text) for key, text in sorted(profiles.PARAM_HELP.items()))
 
@@ -80,6 +86,7 @@ FAMILY = Family(
     open=_open,
     facts=facts,
     lock_keys=lock_keys,
+    telemetry=_telemetry,
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
     docs="fairino.md",

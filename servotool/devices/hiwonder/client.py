@@ -34,7 +34,8 @@ from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
 from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.devices.registry import DeviceURL, DeviceURLError
-from servotool.devices.url import bounded, sim_clock
+from servotool.devices.serial_family import SerialOpener
+from servotool.devices.url import bounded
 from servotool.errors import ConnectionLost, DeviceError
 from servotool.io.sim_ptys import served_by
 
@@ -345,58 +346,54 @@ def _open_port(path: str, baud: int, url: str) -> Any:
         raise DeviceError(f"cannot open {url} ({port_problem(exc)})") from exc
 
 
+class _BoardOpener(SerialOpener[HiwonderBus]):
+    """The board's opener on the serial-family skeleton (devices.serial_family)."""
+
+    client_keys = CLIENT_KEYS
+    example = "hiwonder:///dev/ttyUSB0"
+
+    def options(self, params: dict[str, str], parsed: DeviceURL, kwargs: dict[str, Any]) -> dict[str, Any]:
+        opts = _client_options(params, parsed.raw)
+        opts["timeout_s"] = kwargs.get("timeout_s", opts["timeout_s"])
+        opts["retries"] = kwargs.get("retries", opts["retries"])
+        return opts
+
+    def profile(self, parsed: DeviceURL, opts: dict[str, Any]) -> ArmProfile:
+        try:
+            return get_profile(opts["profile"] or (parsed.target if parsed.simulated else "rosorin-arm"))
+        except KeyError as exc:
+            raise DeviceURLError(str(exc.args[0])) from None
+
+    def start_sim(self, profile: Any, params: dict[str, str], clock: Any) -> Any:
+        from servotool.devices.hiwonder.sim import start_sim
+
+        return start_sim(profile, params, clock=clock)
+
+    def connect(self, path: str, parsed: DeviceURL, opts: dict[str, Any], profile: Any, *, simulated: bool,
+                server: Any, clock: Any) -> HiwonderBus:
+        port = _open_port(path, opts["baud"], parsed.raw)
+        bus = HiwonderBus(port, parsed.raw, profile, simulated=simulated, timeout_s=opts["timeout_s"],
+                          retries=opts["retries"], server=server)
+        if server is not None and isinstance(clock, Clock):  # a whole Clock: runs on this bus keep it
+            bus.clock = clock
+        return bus
+
+    def verify(self, bus: HiwonderBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
+               kwargs: dict[str, Any]) -> None:
+        if kwargs.get("probe", True) and not bus.answers():
+            raise NoBoardAnswer(f"no board answered on {parsed.target} (no servo of {profile.name} answered "
+                                f"a position read at {opts['baud']} baud: check power, cable and baud)")
+
+    def served(self, path: str) -> bool:
+        # `servotool sim hiwonder` serving this pty: a simulator all the same, announced and recorded as one
+        return served_by(path) is not None
+
+
+_OPENER = _BoardOpener()
+
+
 def open_url(parsed: DeviceURL, **kwargs: Any) -> HiwonderBus:
     """Open a bus from a parsed URL. kwargs: clock (the simulator's time base: any object with now()),
     timeout_s, retries (override the URL), probe (default True: a real port where no servo answers one
     position read raises NoBoardAnswer, exit 3, instead of returning a bus that reads all silent)."""
-    params = dict(parsed.params)
-    opts = _client_options(params, parsed.raw)
-    opts["timeout_s"] = kwargs.get("timeout_s", opts["timeout_s"])
-    opts["retries"] = kwargs.get("retries", opts["retries"])
-    if parsed.simulated:
-        try:
-            profile = get_profile(opts["profile"] or parsed.target)
-        except KeyError as exc:
-            raise DeviceURLError(str(exc.args[0])) from None
-        from servotool.devices.hiwonder.sim import start_sim
-
-        clock: Any = sim_clock(params, parsed.raw, kwargs.get("clock"))  # any object with now()
-        server = start_sim(profile, params, clock=clock)
-        try:
-            port = _open_port(server.path, opts["baud"], parsed.raw)
-        except BaseException:
-            server.close()
-            raise
-        bus = HiwonderBus(port, parsed.raw, profile, simulated=True, timeout_s=opts["timeout_s"],
-                          retries=opts["retries"], server=server)
-        if hasattr(clock, "sleep_until"):  # a whole Clock: runs on this bus keep it
-            bus.clock = clock
-        attach = getattr(clock, "attach", None)
-        if attach is not None:
-            attach(bus.sync)  # a lock-step FakeClock waits for the board before time moves on
-        return bus
-    if params:
-        raise DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
-                             f"(known: {', '.join(CLIENT_KEYS)})")
-    if "://" in parsed.target:
-        # a pyserial URL (spy:///dev/X reaches /dev/X under a device lock of its own: a second writer)
-        raise DeviceURLError(f"device URL {parsed.raw!r}: want a serial device path "
-                             "(hiwonder:///dev/ttyUSB0), not a pyserial URL")
-    try:
-        profile = get_profile(opts["profile"] or "rosorin-arm")
-    except KeyError as exc:
-        raise DeviceURLError(str(exc.args[0])) from None
-    port = _open_port(parsed.target, opts["baud"], parsed.raw)
-    # `servotool sim hiwonder` serving this pty: a simulator all the same, announced and recorded as one
-    bus = HiwonderBus(port, parsed.raw, profile, simulated=served_by(parsed.target) is not None,
-                      timeout_s=opts["timeout_s"], retries=opts["retries"])
-    try:
-        answered = not kwargs.get("probe", True) or bus.answers()
-    except BaseException:  # a signal or a lost link while probing: the port is not kept
-        bus.close()
-        raise
-    if not answered:
-        bus.close()
-        raise NoBoardAnswer(f"no board answered on {parsed.target} (no servo of {profile.name} answered a "
-                            f"position read at {opts['baud']} baud: check power, cable and baud)")
-    return bus
+    return _OPENER.open(parsed, **kwargs)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from servotool.devices.family import BUS, DeviceFacts, Family, SimParam
+from servotool.devices.family import BUS, BusArm, DeviceFacts, Family, SimParam
 from servotool.devices.hiwonder import profiles
 from servotool.devices.locks import serial_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
 
 DEFAULT_PROFILE = "rosorin-arm"  # a real board's arm when the URL names no ?profile=
+LIMITS_NODE = "rosorin_board_driver"  # the board driver's ROS 2 node: its parameter file holds the limits
 
 
 def _profile(parsed: DeviceURL) -> profiles.ArmProfile:
@@ -37,9 +38,12 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     arm = _profile(parsed)
     ranges = tuple((float(lo), float(hi)) for lo, hi in (arm.stored_limits[i] for i in arm.joint_ids))
     names = tuple(arm.joint_names.get(i, f"servo {i}") for i in arm.joint_ids)
+    profile = BusArm(arm.name, arm.joint_ids, arm.optional_ids, arm.poses, arm.reference_poses, arm.tuck_pose,
+                     arm.tuck_joints, arm.tuck_tolerance, arm.joint_names)
     return DeviceFacts(parsed.raw, "hiwonder", BUS, arm.name, parsed.simulated, names, "pulse", ranges,
                        joint_ids=arm.joint_ids, optional_ids=arm.optional_ids,
-                       position_range=(PULSE_MIN, PULSE_MAX), id_range=(0, 253))
+                       position_range=(PULSE_MIN, PULSE_MAX), id_range=(0, 253), arm=profile,
+                       limits_node=LIMITS_NODE)
 
 
 def lock_keys(parsed: DeviceURL) -> list[str]:
@@ -63,9 +67,9 @@ def probe(port: str, baud: int, timeout_ms: int) -> list[int]:
 
 
 def sim_params() -> tuple[SimParam, ...]:
-    from servotool.devices.hiwonder.sim_params import KNOWN_KEYS
+    from servotool.devices.hiwonder.sim_params import KNOWN_KEYS, PARAM_HELP
 
-    return tuple(SimParam(key, "") for key in KNOWN_KEYS)
+    return tuple(SimParam(key, PARAM_HELP[key]) for key in KNOWN_KEYS)
 
 
 FAMILY = Family(

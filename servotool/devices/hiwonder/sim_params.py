@@ -149,6 +149,31 @@ _BOARD_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
 
 KNOWN_KEYS = tuple(sorted(_BOARD_KEYS)) + tuple(sorted(_SERVO_KEYS))
 
+# one line per key, as the module's tables say (per-servo keys also take `key_ID`)
+PARAM_HELP: dict[str, str] = {
+    "crc_error_every": "corrupt every Nth reply's CRC (0 = never; at most 1e6)",
+    "crc_error_rate": "probability that a reply's CRC is corrupted (0-1)",
+    "garbage_rate": "probability that 1-16 random bytes (line noise) go out before a reply (0-1)",
+    "pose": "named pose of the profile the arm starts in (default: the profile's start pose)",
+    "reply_ms": "delay before each reply, wall-clock ms (0-10000)",
+    "seed": "random seed of read noise and CRC error draws (default 0)",
+    "shape": "how a servo interpolates a move: linear (default) or smooth",
+    "ignore_torque_off": "per servo (key_ID): 1: it keeps torque on when told to switch it off",
+    "lag_ms": "per servo: time constant of following its own interpolated command, ms (0-1e5; default 30)",
+    "limit": "per servo: stored (EEPROM) limit lo-hi, which silently caps motion (default: the profile's)",
+    "max_speed": "per servo: top speed, pulses/s (0-1e6; 0: it cannot move; default 1000)",
+    "noise": "per servo: read-back noise amplitude, whole pulses 0-1000 (uniform, seeded; default 0)",
+    "obstacle": "per servo: pulse(s) the joint cannot pass, comma-separated; it stalls there under load",
+    "sag": "per servo: drift with torque off, pulses/s, signed (default: the profile's)",
+    "sag_stop": "per servo: pulse where a sagging joint comes to rest (default: the profile's)",
+    "silent": "per servo: 1: it never answers and does not move",
+    "silent_after": "per servo: sim seconds (>= 0) after which it goes silent (it loses power)",
+    "start": "per servo: start pulse, -32768..32767 (default: from the start pose)",
+    "temperature": "per servo: temperature reading, deg C (0-255; default: the profile's)",
+    "torque": "per servo: 0: it starts with torque off (limp; default 1)",
+    "voltage": "per servo: supply reading, mV (0-65535; default: the profile's)",
+}
+
 
 def _split(key: str) -> tuple[str, int | None]:
     base, sep, tail = key.rpartition("_")

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from servotool.clock import Clock
 from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord, TorqueGatedBus, read_records
-from servotool.devices.hiwonder.units import PULSE_MAX, PULSE_MIN
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
@@ -90,9 +89,9 @@ def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, i
 
 def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
                      configured: Mapping[int, tuple[int, int]] | None,
-                     span: tuple[int, int] = (PULSE_MIN, PULSE_MAX)) -> dict[int, tuple[int, int]]:
+                     span: tuple[int, int]) -> dict[int, tuple[int, int]]:
     """Per servo: the stored limit intersected with the configured one (if any), and with `span` (the bus's
-    position range, 0-1000 pulses by default). A servo without a stored limit (silent) gets none. Refused
+    position range). A servo without a stored limit (silent) gets none. Refused
     when an intersection is empty."""
     out: dict[int, tuple[int, int]] = {}
     for sid, pair in stored.items():
@@ -293,7 +292,7 @@ class MoveServoFault(RunFault):
 
 def _latches(bus: Bus, ids: Iterable[int]) -> dict[int, str]:
     """{servo id: bits in words} of the servos among `ids` with a latched hardware error; {} on a bus
-    without such latches (the Hiwonder-style board)."""
+    whose servos latch none (LatchingBus)."""
     return bus.hardware_latches(ids) if isinstance(bus, LatchingBus) else {}
 
 
@@ -331,7 +330,7 @@ def hold(bus: Bus, ids: Iterable[int] | None = None) -> HoldResult:
     """Hold the servos where they are (all by default), then read each one back.
 
     Only servos that answer after the hold, with no hardware error latched, are reported held. A servo with
-    a hardware error latched (Dynamixel: torque off until a reboot, never sent here) raises
+    a hardware error latched (LatchingBus: torque off until a reboot, never sent here) raises
     HoldServoFault; a joint that does not answer raises HoldServoLost; the others are held either way. A
     silent optional servo (the claw) is reported in `silent`.
     """
@@ -410,8 +409,8 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
 
 
 def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]], ids: Iterable[int],
-                  reference_poses: Iterable[str] = (),
-                  span: tuple[int, int] | None = (PULSE_MIN, PULSE_MAX),
+                  reference_poses: Iterable[str] = (), *,
+                  span: tuple[int, int] | None,
                   id_span: tuple[int, int] | None = None,
                   mapped: Mapping[int, tuple[int, int]] | None = None,
                   mapped_in: str = "the --limits file") -> list[str]:

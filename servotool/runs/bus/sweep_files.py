@@ -26,7 +26,8 @@ from typing import Any
 
 from servotool.analysis.sweep import FoundLimit, SweepResult
 from servotool.clock import Clock
-from servotool.devices.bus import Bus
+from servotool.devices.bus import Bus, CountingBus
+from servotool.devices.registry import DeviceURLError, url_facts
 from servotool.errors import ExitCode, Refused
 from servotool.io.atomic import write_atomic
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
@@ -78,10 +79,18 @@ class SweepRecord:
     notes: list[str] = field(default_factory=list)
 
 
+def limits_node(url: str) -> str | None:
+    """The node name a new limits file of this bus takes (its family's fact; None when none applies)."""
+    try:
+        return url_facts(url).limits_node
+    except DeviceURLError:
+        return None
+
+
 def link_stats(bus: Bus) -> dict[str, int]:
     """What the serial link went through (frames sent, replies, retries, timeouts, corrupted frames, bytes of
     noise skipped), where the backend counts it; {} otherwise."""
-    stats = getattr(bus, "stats", None)
+    stats = bus.stats if isinstance(bus, CountingBus) else None
     if stats is None or not dataclasses.is_dataclass(stats) or isinstance(stats, type):
         return {}
     return {k: int(v) for k, v in dataclasses.asdict(stats).items()}
@@ -142,7 +151,7 @@ def _write_limits(bus: Bus, config: SweepConfig, files: SweepFiles, found: dict[
     lf, path = files.limits, files.limits_path
     new = {j: (f.lo, f.hi) for j, f in found.items()}
     text = merge_limits_text(lf.text if lf else None, new, _yaml_notes(found, stamp), header,
-                             str(path) if path else "<new>")
+                             str(path) if path else "<new>", node=limits_node(bus.url))
     copy = unique_path(files.out_dir, f"{stem}_limits.yaml")
     if not (files.update_limits and path is not None and lf is not None):
         return {"yaml": str(write_atomic(copy, text))}, []

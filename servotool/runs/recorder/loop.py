@@ -31,7 +31,7 @@ from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError, signal_name
 from servotool.io.captures import inspect_destination, publish_capture
 from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
-from servotool.runs.recorder.sources import StatusUnsupported, TelemetrySource
+from servotool.recorder.source import StatusUnsupported, TelemetrySource
 from servotool.runs.signals import StopSignals
 
 COMPLETE = "complete"
