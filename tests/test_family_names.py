@@ -82,9 +82,7 @@ def _texts(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield line, node.attr
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield line, node.name
-        elif isinstance(node, ast.arg):
-            yield line, node.arg
-        elif isinstance(node, ast.keyword) and node.arg:
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
             yield line, node.arg
         elif isinstance(node, ast.ImportFrom) and node.module:
             yield line, node.module
