@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Annotated, Any, NoReturn, get_args
 
 import typer
 from typer import _click as click  # the click typer is built on (typer carries its own copy)
@@ -373,7 +373,12 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
                                  help="Print the version and exit."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug details."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Show debug details and the devices' wire traces (on stderr)."),
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", metavar="FILE", dir_okay=False,
+        help="Write the devices' wire traces (frames sent and received, remote calls) to FILE, with times.",
+    )] = None,
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="Leave out tables and progress; keep the verdict and errors."),
 ) -> None:
@@ -385,6 +390,15 @@ def _root(
     # set on every invocation: one process may run several commands (tests do)
     OUTPUT.verbose = verbose
     OUTPUT.quiet = quiet
+    from servotool.cli.tracing import configure
+
+    try:
+        configure(verbose, trace)
+    except OSError as exc:
+        from servotool.cli.common import fail
+
+        fail(f"--trace {trace}: cannot write ({exc.strerror or exc})")
+    ctx.call_on_close(lambda: configure(False, None))  # the file closed, the traces off, when it ends
     if ctx.invoked_subcommand != "config":
         from servotool.cli.config import apply_config_defaults  # YAML is read only when a command runs
 
