@@ -98,7 +98,7 @@ def _no_params() -> tuple[SimParam, ...]:
 class Family:
     """One device family, as every layer above devices/ sees it.
 
-    name: the folder's name ("fairino"); title: how a user knows it ("FAIRINO cobot"); kind: ARM or BUS;
+    name: the folder's name; title: how a user knows it (a maker and a device); kind: ARM or BUS;
     schemes: the URL schemes of its real devices; examples: real-device URLs for help texts and hints;
     network: its real devices are network hosts (lock keys by host) rather than serial ports (lock keys by
     the resolved device, shared by every family on one port).
@@ -137,6 +137,7 @@ class Family:
     sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
     serve: Callable[..., Any] | None = None
     docs: str = ""  # the family's page under docs/, "" when it has none
+    client_packages: tuple[str, ...] = ()  # the distributions its clients need (`servotool version` lists)
 
 
 __all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]

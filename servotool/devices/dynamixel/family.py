@@ -69,4 +69,5 @@ FAMILY = Family(
     campaigns=frozenset(),
     sim_params=sim_params,
     docs="dynamixel.md",
+    client_packages=("dynamixel-sdk",),
 )
