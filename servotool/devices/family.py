@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from servotool.devices.serving import SimServe
 from servotool.devices.url import DeviceURL
 
 ARM = "arm"
@@ -117,7 +118,7 @@ class Family:
     * telemetry(device) -> the recorder's TelemetrySource of an opened device (None: not recordable).
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
-    * serve: the standalone simulator behind `servotool sim <name>` (None: none).
+    * serve: the standalone simulator behind `servotool sim <name>` (devices.serving; None: none).
     """
 
     name: str
@@ -135,7 +136,7 @@ class Family:
     telemetry: Callable[[Any], Any] | None = None
     campaigns: frozenset[str] = frozenset()
     sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
-    serve: Callable[..., Any] | None = None
+    serve: SimServe | None = None
     docs: str = ""  # the family's page under docs/, "" when it has none
     client_packages: tuple[str, ...] = ()  # the distributions its clients need (`servotool version` lists)
 
