@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Annotated, Any, NoReturn, get_args
 
 import typer
 from typer import _click as click  # the click typer is built on (typer carries its own copy)
@@ -21,8 +21,12 @@ from typer.core import TyperCommand, TyperGroup
 
 from servotool import __version__
 from servotool.cli.common import OUTPUT
+from servotool.devices.registry import ARM, DEFAULT_ARM_URL, DEFAULT_BUS_URL, FAMILIES
 
 HELP_OPTION_NAMES = ["-h", "--help"]
+# help texts name devices by the registry's URLs, never by a family
+_BUS_PROFILE = DEFAULT_BUS_URL.partition(":")[2]
+_ARM_HOST_URL = next(f"{fam.schemes[0]}://HOST" for fam in FAMILIES if fam.kind == ARM and fam.schemes)
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ COMMANDS: tuple[LazyCommand, ...] = (
                 "servotool/captures)."),
     LazyCommand("servo", "servotool.cli.servo", "servo_app",
                 "Read, move, hold and relax the servos of a bus-servo arm (default: the simulated "
-                "rosorin-arm, which keeps its pose from one command to the next)."),
+                f"{_BUS_PROFILE}, which keeps its pose from one command to the next)."),
     LazyCommand("campaign", "servotool.cli.campaign", "campaign_app",
                 "Measurement campaigns as files: a device, safety rules and a series of runs, checked "
                 "before anything moves, run in one go, reported in one folder."),
@@ -349,9 +353,10 @@ app = typer.Typer(
         "Diagnostics and measurement for robot arms and servo buses.\n\n"
         "Measure the lag between the setpoints you stream and what the controller executes, inject steps "
         "(raw or shaped) and watch for runaways, recompute every figure later from the recorded CSV, and map "
-        "bus-servo joint limits. Devices are URLs: sim:fr3 (the default) runs a built-in simulator that "
-        "speaks the real wire protocol, so every command works with no hardware (sim:fr3?clock=sim: in "
-        "simulated time, as fast as the CPU allows); fairino://HOST talks to a real arm."
+        f"bus-servo joint limits. Devices are URLs: {DEFAULT_ARM_URL} (the default) runs a built-in "
+        "simulator that speaks the real wire protocol, so every command works with no hardware "
+        f"({DEFAULT_ARM_URL}?clock=sim: in simulated time, as fast as the CPU allows); {_ARM_HOST_URL} talks "
+        "to a real arm."
     ),
     epilog=EPILOG,
     no_args_is_help=True,
@@ -373,7 +378,12 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
                                  help="Print the version and exit."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug details."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Show debug details and the devices' wire traces (on stderr)."),
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", metavar="FILE", dir_okay=False,
+        help="Write the devices' wire traces (frames sent and received, remote calls) to FILE, with times.",
+    )] = None,
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="Leave out tables and progress; keep the verdict and errors."),
 ) -> None:
@@ -385,6 +395,15 @@ def _root(
     # set on every invocation: one process may run several commands (tests do)
     OUTPUT.verbose = verbose
     OUTPUT.quiet = quiet
+    from servotool.cli.tracing import configure
+
+    try:
+        configure(verbose, trace)
+    except OSError as exc:
+        from servotool.cli.common import fail
+
+        fail(f"--trace {trace}: cannot write ({exc.strerror or exc})")
+    ctx.call_on_close(lambda: configure(False, None))  # the file closed, the traces off, when it ends
     if ctx.invoked_subcommand != "config":
         from servotool.cli.config import apply_config_defaults  # YAML is read only when a command runs
 

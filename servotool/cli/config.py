@@ -15,7 +15,16 @@ from rich.markup import escape
 
 from servotool.cli.common import console, debug, fail, print_json
 from servotool.cli.render import compact_table
-from servotool.devices.registry import ARM, BUS, DeviceURLError, family_of, parse_url
+from servotool.devices.registry import (
+    ARM,
+    BUS,
+    DEFAULT_ARM_URL,
+    DEFAULT_BUS_URL,
+    FAMILIES,
+    DeviceURLError,
+    family_of,
+    parse_url,
+)
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
 
@@ -65,6 +74,9 @@ config_app = typer.Typer(
 )
 
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
+# the device keys' built-in defaults, which io.user_config leaves to the device registry
+BUILTIN_URLS = {"robot": DEFAULT_ARM_URL, "bus": DEFAULT_BUS_URL}
+_ARM_EXAMPLE = next((url for fam in FAMILIES if fam.kind == ARM for url in fam.examples), DEFAULT_ARM_URL)
 
 
 def _json(ctx: typer.Context, json_out: bool) -> bool:
@@ -88,7 +100,7 @@ def show(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     json_out = _json(ctx, json_out)
     path = config_path()
     try:
-        rows = effective(load_config(path))
+        rows = effective(load_config(path), builtins=BUILTIN_URLS)
     except ServotoolError as exc:
         fail(str(exc))
     if json_out:
@@ -122,7 +134,7 @@ def path_cmd(ctx: typer.Context, json_out: bool = JsonOption) -> None:
 def set_cmd(
     ctx: typer.Context,
     key: Annotated[ConfigKeyName, typer.Argument(case_sensitive=False, help="The key to set.")],
-    value: str = typer.Argument(..., help="The value, e.g. fairino://192.168.58.2 for robot."),
+    value: str = typer.Argument(..., help=f"The value, e.g. {_ARM_EXAMPLE} for robot."),
     json_out: bool = JsonOption,
 ) -> None:
     """Write KEY: VALUE into the config file (creating it). Only that key's value changes, or a new key is

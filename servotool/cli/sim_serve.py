@@ -1,6 +1,5 @@
-"""What the `servotool sim` commands share: for `hiwonder` and `dynamixel`, their common options, the
-key=value parameter parsing and starting a bus simulator with one error line on a bad setting; for all
-three, serving until Ctrl-C, SIGTERM or --duration."""
+"""What the `servotool sim` commands share: the key=value parameter parsing, and serving until Ctrl-C,
+SIGTERM or --duration."""
 
 from __future__ import annotations
 
@@ -8,55 +7,27 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Annotated, Protocol, TypeVar
-
-import typer
 
 from servotool.cli.common import err_console, fail
-from servotool.devices.registry import DeviceURLError
-
-# the options both bus simulators take, spelled once (each command keeps its own --profile and --param help)
-ParamsArgument = Annotated[list[str] | None, typer.Argument(
-    help="Parameters as key=value, the same as --param.", show_default=False)]
-SeedOption = Annotated[int | None, typer.Option("--seed", help="Random seed: same seed, same behaviour.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the pty path and parameters as JSON.")]
-DurationOption = Annotated[float | None, typer.Option("--duration", min=0.0, help="Stop after this many "
-                                                      "seconds (default: run until Ctrl-C).")]
 
 
-def sim_params(items: Sequence[str], seed: int | None, example: str, keys: Sequence[str]) -> dict[str, str]:
-    """The simulator parameters given as positional arguments and --param (each `key=value`, or several
-    joined by `&` as in a URL), the later winning, plus `seed` when given. A part that is not key=value
-    ends the command with one error line naming it, `example` and the known `keys` (exit 2)."""
+def sim_params(arguments: Sequence[str], options: Sequence[str], named: dict[str, str], example: str,
+               keys: Sequence[str]) -> dict[str, str]:
+    """The simulator parameters given as positional `arguments` and `--param` `options` (each `key=value`,
+    or several joined by `&` as in a URL), the later winning, then the `named` options' values. A part
+    that is not key=value ends the command with one error line naming it, `example` and the known `keys`
+    (exit 2)."""
     out: dict[str, str] = {}
-    for item in items:
-        for part in item.split("&"):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                fail(f"--param {part!r}: want key=value (e.g. {example}; keys: {', '.join(keys)})")
-            out[key.strip()] = value.strip()
-    if seed is not None:
-        out["seed"] = str(seed)
+    for given_as_option, items in ((False, arguments), (True, options)):
+        for item in items:
+            for part in item.split("&"):
+                key, sep, value = part.partition("=")
+                if not sep or not key.strip():
+                    want = "expected key=value" if given_as_option else "want key=value"
+                    fail(f"--param {part!r}: {want} (e.g. {example}; keys: {', '.join(keys)})")
+                out[key.strip()] = value.strip()
+    out.update(named)
     return out
-
-
-class Closable(Protocol):
-    def close(self) -> None: ...
-
-
-ServerT = TypeVar("ServerT", bound=Closable)
-
-
-def start_or_fail(start: Callable[[str, dict[str, str]], ServerT], profile: str,
-                  params: dict[str, str]) -> ServerT:
-    """`start(profile, params)`, or one error line and exit 2 when it refuses the profile (KeyError) or a
-    parameter."""
-    try:
-        return start(profile, params)
-    except KeyError as exc:
-        fail(str(exc.args[0]))
-    except DeviceURLError as exc:
-        fail(str(exc))
 
 
 def serve(close: Callable[[], None], duration: float | None, announce: Callable[[], None],

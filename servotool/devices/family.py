@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from servotool.devices.serving import SimServe
 from servotool.devices.url import DeviceURL
 
 ARM = "arm"
@@ -132,7 +133,7 @@ def _no_params() -> tuple[SimParam, ...]:
 class Family:
     """One device family, as every layer above devices/ sees it.
 
-    name: the folder's name ("fairino"); title: how a user knows it ("FAIRINO cobot"); kind: ARM or BUS;
+    name: the folder's name; title: how a user knows it (a maker and a device); kind: ARM or BUS;
     schemes: the URL schemes of its real devices; examples: real-device URLs for help texts and hints;
     network: its real devices are network hosts (lock keys by host) rather than serial ports (lock keys by
     the resolved device, shared by every family on one port).
@@ -152,7 +153,7 @@ class Family:
       None: not recordable; the recorder refuses its URLs before opening).
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
-    * serve: the standalone simulator behind `servotool sim <name>` (None: none).
+    * serve: the standalone simulator behind `servotool sim <name>` (devices.serving; None: none).
 
     default_sim: the `sim:` name a command opens when it is given no device ("": none).
     """
@@ -172,9 +173,10 @@ class Family:
     telemetry: Callable[[Any], Any] | None = None
     campaigns: frozenset[str] = frozenset()
     sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
-    serve: Callable[..., Any] | None = None
+    serve: SimServe | None = None
     docs: str = ""  # the family's page under docs/, "" when it has none
     default_sim: str = ""
+    client_packages: tuple[str, ...] = ()  # the distributions its clients need (`servotool version` lists)
 
 
 __all__ = [

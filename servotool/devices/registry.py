@@ -36,6 +36,11 @@ def _family(module: str) -> Family:
 
 FAMILIES: tuple[Family, ...] = tuple(_family(m) for m in FAMILY_MODULES)
 
+# the devices a command opens when neither its option, its environment variable nor the config file names
+# one: simulators, so that every command runs with no hardware
+DEFAULT_ARM_URL = "sim:fr3"
+DEFAULT_BUS_URL = "sim:rosorin-arm"
+
 
 @functools.cache
 def sim_names(family: Family) -> tuple[str, ...]:
@@ -139,6 +144,8 @@ def open_bus(url: str, **kwargs: Any) -> Bus:
 __all__ = [
     "ARM",
     "BUS",
+    "DEFAULT_ARM_URL",
+    "DEFAULT_BUS_URL",
     "FAMILIES",
     "DeviceFacts",
     "DeviceURL",

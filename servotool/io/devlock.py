@@ -57,7 +57,7 @@ class LockUnavailable(Refused):
 
 
 class DeviceLock:
-    """Hold the lock of one device (`key`, e.g. "fairino-192.168.58.2-20003") for as long as the context;
+    """Hold the lock of one device (`key`, e.g. "<scheme>-192.168.58.2-20003") for as long as the context;
     `name` is what a refusal calls the device (default: the key).
 
     `acquire` never waits: when another process holds the lock it raises DeviceBusy naming that process.

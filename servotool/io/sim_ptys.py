@@ -1,6 +1,6 @@
-"""Which pseudo-terminals a standalone bus simulator (`servotool sim hiwonder|dynamixel`) serves.
+"""Which pseudo-terminals a standalone bus simulator (`servotool sim <family>` of a serial family) serves.
 
-Such a simulator is opened with a real URL (`hiwonder:///dev/pts/3`): on the wire it is a board like any
+Such a simulator is opened with a real URL (`<scheme>:///dev/pts/3`): on the wire it is a board like any
 other, so without a word from it a client would take it for real hardware and record it so. The simulator
 leaves a small file per pty in the lock folder (keyed by the pty's device number, so another name for the same
 pty finds it too) while it serves; a client that opens a device path asks `served_by` and calls the bus
@@ -27,8 +27,8 @@ def _entry(path: str | Path, folder: Path | None) -> Path | None:
 
 
 def register(path: str | Path, family: str, profile: str, folder: Path | None = None) -> Path | None:
-    """Say that this process serves a `family` simulator (`hiwonder`, `dynamixel`) on the pty `path`; the
-    file written (None when it could not be: the simulator serves all the same)."""
+    """Say that this process serves a `family` simulator (the family's registry name) on the pty `path`;
+    the file written (None when it could not be: the simulator serves all the same)."""
     with contextlib.suppress(OSError):
         entry = _entry(path, folder)
         if entry is not None:

@@ -34,7 +34,8 @@ CONFIG_ENV = "SERVOTOOL_CONFIG"
 @dataclass(frozen=True)
 class ConfigKey:
     """One key of the config file: the environment variable that overrides it, the built-in default (None:
-    each command has its own, or none) and what it means."""
+    each command has its own, or none, or the caller of `effective` gives it: the device URLs come from the
+    device registry, which this layer does not import) and what it means."""
 
     name: str
     envvar: str
@@ -45,8 +46,8 @@ class ConfigKey:
 KEYS: dict[str, ConfigKey] = {
     key.name: key
     for key in (
-        ConfigKey("robot", "SERVOTOOL_ROBOT", "sim:fr3", "arm URL for lag and step (--robot)"),
-        ConfigKey("bus", "SERVOTOOL_BUS", "sim:rosorin-arm", "servo bus URL for sweep and servo (--bus)"),
+        ConfigKey("robot", "SERVOTOOL_ROBOT", None, "arm URL for lag and step (--robot)"),
+        ConfigKey("bus", "SERVOTOOL_BUS", None, "servo bus URL for sweep and servo (--bus)"),
         ConfigKey("out", "SERVOTOOL_OUT", "servotool-runs", "folder for run CSVs (--out)"),
         ConfigKey("limits", "SERVOTOOL_LIMITS", None, "ROS 2 limits YAML for sweep and servo (--limits)"),
     )
@@ -179,20 +180,23 @@ def _edited(text: str, key: str, value: str | None, want: dict[str, str], path: 
                           "edit the file by hand")
 
 
-def effective(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[Effective]:
+def effective(values: Mapping[str, str], environ: Mapping[str, str] | None = None,
+              builtins: Mapping[str, str] | None = None) -> list[Effective]:
     """Every key's value when no option is given: the environment variable, else the file's value, else the
-    built-in default. A variable set but empty is shown as such: the commands refuse it."""
+    built-in default (`builtins` by key, else the key's own). A variable set but empty is shown as such: the
+    commands refuse it."""
     env = os.environ if environ is None else environ
     rows = []
     for key in KEYS.values():
+        builtin = (builtins or {}).get(key.name, key.builtin)
         if key.envvar in env and not env[key.envvar].strip():
             rows.append(Effective(key.name, None, f"env {key.envvar} empty: refused"))
         elif env.get(key.envvar):
             rows.append(Effective(key.name, env[key.envvar], "env " + key.envvar))
         elif key.name in values:
             rows.append(Effective(key.name, values[key.name], "config"))
-        elif key.builtin is not None:
-            rows.append(Effective(key.name, key.builtin, "built-in"))
+        elif builtin is not None:
+            rows.append(Effective(key.name, builtin, "built-in"))
         else:
             rows.append(Effective(key.name, None, "unset"))
     return rows

@@ -162,9 +162,7 @@ def test_choices_take_any_case_and_carry_the_value_string(tmp_path):
 
 def test_the_choices_are_the_registries_names():
     from servotool.cli.config import ConfigKeyName
-    from servotool.cli.sim import FairinoProfile
-    from servotool.cli.sim_dynamixel import DynamixelProfile
-    from servotool.cli.sim_hiwonder import HiwonderProfile
+    from servotool.cli.sim import profile_choices
     from servotool.cli.sweep import SweepDirection
     from servotool.devices.dynamixel.profiles import PROFILES as DXL
     from servotool.devices.fairino.profiles import PROFILES as FAIRINO
@@ -172,9 +170,10 @@ def test_the_choices_are_the_registries_names():
     from servotool.io.user_config import KEYS
     from servotool.runs.bus.sweep import DIRECTIONS
 
-    assert [p.value for p in FairinoProfile] == list(FAIRINO)
-    assert [p.value for p in HiwonderProfile] == list(HIWONDER)
-    assert [p.value for p in DynamixelProfile] == list(DXL)
+    choices = profile_choices()
+    assert choices["fairino"] == list(FAIRINO)
+    assert choices["hiwonder"] == list(HIWONDER)
+    assert choices["dynamixel"] == list(DXL)
     assert [k.value for k in ConfigKeyName] == list(KEYS)
     assert {d.value for d in SweepDirection} == {*DIRECTIONS, "both"}
 

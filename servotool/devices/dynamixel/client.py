@@ -46,6 +46,7 @@ from dynamixel_sdk import (
 )
 
 from servotool.clock import Clock, MonotonicClock
+from servotool.devices import trace
 from servotool.devices.bus import Bus, port_problem
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.control_table import MAX_ID
@@ -149,6 +150,9 @@ class DxlBusStats:
     refused: int = 0  # answers with a non-zero error number
 
 
+_TRACE = trace.logger("dynamixel")  # the SDK's packets at debug level (devices.trace)
+
+
 class _Port(PortHandler):
     """dynamixel-sdk's PortHandler, counting packets written and waiting briefly for bytes instead of
     spinning (dynamixel-sdk polls a non-blocking port in a tight loop)."""
@@ -165,6 +169,8 @@ class _Port(PortHandler):
         self.packet_timeout = self.tx_time_per_byte * packet_length + 2.0 * self.latency_ms + 2.0
 
     def writePort(self, packet: Any) -> int:  # noqa: N802 (dynamixel-sdk's name)
+        if _TRACE.isEnabledFor(trace.DEBUG):
+            trace.frame(_TRACE, "tx", packet)
         written = int(super().writePort(packet))
         self.packets_written += 1
         if self.after_write is not None:
@@ -173,6 +179,8 @@ class _Port(PortHandler):
 
     def readPort(self, length: int) -> bytes:  # noqa: N802
         data = bytes(self.ser.read(length))
+        if data and _TRACE.isEnabledFor(trace.DEBUG):
+            trace.frame(_TRACE, "rx", data)
         if not data:
             fileno = getattr(self.ser, "fileno", None)
             if fileno is not None:

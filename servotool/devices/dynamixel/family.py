@@ -9,6 +9,7 @@ from typing import Any
 
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel import profiles
+from servotool.devices.dynamixel.serve import SERVE
 from servotool.devices.family import BUS, DeviceFacts, Family, SimParam
 from servotool.devices.locks import serial_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
@@ -75,5 +76,7 @@ FAMILY = Family(
     telemetry=_telemetry,
     campaigns=frozenset(),
     sim_params=sim_params,
+    serve=SERVE,
     docs="dynamixel.md",
+    client_packages=("dynamixel-sdk",),
 )

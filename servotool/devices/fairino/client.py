@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from xml.parsers.expat import ExpatError
 
 from servotool.clock import Clock, MonotonicClock
+from servotool.devices import trace
 from servotool.devices.arm import (
     SETPOINT,
     Arm,
@@ -78,6 +79,7 @@ _CMD_NAMES = {
 COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveEnd", disable="RobotEnable(0)",
                              reset_faults="ResetAllError")
 
+_TRACE = trace.logger("fairino")  # frames and calls at debug level (devices.trace)
 DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
 DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
 
@@ -232,6 +234,8 @@ class FairinoArm:
         while not self._closing.is_set():
             try:
                 data = udp.recv(65535)
+                if _TRACE.isEnabledFor(trace.DEBUG):
+                    trace.frame(_TRACE, "rx", data, "udp")
             except TimeoutError:
                 continue
             except ConnectionRefusedError:
@@ -331,7 +335,12 @@ class FairinoArm:
         with self._rpc_lock:
             self._transport.set_timeout(timeout)
             try:
-                return getattr(self._proxy, method)(*args)
+                if _TRACE.isEnabledFor(trace.DEBUG):
+                    trace.call(_TRACE, method, args)
+                answer = getattr(self._proxy, method)(*args)
+                if _TRACE.isEnabledFor(trace.DEBUG):
+                    trace.answer(_TRACE, method, answer)
+                return answer
             except xmlrpc.client.Fault as exc:
                 raise DeviceError(f"{self.url}: {method} refused: {exc.faultString}") from None
             except UNREADABLE_ANSWER as exc:
@@ -447,6 +456,8 @@ class FairinoArm:
         self._udp_count = (self._udp_count + 1) & 0xFFFF
         assert self._udp is not None
         try:
+            if _TRACE.isEnabledFor(trace.DEBUG):
+                trace.frame(_TRACE, "tx", frame, "udp")
             self._udp.send(frame)
             self.datagrams_sent += 1
         except OSError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from servotool.devices.fairino import profiles
+from servotool.devices.fairino.serve import SERVE
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
@@ -89,6 +90,7 @@ FAMILY = Family(
     telemetry=_telemetry,
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
+    serve=SERVE,
     docs="fairino.md",
     default_sim="fr3",
 )

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from servotool.devices import trace
 from servotool.devices.arm import StateFrame
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.codes import decode_fault, motion_state
@@ -32,6 +33,7 @@ OPTIONAL_FIELDS = (
     "timestamp_us",
     "servo_state",
 )
+_TRACE = trace.logger("fairino")  # state frames at debug level (devices.trace)
 MAX_FRAMES = 65536  # frames kept between two polls (about 9 minutes at 8 ms); the oldest are dropped
 
 
@@ -114,7 +116,7 @@ class StateStream:
 
     def _configure(self, names: list[str], period_ms: int) -> tuple[int, str]:
         config = p.encode_output_config(period_ms, names)
-        self._sock.sendall(p.encode_frame(p.FrameType.OUTPUT_CONFIG, config))
+        self._send(p.encode_frame(p.FrameType.OUTPUT_CONFIG, config))
         deadline = time.monotonic() + self._timeout
         while True:
             frame = self._next_frame(deadline, "the state configuration")
@@ -122,7 +124,7 @@ class StateStream:
                 return p.decode_message(frame.data)
 
     def _start(self) -> None:
-        self._sock.sendall(p.encode_frame(p.FrameType.START))
+        self._send(p.encode_frame(p.FrameType.START))
         deadline = time.monotonic() + self._timeout
         while True:
             frame = self._next_frame(deadline, "the stream start")
@@ -144,6 +146,8 @@ class StateStream:
             self._sock.settimeout(left)
             try:
                 chunk = self._sock.recv(65536)
+                if _TRACE.isEnabledFor(trace.DEBUG):
+                    trace.frame(_TRACE, "rx", chunk, "state")
             except TimeoutError:
                 continue
             except OSError as exc:
@@ -159,6 +163,11 @@ class StateStream:
             self._pending.extend(self._splitter.feed(chunk))
         return self._pending.pop(0)
 
+    def _send(self, frame: bytes) -> None:
+        if _TRACE.isEnabledFor(trace.DEBUG):
+            trace.frame(_TRACE, "tx", frame, "state")
+        self._sock.sendall(frame)
+
     # --- reading ------------------------------------------------------------------------------------------
 
     def _read_loop(self) -> None:
@@ -170,6 +179,8 @@ class StateStream:
                     t = self._now()
                     try:
                         chunk = sock.recv(65536)
+                        if _TRACE.isEnabledFor(trace.DEBUG):
+                            trace.frame(_TRACE, "rx", chunk, "state")
                     except BlockingIOError:
                         chunk = None
                     if chunk == b"":

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import serial
 
 from servotool.clock import Clock, MonotonicClock
+from servotool.devices import trace
 from servotool.devices.bus import ServoRecord, port_problem, read_records
 from servotool.devices.hiwonder import protocol as p
 from servotool.devices.hiwonder.profiles import ArmProfile, get_profile
@@ -51,6 +52,7 @@ POLL_S = 0.005
 # fails in pyserial's termios calls too, and termios.error is no OSError
 LINK_ERRORS = (serial.SerialException, OSError, termios.error)
 SIM_ANSWER_S = 2.0  # the longest a simulated board (and a reply it has sent) is waited for on a loaded host
+_TRACE = trace.logger("hiwonder")  # frames at debug level (devices.trace)
 
 
 @dataclass
@@ -115,6 +117,8 @@ class HiwonderBus:
         if self._closed:
             raise DeviceError(f"{self.url}: bus is closed")
         try:
+            if _TRACE.isEnabledFor(trace.DEBUG):
+                trace.frame(_TRACE, "tx", frame)
             self.port.write(frame)
             self.port.flush()
         except LINK_ERRORS as exc:
@@ -175,6 +179,8 @@ class HiwonderBus:
                 # the port's own timeout is a short poll (set once at open): re-setting it per read would
                 # reconfigure the tty every time
                 chunk = self.port.read(max(1, self.port.in_waiting))
+                if chunk and _TRACE.isEnabledFor(trace.DEBUG):
+                    trace.frame(_TRACE, "rx", chunk)
             except LINK_ERRORS as exc:
                 raise ConnectionLost(f"{self.url}: link lost ({port_problem(exc)})") from exc
             frames = self._parser.feed(chunk)

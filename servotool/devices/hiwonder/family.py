@@ -9,6 +9,7 @@ from typing import Any
 
 from servotool.devices.family import BUS, BusArm, DeviceFacts, Family, SimParam
 from servotool.devices.hiwonder import profiles
+from servotool.devices.hiwonder.serve import SERVE
 from servotool.devices.locks import serial_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
 
@@ -87,4 +88,5 @@ FAMILY = Family(
     probe_bauds=(1_000_000,),
     campaigns=frozenset({"sweep"}),
     sim_params=sim_params,
+    serve=SERVE,
 )
