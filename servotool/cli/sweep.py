@@ -27,13 +27,14 @@ from servotool.cli.bus_common import (
     fail_all,
     limits_problem,
     stopped_by,
-    url_family,
     url_profile,
     url_simulated,
 )
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus, bus_clock
+from servotool.devices.family import Family
+from servotool.devices.registry import BUS, FAMILIES, DeviceURLError, family_of, parse_url, sim_names, url_facts
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
 from servotool.runs.bus.sweep import (
@@ -147,15 +148,45 @@ def _table(run: SweepRun) -> Table:
     return table
 
 
+def _family(bus: str) -> Family | None:
+    """The bus URL's family; None when the URL does not parse (opening it then says why)."""
+    try:
+        return family_of(parse_url(bus), BUS)
+    except DeviceURLError:
+        return None
+
+
+def _sweepable() -> list[Family]:
+    """The bus families whose mapped limits go into an arm limits file."""
+    return [f for f in FAMILIES if f.kind == BUS and f.limits_node]
+
+
+def _limits_files() -> str:
+    """What an arm limits file holds, per family that has one: its position span and whose it is."""
+    spans = []
+    for fam in _sweepable():
+        span = url_facts(fam.examples[0], BUS).position_range if fam.examples else None
+        units = url_facts(fam.examples[0], BUS).units if fam.examples else ""
+        spans.append(f"{units}s {span[0]}-{span[1]} of the {fam.title}" if span else f"the {fam.title}")
+    return "; ".join(spans) or "no bus family has one"
+
+
+def _bus_help() -> str:
+    urls = [f"sim:{name}[?k=v]" for fam in _sweepable() for name in sim_names(fam)]
+    urls += [url for fam in _sweepable() for url in fam.examples]
+    return f"Servo bus URL ({' or '.join(urls)})."
+
+
 def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, inside: int,
               files: SweepFiles) -> SweepConfig:
     """Every setting checked before the bus is opened: one line per problem and exit 2."""
     problems: list[str] = []
     prof = url_profile(bus)
-    dynamixel = url_family(bus) == "dynamixel"
-    if dynamixel:  # its limits (0-4095) could not be written after all the motion
-        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file (pulses 0-1000 of the "
-                        "Hiwonder-style board); a Dynamixel bus's limits cannot be written there")
+    family = _family(bus)
+    unwritable = family is not None and not family.limits_node
+    if family is not None and unwritable:  # its limits could not be written after all the motion
+        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file ({_limits_files()}); a "
+                        f"{family.name.capitalize()} bus's limits cannot be written there")
     joints = tuple(joint) if joint else (prof.joint_ids if prof else ())
     if prof is not None:
         problems += [f"--joint {j}: servo {j} not on this arm ({prof.name}: {', '.join(map(str, prof.ids))})"
@@ -172,7 +203,7 @@ def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, i
                              return_speed=max(100.0, speed) if MIN_SPEED <= speed <= MAX_SPEED else 100.0)
     except SweepSettingsError as exc:
         # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
-        problems += [p for p in exc.problems if not (dynamixel and not joints and p == NO_JOINTS)]
+        problems += [p for p in exc.problems if not (unwritable and not joints and p == NO_JOINTS)]
     from servotool.runs.bus.sweep_files import file_problems
 
     problems += file_problems(files, url_simulated(bus))
@@ -206,8 +237,7 @@ def _render(record: SweepRecord, json_out: bool) -> None:
 
 def sweep(
     bus: str = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS",
-                            help="Servo bus URL (sim:rosorin-arm[?k=v] or "
-                            "hiwonder:///dev/ttyX?baud=1000000)."),
+                            help=_bus_help()),
     joint: Annotated[list[int] | None, typer.Option(
         "--joint", help="Servo id to sweep (repeat for several; default: every joint of the arm, not the "
         "claw).",

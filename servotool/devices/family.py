@@ -137,6 +137,9 @@ class Family:
     sim_params: Callable[[], tuple[SimParam, ...]] = _no_params
     serve: Callable[..., Any] | None = None
     docs: str = ""  # the family's page under docs/, "" when it has none
+    # the ROS 2 node whose parameter file holds a bus's mapped joint limits (arm_limit_N: [lo, hi]) in its
+    # position units; "" when the family's limits go in no such file (`sweep` cannot write them)
+    limits_node: str = ""
 
 
 __all__ = ["ARM", "BUS", "CAMPAIGN_RUNS", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam"]

@@ -83,4 +83,5 @@ FAMILY = Family(
     probe_bauds=(1_000_000,),
     campaigns=frozenset({"sweep"}),
     sim_params=sim_params,
+    limits_node="rosorin_board_driver",
 )
