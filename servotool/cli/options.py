@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import typer
 
 from servotool.cli.common import given
-from servotool.runs.arm.settings import Option, options_of
+from servotool.runs.options import Option, options_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -45,18 +45,22 @@ def _parameter(cls: type, name: str, opt: Option, choices: Mapping[str, type[Enu
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def derive_options(cls: type, *, after: str, choices: Mapping[str, type[Enum]] | None = None) -> Callable[[F], F]:
+def derive_options(
+    cls: type, *, after: str, choices: Mapping[str, type[Enum]] | None = None
+) -> Callable[[F], F]:
     """Give the decorated command (which takes `**options`) every command-line option of `cls`, placed after
     its parameter `after` in --help. choices: fields whose values are an Enum's (typer's choice list)."""
 
     def decorate(fn: F) -> F:
         own = inspect.signature(fn, eval_str=True).parameters.values()
-        derived = [_parameter(cls, name, opt, choices or {}) for name, opt in options_of(cls).items() if opt.flag]
+        derived = [_parameter(cls, name, opt, choices or {})
+                   for name, opt in options_of(cls).items() if opt.flag]
         params: list[inspect.Parameter] = []
         for p in own:
             if p.kind == inspect.Parameter.VAR_KEYWORD:
                 continue
-            params.append(p if p.annotation is typer.Context else p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            keyword = p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            params.append(p if p.annotation is typer.Context else keyword)
             if p.name == after:
                 params += derived
         fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -34,7 +34,15 @@ from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus, bus_clock
 from servotool.devices.family import Family
-from servotool.devices.registry import BUS, FAMILIES, DeviceURLError, family_of, parse_url, sim_names, url_facts
+from servotool.devices.registry import (
+    BUS,
+    FAMILIES,
+    DeviceURLError,
+    family_of,
+    parse_url,
+    sim_names,
+    url_facts,
+)
 from servotool.errors import ExitCode, ServotoolError
 from servotool.io.paths import out_dir
 from servotool.runs.bus.sweep import (

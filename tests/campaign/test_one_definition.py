@@ -10,8 +10,9 @@ import typer
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
-from servotool.runs.arm.settings import LagOptions, StepOptions, campaign_keys, options_of
+from servotool.runs.arm.settings import LagOptions, StepOptions
 from servotool.runs.campaign.plan import OPTIONS, CampaignInvalid, load_campaign
+from servotool.runs.options import campaign_keys, options_of
 
 runner = CliRunner()
 J_MAX_LINE = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"

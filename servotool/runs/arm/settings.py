@@ -20,10 +20,10 @@ Units: settings carry seconds, deg, deg/s, deg/s^2, deg/s^3; messages quote them
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from servotool.devices.family import MotionCaps
 from servotool.errors import SettingsError
@@ -38,8 +38,7 @@ from servotool.motion.defaults import (
     OTG_LIMIT_MIN,
     V_MAX_DEG_S,
 )
-
-_T = TypeVar("_T")
+from servotool.runs.options import option
 
 # bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
 CMD_PERIOD_RANGE_S = (0.001, 0.1)
@@ -57,17 +56,19 @@ MAX_STEP_DEG = 180.0
 # by a_max * period per tick, and past the first cap it is a jump, not a braked stop; a shaped step may probe
 # up to the second to find the clean ceiling (on a real arm only as a test-arm trial, like a raw step). A
 # family's own caps (MotionCaps.a_cap, a_probe_cap) replace them wherever the URL is known.
-GENERIC_CAPS = MotionCaps(cmd_period_s=CMD_PERIOD_S, v_max=V_MAX_DEG_S, a_max=A_MAX_DEG_S2, j_max=J_MAX_DEG_S3,
-                          a_cap=2000.0, a_probe_cap=20000.0)
+GENERIC_CAPS = MotionCaps(cmd_period_s=CMD_PERIOD_S, v_max=V_MAX_DEG_S, a_max=A_MAX_DEG_S2,
+                          j_max=J_MAX_DEG_S3,                          a_cap=2000.0, a_probe_cap=20000.0)
 MAX_A_DEG_S2 = GENERIC_CAPS.a_cap
 MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
 # Both caps hold at their family's period. The trigger is a change of the per-command step, and a stream
 # bounded by a_max changes its step by up to a_max * cmdT^2: 0.2 deg at 2,000 deg/s^2 and 10 ms, but 5 deg at
 # the default 500 deg/s^2 and 100 ms. Past that period the bounds fall with the square of the period.
 MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
+J_MAX_OTG_ONLY = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"
 CMD_MS_HELP = (
-    "Command period (ms; default: the device family's). Past the family's period (10 ms by default), --a-max "
-    "is bounded by its cap x (period / cmd-ms)^2 deg/s²: the per-command step changes by up to a_max x period²."
+    "Command period (ms; default: the device family's). Past the family's period (10 ms by default), "
+    "--a-max is bounded by its cap x (period / cmd-ms)^2 deg/s²: the per-command step changes by up to "
+    "a_max x period²."
 )
 MAX_V_DEG_S = 360.0
 MAX_J_DEG_S3 = 1.0e6
@@ -467,52 +468,7 @@ def require(problems: Sequence[str]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # One definition per option: a command's settings as the user gives them (the option's own unit), each field
 # with its command-line spelling, unit, bound and help. The `lag` and `step` options and the campaign keys
-# are derived from these dataclasses, and `problems` is the one validator both call.
-
-
-@dataclass(frozen=True)
-class Option:
-    """What a settings field is to the user. flag: its command-line spelling ("--hold-ms", "--shaped/--raw";
-    "" when it is a campaign key only); key: its campaign key ("" when it is a command-line option only);
-    invert: the campaign key is the flag's negation (`raw: true` for --raw); kind: the campaign value's type
-    ("int", "float", "bool", "str", "floats"); unit, min and help as the command's --help shows them."""
-
-    flag: str
-    help: str
-    kind: str
-    unit: str = ""
-    min: float | None = None
-    key: str = ""
-    invert: bool = False
-
-
-def option(default: Any, flag: str, help: str, kind: str, *, unit: str = "", min: float | None = None,
-           key: str | None = None, invert: bool = False) -> Any:
-    """A dataclass field carrying its Option; its campaign key is the field's name unless `key` says."""
-    return field(default=default, metadata={"option": Option(flag, help, kind, unit, min, key or "", invert),
-                                            "named": key is None})
-
-
-def options_of(cls: type) -> dict[str, Option]:
-    """Field name -> Option of a settings dataclass, in field order (fields that are no option left out)."""
-    return {f.name: replace(f.metadata["option"], key=f.name) if f.metadata["named"] else f.metadata["option"]
-            for f in fields(cls) if "option" in f.metadata}
-
-
-def campaign_keys(cls: type) -> dict[str, str]:
-    """Campaign key -> its value kind, derived from the dataclass's Options."""
-    return {o.key: o.kind for o in options_of(cls).values() if o.key}
-
-
-def from_campaign(cls: type[_T], values: Mapping[str, Any]) -> _T:
-    """The settings a campaign run's typed options give (keys as campaign_keys); what is left out keeps its
-    default, and `given` names the fields the file set."""
-    kwargs: dict[str, Any] = {}
-    for name, opt in options_of(cls).items():
-        if opt.key and opt.key in values:
-            value = values[opt.key]
-            kwargs[name] = (not value) if opt.invert else value
-    return cls(**kwargs, given=frozenset(kwargs))  # type: ignore[call-arg]
+# are derived from these dataclasses (runs/options.py), and `problems` is the one validator both call.
 
 
 def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, float]:
@@ -541,7 +497,8 @@ class LagOptions:
     settle_ms: float = option(LAG_SETTLE_S * 1e3, "--settle-ms", "Rest after each pass (ms).", "float",
                               unit="ms")
     cmd_ms: float = option(CMD_PERIOD_S * 1e3, "--cmd-ms", CMD_MS_HELP, "float", unit="ms")
-    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Acceleration bound, deg/s² (stop, guard tuning).", "float",
+    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Acceleration bound, deg/s² (stop, guard tuning).",
+                          "float",
                           unit="deg/s^2")
     v_max: float = option(V_MAX_DEG_S, "--v-max", "Speed bound, deg/s (refusal, guard tuning).", "float",
                           unit="deg/s")
@@ -560,7 +517,8 @@ class LagOptions:
         from servotool.runs.arm.ramp import RampSettings  # the run's module loads numpy
 
         return RampSettings(
-            joint=self.joint, sweep_deg=self.sweep, speeds_deg_s=tuple(self.speeds), ramp_s=self.ramp_ms / 1e3,
+            joint=self.joint, sweep_deg=self.sweep, speeds_deg_s=tuple(self.speeds),
+            ramp_s=self.ramp_ms / 1e3,
             settle_s=self.settle_ms / 1e3, cmd_period_s=self.cmd_ms / 1e3, a_max=self.a_max, v_max=self.v_max,
             keep=self.keep, realtime=self.realtime, transport="rpc" if self.rpc else "udp")
 
@@ -593,11 +551,13 @@ class StepOptions:
     j_max: float = option(J_MAX_DEG_S3, "--j-max", "Jerk bound of the otg shaper, deg/s³.", "float",
                           unit="deg/s^3")
     lag_ms: float | None = option(
-        None, "--lag-ms", "Measured lag L to tune the guard with (ms; default: the device profile's).", "float",
+        None, "--lag-ms", "Measured lag L to tune the guard with (ms; default: the device profile's).",
+        "float",
         unit="ms")
     rpc: bool = option(False, "--rpc", "Send setpoints as XML-RPC calls: every reject is counted.", "bool")
     keep: bool = option(False, "--keep", "Leave the robot enabled at the end.", "bool")
-    test_arm: bool = option(False, "--test-arm", "Allow raw steps on a real arm (a test arm, e-stop in hand); "
+    test_arm: bool = option(False, "--test-arm", "Allow raw steps on a real arm (a test arm, e-stop in hand);"
+                            " "
                             "a typed confirmation is still asked.", "bool")
     guard: bool = option(True, "--guard/--no-guard", "Run the divergence guard alongside (always on for "
                          "shaped steps).", "bool")
@@ -622,7 +582,8 @@ class StepOptions:
                  speed_limits: Sequence[float] | None = None, motion: MotionCaps | None = None) -> list[str]:
         """Every problem of these settings, one line each: the one check `step` and campaign files run."""
         problems = validate_step(self.run_settings(), n_joints=n_joints, simulated=simulated,
-                                 test_arm=self.test_arm, ranges=ranges, speed_limits=speed_limits, motion=motion)
+                                 test_arm=self.test_arm, ranges=ranges, speed_limits=speed_limits,
+                                 motion=motion)
         if "j_max" in self.given and not (self.shaped and self.shaper == ShaperKind.OTG.value):
-            problems.append("--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out")
+            problems.append(J_MAX_OTG_ONLY)
         return problems

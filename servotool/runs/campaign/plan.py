@@ -28,16 +28,17 @@ from typing import Any, cast
 
 from servotool.devices.arm import Arm
 from servotool.devices.family import DeviceFacts
-from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
+from servotool.devices.registry import DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
 from servotool.runs.arm.preflight import profile_ranges
 from servotool.runs.arm.ramp import check_settings as check_ramp
-from servotool.runs.arm.settings import LagOptions, StepOptions, campaign_keys, from_campaign
+from servotool.runs.arm.settings import LagOptions, StepOptions
 from servotool.runs.arm.step import check_settings as check_step
 from servotool.runs.arm.stream import RunRefused
 from servotool.runs.bus.sweep import SweepConfig, SweepSettingsError, directions_for
+from servotool.runs.options import campaign_keys, from_campaign
 
 COMMANDS = ("lag", "step", "sweep")
 ARM_COMMANDS = ("lag", "step")
