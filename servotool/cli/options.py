@@ -22,7 +22,7 @@ from servotool.runs.options import Option, options_of
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "floats": str}
+_TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "floats": str, "ints": int}
 
 
 def _default(cls: type, name: str) -> Any:
@@ -36,6 +36,8 @@ def _parameter(cls: type, name: str, opt: Option, choices: Mapping[str, type[Enu
         annotation, default = choices[name], choices[name](default)
     elif opt.kind == "floats":
         default = ",".join(f"{v:g}" for v in default)
+    elif opt.kind == "ints":  # a repeated option: none given is the dataclass's default
+        annotation, default = list[int] | None, None
     elif default is None:
         annotation = annotation | None
     extra: dict[str, Any] = {"min": opt.min} if opt.min is not None else {}
@@ -72,5 +74,6 @@ def derive_options(
 def settings_from(cls: type[T], ctx: typer.Context, options: Mapping[str, Any]) -> T:
     """`cls` from a command's derived options (Enum values as their strings), with `given` naming the
     options that came from the command line or the environment."""
-    values = {k: (v.value if isinstance(v, Enum) else v) for k, v in options.items()}
+    values = {k: (v.value if isinstance(v, Enum) else tuple(v) if isinstance(v, list) else v)
+              for k, v in options.items() if not (v is None and isinstance(_default(cls, k), tuple))}
     return cls(**values, given=frozenset(k for k in values if given(ctx, k)))  # type: ignore[call-arg]

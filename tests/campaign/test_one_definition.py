@@ -1,5 +1,5 @@
-"""One definition per option: the command-line options of lag and step and the campaign keys are the settings
-dataclasses' fields, and a campaign refuses exactly what the command refuses, with the same line."""
+"""One definition per option: the command-line options of lag, step and sweep and the campaign keys are the
+settings dataclasses' fields, and a campaign refuses exactly what the command refuses, with the same line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from servotool.cli.app import app
 from servotool.runs.arm.settings import LagOptions, StepOptions
+from servotool.runs.bus.sweep_options import SweepOptions
 from servotool.runs.campaign.plan import OPTIONS, CampaignInvalid, load_campaign
 from servotool.runs.options import campaign_keys, options_of
 
@@ -30,7 +31,9 @@ runs:
 # the options a command has that are no setting of its run: the device, the output and its rendering
 NOT_SETTINGS = {"lag": {"--robot", "--out", "--plot", "--json", "--wide", "--ramp", "--no-ramp", "--help",
                         "-h"},
-                "step": {"--robot", "--out", "--plot", "--json", "--wide", "--help", "-h"}}
+                "step": {"--robot", "--out", "--plot", "--json", "--wide", "--help", "-h"},
+                "sweep": {"--bus", "--limits", "--update-limits", "--force-sim", "--out", "--json", "--plot",
+                          "--help", "-h"}}
 
 
 def test_a_jerk_bound_on_an_accel_step_is_refused_by_the_command_and_the_campaign_with_one_line(
@@ -50,9 +53,10 @@ def test_a_jerk_bound_on_an_accel_step_is_refused_by_the_command_and_the_campaig
 def _command(name: str) -> Any:
     from servotool.cli.lag import lag
     from servotool.cli.step import step
+    from servotool.cli.sweep import sweep
 
     one = typer.Typer(add_completion=False)
-    one.command()({"lag": lag, "step": step}[name])
+    one.command()({"lag": lag, "step": step, "sweep": sweep}[name])
     return typer.main.get_command(one)
 
 
@@ -64,7 +68,8 @@ def _flags(cls: type) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize(("command", "cls"), [("lag", LagOptions), ("step", StepOptions)])
+@pytest.mark.parametrize(("command", "cls"), [("lag", LagOptions), ("step", StepOptions),
+                                              ("sweep", SweepOptions)])
 def test_every_option_and_campaign_key_comes_from_the_one_definition(command, cls):
     cmd = _command(command)
     given = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
@@ -82,6 +87,6 @@ def test_every_option_and_campaign_key_comes_from_the_one_definition(command, cl
         if name in defaults:
             shown = defaults[name]
             shown = getattr(shown, "value", shown)
-            if isinstance(value, tuple):
-                value = ",".join(f"{v:g}" for v in value)
+            if isinstance(value, tuple):  # speeds as the comma list --speeds takes; no --joint: every joint
+                value = ",".join(f"{v:g}" for v in value) if value else None
             assert shown == value, name

@@ -37,7 +37,8 @@ from servotool.runs.arm.ramp import check_settings as check_ramp
 from servotool.runs.arm.settings import LagOptions, StepOptions
 from servotool.runs.arm.step import check_settings as check_step
 from servotool.runs.arm.stream import RunRefused
-from servotool.runs.bus.sweep import SweepConfig, SweepSettingsError, directions_for
+from servotool.runs.bus.sweep import SweepConfig
+from servotool.runs.bus.sweep_options import SweepOptions
 from servotool.runs.options import campaign_keys, from_campaign
 
 COMMANDS = ("lag", "step", "sweep")
@@ -52,11 +53,11 @@ class CampaignInvalid(Refused):
         self.problems = problems
 
 
-# option name -> its type: "int", "float", "bool", "str", "floats" (list or comma string) or "ints"
-# the arm runs' keys are their settings dataclasses' (one definition with the command-line options)
+# option name -> its type: "int", "float", "bool", "str", "floats" (list or comma string) or "ints"; every
+# command's keys are its settings dataclass's (one definition with the command-line options)
 LAG_OPTIONS = campaign_keys(LagOptions)
 STEP_OPTIONS = campaign_keys(StepOptions)
-SWEEP_OPTIONS = {"joints": "ints", "direction": "str", "speed": "float", "inside": "int"}
+SWEEP_OPTIONS = campaign_keys(SweepOptions)
 OPTIONS = {"lag": LAG_OPTIONS, "step": STEP_OPTIONS, "sweep": SWEEP_OPTIONS}
 
 SAFETY_KEYS = {
@@ -219,12 +220,8 @@ def step_settings(o: Mapping[str, Any], facts: DeviceFacts | None = None) -> Any
 
 
 def sweep_config(o: Mapping[str, Any], facts: DeviceFacts) -> SweepConfig:
-    """The sweep settings; raises ValueError when its own checks refuse them."""
-    d = SweepConfig(joints=(1,))
-    speed = o.get("speed", d.speed)
-    return SweepConfig(joints=tuple(o.get("joints", facts.joint_ids)),
-                       directions=directions_for(o.get("direction", "both")), speed=speed,
-                       inside=o.get("inside", d.inside), return_speed=max(100.0, speed))
+    """The sweep settings; raises SweepSettingsError (or SettingsError) when its own checks refuse them."""
+    return from_campaign(SweepOptions, o).config(facts)
 
 
 def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
@@ -256,12 +253,7 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
             if not found:
                 check_step(step, cast(Arm, _ArmFacts(facts)))
             return found
-        cfg = sweep_config(o, facts)
-        unknown = [j for j in cfg.joints if j not in facts.joint_ids + facts.optional_ids]
-        if unknown:
-            return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
-    except SweepSettingsError as exc:  # every problem the sweep's own checks found
-        return list(exc.problems)
+        return from_campaign(SweepOptions, o).problems(facts)
     except (RunRefused, ValueError) as exc:
         return [str(exc)]
     return []
@@ -325,7 +317,7 @@ def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Foun
     """Every way the run breaks the campaign's safety rules."""
     o, out = run.options, []
     sweep = run.command == "sweep"
-    joints = o.get("joints", facts.joint_ids) if sweep else (o.get("joint", 0),)
+    joints = from_campaign(SweepOptions, o).swept(facts) if sweep else (o.get("joint", 0),)
     if rules.joints is not None:
         out += [("joints" if sweep else "joint",
                  f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})")
@@ -334,8 +326,9 @@ def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Foun
         out += _lag_rule_problems(ramp_settings(o, facts), o, rules)
     elif run.command == "step":
         out += _step_rule_problems(step_settings(o, facts), rules)
-    elif rules.max_speed_pulses_s is not None and o.get("speed", 25.0) > rules.max_speed_pulses_s:
-        out.append(("speed", f"speed {o.get('speed', 25.0):g} pulses/s is above max_speed_pulses_s "
+    elif rules.max_speed_pulses_s is not None and (speed := from_campaign(SweepOptions, o).speed) > \
+            rules.max_speed_pulses_s:
+        out.append(("speed", f"speed {speed:g} pulses/s is above max_speed_pulses_s "
                     f"{rules.max_speed_pulses_s:g}"))
     return out
 
