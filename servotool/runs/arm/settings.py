@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from servotool.devices.family import MotionCaps
 from servotool.errors import SettingsError
@@ -39,6 +39,10 @@ from servotool.motion.defaults import (
     V_MAX_DEG_S,
 )
 from servotool.runs.options import option
+
+if TYPE_CHECKING:  # the runs' modules import this one (and numpy): their settings types only
+    from servotool.runs.arm.ramp import RampSettings
+    from servotool.runs.arm.step import StepSettings
 
 # bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
 CMD_PERIOD_RANGE_S = (0.001, 0.1)
@@ -512,9 +516,9 @@ class LagOptions:
         """These settings with the device family's period and bounds wherever the user gave none."""
         return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
 
-    def run_settings(self) -> Any:
+    def run_settings(self) -> RampSettings:
         """The ramp run's own settings (seconds, the transport by name)."""
-        from servotool.runs.arm.ramp import RampSettings  # the run's module loads numpy
+        from servotool.runs.arm.ramp import RampSettings  # noqa: F811 (the run's module loads numpy)
 
         return RampSettings(
             joint=self.joint, sweep_deg=self.sweep, speeds_deg_s=tuple(self.speeds),
@@ -568,9 +572,9 @@ class StepOptions:
         """These settings with the device family's period and bounds wherever the user gave none."""
         return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
 
-    def run_settings(self) -> Any:
+    def run_settings(self) -> StepSettings:
         """The step run's own settings (seconds, the transport by name)."""
-        from servotool.runs.arm.step import StepSettings  # the run's module loads numpy
+        from servotool.runs.arm.step import StepSettings  # noqa: F811 (the run's module loads numpy)
 
         return StepSettings(
             joint=self.joint, size_deg=self.size, steps=self.steps, hold_s=self.hold_ms / 1e3,
