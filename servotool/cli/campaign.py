@@ -14,6 +14,7 @@ from servotool.cli.common import console, err_console, fail, print_json, refuse
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import RunProgress
 from servotool.cli.render import compact_table, report_table
+from servotool.devices.registry import ARM, known_urls
 from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of, signal_label
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir, out_dir_problem
@@ -24,15 +25,22 @@ if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matpl
     from servotool.runs.campaign.report import Report
     from servotool.runs.campaign.run import CampaignRun, CampaignState, RunRecord
 
+def _sim_example() -> str:
+    """A simulated arm's URL for the help texts, from the registry."""
+    sims = [u for u in known_urls(ARM) if u.startswith("sim:")]
+    return sims[0] if sims else "sim:<profile>"
+
+
 campaign_app = typer.Typer(
     help="Measurement campaigns as files: a device, safety rules and a series of runs, checked before "
     "anything moves, run in one go, reported in one folder.",
     no_args_is_help=True,
 )
 
-FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. campaigns/fairino-7-shaped-steps.yaml.")
+FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. one of `servotool campaign list`.")
 RobotOption = typer.Option(
-    None, "--robot", help="Replace the campaign's device for every run (rehearse on sim:fr3, then the arm)."
+    None, "--robot", help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then "
+    "the arm)."
 )
 
 

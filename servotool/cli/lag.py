@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from servotool.cli.common import fail, plain_number
 from servotool.cli.live import (
     DEFAULT_ROBOT,
-    CmdMsOpt,
-    JointOpt,
     JsonOpt,
-    KeepOpt,
     OutOpt,
-    RealtimeOpt,
     RobotOpt,
     RunProgress,
     WideOpt,
@@ -22,20 +18,13 @@ from servotool.cli.live import (
     live_arm,
     preflight_or_refuse,
 )
+from servotool.cli.options import derive_options, settings_from
 from servotool.cli.render import render_lag
 from servotool.clock import MonotonicClock
+from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
-from servotool.motion.defaults import (
-    A_MAX_DEG_S2,
-    CMD_PERIOD_S,
-    LAG_RAMP_S,
-    LAG_SETTLE_S,
-    LAG_SPEEDS_DEG_S,
-    LAG_SWEEP_DEG,
-    V_MAX_DEG_S,
-)
 from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
-from servotool.runs.arm.settings import validate_lag
+from servotool.runs.arm.settings import LagOptions
 
 RampOpt = Annotated[
     bool,
@@ -45,24 +34,7 @@ RampOpt = Annotated[
         "(the only lag method; step responses come from `servotool step`).",
     ),
 ]
-SweepOpt = Annotated[
-    float, typer.Option("--sweep", help="Degrees out from the current pose (sign = direction).")
-]
-SpeedsOpt = Annotated[
-    str,
-    typer.Option(
-        "--speeds", help="Cruise speeds, deg/s, comma-separated (two or more check that L is constant)."
-    ),
-]
-RampMsOpt = Annotated[float, typer.Option("--ramp-ms", help="Time to reach each cruise speed (ms).")]
-SettleMsOpt = Annotated[float, typer.Option("--settle-ms", help="Rest after each pass (ms).")]
-AMaxOpt = Annotated[float, typer.Option("--a-max", help="Acceleration bound, deg/s² (stop, guard tuning).")]
-VMaxOpt = Annotated[float, typer.Option("--v-max", help="Speed bound, deg/s (refusal, guard tuning).")]
-RpcOpt = Annotated[
-    bool, typer.Option("--rpc", help="Send every setpoint as an XML-RPC ServoJ instead of UDP.")
-]
 PlotOpt = Annotated[bool, typer.Option("--plot", help="Also write a PNG of the fit next to the CSV.")]
-DEFAULT_SPEEDS = ",".join(f"{v:g}" for v in LAG_SPEEDS_DEG_S)
 
 
 def parse_speeds(text: str) -> tuple[float, ...]:
@@ -81,24 +53,16 @@ def parse_speeds(text: str) -> tuple[float, ...]:
         fail(f"--speeds {text!r}: expected a comma list of speeds in deg/s, e.g. 15,30")
 
 
+@derive_options(LagOptions, after="robot")
 def lag(
+    ctx: typer.Context,
     ramp: RampOpt = True,
     robot: RobotOpt = DEFAULT_ROBOT,
-    joint: JointOpt = 0,
-    sweep: SweepOpt = LAG_SWEEP_DEG,
-    speeds: SpeedsOpt = DEFAULT_SPEEDS,
-    ramp_ms: RampMsOpt = LAG_RAMP_S * 1e3,
-    settle_ms: SettleMsOpt = LAG_SETTLE_S * 1e3,
-    cmd_ms: CmdMsOpt = CMD_PERIOD_S * 1e3,
-    a_max: AMaxOpt = A_MAX_DEG_S2,
-    v_max: VMaxOpt = V_MAX_DEG_S,
-    rpc: RpcOpt = False,
     out: OutOpt = None,
     plot: PlotOpt = False,
     json_out: JsonOpt = False,
-    keep: KeepOpt = False,
-    rt: RealtimeOpt = True,
     wide: WideOpt = False,
+    **options: Any,
 ) -> None:
     """Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.
 
@@ -115,17 +79,19 @@ def lag(
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult
     from servotool.io.csvlog import command_line
-    from servotool.runs.arm.ramp import RampSettings, run_ramp
+    from servotool.runs.arm.ramp import run_ramp
 
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
-    settings = RampSettings(
-        joint=joint, sweep_deg=sweep, speeds_deg_s=parse_speeds(speeds), ramp_s=ramp_ms / 1e3,
-        settle_s=settle_ms / 1e3, cmd_period_s=cmd_ms / 1e3, a_max=a_max, v_max=v_max, keep=keep,
-        realtime=rt, transport="rpc" if rpc else "udp",
-    )
+    try:
+        motion = url_facts(robot, ARM).motion
+    except DeviceURLError:  # refused with its reason when the arm is opened
+        motion = None
+    opts = settings_from(LagOptions, ctx, {**options, "speeds": parse_speeds(options["speeds"])})
+    opts = opts.for_device(motion)
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
-    preflight_or_refuse(validate_lag(settings, speed_limits=limits, ranges=ranges), out_dir(out))
+    preflight_or_refuse(opts.problems(speed_limits=limits, ranges=ranges, motion=motion), out_dir(out))
+    settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):
         with RunProgress(not json_out, "ramp") as progress:

@@ -27,25 +27,26 @@ from servotool.cli.bus_common import (
     fail_all,
     limits_problem,
     stopped_by,
-    url_family,
-    url_profile,
     url_simulated,
 )
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
+from servotool.cli.options import derive_options, settings_from
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus, bus_clock
-from servotool.errors import ExitCode, ServotoolError
-from servotool.io.paths import out_dir
-from servotool.runs.bus.sweep import (
-    MAX_SPEED,
-    MIN_SPEED,
-    NO_JOINTS,
-    SweepConfig,
-    SweepEvent,
-    SweepRun,
-    SweepSettingsError,
-    directions_for,
+from servotool.devices.family import DeviceFacts, Family
+from servotool.devices.registry import (
+    BUS,
+    FAMILIES,
+    DeviceURLError,
+    family_of,
+    parse_url,
+    sim_names,
+    url_facts,
 )
+from servotool.errors import ExitCode
+from servotool.io.paths import out_dir
+from servotool.runs.bus.sweep import NO_JOINTS, SweepConfig, SweepEvent, SweepRun
+from servotool.runs.bus.sweep_options import SweepOptions
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the recording side (numpy, pandas) loads when a sweep runs, not for `sweep -h`
@@ -147,38 +148,56 @@ def _table(run: SweepRun) -> Table:
     return table
 
 
-def _settings(bus: str, joint: list[int] | None, direction: str, speed: float, inside: int,
-              files: SweepFiles) -> SweepConfig:
+def _family(bus: str) -> Family | None:
+    """The bus URL's family; None when the URL does not parse (opening it then says why)."""
+    try:
+        return family_of(parse_url(bus), BUS)
+    except DeviceURLError:
+        return None
+
+
+def _sweepable() -> list[Family]:
+    """The bus families whose mapped limits go into an arm limits file."""
+    return [f for f in FAMILIES if f.kind == BUS and f.limits_node]
+
+
+def _limits_files() -> str:
+    """What an arm limits file holds, per family that has one: its position span and whose it is."""
+    spans = []
+    for fam in _sweepable():
+        span = url_facts(fam.examples[0], BUS).position_range if fam.examples else None
+        units = url_facts(fam.examples[0], BUS).units if fam.examples else ""
+        spans.append(f"{units}s {span[0]}-{span[1]} of the {fam.title}" if span else f"the {fam.title}")
+    return "; ".join(spans) or "no bus family has one"
+
+
+def _bus_help() -> str:
+    urls = [f"sim:{name}[?k=v]" for fam in _sweepable() for name in sim_names(fam)]
+    urls += [url for fam in _sweepable() for url in fam.examples]
+    return f"Servo bus URL ({' or '.join(urls)})."
+
+
+def _settings(bus: str, opts: SweepOptions, files: SweepFiles) -> SweepConfig:
     """Every setting checked before the bus is opened: one line per problem and exit 2."""
     problems: list[str] = []
-    prof = url_profile(bus)
-    dynamixel = url_family(bus) == "dynamixel"
-    if dynamixel:  # its limits (0-4095) could not be written after all the motion
-        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file (pulses 0-1000 of the "
-                        "Hiwonder-style board); a Dynamixel bus's limits cannot be written there")
-    joints = tuple(joint) if joint else (prof.joint_ids if prof else ())
-    if prof is not None:
-        problems += [f"--joint {j}: servo {j} not on this arm ({prof.name}: {', '.join(map(str, prof.ids))})"
-                     for j in joints if j not in prof.ids]
+    family = _family(bus)
     try:
-        directions = directions_for(direction)
-    except ServotoolError as exc:
-        problems.append(str(exc))
-        directions = ("down",)
-    config: SweepConfig | None = None
-    try:
-        config = SweepConfig(joints=joints, directions=directions, speed=speed, inside=inside,
-                             # derived, never given: a bad --speed is its own line, not a second one here
-                             return_speed=max(100.0, speed) if MIN_SPEED <= speed <= MAX_SPEED else 100.0)
-    except SweepSettingsError as exc:
-        # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
-        problems += [p for p in exc.problems if not (dynamixel and not joints and p == NO_JOINTS)]
+        facts: DeviceFacts | None = url_facts(bus, BUS)
+    except DeviceURLError:
+        facts = None  # opening it says why
+    unwritable = family is not None and not family.limits_node
+    if family is not None and unwritable:  # its limits could not be written after all the motion
+        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file ({_limits_files()}); a "
+                        f"{family.name.capitalize()} bus's limits cannot be written there")
+    # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
+    problems += [p for p in opts.problems(facts)
+                 if not (unwritable and not opts.swept(facts) and p == NO_JOINTS)]
     from servotool.runs.bus.sweep_files import file_problems
 
     problems += file_problems(files, url_simulated(bus))
-    if problems or config is None:
-        fail_all(problems or ["invalid sweep settings"])
-    return config
+    if problems:
+        fail_all(problems)
+    return opts.config(facts)
 
 
 def _render(record: SweepRecord, json_out: bool) -> None:
@@ -204,21 +223,10 @@ def _render(record: SweepRecord, json_out: bool) -> None:
         err_console.print(f"[yellow]{note}[/]", highlight=False)
 
 
+@derive_options(SweepOptions, after="bus", choices={"direction": SweepDirection})
 def sweep(
-    bus: str = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS",
-                            help="Servo bus URL (sim:rosorin-arm[?k=v] or "
-                            "hiwonder:///dev/ttyX?baud=1000000)."),
-    joint: Annotated[list[int] | None, typer.Option(
-        "--joint", help="Servo id to sweep (repeat for several; default: every joint of the arm, not the "
-        "claw).",
-    )] = None,
-    direction: Annotated[SweepDirection, typer.Option(
-        "--direction", case_sensitive=False, help="Which way to sweep each joint; both: down first.",
-    )] = SweepDirection.BOTH,
-    speed: float = typer.Option(25.0, "--speed", help="Command speed, pulses/s (1 to 300). A "
-                                "stall is called about 0.5 s after contact: the command is then about half a "
-                                "second's travel past the stop."),
-    inside: int = typer.Option(20, "--inside", help="Limit set this many pulses inside each stop (0-200)."),
+    ctx: typer.Context,
+    bus: str = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=_bus_help()),
     limits: Annotated[Path | None, typer.Option(
         "--limits", envvar="SERVOTOOL_LIMITS",
         help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
@@ -236,6 +244,7 @@ def sweep(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
     plot: bool = typer.Option(False, "--plot", help="Write a PNG per sweep (commanded against measured) and "
                               "a summary of every mapped limit."),
+    **options: Any,
 ) -> None:
     """Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds the arm.
 
@@ -254,7 +263,7 @@ def sweep(
 
     files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
                        force_sim=force_sim, plot=plot, command=command_line())
-    config = _settings(bus, joint, direction.value, speed, inside, files)
+    config = _settings(bus, settings_from(SweepOptions, ctx, options), files)
     lf, problems = limits_problem(limits)
     if problems:
         fail_all(problems)

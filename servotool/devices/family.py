@@ -177,6 +177,9 @@ class Family:
     docs: str = ""  # the family's page under docs/, "" when it has none
     default_sim: str = ""
     client_packages: tuple[str, ...] = ()  # the distributions its clients need (`servotool version` lists)
+    # the ROS 2 node whose parameter file holds a bus's mapped joint limits (arm_limit_N: [lo, hi]) in its
+    # position units; "" when the family's limits go in no such file (`sweep` cannot write them)
+    limits_node: str = ""
 
 
 __all__ = [

@@ -1,7 +1,8 @@
-"""The default motion bounds of every arm run, defined once.
+"""The generic default motion bounds of an arm run, defined once.
 
 Every command, run setting and shaper that needs a speed, acceleration or jerk bound and is not given one
-takes it from here, so `lag`, `step`, `shape` and the campaign files agree on what "the default" means.
+takes it from here, so `lag`, `step`, `shape` and the campaign files agree on what "the default" means; where
+the device's URL is known, its family's own bounds (devices.family.MotionCaps) replace them.
 Units: deg/s, deg/s^2, deg/s^3, deg and s. Constants only: importing it loads nothing else.
 """
 
@@ -13,7 +14,7 @@ V_MAX_DEG_S = 130.0
 A_MAX_DEG_S2 = 500.0
 # the jerk bound of the jerk-limited (otg) shaper
 J_MAX_DEG_S3 = 10000.0
-# one setpoint every 10 ms: the FAIRINO ServoJ period
+# one setpoint every 10 ms, the period streamed at when the device's family gives none
 CMD_PERIOD_S = 0.01
 
 # The defaults of `lag --ramp` (4.6 s of streaming). Two speeds, because only two speeds can show that L is

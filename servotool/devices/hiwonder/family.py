@@ -89,4 +89,5 @@ FAMILY = Family(
     campaigns=frozenset({"sweep"}),
     sim_params=sim_params,
     serve=SERVE,
+    limits_node=LIMITS_NODE,
 )

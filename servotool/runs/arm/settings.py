@@ -21,11 +21,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from servotool.devices.family import MotionCaps
 from servotool.errors import SettingsError
-from servotool.motion.defaults import CMD_PERIOD_S, OTG_LIMIT_MIN
+from servotool.motion.defaults import (
+    A_MAX_DEG_S2,
+    CMD_PERIOD_S,
+    J_MAX_DEG_S3,
+    LAG_RAMP_S,
+    LAG_SETTLE_S,
+    LAG_SPEEDS_DEG_S,
+    LAG_SWEEP_DEG,
+    OTG_LIMIT_MIN,
+    V_MAX_DEG_S,
+)
+from servotool.runs.options import option
+
+if TYPE_CHECKING:  # the runs' modules import this one (and numpy): their settings types only
+    from servotool.runs.arm.ramp import RampSettings
+    from servotool.runs.arm.step import StepSettings
 
 # bounds of a sane run; a value past them is a typo or a unit mix-up, not a measurement
 CMD_PERIOD_RANGE_S = (0.001, 0.1)
@@ -39,15 +56,24 @@ MAX_STEPS = 1000
 MAX_RUN_S = 600.0  # one run streams at most 10 minutes (the plan is held in memory, one row per tick)
 MAX_SWEEP_DEG = 360.0
 MAX_STEP_DEG = 180.0
-# the braked stop falls by a_max * period per tick: past this bound it is a jump, not a braked stop
-MAX_A_DEG_S2 = 2000.0
-# A shaped step may probe above that, up to the runaway trigger (seed 000: a_max * cmdT^2 = 1 deg per tick
-# near 10,000 deg/s^2), to find the clean ceiling; on a real arm only as a test-arm trial, like a raw step.
-MAX_PROBE_A_DEG_S2 = 20000.0
-# Both a_max bounds hold at the FAIRINO period (10 ms). The trigger is a change of the per-command step, and a
-# stream bounded by a_max changes its step by up to a_max * cmdT^2: 0.2 deg at 2,000 deg/s^2 and 10 ms, but 5
-# deg at the default 500 deg/s^2 and 100 ms. Past 10 ms the bounds fall with the square of the period.
+# The a_max caps of an arm whose family gives none (a device known only once opened): the braked stop falls
+# by a_max * period per tick, and past the first cap it is a jump, not a braked stop; a shaped step may probe
+# up to the second to find the clean ceiling (on a real arm only as a test-arm trial, like a raw step). A
+# family's own caps (MotionCaps.a_cap, a_probe_cap) replace them wherever the URL is known.
+GENERIC_CAPS = MotionCaps(cmd_period_s=CMD_PERIOD_S, v_max=V_MAX_DEG_S, a_max=A_MAX_DEG_S2,
+                          j_max=J_MAX_DEG_S3,                          a_cap=2000.0, a_probe_cap=20000.0)
+MAX_A_DEG_S2 = GENERIC_CAPS.a_cap
+MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
+# Both caps hold at their family's period. The trigger is a change of the per-command step, and a stream
+# bounded by a_max changes its step by up to a_max * cmdT^2: 0.2 deg at 2,000 deg/s^2 and 10 ms, but 5 deg at
+# the default 500 deg/s^2 and 100 ms. Past that period the bounds fall with the square of the period.
 MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
+J_MAX_OTG_ONLY = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"
+CMD_MS_HELP = (
+    "Command period (ms; default: the device family's). Past the family's period (10 ms by default), "
+    "--a-max is bounded by its cap x (period / cmd-ms)^2 deg/s²: the per-command step changes by up to "
+    "a_max x period²."
+)
 MAX_V_DEG_S = 360.0
 MAX_J_DEG_S3 = 1.0e6
 MAX_LAG_MS = 2000.0
@@ -161,49 +187,52 @@ def _period(period_s: object) -> list[str]:
     return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
 
 
-def a_max_bound(cap: float, period_s: float) -> float:
+def a_max_bound(cap: float, period_s: float, base_s: float = CMD_PERIOD_S) -> float:
     """The highest a_max (deg/s^2) a stream at this command period (s) may use, for an a_max cap that holds at
-    the 10 ms FAIRINO period: the cap up to 10 ms, cap * (10 ms / period)^2 beyond (the same largest change
-    of the per-command step, a_max * period^2)."""
-    return cap if period_s <= CMD_PERIOD_S else cap * (CMD_PERIOD_S / period_s) ** 2
+    the family's period base_s: the cap up to base_s, cap * (base_s / period)^2 beyond (the same largest
+    change of the per-command step, a_max * period^2)."""
+    return cap if period_s <= base_s else cap * (base_s / period_s) ** 2
 
 
-def over_bound(a_max: float, period_s: float, cap: float) -> bool:
-    """Whether a_max at this period (finite, > 0) goes past `a_max_bound(cap, period_s)`; the bound itself, as
-    printed and given back, is within (a relative tolerance of 1e-9)."""
-    if period_s <= CMD_PERIOD_S:
+def over_bound(a_max: float, period_s: float, cap: float, base_s: float = CMD_PERIOD_S) -> bool:
+    """Whether a_max at this period (finite, > 0) goes past `a_max_bound(cap, period_s, base_s)`; the bound
+    itself, as printed and given back, is within (a relative tolerance of 1e-9)."""
+    if period_s <= base_s:
         return a_max > cap
     # products, not powers: a period far too long (refused elsewhere) gives inf here, not OverflowError
-    return a_max * period_s * period_s > cap * CMD_PERIOD_S * CMD_PERIOD_S * (1 + 1e-9)
+    return a_max * period_s * period_s > cap * base_s * base_s * (1 + 1e-9)
 
 
-def _step_change(period_s: object, a_max: object, cap: float) -> list[str]:
+def _step_change(period_s: object, a_max: object, cap: float, caps: MotionCaps) -> list[str]:
     """One problem line when a_max at this period would change the per-command step by more than `cap`
-    allows (see MAX_STEP_CHANGE_DEG); [] when either value is not a finite positive number (refused
-    elsewhere)."""
+    allows at the family's period (see MAX_STEP_CHANGE_DEG); [] when either value is not a finite positive
+    number (refused elsewhere)."""
     if not _finite(period_s, a_max):
         return []
     period, a = float(period_s), float(a_max)  # type: ignore[arg-type]
-    if period <= CMD_PERIOD_S or a <= 0 or not over_bound(a, period, cap):
+    base, stop_cap = caps.cmd_period_s, caps.a_cap
+    if period <= base or a <= 0 or not over_bound(a, period, cap, base):
         return []
     # the advice is the bound of a run that is no probe, whatever the cap
-    most = f"the {cap * CMD_PERIOD_S**2:.3g} deg " + ("a shaped probe may reach" if cap > MAX_A_DEG_S2
-                                                       else "of the braked-stop bound")
+    most = f"the {cap * base**2:.3g} deg " + ("a shaped probe may reach" if cap > stop_cap
+                                              else "of the braked-stop bound")
     return [
         f"--a-max {a:g} at --cmd-ms {period * 1e3:g}: the setpoint's per-command step would change by up to "
         f"{a * period * period:.3g} deg (a_max x cmdT^2), above {most} (the runaway band starts at 1 deg per "
-        f"command): lower --a-max to {a_max_bound(MAX_A_DEG_S2, period):.4g} or --cmd-ms to "
-        f"{CMD_PERIOD_S * 1e3 * math.sqrt(MAX_A_DEG_S2 / a):.3g}"
+        f"command): lower --a-max to {a_max_bound(stop_cap, period, base):.4g} or --cmd-ms to "
+        f"{base * 1e3 * math.sqrt(stop_cap / a):.3g}"
     ]
 
 
 def _common(
-    period_s: object, a_max: object, v_max: object, warmup_s: object, a_cap: float = MAX_A_DEG_S2
+    period_s: object, a_max: object, v_max: object, warmup_s: object, a_cap: float | None = None,
+    caps: MotionCaps = GENERIC_CAPS,
 ) -> list[str]:
+    a_cap = caps.a_cap if a_cap is None else a_cap
     problems = _period(period_s)
     problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
     if not problems:
-        problems += _step_change(period_s, a_max, a_cap)
+        problems += _step_change(period_s, a_max, a_cap, caps)
     problems += _in(v_max, "--v-max", 0.0, MAX_V_DEG_S, unit=" deg/s", lo_open=True)
     problems += _in(warmup_s, "warm-up timeout", 0.0, MAX_WARMUP_S, unit=" s", lo_open=True)
     return problems
@@ -254,12 +283,13 @@ def validate_lag(
     n_joints: int = 6,
     speed_limits: Sequence[float] | None = None,
     ranges: Ranges | None = None,
+    motion: MotionCaps | None = None,
 ) -> list[str]:
     """Every problem of a ramp (lag) run's settings, one line each; [] when it may run. speed_limits and
-    ranges (per joint, deg/s and deg) are the model's when known before opening; goals against a start
-    pose are `lag_goal_problems`."""
+    ranges (per joint, deg/s and deg) are the model's when known before opening, motion the family's caps
+    (GENERIC_CAPS when unknown); goals against a start pose are `lag_goal_problems`."""
     problems = _joint(s.joint, n_joints)
-    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s)
+    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, caps=motion or GENERIC_CAPS)
     if _finite(s.sweep_deg) and s.sweep_deg == 0:
         problems.append("--sweep 0: must not be 0 (sign = direction)")
     else:
@@ -286,7 +316,7 @@ def validate_shaper(
     a_max: object,
     j_max: object,
     cmd_period_s: object = None,
-    a_cap: float = MAX_A_DEG_S2,
+    a_cap: float = GENERIC_CAPS.a_cap,
 ) -> list[str]:
     """The stream shaper's kind and bounds (deg/s, deg/s^2 up to a_cap, deg/s^3, and the tick period in s when
     given); for `shape` and `step`."""
@@ -302,11 +332,13 @@ def validate_shaper(
     return problems
 
 
-def needs_test_arm_probe(s: StepLike) -> bool:
-    """True when a shaped step's a_max lies above the braked-stop bound: a ceiling probe, a test-arm trial."""
+def needs_test_arm_probe(s: StepLike, motion: MotionCaps | None = None) -> bool:
+    """True when a shaped step's a_max lies above the braked-stop bound of the family's caps (GENERIC_CAPS
+    when unknown): a ceiling probe, a test-arm trial."""
     if not (s.shaped and _finite(s.a_max, s.cmd_period_s) and s.cmd_period_s > 0):
         return False
-    return over_bound(float(s.a_max), float(s.cmd_period_s), MAX_A_DEG_S2)
+    caps = motion or GENERIC_CAPS
+    return over_bound(float(s.a_max), float(s.cmd_period_s), caps.a_cap, caps.cmd_period_s)
 
 
 def shaped_peak_speed(s: StepLike) -> float:
@@ -336,23 +368,26 @@ def validate_step(
     test_arm: bool = False,
     ranges: Ranges | None = None,
     speed_limits: Sequence[float] | None = None,
+    motion: MotionCaps | None = None,
 ) -> list[str]:
     """Every problem of a step run's settings, one line each; [] when it may run. `simulated` is what the
     device URL says; a raw step on a device that is not a simulator needs `test_arm` (its typed confirmation
     is the command line's to ask). speed_limits (per joint, deg/s) are the model's when known: a shaped
-    step that would go faster is refused."""
+    step that would go faster is refused. motion: the family's caps (GENERIC_CAPS when unknown)."""
+    caps = motion or GENERIC_CAPS
     problems = _joint(s.joint, n_joints)
-    a_cap = MAX_PROBE_A_DEG_S2 if s.shaped else MAX_A_DEG_S2
-    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, a_cap)
+    a_cap = caps.a_probe_cap if s.shaped else caps.a_cap
+    problems += _common(s.cmd_period_s, s.a_max, s.v_max, s.warmup_timeout_s, a_cap, caps)
     # --v-max and --a-max are in the common checks already: one line per option, not one per wording
     said = {p.split(" ", 1)[0] for p in problems}
     problems += [
         p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap)
         if p.split(" ", 1)[0] not in said
     ]
-    if needs_test_arm_probe(s) and not simulated and not test_arm:
+    if needs_test_arm_probe(s, caps) and not simulated and not test_arm:
         problems.append(
-            f"--a-max {s.a_max:g}: above {a_max_bound(MAX_A_DEG_S2, s.cmd_period_s):.4g} deg/s^2 (at "
+            f"--a-max {s.a_max:g}: above {a_max_bound(caps.a_cap, s.cmd_period_s, caps.cmd_period_s):.4g} "
+            f"deg/s^2 (at "
             f"--cmd-ms {s.cmd_period_s * 1e3:g}) a shaped step probes for the runaway trigger; on a device "
             "that is not a simulator it is only done on a test arm: add --test-arm"
         )
@@ -432,3 +467,127 @@ def require(problems: Sequence[str]) -> None:
     """Raise SettingsError holding every problem (one per line) when there is any."""
     if problems:
         raise SettingsError("\n".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One definition per option: a command's settings as the user gives them (the option's own unit), each field
+# with its command-line spelling, unit, bound and help. The `lag` and `step` options and the campaign keys
+# are derived from these dataclasses (runs/options.py), and `problems` is the one validator both call.
+
+
+def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, float]:
+    """The device family's period and bounds for every one of them the settings have and the user did not
+    give."""
+    if motion is None:
+        return {}
+    caps = {"cmd_ms": motion.cmd_period_s * 1e3, "v_max": motion.v_max, "a_max": motion.a_max,
+            "j_max": motion.j_max}
+    names = {f.name for f in fields(settings)}
+    return {k: v for k, v in caps.items() if k in names and k not in settings.given}
+
+
+@dataclass(frozen=True)
+class LagOptions:
+    """`lag --ramp`'s settings in its options' units (deg, deg/s, ms, deg/s^2)."""
+
+    joint: int = option(0, "--joint", "Joint index, 0 = J1 (the base).", "int", min=0)
+    sweep: float = option(LAG_SWEEP_DEG, "--sweep", "Degrees out from the current pose (sign = direction).",
+                          "float", unit="deg")
+    speeds: tuple[float, ...] = option(
+        LAG_SPEEDS_DEG_S, "--speeds", "Cruise speeds, deg/s, comma-separated (two or more check that L is "
+        "constant).", "floats", unit="deg/s")
+    ramp_ms: float = option(LAG_RAMP_S * 1e3, "--ramp-ms", "Time to reach each cruise speed (ms).", "float",
+                            unit="ms")
+    settle_ms: float = option(LAG_SETTLE_S * 1e3, "--settle-ms", "Rest after each pass (ms).", "float",
+                              unit="ms")
+    cmd_ms: float = option(CMD_PERIOD_S * 1e3, "--cmd-ms", CMD_MS_HELP, "float", unit="ms")
+    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Acceleration bound, deg/s² (stop, guard tuning).",
+                          "float",
+                          unit="deg/s^2")
+    v_max: float = option(V_MAX_DEG_S, "--v-max", "Speed bound, deg/s (refusal, guard tuning).", "float",
+                          unit="deg/s")
+    rpc: bool = option(False, "--rpc", "Send every setpoint as an XML-RPC call instead of UDP.", "bool")
+    keep: bool = option(False, "--keep", "Leave the robot enabled at the end.", "bool")
+    realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
+    cold_start: bool = option(False, "", "Stream inside the enable window (simulators only).", "bool")
+    given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
+
+    def for_device(self, motion: MotionCaps | None) -> LagOptions:
+        """These settings with the device family's period and bounds wherever the user gave none."""
+        return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+
+    def run_settings(self) -> RampSettings:
+        """The ramp run's own settings (seconds, the transport by name)."""
+        from servotool.runs.arm.ramp import RampSettings  # noqa: F811 (the run's module loads numpy)
+
+        return RampSettings(
+            joint=self.joint, sweep_deg=self.sweep, speeds_deg_s=tuple(self.speeds),
+            ramp_s=self.ramp_ms / 1e3,
+            settle_s=self.settle_ms / 1e3, cmd_period_s=self.cmd_ms / 1e3, a_max=self.a_max, v_max=self.v_max,
+            keep=self.keep, realtime=self.realtime, transport="rpc" if self.rpc else "udp")
+
+    def problems(self, *, n_joints: int = 6, speed_limits: Sequence[float] | None = None,
+                 ranges: Ranges | None = None, motion: MotionCaps | None = None) -> list[str]:
+        """Every problem of these settings, one line each: the one check `lag` and campaign files run."""
+        return validate_lag(self.run_settings(), n_joints=n_joints, speed_limits=speed_limits, ranges=ranges,
+                            motion=motion)
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """`step`'s settings in its options' units (deg, ms, deg/s, deg/s^2, deg/s^3)."""
+
+    joint: int = option(0, "--joint", "Joint index, 0 = J1 (the base).", "int", min=0)
+    size: float = option(10.0, "--size", "Step size X in degrees (levels +X, 0, -X, 0).", "float", unit="deg")
+    steps: int = option(4, "--steps", "Number of level changes.", "int", min=1)
+    hold_ms: float = option(600.0, "--hold-ms", "How long each level is held (ms).", "float", unit="ms")
+    cmd_ms: float = option(CMD_PERIOD_S * 1e3, "--cmd-ms", CMD_MS_HELP, "float", unit="ms")
+    shaped: bool = option(
+        True, "--shaped/--raw", "Through the stream shaper (default), or raw one-tick jumps (the runaway "
+        "trigger: simulators and test arms only). --shaped and --raw exclude each other: both given is "
+        "refused.", "bool", key="raw", invert=True)
+    v_max: float = option(V_MAX_DEG_S, "--v-max", "Shaper speed bound, deg/s.", "float", unit="deg/s")
+    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Shaper acceleration bound, deg/s².", "float",
+                          unit="deg/s^2")
+    shaper: str = option(
+        ShaperKind.ACCEL.value, "--shaper", "accel: acceleration-bounded (C1 wire); otg: jerk-limited "
+        "trajectory generator (C2 wire).", "str")
+    j_max: float = option(J_MAX_DEG_S3, "--j-max", "Jerk bound of the otg shaper, deg/s³.", "float",
+                          unit="deg/s^3")
+    lag_ms: float | None = option(
+        None, "--lag-ms", "Measured lag L to tune the guard with (ms; default: the device profile's).",
+        "float",
+        unit="ms")
+    rpc: bool = option(False, "--rpc", "Send setpoints as XML-RPC calls: every reject is counted.", "bool")
+    keep: bool = option(False, "--keep", "Leave the robot enabled at the end.", "bool")
+    test_arm: bool = option(False, "--test-arm", "Allow raw steps on a real arm (a test arm, e-stop in hand);"
+                            " "
+                            "a typed confirmation is still asked.", "bool")
+    guard: bool = option(True, "--guard/--no-guard", "Run the divergence guard alongside (always on for "
+                         "shaped steps).", "bool")
+    realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
+    given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
+
+    def for_device(self, motion: MotionCaps | None) -> StepOptions:
+        """These settings with the device family's period and bounds wherever the user gave none."""
+        return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+
+    def run_settings(self) -> StepSettings:
+        """The step run's own settings (seconds, the transport by name)."""
+        from servotool.runs.arm.step import StepSettings  # noqa: F811 (the run's module loads numpy)
+
+        return StepSettings(
+            joint=self.joint, size_deg=self.size, steps=self.steps, hold_s=self.hold_ms / 1e3,
+            cmd_period_s=self.cmd_ms / 1e3, shaped=self.shaped, shaper=self.shaper, v_max=self.v_max,
+            a_max=self.a_max, j_max=self.j_max, guard=self.guard, lag_ms=self.lag_ms, keep=self.keep,
+            test_arm=self.test_arm, realtime=self.realtime, transport="rpc" if self.rpc else "udp")
+
+    def problems(self, *, n_joints: int = 6, simulated: bool = True, ranges: Ranges | None = None,
+                 speed_limits: Sequence[float] | None = None, motion: MotionCaps | None = None) -> list[str]:
+        """Every problem of these settings, one line each: the one check `step` and campaign files run."""
+        problems = validate_step(self.run_settings(), n_joints=n_joints, simulated=simulated,
+                                 test_arm=self.test_arm, ranges=ranges, speed_limits=speed_limits,
+                                 motion=motion)
+        if "j_max" in self.given and not (self.shaped and self.shaper == ShaperKind.OTG.value):
+            problems.append(J_MAX_OTG_ONLY)
+        return problems

@@ -3,9 +3,9 @@ moves.
 
 A campaign is structured data, never shell strings:
 
-    name: fr3-gap-udp
+    name: gap-udp
     purpose: one line shown by `servotool campaign list`
-    device: sim:fr3
+    device: sim:<profile>
     safety: {joints: [0], max_step_deg: 2.5, raw_steps: true, faults_allowed: true, simulators_only: true}
     runs:
       - why: the coin-flip band
@@ -27,21 +27,19 @@ from pathlib import Path
 from typing import Any, cast
 
 from servotool.devices.arm import Arm
-from servotool.devices.fairino.client import real_url_settings
-from servotool.devices.fairino.profiles import N_JOINTS, PROFILES, ProfileError, with_overrides
-from servotool.devices.hiwonder.profiles import ROSORIN_ARM
-from servotool.devices.registry import BUS, DeviceURLError, family_of, parse_url
+from servotool.devices.family import DeviceFacts
+from servotool.devices.registry import DeviceURLError, family_of, parse_url
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
 from servotool.runs.arm.preflight import profile_ranges
-from servotool.runs.arm.ramp import RampSettings
 from servotool.runs.arm.ramp import check_settings as check_ramp
-from servotool.runs.arm.settings import validate_lag, validate_step
-from servotool.runs.arm.step import StepSettings
+from servotool.runs.arm.settings import LagOptions, StepOptions
 from servotool.runs.arm.step import check_settings as check_step
 from servotool.runs.arm.stream import RunRefused
-from servotool.runs.bus.sweep import SweepConfig, SweepSettingsError, directions_for
+from servotool.runs.bus.sweep import SweepConfig
+from servotool.runs.bus.sweep_options import SweepOptions
+from servotool.runs.options import campaign_keys, from_campaign
 
 COMMANDS = ("lag", "step", "sweep")
 ARM_COMMANDS = ("lag", "step")
@@ -55,18 +53,11 @@ class CampaignInvalid(Refused):
         self.problems = problems
 
 
-# option name -> its type: "int", "float", "bool", "str", "floats" (list or comma string) or "ints"
-LAG_OPTIONS = {
-    "joint": "int", "sweep": "float", "speeds": "floats", "ramp_ms": "float", "settle_ms": "float",
-    "cmd_ms": "float", "a_max": "float", "v_max": "float", "rpc": "bool", "keep": "bool",
-    "realtime": "bool", "cold_start": "bool",
-}
-STEP_OPTIONS = {
-    "joint": "int", "size": "float", "steps": "int", "hold_ms": "float", "cmd_ms": "float", "raw": "bool",
-    "shaper": "str", "v_max": "float", "a_max": "float", "j_max": "float", "lag_ms": "float", "rpc": "bool",
-    "keep": "bool", "test_arm": "bool", "guard": "bool", "realtime": "bool",
-}
-SWEEP_OPTIONS = {"joints": "ints", "direction": "str", "speed": "float", "inside": "int"}
+# option name -> its type: "int", "float", "bool", "str", "floats" (list or comma string) or "ints"; every
+# command's keys are its settings dataclass's (one definition with the command-line options)
+LAG_OPTIONS = campaign_keys(LagOptions)
+STEP_OPTIONS = campaign_keys(StepOptions)
+SWEEP_OPTIONS = campaign_keys(SweepOptions)
 OPTIONS = {"lag": LAG_OPTIONS, "step": STEP_OPTIONS, "sweep": SWEEP_OPTIONS}
 
 SAFETY_KEYS = {
@@ -141,42 +132,14 @@ class Campaign:
                 "safety": self.safety.to_dict(), "runs": [r.to_dict() for r in self.runs]}
 
 
-@dataclass(frozen=True)
-class DeviceFacts:
-    """What validation needs to know of a device, read from its URL alone (nothing is opened)."""
-
-    url: str
-    kind: str  # "arm" or "bus"
-    model: str
-    simulated: bool
-    n_joints: int
-    joint_speed_limits: tuple[float, ...] = ()
-    joint_ids: tuple[int, ...] = ()
-
-
 def device_facts(url: str) -> DeviceFacts:
-    """The facts of a device URL; raises DeviceURLError when the URL names no known device, or a family
-    campaigns do not drive (arms: FAIRINO; buses: the Hiwonder-style board)."""
+    """The registry's facts of a device URL; raises DeviceURLError when the URL names no known device or
+    parameters its family refuses, or a family whose campaigns hold no run of any kind."""
     parsed = parse_url(url)
     family = family_of(parsed)
-    if family.kind == BUS:
-        if family.name != "hiwonder":
-            raise DeviceURLError(f"{url}: campaigns sweep Hiwonder-style boards only, not {family.name}")
-        ids = ROSORIN_ARM.joint_ids
-        return DeviceFacts(url, "bus", ROSORIN_ARM.name, parsed.simulated, len(ids), joint_ids=ids)
-    if family.name != "fairino":
-        raise DeviceURLError(f"{url}: campaigns drive FAIRINO arms only, not {family.name}")
-    if parsed.simulated:
-        client_keys = ("transport", "silence_ms", "timeout_ms", "clock")
-        params = {k: v for k, v in parsed.params.items() if k not in client_keys}
-        try:
-            profile = with_overrides(parsed.target, params)
-        except ProfileError as exc:
-            raise DeviceURLError(f"{url}: {exc}") from None
-        return DeviceFacts(url, "arm", profile.name, True, N_JOINTS, profile.joint_speed_limits)
-    _, model, _ = real_url_settings(parsed)  # the whole URL, as the run will open it
-    limits = PROFILES[model].joint_speed_limits if model in PROFILES else ()
-    return DeviceFacts(url, "arm", "" if model == "fairino" else model, False, N_JOINTS, limits)
+    if not family.campaigns:
+        raise DeviceURLError(f"{url}: campaigns do not drive {family.title} devices ({family.name})")
+    return family.facts(parsed)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -236,38 +199,29 @@ def _typed(doc: YamlText, key: Key, raw: Any, spec: Mapping[str, str], what: str
 # options -> the commands' own settings
 
 
-def ramp_settings(o: Mapping[str, Any]) -> RampSettings:
-    d = RampSettings()
-    return RampSettings(
-        joint=o.get("joint", d.joint), sweep_deg=o.get("sweep", d.sweep_deg),
-        speeds_deg_s=tuple(o.get("speeds", d.speeds_deg_s)), ramp_s=o.get("ramp_ms", d.ramp_s * 1e3) / 1e3,
-        settle_s=o.get("settle_ms", d.settle_s * 1e3) / 1e3,
-        cmd_period_s=o.get("cmd_ms", d.cmd_period_s * 1e3) / 1e3, a_max=o.get("a_max", d.a_max),
-        v_max=o.get("v_max", d.v_max), keep=o.get("keep", d.keep), realtime=o.get("realtime", d.realtime),
-        transport="rpc" if o.get("rpc", False) else "udp",
-    )
+def lag_options(o: Mapping[str, Any], facts: DeviceFacts | None = None) -> LagOptions:
+    """A lag run's settings from its typed options, with the device family's bounds where none is given."""
+    return from_campaign(LagOptions, o).for_device(facts.motion if facts else None)
 
 
-def step_settings(o: Mapping[str, Any]) -> StepSettings:
-    d = StepSettings()
-    return StepSettings(
-        joint=o.get("joint", d.joint), size_deg=o.get("size", d.size_deg), steps=o.get("steps", d.steps),
-        hold_s=o.get("hold_ms", d.hold_s * 1e3) / 1e3,
-        cmd_period_s=o.get("cmd_ms", d.cmd_period_s * 1e3) / 1e3, shaped=not o.get("raw", False),
-        shaper=o.get("shaper", d.shaper), v_max=o.get("v_max", d.v_max), a_max=o.get("a_max", d.a_max),
-        j_max=o.get("j_max", d.j_max), guard=o.get("guard", d.guard), lag_ms=o.get("lag_ms", d.lag_ms),
-        keep=o.get("keep", d.keep), test_arm=o.get("test_arm", d.test_arm),
-        realtime=o.get("realtime", d.realtime), transport="rpc" if o.get("rpc", False) else "udp",
-    )
+def step_options(o: Mapping[str, Any], facts: DeviceFacts | None = None) -> StepOptions:
+    """A step run's settings from its typed options, with the device family's bounds where none is given."""
+    return from_campaign(StepOptions, o).for_device(facts.motion if facts else None)
+
+
+def ramp_settings(o: Mapping[str, Any], facts: DeviceFacts | None = None) -> Any:
+    """The ramp run's own settings (runs/arm/ramp.py) of a lag run's options."""
+    return lag_options(o, facts).run_settings()
+
+
+def step_settings(o: Mapping[str, Any], facts: DeviceFacts | None = None) -> Any:
+    """The step run's own settings (runs/arm/step.py) of a step run's options."""
+    return step_options(o, facts).run_settings()
 
 
 def sweep_config(o: Mapping[str, Any], facts: DeviceFacts) -> SweepConfig:
-    """The sweep settings; raises ValueError when its own checks refuse them."""
-    d = SweepConfig(joints=(1,))
-    speed = o.get("speed", d.speed)
-    return SweepConfig(joints=tuple(o.get("joints", facts.joint_ids)),
-                       directions=directions_for(o.get("direction", "both")), speed=speed,
-                       inside=o.get("inside", d.inside), return_speed=max(100.0, speed))
+    """The sweep settings; raises SweepSettingsError (or SettingsError) when its own checks refuse them."""
+    return from_campaign(SweepOptions, o).config(facts)
 
 
 def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
@@ -278,39 +232,57 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
         return [f"`{run.command}` needs an arm, but {facts.url} is a servo bus"]
     if run.command == "sweep" and facts.kind != "bus":
         return [f"`sweep` needs a servo bus, but {facts.url} is an arm"]
+    if run.command not in family_of(parse_url(facts.url)).campaigns:
+        return [f"`{run.command}` is no campaign run of {facts.family} devices"]
+    limits = facts.joint_speed_limits or None
     try:
         if run.command == "lag":
-            lag = ramp_settings(o)
-            limits = facts.joint_speed_limits or None
-            found = validate_lag(cast(Any, lag), n_joints=facts.n_joints, speed_limits=limits,
-                                 ranges=profile_ranges(facts.url))
+            lag_opts = lag_options(o, facts)
+            found = lag_opts.problems(n_joints=facts.n_joints, speed_limits=limits,
+                                      ranges=profile_ranges(facts.url), motion=facts.motion)
             if not found:
-                check_ramp(lag, cast(Arm, facts))
+                check_ramp(lag_opts.run_settings(), cast(Arm, _ArmFacts(facts)))
             return found
         if run.command == "step":
-            step = step_settings(o)
-            found = validate_step(step, n_joints=facts.n_joints, simulated=facts.simulated,
-                                  test_arm=step.test_arm, ranges=profile_ranges(facts.url),
-                                  speed_limits=facts.joint_speed_limits or None)
+            step_opts = step_options(o, facts)
+            found = step_opts.problems(n_joints=facts.n_joints, simulated=facts.simulated,
+                                       ranges=profile_ranges(facts.url), speed_limits=limits,
+                                       motion=facts.motion)
+            step = step_opts.run_settings()
             step.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
             if not found:
-                check_step(step, cast(Arm, facts))
+                check_step(step, cast(Arm, _ArmFacts(facts)))
             return found
-        cfg = sweep_config(o, facts)
-        unknown = [j for j in cfg.joints if j not in facts.joint_ids and j not in ROSORIN_ARM.ids]
-        if unknown:
-            return [f"servo(s) {', '.join(map(str, unknown))} not on this arm"]
-    except SweepSettingsError as exc:  # every problem the sweep's own checks found
-        return list(exc.problems)
+        return from_campaign(SweepOptions, o).problems(facts)
     except (RunRefused, ValueError) as exc:
         return [str(exc)]
     return []
 
 
+@dataclass(frozen=True)
+class _ArmFacts:
+    """What a run's own check reads of an arm (runs/arm: n_joints, simulated, joint_speed_limits), from the
+    URL's facts: the check a run makes when it opens, made before."""
+
+    facts: DeviceFacts
+
+    @property
+    def n_joints(self) -> int:
+        return self.facts.n_joints
+
+    @property
+    def simulated(self) -> bool:
+        return self.facts.simulated
+
+    @property
+    def joint_speed_limits(self) -> tuple[float, ...]:
+        return self.facts.joint_speed_limits
+
+
 Found = list[tuple[str, str]]  # (option the problem is about, or "" for the run; the problem)
 
 
-def _lag_rule_problems(s: RampSettings, o: Mapping[str, Any], rules: SafetyRules) -> Found:
+def _lag_rule_problems(s: Any, o: Mapping[str, Any], rules: SafetyRules) -> Found:
     out: Found = []
     if rules.max_sweep_deg is not None and abs(s.sweep_deg) > rules.max_sweep_deg:
         out.append(("sweep", f"sweep {s.sweep_deg:g} deg is above max_sweep_deg {rules.max_sweep_deg:g}"))
@@ -326,7 +298,7 @@ def _lag_rule_problems(s: RampSettings, o: Mapping[str, Any], rules: SafetyRules
     return out
 
 
-def _step_rule_problems(s: StepSettings, rules: SafetyRules) -> Found:
+def _step_rule_problems(s: Any, rules: SafetyRules) -> Found:
     out: Found = []
     if rules.ramp_only:
         out.append(("", "this campaign is ramp only: step runs are not allowed"))
@@ -345,17 +317,18 @@ def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Foun
     """Every way the run breaks the campaign's safety rules."""
     o, out = run.options, []
     sweep = run.command == "sweep"
-    joints = o.get("joints", facts.joint_ids) if sweep else (o.get("joint", 0),)
+    joints = from_campaign(SweepOptions, o).swept(facts) if sweep else (o.get("joint", 0),)
     if rules.joints is not None:
         out += [("joints" if sweep else "joint",
                  f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})")
                 for j in joints if j not in rules.joints]
     if run.command == "lag":
-        out += _lag_rule_problems(ramp_settings(o), o, rules)
+        out += _lag_rule_problems(ramp_settings(o, facts), o, rules)
     elif run.command == "step":
-        out += _step_rule_problems(step_settings(o), rules)
-    elif rules.max_speed_pulses_s is not None and o.get("speed", 25.0) > rules.max_speed_pulses_s:
-        out.append(("speed", f"speed {o.get('speed', 25.0):g} pulses/s is above max_speed_pulses_s "
+        out += _step_rule_problems(step_settings(o, facts), rules)
+    elif rules.max_speed_pulses_s is not None and (speed := from_campaign(SweepOptions, o).speed) > \
+            rules.max_speed_pulses_s:
+        out.append(("speed", f"speed {speed:g} pulses/s is above max_speed_pulses_s "
                     f"{rules.max_speed_pulses_s:g}"))
     return out
 

@@ -25,6 +25,7 @@ from servotool.analysis.recording import RecordingError
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
 from servotool.analysis.sweep_files import config_inside
+from servotool.devices.registry import DeviceURLError, family_of, parse_url
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
@@ -231,15 +232,28 @@ def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
     return ReportTable("limit sweeps", headers, rows, note)
 
 
+def _limits_node(sweeps: Sequence[SweepRow]) -> str:
+    """The parameter file's node of the swept device's family (the first sweep's device)."""
+    for r in sweeps:
+        try:
+            node = family_of(parse_url(r.device)).limits_node
+        except DeviceURLError:
+            continue
+        if node:
+            return node
+    return "arm_driver"  # a device no family reads any more: the block still says what was mapped
+
+
 def limits_block(sweeps: Sequence[SweepRow]) -> str:
-    """The mapped limits as ROS 2 parameters (arm_limit_N: [lo, hi]) for the arm's parameter file."""
+    """The mapped limits as ROS 2 parameters (arm_limit_N: [lo, hi]) for the arm's parameter file, under the
+    node its family names."""
     found: dict[int, list[int]] = {}
     for r in sweeps:
         pair = found.setdefault(r.joint, list(r.stored))
         if r.limit is not None:  # a sweep without a limit leaves the stored one
             pair[0 if r.direction == "down" else 1] = r.limit
     lines = [f"    arm_limit_{j}: [{lo}, {hi}]" for j, (lo, hi) in sorted(found.items())]
-    return "\n".join(["rosorin_board_driver:", "  ros__parameters:", *lines])
+    return "\n".join([f"{_limits_node(sweeps)}:", "  ros__parameters:", *lines])
 
 
 def _lag_source(lags: Sequence[FileAnalysis]) -> tuple[float, str, float]:

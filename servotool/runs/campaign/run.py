@@ -314,8 +314,9 @@ def _confirmed_step(run: RunSpec, url: str, hooks: CampaignHooks) -> Any:
     """The step settings of a run; a raw step (or an a_max probe above the braked-stop bound) on a device that
     is not a simulator is asked its typed confirmation here, before the device opens (RunRefused when it is
     not given)."""
-    step = step_settings(run.options)
-    if (not step.shaped or needs_test_arm_probe(step)) and not device_facts(url).simulated:
+    facts = device_facts(url)
+    step = step_settings(run.options, facts)
+    if (not step.shaped or needs_test_arm_probe(step, facts.motion)) and not facts.simulated:
         step.confirmed = bool(step.test_arm and hooks.confirm and hooks.confirm(run, url))
         if not step.confirmed:
             what = "a raw step" if not step.shaped else f"a shaped step at a_max {step.a_max:g}"
@@ -339,7 +340,7 @@ def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: Ca
             result: Any = run_step(arm, step, **kwargs)
         else:
             runner = run_cold_ramp if o.get("cold_start") else run_ramp
-            result = runner(arm, ramp_settings(o), **kwargs)
+            result = runner(arm, ramp_settings(o, device_facts(url)), **kwargs)
     return _stream_record(run, result, folder)
 
 
