@@ -52,7 +52,7 @@ from servotool.devices.fairino.profiles import (
     PROFILES,
 )
 from servotool.devices.fairino.rpc import server_proxy
-from servotool.devices.fairino.stream import StateStream
+from servotool.devices.fairino.stream import OPTIONAL_FIELDS, REQUIRED_FIELDS, StateStream
 from servotool.devices.url import DeviceURL, DeviceURLError, bounded
 from servotool.errors import ConnectionLost, DeviceError
 
@@ -78,6 +78,8 @@ _CMD_NAMES = {
 COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveEnd", disable="RobotEnable(0)",
                              reset_faults="ResetAllError")
 
+# what a real controller is asked for: fields of the vendor SDK's table alone (fields.VENDOR_FIELDS)
+REAL_SUBSCRIPTION = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
 DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
 
@@ -123,6 +125,7 @@ class FairinoArm:
         joint_ranges: JointRanges = CONSERVATIVE_RANGES,
         nominal_lag_ms: float | None = None,
         sim: FairinoSim | None = None,
+        state_fields: Sequence[str] | None = None,
     ) -> None:
         if transport not in ("udp", "rpc"):
             raise ValueError(f"transport must be udp or rpc, not {transport!r}")
@@ -173,6 +176,7 @@ class FairinoArm:
             self._stream = StateStream(
                 host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
                 timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url, watch=self._clock.now,
+                fields=tuple(state_fields or REAL_SUBSCRIPTION),
             )
             self._check_rpc(rpc_port, float(connect_timeout_s))
             self._controller_ranges = self._read_soft_limits()
@@ -202,6 +206,11 @@ class FairinoArm:
     def fields(self) -> tuple[str, ...]:
         """The state fields the controller streams to this client."""
         return self._stream.fields if self._stream else ()
+
+    @property
+    def missing_fields(self) -> tuple[str, ...]:
+        """The state fields asked for that the controller answered NOT_FOUND (the client does without)."""
+        return self._stream.missing if self._stream else ()
 
     @property
     def joint_ranges(self) -> JointRanges:
