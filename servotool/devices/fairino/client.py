@@ -51,7 +51,7 @@ from servotool.devices.fairino.profiles import (
     CONSERVATIVE_RANGES,
     PROFILES,
 )
-from servotool.devices.fairino.rpc import server_proxy
+from servotool.devices.fairino.rpc import closed_by_peer, kept_socket, port_answers, server_proxy
 from servotool.devices.fairino.stream import OPTIONAL_FIELDS, REQUIRED_FIELDS, StateStream
 from servotool.devices.url import DeviceURL, DeviceURLError, bounded
 from servotool.errors import ConnectionLost, DeviceError
@@ -171,6 +171,7 @@ class FairinoArm:
         self._udp: socket.socket | None = None
         self._udp_reader: threading.Thread | None = None
         self._udp_address: tuple[str, int] | None = None
+        self._rpc_port = int(rpc_port)
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
         try:
             self._stream = StateStream(
@@ -316,6 +317,26 @@ class FairinoArm:
             self._transport.abort()
         with self._rx:
             self._rx.notify_all()
+
+    def _watch_rpc(self) -> None:
+        """With transport=udp no XML-RPC call goes out while a run streams, so the command link is watched
+        from the state polls: the kept connection closed by the controller and its port refusing a new one
+        is a lost link (found before the stream ends, not by the servo end after it). A connection closed
+        while the port still takes new ones was only idle: the next call opens another."""
+        if self.transport != "udp" or self._lost is not None or self._closed:
+            return
+        if not self._rpc_lock.acquire(blocking=False):
+            return  # a call is in flight: it finds a failure itself
+        try:
+            sock = kept_socket(self._transport)
+            if sock is None or not closed_by_peer(sock):
+                return
+            with contextlib.suppress(Exception):
+                self._transport.close()
+            if not port_answers(self.host, self._rpc_port, self.cleanup_timeout_s):
+                self._lose(f"the controller closed its XML-RPC port ({self._rpc_port})")
+        finally:
+            self._rpc_lock.release()
 
     def _check(self) -> None:
         if self._closed:
@@ -467,6 +488,7 @@ class FairinoArm:
         """The state frames received since the last call, oldest first (host receive time in .t)."""
         if self._closed:
             self._check()
+        self._watch_rpc()
         frames = self._stream.poll() if self._stream else []
         if not frames:
             self._check()

@@ -72,9 +72,8 @@ def test_a_refusal_of_optional_fields_in_any_shape_drops_them_with_one_warning(s
 def test_a_refusal_of_the_required_fields_ends_the_connection(shape):
     sim = FairinoSim("fr3", rpc_port=0, cnde_port=0, udp_port=0, overrides={"cnde_refusal": shape})
     sim._fields = {k: v for k, v in FIELDS.items() if k != "sub_code"}  # a controller without it
-    with sim:
-        with pytest.raises(DeviceError, match="every run needs"):
-            _connect(sim)
+    with sim, pytest.raises(DeviceError, match="every run needs"):
+        _connect(sim)
 
 
 def test_the_vendors_servo_state_is_no_evidence_of_another_client():
