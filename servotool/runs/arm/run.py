@@ -221,8 +221,9 @@ class ArmRun:
         braked stop, close the CSV with its end line (complete, or interrupted with the reason), end servo
         mode and disable unless keep. Never raises for a device failure: returns notes. A stop signal arriving
         meanwhile is held back (counted, decides the exit code) so nothing cuts the safe ending short.
-        After a lost link, servo mode is ended (and the robot disabled) before the end line is written, each
-        call tried once, and the reason says when that stop could not be confirmed."""
+        Servo mode is ended (and the robot disabled) before the end line is written, each call tried once; a
+        stop that finds the link lost makes the run a lost link, and after a lost link the reason says when
+        that stop could not be confirmed and what the arm may still be."""
         deferred = self.signals.deferring(raise_after=False) if self.signals else contextlib.nullcontext()
         ending: Ending | None = None
         with deferred:
