@@ -9,8 +9,9 @@ simulator in lock-step on a FakeClock (sim.LockStep) moves with it; `settle()` i
 waits on.
 
 Link loss (state stream closed or reset, no state frame for `silence_s`, an XML-RPC call failing or timing
-out, the XML-RPC port found closed while UDP streams, the UDP port refused) is reported as one ConnectionLost, raised by the next call (poll_states and
-replies first hand over what arrived before the loss). Nothing blocks longer than its timeout.
+out, the XML-RPC port found closed while UDP streams, the UDP port refused) is reported as one
+ConnectionLost, raised by the next call (poll_states and replies first hand over what arrived before the
+loss). Nothing blocks longer than its timeout.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ A field type is a base type (`UINT8`, `INT32`, `DOUBLE`, ...) optionally followe
 e.g. `DOUBLE_6`. Values are little-endian with no padding. The table holds the fields servotool reads plus
 every field of the vendor Python SDK's default subscription (`SDK_DEFAULT_FIELDS`), so that SDK can connect to
 the simulator. A real controller is asked only for fields of the vendor's table (`VENDOR_FIELDS`); the
-simulator's own fields (`SIM_FIELDS`) are asked of the simulator alone. Types are those that travel on the wire, which for some fields differ from the SDK's own struct
-(analog values travel as DOUBLE, the robot clock as INT32_7).
+simulator's own fields (`SIM_FIELDS`) are asked of the simulator alone. Types are those that travel on the
+wire, which for some fields differ from the SDK's own struct (analog values travel as DOUBLE, the robot clock
+as INT32_7).
 """
 
 from __future__ import annotations
