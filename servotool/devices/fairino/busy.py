@@ -5,8 +5,8 @@ A controller executes every ServoJ it receives, from any sender: two streams int
 So a client looks before it enables. Evidence, over a short window of state frames:
 
 * the controller's ServoJ count (`servoJ_cmd_num`) rose by more than the commands this client sent;
-* the controller reports servo mode (`servo_state`, streamed by the simulator) that this client did not
-  start;
+* the controller reports servo mode (`sim_servo_mode`, streamed by the simulator alone: a controller's
+  `servo_state` is an auxiliary drive's state, no evidence of anyone) that this client did not start;
 * the arm moves: a joint speed (`actual_joint_vel`) above MOVING_DEG_S, the controller's motion state
   (`robot_state` 2: MotionState.MOVING), or a joint that travelled more than MOVING_DEG over the window.
 

@@ -9,8 +9,9 @@ simulator in lock-step on a FakeClock (sim.LockStep) moves with it; `settle()` i
 waits on.
 
 Link loss (state stream closed or reset, no state frame for `silence_s`, an XML-RPC call failing or timing
-out, the UDP port refused) is reported as one ConnectionLost, raised by the next call (poll_states and
-replies first hand over what arrived before the loss). Nothing blocks longer than its timeout.
+out, the XML-RPC port found closed while UDP streams, the UDP port refused) is reported as one
+ConnectionLost, raised by the next call (poll_states and replies first hand over what arrived before the
+loss). Nothing blocks longer than its timeout.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from servotool.devices.fairino.profiles import (
     CONSERVATIVE_RANGES,
     PROFILES,
 )
-from servotool.devices.fairino.rpc import server_proxy
-from servotool.devices.fairino.stream import StateStream
+from servotool.devices.fairino.rpc import closed_by_peer, kept_socket, port_answers, server_proxy
+from servotool.devices.fairino.stream import OPTIONAL_FIELDS, REQUIRED_FIELDS, StateStream
 from servotool.devices.url import DeviceURL, DeviceURLError, bounded
 from servotool.errors import ConnectionLost, DeviceError
 
@@ -80,6 +81,8 @@ COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveE
                              reset_faults="ResetAllError")
 
 _TRACE = trace.logger("fairino")  # frames and calls at debug level (devices.trace)
+# what a real controller is asked for: fields of the vendor SDK's table alone (fields.VENDOR_FIELDS)
+REAL_SUBSCRIPTION = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 DEFAULT_SILENCE_S = 0.1  # the lost-link watchdog when a URL sets no silence_ms
 DEFAULT_STATE_MS = 8  # the state period a client asks for when a URL sets no state_ms
 
@@ -125,6 +128,7 @@ class FairinoArm:
         joint_ranges: JointRanges = CONSERVATIVE_RANGES,
         nominal_lag_ms: float | None = None,
         sim: FairinoSim | None = None,
+        state_fields: Sequence[str] | None = None,
     ) -> None:
         if transport not in ("udp", "rpc"):
             raise ValueError(f"transport must be udp or rpc, not {transport!r}")
@@ -170,11 +174,13 @@ class FairinoArm:
         self._udp: socket.socket | None = None
         self._udp_reader: threading.Thread | None = None
         self._udp_address: tuple[str, int] | None = None
+        self._rpc_port = int(rpc_port)
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
         try:
             self._stream = StateStream(
                 host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
                 timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url, watch=self._clock.now,
+                fields=tuple(state_fields or REAL_SUBSCRIPTION),
             )
             self._check_rpc(rpc_port, float(connect_timeout_s))
             self._controller_ranges = self._read_soft_limits()
@@ -204,6 +210,11 @@ class FairinoArm:
     def fields(self) -> tuple[str, ...]:
         """The state fields the controller streams to this client."""
         return self._stream.fields if self._stream else ()
+
+    @property
+    def missing_fields(self) -> tuple[str, ...]:
+        """The state fields asked for that the controller answered NOT_FOUND (the client does without)."""
+        return self._stream.missing if self._stream else ()
 
     @property
     def joint_ranges(self) -> JointRanges:
@@ -311,6 +322,26 @@ class FairinoArm:
             self._transport.abort()
         with self._rx:
             self._rx.notify_all()
+
+    def _watch_rpc(self) -> None:
+        """With transport=udp no XML-RPC call goes out while a run streams, so the command link is watched
+        from the state polls: the kept connection closed by the controller and its port refusing a new one
+        is a lost link (found before the stream ends, not by the servo end after it). A connection closed
+        while the port still takes new ones was only idle: the next call opens another."""
+        if self.transport != "udp" or self._lost is not None or self._closed:
+            return
+        if not self._rpc_lock.acquire(blocking=False):
+            return  # a call is in flight: it finds a failure itself
+        try:
+            sock = kept_socket(self._transport)
+            if sock is None or not closed_by_peer(sock):
+                return
+            with contextlib.suppress(Exception):
+                self._transport.close()
+            if not port_answers(self.host, self._rpc_port, self.cleanup_timeout_s):
+                self._lose(f"the controller closed its XML-RPC port ({self._rpc_port})")
+        finally:
+            self._rpc_lock.release()
 
     def _check(self) -> None:
         if self._closed:
@@ -469,6 +500,7 @@ class FairinoArm:
         """The state frames received since the last call, oldest first (host receive time in .t)."""
         if self._closed:
             self._check()
+        self._watch_rpc()
         frames = self._stream.poll() if self._stream else []
         if not frames:
             self._check()

@@ -28,7 +28,9 @@ class CndeSession:
     `paused()` tells when to withhold data frames (fault injection: a controller that stops talking);
     `garbled()`, when to send them one byte short (fault injection: frames the client cannot read).
     A configuration asking for period 0 gets `default_period_ms` (a simulator convention); 1..1000 ms is
-    served as asked, anything else refused.
+    served as asked, anything else refused. `table` holds the fields the session has (name -> wire type);
+    a configuration naming another is refused in the shape `refusal` says: "types" (one type per name,
+    NOT_FOUND where unknown), "named" (`NOT_FOUND name ...`) or "bare" (`NOT_FOUND`), as controllers differ.
     """
 
     def __init__(
@@ -41,8 +43,12 @@ class CndeSession:
         default_period_ms: int = 8,
         timed: bool = True,
         garbled: Callable[[], bool] = lambda: False,
+        table: Mapping[str, str] = p.FIELDS,
+        refusal: str = "types",
     ) -> None:
         self.sock = sock
+        self._table = table
+        self._refusal = refusal
         self._state = state
         self._paused = paused
         self._garbled = garbled
@@ -176,11 +182,13 @@ class CndeSession:
         if not 1 <= period_ms <= 1000:
             self._reply(p.MessageStatus.ERROR, f"period {period_ms} ms outside 1..1000")
             return
-        types = p.config_reply_types(names)
+        types = p.config_reply_types(names, self._table)
         if p.NOT_FOUND in types:
-            self._reply(p.MessageStatus.ERROR, ",".join(types))
+            missing = [n for n, t in zip(names, types, strict=True) if t == p.NOT_FOUND]
+            text = {"named": " ".join([p.NOT_FOUND, *missing]), "bare": p.NOT_FOUND}.get(self._refusal)
+            self._reply(p.MessageStatus.ERROR, text or ",".join(types))
             return
-        layout = p.StateLayout.from_names(names)
+        layout = p.StateLayout.from_names(names, self._table)
         if layout.size > p.MAX_DATA:
             self._reply(p.MessageStatus.ERROR, f"{layout.size} bytes per frame exceeds {p.MAX_DATA}")
             return

@@ -3,8 +3,10 @@
 A field type is a base type (`UINT8`, `INT32`, `DOUBLE`, ...) optionally followed by `_N` for an array of N,
 e.g. `DOUBLE_6`. Values are little-endian with no padding. The table holds the fields servotool reads plus
 every field of the vendor Python SDK's default subscription (`SDK_DEFAULT_FIELDS`), so that SDK can connect to
-the simulator. Types are those that travel on the wire, which for some fields differ from the SDK's own struct
-(analog values travel as DOUBLE, the robot clock as INT32_7).
+the simulator. A real controller is asked only for fields of the vendor's table (`VENDOR_FIELDS`); the
+simulator's own fields (`SIM_FIELDS`) are asked of the simulator alone. Types are those that travel on the
+wire, which for some fields differ from the SDK's own struct (analog values travel as DOUBLE, the robot clock
+as INT32_7).
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ class FieldType:
         return f"{self.base}_{self.count}" if self.array else self.base
 
 
-# name on the wire -> wire type, as read from the vendor SDK's CNDE table (V3.9.6) and the CNDE docs;
-# `timestamp_us` is the controller's own microsecond clock.
+# name on the wire -> wire type, as read from the vendor SDK's CNDE table (V3.9.6) and the CNDE docs, then
+# the simulator's own fields (SIM_FIELDS), which a real controller does not have.
 FIELDS: dict[str, str] = {
     "program_state": "UINT8",
     "robot_state": "UINT8",
@@ -148,19 +150,28 @@ FIELDS: dict[str, str] = {
     "payload": "DOUBLE",
     "pay_cog": "DOUBLE_3",
     "last_servoJ_target": "DOUBLE_6",
-    # beyond the SDK's default subscription
+    # in the SDK's table, beyond its default subscription
     "servoJ_cmd_num": "INT32",
     "target_joint_pos": "DOUBLE_6",
+    # in the CNDE docs: `servo_state` is the state of an auxiliary servo drive (bit 0 enabled, bit 1
+    # moving, ...), not servo mode
     "target_joint_vel": "DOUBLE_6",
     "udp_cmd_state": "INT32",
+    "servo_state": "INT32",
+    # simulator only (a real controller answers NOT_FOUND): its microsecond clock, and 1 while in servo mode
     "timestamp_us": "UINT64",
-    # simulator only (a real controller answers NOT_FOUND and clients do without): 1 while in servo mode
-    "servo_state": "UINT8",
+    "sim_servo_mode": "UINT8",
 }
+
+# the fields only the simulator streams: a client asks them of a simulator alone
+SIM_FIELDS: tuple[str, ...] = ("timestamp_us", "sim_servo_mode")
 
 # The vendor Python SDK's default subscription, in its order (73 entries in its table; three of them are pairs
 # that travel as two names each, hence 76 names). It refuses the connection if any is NOT_FOUND.
 SDK_DEFAULT_FIELDS: tuple[str, ...] = tuple(list(FIELDS)[: list(FIELDS).index("last_servoJ_target") + 1])
+
+# The fields of the vendor SDK's CNDE table: all a real controller is asked for.
+VENDOR_FIELDS: tuple[str, ...] = (*SDK_DEFAULT_FIELDS, "servoJ_cmd_num", "target_joint_pos")
 
 # The size of one SDK default data frame's payload, as the SDK documents it.
 SDK_DEFAULT_FRAME_BYTES = 1318

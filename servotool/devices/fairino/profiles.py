@@ -35,6 +35,8 @@ N_JOINTS = 6
 DEFAULT_POSE = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
 Ranges = tuple[tuple[float, float], ...]
+# the shapes of a refusal of a state configuration naming a field the controller does not have
+CNDE_REFUSALS = ("types", "named", "bare")
 
 FR3_RANGES: Ranges = ((-175.0, 175.0), (-265.0, 85.0), (-150.0, 150.0), (-265.0, 85.0), (-175.0, 175.0),
                       (-175.0, 175.0))
@@ -79,6 +81,9 @@ class SimProfile:
     physics_ms: float = 1.0
     joint_ranges: Ranges = FR3_RANGES
     cnde_clients: int = 0
+    cnde_refusal: str = "types"  # how a configuration naming an unknown field is refused (CNDE_REFUSALS)
+    sim_fields: bool = True  # stream the simulator-only fields (fields.SIM_FIELDS); False: NOT_FOUND
+    rpc_close_after: int = 0  # close the XML-RPC port once this many ServoJ setpoints were taken (0: never)
 
     def __post_init__(self) -> None:
         problems = []
@@ -101,6 +106,10 @@ class SimProfile:
             problems.append("refuse_step_deg and refuse_speed_factor must be positive")
         if self.cnde_clients < 0:
             problems.append("cnde_clients must be 0 (any number) or more")
+        if self.cnde_refusal not in CNDE_REFUSALS:
+            problems.append(f"cnde_refusal must be one of {', '.join(CNDE_REFUSALS)}")
+        if self.rpc_close_after < 0:
+            problems.append("rpc_close_after must be 0 (never) or more")
         if not 0.1 <= self.physics_ms <= 10:
             problems.append("physics_ms must be within 0.1..10")
         values = [self.lag_ms, self.tau_ms, self.noise_deg, *self.joint_speed_limits, *self.initial_pose]
@@ -139,6 +148,12 @@ PARAM_HELP: dict[str, str] = {
     "physics_ms": "physics tick (ms)",
     "cnde_clients": "state-stream clients served at once; more are cut off (0 = any number; a real one: 1?)",
     "joint_ranges": "joint soft limits the controller reports, deg: twelve comma-separated values lo1,hi1,..",
+    "cnde_refusal": "how a state configuration naming an unknown field is refused: types (one type per "
+                    "field, NOT_FOUND where unknown), named (NOT_FOUND and the unknown names) or bare "
+                    "(NOT_FOUND)",
+    "sim_fields": "stream the simulator-only state fields (true/false; false: NOT_FOUND, as a real "
+                  "controller)",
+    "rpc_close_after": "close the XML-RPC port once this many ServoJ setpoints were taken (0 = never)",
 }
 
 
@@ -182,6 +197,8 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
         if name == "joint_speed_limits" and len(vals) == 1:
             vals = vals * N_JOINTS
         return vals
+    if isinstance(current, str):
+        return str(raw)
     if isinstance(raw, str):
         plain(raw)  # as written in a URL: plain ASCII decimal, as on the command line
     if isinstance(current, int):

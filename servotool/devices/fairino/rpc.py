@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import select
 import socket
 import xmlrpc.client
 
@@ -45,3 +46,31 @@ def server_proxy(
     transport = TimeoutTransport(timeout_s)
     proxy = xmlrpc.client.ServerProxy(f"http://{host}:{port}/RPC2", transport=transport, allow_none=True)
     return proxy, transport
+
+
+def kept_socket(transport: TimeoutTransport) -> socket.socket | None:
+    """The socket of the connection the transport keeps open between calls (HTTP/1.1 keep-alive), if any."""
+    conn = transport._connection[1] if transport._connection else None
+    return getattr(conn, "sock", None)
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """True when the server closed or reset this idle connection (read without waiting or consuming)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+def port_answers(host: str, port: int, timeout_s: float) -> bool:
+    """Whether a TCP connection to host:port can be opened within timeout_s (it is closed at once)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False

@@ -23,14 +23,16 @@ controller. Enable, servo mode and faults are the controller's, not a session's 
 RobotEnable is a no-op on an enabled arm, its ServoMoveEnd ends everyone's servo mode), and every ServoJ is
 executed in arrival order whoever sent it, so two interleaved streams make the setpoint jumps that latch the
 runaway. The state stream shows what another client needs to see before it enables: drives enabled, servo
-mode (`servo_state`, simulator only), the ServoJ count rising, the joints moving. `servoj_senders()` and
+mode (`sim_servo_mode`, simulator only), the ServoJ count rising, the joints moving. `servoj_senders()` and
 `stats["sender_switches"]` tell a test who streamed.
 
 It serves the vendor's Python SDK (V3.9.x RPC class) unchanged, which needs the default ports. Differences
 from a real controller: ServoJ without ServoMoveStart is accepted at once (a real one may block for seconds);
 several CNDE clients may connect at once unless `cnde_clients` limits them (the campaign saw a controller
 serve one; how it refuses the next is unconfirmed: the simulator closes the connection); only the fields in
-fields.FIELDS exist (others are NOT_FOUND).
+fields.FIELDS exist (others are NOT_FOUND; with `sim_fields` off, fields.SIM_FIELDS too), and the shape of a
+refusal naming an unknown field is the profile's `cnde_refusal`. `close_rpc()` (or `rpc_close_after`) closes
+the XML-RPC port for good, as a controller whose command link dies while its state stream and UDP port go on.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ from servotool.devices.fairino.client import (
 )
 from servotool.devices.fairino.cnde_server import CndeSession
 from servotool.devices.fairino.codes import ErrCode
+from servotool.devices.fairino.fields import FIELDS, SIM_FIELDS
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
 from servotool.devices.fairino.profiles import ProfileError, SimProfile, valid_params, with_overrides
+from servotool.devices.fairino.stream import SIM_SUBSCRIPTION
 from servotool.devices.url import DeviceURL, DeviceURLError, sim_clock
 from servotool.errors import DeviceError
 
@@ -193,6 +197,11 @@ class FairinoSim:
         self._taken = threading.Condition()  # lock-step: counts of what the UDP port took and answered
         self._datagrams = 0
         self._answered: dict[tuple[str, int], int] = {}
+        # the state fields this controller has
+        self._fields = FIELDS if self.profile.sim_fields else {
+            k: v for k, v in FIELDS.items() if k not in SIM_FIELDS}
+        self._rpc_closed = False
+        self._servoj_taken = 0
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
@@ -355,6 +364,25 @@ class FairinoSim:
         else:
             self._thawed.set()
 
+    def close_rpc(self) -> None:
+        """Fault injection: close the XML-RPC port for good (its open connections are cut, new ones refused),
+        while the state stream and the UDP port go on: a controller whose command link died mid-run."""
+        if self._rpc_closed or self._rpc is None:
+            return
+        self._rpc_closed = True
+        rpc = self._rpc
+        if self._ports is not None:
+            rpc.shutdown()  # the accept loop ends (requests are served on threads of their own)
+        rpc.server_close()
+        rpc.drop_connections()
+
+    def _count_servoj(self) -> None:
+        """Count one ServoJ taken; closes the XML-RPC port when the profile's rpc_close_after is reached."""
+        limit = self.profile.rpc_close_after
+        self._servoj_taken += 1
+        if limit and self._servoj_taken >= limit:
+            self.close_rpc()
+
     def _command(self, fn: Callable[..., int], *args: Any) -> int:
         with self._lock:
             err = int(fn(self._clock(), *args))
@@ -391,8 +419,9 @@ class FairinoSim:
             "target_joint_pos": s.target,
             "target_joint_vel": s.qd,
             "udp_cmd_state": 1 if self.stats["udp_frames"] else 0,
-            "servo_state": 1 if s.servo_active else 0,
+            "servo_state": 0,  # the vendor's meaning: an auxiliary servo drive's state; none is fitted
             "timestamp_us": int(max(0.0, s.t - t0) * 1e6),
+            "sim_servo_mode": 1 if s.servo_active else 0,
         }
 
     # --- XML-RPC ----------------------------------------------------------------------------------------
@@ -421,7 +450,9 @@ class FairinoSim:
             except (TypeError, ValueError):
                 return int(ErrCode.OUT_OF_RANGE)
             self._note_sender(getattr(_caller, "name", "rpc"))
-            return self._command(m.servo_j, q, cmd_t)
+            err = self._command(m.servo_j, q, cmd_t)
+            self._count_servoj()
+            return err
 
         def joint_pos_deg(flag: int = 1) -> list[Any]:
             return [0, *self.snapshot().q]
@@ -471,6 +502,8 @@ class FairinoSim:
                 self.profile.state_ms,
                 timed=self.lockstep is None,
                 garbled=lambda: self._garbled,
+                table=self._fields,
+                refusal=self.profile.cnde_refusal,
             )
             session.peer = peer
             with self._sessions_lock:
@@ -542,7 +575,9 @@ class FairinoSim:
                 self.stats["udp_bad"] += 1
                 return int(ErrCode.PARAM_COUNT)
             self._note_sender(sender)
-            return self._command(m.servo_j, cmd.joints, cmd.cmd_t)
+            err = self._command(m.servo_j, cmd.joints, cmd.cmd_t)
+            self._count_servoj()
+            return err
         if frame.cmd_id == p.CmdId.SERVO_MOVE_START:
             return self._command(m.servo_start)
         if frame.cmd_id == p.CmdId.SERVO_MOVE_END:
@@ -642,7 +677,8 @@ class LockStep:
         ports = self.sim.ports
         arm = FairinoArm(
             self.sim.host, rpc_port=ports.rpc, cnde_port=ports.cnde, udp_port=ports.udp,
-            state_ms=self.sim.profile.state_ms, clock=self.clock, url=self.sim.address()["url"], **kwargs,
+            state_ms=self.sim.profile.state_ms, clock=self.clock, url=self.sim.address()["url"],
+            state_fields=SIM_SUBSCRIPTION, **kwargs,
         )
         return self.add(arm)
 
@@ -703,7 +739,8 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
             "127.0.0.1", rpc_port=sim.ports.rpc, cnde_port=sim.ports.cnde, udp_port=sim.ports.udp,
             state_ms=profile.state_ms, now=stamp, enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
             model=profile.name, simulated=True, url=parsed.raw, joint_speed_limits=profile.joint_speed_limits,
-            joint_ranges=profile.joint_ranges, nominal_lag_ms=profile.lag_ms, sim=sim, **{**client, **kwargs},
+            joint_ranges=profile.joint_ranges, nominal_lag_ms=profile.lag_ms, sim=sim,
+            state_fields=SIM_SUBSCRIPTION, **{**client, **kwargs},
         )
     except BaseException:
         sim.stop()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
+import re
 import select
 import socket
 import threading
@@ -20,20 +22,25 @@ from servotool.devices import trace
 from servotool.devices.arm import StateFrame
 from servotool.devices.fairino import protocol as p
 from servotool.devices.fairino.codes import decode_fault, motion_state
+from servotool.devices.fairino.fields import SIM_FIELDS
 from servotool.errors import DeviceError
 
+_log = logging.getLogger(__name__)
+
 REQUIRED_FIELDS = ("actual_joint_pos", "main_code", "sub_code")
-# used when the controller has them; a controller answering NOT_FOUND for one is configured without it
+# used when the controller has them (all in the vendor SDK's table); a controller answering NOT_FOUND is
+# configured without them
 OPTIONAL_FIELDS = (
     "rbt_enable_state",
     "last_servoJ_target",
     "servoJ_cmd_num",
     "actual_joint_vel",
     "robot_state",
-    "timestamp_us",
-    "servo_state",
 )
 _TRACE = trace.logger("fairino")  # state frames at debug level (devices.trace)
+# what a client of the simulator asks for: the simulator's own fields too (never asked of a real controller)
+SIM_SUBSCRIPTION = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS, *SIM_FIELDS)
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 MAX_FRAMES = 65536  # frames kept between two polls (about 9 minutes at 8 ms); the oldest are dropped
 
 
@@ -73,6 +80,7 @@ class StateStream:
         self._bad_at_rx = 0  # bad_frames when the last readable frame came
         self._splitter = p.FrameSplitter()
         self._pending: list[p.CndeFrame] = []
+        self.missing: tuple[str, ...] = ()  # the fields asked for that the controller has not
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as exc:
@@ -99,16 +107,28 @@ class StateStream:
     # --- set-up -------------------------------------------------------------------------------------------
 
     def _subscribe(self, names: list[str], period_ms: int) -> tuple[tuple[str, ...], p.StateLayout]:
-        status, text = self._configure(names, period_ms)
-        if status != p.MessageStatus.OK:
-            types = text.split(",")
-            missing = [n for n, t in zip(names, types, strict=False) if t == p.NOT_FOUND]
-            if not missing or any(n in REQUIRED_FIELDS for n in missing):
-                raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
-            names = [n for n in names if n not in missing]
+        """Configure `names`; a refusal that mentions NOT_FOUND, in whatever shape, drops the optional fields
+        it names (every optional one when it names none) and asks again: only a refusal of the required
+        fields (REQUIRED_FIELDS) raises. What was dropped is in `self.missing` and said in one warning."""
+        asked = list(names)
+        while True:  # each refusal raises or leaves fewer names: it ends
             status, text = self._configure(names, period_ms)
-            if status != p.MessageStatus.OK:
+            if status == p.MessageStatus.OK:
+                break
+            missing = _missing(names, text)
+            if missing is None:
                 raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
+            required = [n for n in missing if n in REQUIRED_FIELDS]
+            if required or all(n in REQUIRED_FIELDS for n in names):
+                raise DeviceError(f"{self._label}: the controller has not the state fields every run needs "
+                                  f"({', '.join(required or REQUIRED_FIELDS)}): {text[:200]!r}")
+            # a refusal that names none of the fields asked for drops every optional one
+            names = [n for n in names if n not in missing] if missing else [
+                n for n in names if n in REQUIRED_FIELDS]
+        self.missing = tuple(n for n in asked if n not in names)
+        if self.missing:
+            _log.warning("%s: the controller answered NOT_FOUND: going on without the state field(s) %s",
+                         self._label, ", ".join(self.missing))
         try:
             return tuple(names), p.StateLayout.from_types(names, text.split(","))
         except p.CndeFrameError as exc:
@@ -272,13 +292,29 @@ class StateStream:
             self._sock.close()
 
 
+def _missing(names: Sequence[str], text: str) -> list[str] | None:
+    """The fields a configuration refusal says the controller has not: None when it does not mention
+    NOT_FOUND (a refusal for another reason); from a type list (NOT_FOUND in a field's place), or the names
+    it quotes; empty when it names none (a bare NOT_FOUND)."""
+    if p.NOT_FOUND not in text.upper():
+        return None
+    types = [t.strip().upper() for t in text.split(",")]
+    if len(types) == len(names):
+        listed = [n for n, t in zip(names, types, strict=True) if t == p.NOT_FOUND]
+        if listed:
+            return listed
+    quoted = set(_NAME_RE.findall(text))
+    return [n for n in names if n in quoted]
+
+
 def _frame(v: dict[str, Any], t: float) -> StateFrame:
     """A StateFrame from one decoded data frame (optional fields None when not subscribed), the latch and
     the motion state decoded into the neutral Fault and MotionState."""
     stamp = v.get("timestamp_us")
     cmd_num = v.get("servoJ_cmd_num")
     robot_state = v.get("robot_state")
-    servo = v.get("servo_state")
+    # servo mode is the simulator's own field: a controller's `servo_state` is an auxiliary drive's state
+    servo = v.get("sim_servo_mode")
     return StateFrame(
         t=t,
         q=tuple(v["actual_joint_pos"]),

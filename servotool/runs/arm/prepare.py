@@ -13,7 +13,7 @@ import numpy as np
 
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, DeviceError, StateFrame, WarmsUp, command_names, state_period_of
-from servotool.errors import Refused
+from servotool.errors import ConnectionLost, Refused
 
 
 class RunRefused(Refused, ValueError):
@@ -94,10 +94,14 @@ def state_period(polls: list[list[float]], nominal: float | None = None) -> floa
 class Ending:
     """How ending the servo mode (and disabling, unless keep) went: `confirmed` when every call was
     answered 0 (or the backend answers nothing); `unconfirmed` names each call that was not, one item each;
-    `notes` as finish() returns them."""
+    `notes` as finish() returns them; `lost`: the lost link a call reported (its message), else None;
+    `servo_unconfirmed` / `disable_unconfirmed`: which of the two calls was not confirmed."""
 
     notes: list[str] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)
+    lost: str | None = None
+    servo_unconfirmed: bool = False
+    disable_unconfirmed: bool = False
 
     @property
     def confirmed(self) -> bool:
@@ -113,21 +117,27 @@ def end_servo(arm: Arm, keep: bool) -> Ending:
     def failed(what: str, exc: Exception) -> None:
         out.notes.append(f"{what} failed: {_failure(exc)}")
         out.unconfirmed.append(_failure(exc).removeprefix(f"{arm.url}: "))
+        if isinstance(exc, ConnectionLost) and out.lost is None:
+            out.lost = str(exc)
 
     try:
         code = arm.servo_end()
         if code not in (0, None):
             out.notes.append(f"{names.servo_end} answered {code}")
             out.unconfirmed.append(f"{names.servo_end} answered {code}")
+            out.servo_unconfirmed = True
     except Exception as exc:  # the last way out: nothing may skip the disable below
         failed(names.servo_end, exc)
+        out.servo_unconfirmed = True
     if not keep:
         try:
             code = arm.disable()
             if code not in (0, None):
                 out.unconfirmed.append(f"{names.disable} answered {code}")
+                out.disable_unconfirmed = True
         except Exception as exc:  # a cleanup reports, never raises
             failed("disable", exc)
+            out.disable_unconfirmed = True
     return out
 
 

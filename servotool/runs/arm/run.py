@@ -221,31 +221,53 @@ class ArmRun:
         braked stop, close the CSV with its end line (complete, or interrupted with the reason), end servo
         mode and disable unless keep. Never raises for a device failure: returns notes. A stop signal arriving
         meanwhile is held back (counted, decides the exit code) so nothing cuts the safe ending short.
-        After a lost link, servo mode is ended (and the robot disabled) before the end line is written, each
-        call tried once, and the reason says when that stop could not be confirmed."""
+        Servo mode is ended (and the robot disabled) before the end line is written, each call tried once; a
+        stop that finds the link lost makes the run a lost link, and after a lost link the reason says when
+        that stop could not be confirmed and what the arm may still be."""
         deferred = self.signals.deferring(raise_after=False) if self.signals else contextlib.nullcontext()
         ending: Ending | None = None
         with deferred:
             try:
                 self._stop_stream()
-                if self._outcome is not None and self._outcome.link_lost:
-                    # the link is gone: the stop is tried first (each call bounded by the client's short
-                    # timeout after a loss), so that the end line can say whether it was confirmed
+                if self._outcome is not None:
+                    # the stop is tried before the end line (after a loss each call is bounded by the
+                    # client's short timeout), so that the end line can say whether it was confirmed, and
+                    # a link the stop finds lost (a command port gone while the state stream went on) is
+                    # recorded as lost
                     ending = end_servo(arm, self.job.options.keep)
-                    self._say_unconfirmed(ending)
+                    self._lost_at_end(ending)
+                    if self._outcome.link_lost:
+                        self._say_unconfirmed(ending)
                 self._close_csv()
             finally:
                 if ending is None:
                     ending = end_servo(arm, self.job.options.keep)
         return ending.notes
 
+    def _lost_at_end(self, ending: Ending) -> None:
+        """A stream that ended whole, or early for another reason, whose stop found the link lost: a lost
+        link all the same (a complete run becomes one: exit 3)."""
+        outcome = self._outcome
+        if outcome is None or outcome.link_lost or ending.lost is None:
+            return
+        outcome.link_lost = True
+        if outcome.complete:
+            outcome.status, outcome.reason = RunStatus.CONNECTION_LOST, f"connection lost: {ending.lost}"
+
     def _say_unconfirmed(self, ending: Ending) -> None:
-        """Add to the reason of a run whose link was lost that its stop could not be confirmed, and why."""
+        """Add to the reason of a run whose link was lost that its stop could not be confirmed, and why, and
+        in what state the arm may be left."""
         outcome = self._outcome
         if outcome is None or ending.confirmed:
             return
         why = "; ".join(ending.unconfirmed)
-        outcome.reason = f"{outcome.reason or outcome.status}; the stop could not be confirmed: {why}"
+        left = ""
+        if ending.disable_unconfirmed:
+            left = "; the arm may still be enabled"
+            left += " and in servo mode" if ending.servo_unconfirmed else ""
+        elif ending.servo_unconfirmed:
+            left = "; the arm may still be in servo mode"
+        outcome.reason = f"{outcome.reason or outcome.status}{left}; the stop could not be confirmed: {why}"
 
     def _stop_stream(self) -> None:
         streamer = self._streamer
