@@ -56,10 +56,10 @@ COMMANDS: tuple[LazyCommand, ...] = (
                 "Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds "
                 "the arm."),
     LazyCommand("record", "servotool.cli.record", "record",
-                "Watch a servo bus (or a FAIRINO arm) at ~30 Hz and keep the lead-up of every hardware-error "
+                "Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error "
                 "latch."),
     LazyCommand("ports", "servotool.cli.ports", "ports",
-                "List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus."),
+                "List serial ports and say which servo bus family answers on each."),
     LazyCommand("version", "servotool.cli.version", "version",
                 "Print servotool's version, Python's, and the versions of its key dependencies."),
     LazyCommand("incidents", "servotool.cli.incidents", "incidents_app",

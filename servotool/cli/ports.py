@@ -158,7 +158,7 @@ def ports(
                                    "servo is given to answer the board probe's read, ms (probing only: "
                                    "refused with --no-probe)."),
 ) -> None:
-    """List serial ports and say which answer as a Hiwonder-style board or a Dynamixel bus.
+    """List serial ports and say which servo bus family answers on each.
 
     Harmless reads only; a port another servotool process holds is not probed, and a port that cannot be
     opened says so. Exit 0 whatever answered, 2 for bad usage, 130/143/129/131 for Ctrl-C, SIGTERM,

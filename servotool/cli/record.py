@@ -22,7 +22,7 @@ from rich.text import Text
 from servotool.cli.common import announce_device, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.devices.registry import BUS, FAMILIES, DeviceURLError, sim_names
+from servotool.devices.registry import ARM, BUS, FAMILIES, DeviceURLError, default_url, sim_names
 from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
@@ -35,7 +35,10 @@ from servotool.runs.signals import StopSignals
 _RECORDABLE_BUSES = [f for f in FAMILIES if f.kind == BUS and f.telemetry is not None]
 DEFAULT_BUS = next((f"sim:{n}" for f in _RECORDABLE_BUSES for n in sim_names(f)), "")
 _BUS_EXAMPLES = ", ".join(e for f in _RECORDABLE_BUSES for e in f.examples)
-DEFAULT_ROBOT = "sim:fr3"
+# the recordable arm families: the default arm when it is one of them
+_RECORDABLE_ARMS = [f for f in FAMILIES if f.kind == ARM and f.telemetry is not None]
+DEFAULT_ROBOT = default_url(ARM)
+_ARM_EXAMPLES = ", ".join(e for f in _RECORDABLE_ARMS for e in f.examples)
 VIEW_PERIOD_S = 0.2
 SHOWN_EVENTS = ("baseline-latch", "still-latched", "latch", "join", "more-bits", "changed", "recovered",
                 "capture-limit", "disabled")
@@ -142,7 +145,7 @@ def record(
     bus: Annotated[str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; "
                                             f"{_BUS_EXAMPLES}).")] = None,
     robot: Annotated[str | None, typer.Option(
-        "--robot", help=f"FAIRINO arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; fairino://HOST).")
+        "--robot", help=f"Arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; {_ARM_EXAMPLES}).")
     ] = None,
     duration: Annotated[float | None, typer.Option("--duration", help="Seconds to record (default: until "
                                                    "Ctrl-C).")] = None,
@@ -151,10 +154,10 @@ def record(
                                               "servotool/captures).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
 ) -> None:
-    """Watch a servo bus (or a FAIRINO arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
+    """Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
 
     Memory rings only while all is well: 240 fast sweeps (~8 s at 30 Hz) and 36 context entries (~36 s).
-    When an axis latches a hardware error (a FAIRINO arm: a new fault code), one capture (JSONL) is
+    When an axis latches a hardware error (an arm: a new fault code), one capture (JSONL) is
     published with the lead-up and a 2 s tail. Read only: nothing is commanded, no REBOOT is ever sent.
     Ctrl-C, SIGTERM, SIGHUP or SIGQUIT ends it, publishing any open capture first.
     A capture that cannot be written (a full disk) stops the recording; those already published are kept.

@@ -29,7 +29,7 @@ class ServoRecord:
     voltage_mv: int | None = None
     temperature_c: int | None = None
     torque: bool | None = None
-    mode: int | None = None  # Operating Mode where the bus has one (Dynamixel), else None
+    mode: int | None = None  # Operating Mode where the bus has one (where the bus has modes), else None
     mode_name: str | None = None  # its name: "position", "velocity", ...
 
     @property
@@ -53,7 +53,7 @@ class Bus(Protocol):
 
     @property
     def model(self) -> str:
-        """Profile or model name, e.g. "rosorin-arm"."""
+        """Profile or model name (the `sim:` profile, or the model the URL names)."""
         ...
 
     @property
@@ -166,7 +166,7 @@ class CountingBus(Protocol):
 
 @runtime_checkable
 class LatchingBus(Protocol):
-    """A bus whose servos latch hardware errors (Dynamixel): a latched servo keeps its torque off until a
+    """A bus whose servos latch hardware errors: a latched servo keeps its torque off until a
     REBOOT, so a goal sent to it goes nowhere."""
 
     def hardware_latches(self, ids: Iterable[int]) -> dict[int, str]:
@@ -177,8 +177,8 @@ class LatchingBus(Protocol):
 
 @runtime_checkable
 class TorqueGatedBus(Protocol):
-    """A bus whose servos take a goal without moving while their torque is off (Dynamixel); a board whose
-    move frame powers the servo (the Hiwonder-style board) is not one."""
+    """A bus whose servos take a goal without moving while their torque is off; a board whose move frame
+    powers the servo is not one."""
 
     def unpowered(self, ids: Iterable[int]) -> list[int]:
         """Servos among `ids` that answer with torque off. Read only; a silent servo is not in it."""
@@ -187,7 +187,7 @@ class TorqueGatedBus(Protocol):
 
 @runtime_checkable
 class ModeCheckedBus(Protocol):
-    """A bus whose servos have an Operating Mode (Dynamixel): servotool powers and moves only those in
+    """A bus whose servos have an Operating Mode: servotool powers and moves only those in
     position control mode."""
 
     def require_position_mode(self, ids: Iterable[int]) -> None:

@@ -36,12 +36,6 @@ def _family(module: str) -> Family:
 
 FAMILIES: tuple[Family, ...] = tuple(_family(m) for m in FAMILY_MODULES)
 
-# the devices a command opens when neither its option, its environment variable nor the config file names
-# one: simulators, so that every command runs with no hardware
-DEFAULT_ARM_URL = "sim:fr3"
-DEFAULT_BUS_URL = "sim:rosorin-arm"
-
-
 @functools.cache
 def sim_names(family: Family) -> tuple[str, ...]:
     """The family's simulator profile names (`sim:<name>`); empty when its profile table cannot be
@@ -99,6 +93,12 @@ def default_url(kind: str) -> str:
         if fam.default_sim:
             return f"{SIM_SCHEME}:{fam.default_sim}"
     raise KeyError(f"no {kind} family names a default simulator")
+
+
+# the devices a command opens when neither its option, its environment variable nor the config file names
+# one: simulators, so that every command runs with no hardware
+DEFAULT_ARM_URL = default_url(ARM)
+DEFAULT_BUS_URL = default_url(BUS)
 
 
 def sim_urls(kind: str) -> list[str]:

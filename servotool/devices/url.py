@@ -1,7 +1,7 @@
 """Device URLs, read the one way every family and every command reads them.
 
-A device URL is `scheme://target?key=value&...` for a real device (`fairino://192.168.58.2`,
-`hiwonder:///dev/ttyAMA0?baud=1000000`) or `sim:profile?key=value` for an embedded simulator. Parsing only
+A device URL is `scheme://target?key=value&...` for a real device (a host for a network controller, a
+device path for a serial bus) or `sim:profile?key=value` for an embedded simulator. Parsing only
 splits: which schemes and profiles exist, and what each parameter means, is the family's business
 (devices.registry maps a URL to its family).
 """
@@ -18,6 +18,8 @@ from servotool.clock import Clock, FakeClock
 from servotool.errors import SettingsError
 
 SIM_SCHEME = "sim"
+# what a URL looks like, for a text that has no scheme (`servotool --help` lists every family's URLs)
+_FORMS = "a device URL is scheme://HOST-OR-PATH or sim:PROFILE; `servotool --help` lists them"
 
 
 class DeviceURLError(SettingsError):
@@ -27,7 +29,7 @@ class DeviceURLError(SettingsError):
 
 @dataclass(frozen=True)
 class DeviceURL:
-    """A parsed device URL: scheme ("sim", "fairino", "hiwonder", ...), target (host, path or profile),
+    """A parsed device URL: scheme ("sim" or a family's scheme), target (host, path or profile),
     and the query parameters as strings (each family converts and checks its own)."""
 
     raw: str
@@ -55,14 +57,14 @@ def parse_url(url: str) -> DeviceURL:
     parameters, a parameter given twice, or a port written after a host (ports go in the query, one
     parameter per port)."""
     if not url or ":" not in url:
-        raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
+        raise DeviceURLError(f"device URL {url!r} has no scheme ({_FORMS})")
     try:
         parts = urlsplit(url)
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r} cannot be read ({exc})") from None
     scheme = parts.scheme.lower()
     if not scheme:
-        raise DeviceURLError(f"device URL {url!r} has no scheme (try sim:fr3 or fairino://192.168.58.2)")
+        raise DeviceURLError(f"device URL {url!r} has no scheme ({_FORMS})")
     target = _target(scheme, parts.netloc, parts.path)
     try:
         pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))

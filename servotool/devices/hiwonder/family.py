@@ -90,4 +90,5 @@ FAMILY = Family(
     sim_params=sim_params,
     serve=SERVE,
     limits_node=LIMITS_NODE,
+    default_sim=DEFAULT_PROFILE,
 )
