@@ -61,3 +61,20 @@ PARAM_HELP = {
     "drop": "the fraction of command packets the simulator loses, seeded (0..1, default 0)",
     "seed": "the seed of the packet loss draw (default 0)",
 }
+
+
+def urdf_of(model: Model) -> str:
+    """The model as the robot hands it to libfranka: a URDF whose joints carry the limits the client's rate
+    limiter reads (position, velocity, and the position-based velocity bound's deceleration)."""
+    joints = []
+    for j in range(N_JOINTS):
+        parent, child = f"{model.name}_link{j}", f"{model.name}_link{j + 1}"
+        joints.append(
+            f'  <link name="{child}"/>\n'
+            f'  <joint name="{model.name}_joint{j + 1}" type="revolute">\n'
+            f'    <parent link="{parent}"/><child link="{child}"/><axis xyz="0 0 1"/>\n'
+            f'    <limit lower="{model.q_min[j]}" upper="{model.q_max[j]}" velocity="{model.dq[j]}" effort="87"/>\n'
+            f'    <position_based_velocity_limits velocity_offset="0.0" deceleration_limit="{model.ddq[j]}"/>\n'
+            f'  </joint>\n')
+    return (f'<?xml version="1.0"?>\n<robot name="{model.name}">\n  <link name="{model.name}_link0"/>\n'
+            + "".join(joints) + "</robot>\n")

@@ -384,3 +384,19 @@ def decode_command(data: bytes) -> RobotCommand:
     if not all(math.isfinite(x) for x in cmd.q_c + cmd.dq_c):
         raise FrankaProtocolError(f"RobotCommand {cmd.message_id}: a joint command is not finite")
     return cmd
+
+
+# -- GetRobotModel -------------------------------------------------------------------------------------
+
+def encode_robot_model_response(status: int, urdf: str) -> bytes:
+    """The reply to GetRobotModel: a status byte, then the model's URDF text (the rest of the message)."""
+    return struct.pack("<B", int(status)) + urdf.encode()
+
+
+def decode_robot_model_response(payload: bytes) -> tuple[int, str]:
+    if not payload:
+        raise FrankaProtocolError("GetRobotModel reply: no status byte")
+    try:
+        return payload[0], payload[1:].decode()
+    except UnicodeDecodeError as exc:
+        raise FrankaProtocolError(f"GetRobotModel reply: {exc}") from None
