@@ -57,13 +57,14 @@ class Joints:
         """The robot's checks of one joint position command against the previous cycle's (libfranka's
         documented limits: position, velocity, acceleration, jerk; a finish needs a command at rest)."""
         m = self.profile.model
+        dt = DT * (self.missed_in_row + 1)  # the time since the last command taken
         for j, x in enumerate(q_c):
             if not m.q_min[j] <= x <= m.q_max[j]:
                 return Check("joint_motion_generator_position_limits_violation", f"J{j + 1} at {x:.4f} rad")
         for j, x in enumerate(q_c):
-            v = (x - self.q_d[j]) / DT
-            a = (v - self.dq_d[j]) / DT
-            jerk = (a - self.ddq_d[j]) / DT
+            v = (x - self.q_d[j]) / dt
+            a = (v - self.dq_d[j]) / dt
+            jerk = (a - self.ddq_d[j]) / dt
             if abs(v) > m.dq[j]:
                 name = "joint_motion_generator_velocity_limits_violation"
                 if abs(self.dq_d[j]) < m.dq[j] and abs(a) > m.ddq[j] * 10:
@@ -83,8 +84,9 @@ class Joints:
 
     def accept(self, q_c: Sequence[float]) -> None:
         """The command of this cycle is taken: q_d, dq_d, ddq_d become it."""
-        v = [(x - self.q_d[j]) / DT for j, x in enumerate(q_c)]
-        self.ddq_d = [(v[j] - self.dq_d[j]) / DT for j in range(len(v))]
+        dt = DT * (self.missed_in_row + 1)
+        v = [(x - self.q_d[j]) / dt for j, x in enumerate(q_c)]
+        self.ddq_d = [(v[j] - self.dq_d[j]) / dt for j in range(len(v))]
         self.dq_d = v
         self.q_d = list(q_c)
         self._outcomes.append(True)

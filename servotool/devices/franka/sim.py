@@ -156,6 +156,7 @@ class FrankaSim:
                 if ok:
                     self.motion = Motion(cid)
                     self.joints.start()
+                    self._answered = self.message_id
                     self.robot_mode = codes.MODE["Move"]
                     self.last_motion_errors = (False,) * codes.N_ERRORS
             status = p.MoveStatus.MOTION_STARTED if ok else p.MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED
@@ -231,10 +232,12 @@ class FrankaSim:
                 cmd = p.decode_command(data)
             except p.FrankaProtocolError:
                 continue
-            if cmd.message_id == self.message_id:
+            # a late answer still counts once: the newest command of a state not answered before
+            if self._answered < cmd.message_id <= self.message_id:
                 self._pending = cmd
 
     _pending: p.RobotCommand | None = None
+    _answered = 0
 
     def cycle(self, peer: tuple[str, int]) -> None:
         """One millisecond: judge the command answering the last state, move the joints, send the state."""
@@ -256,6 +259,7 @@ class FrankaSim:
                 self._reflex(Check("communication_constraints_violation",
                                    f"{self.joints.missed_in_row} commands in a row lost"))
             return
+        self._answered = cmd.message_id
         check = self.joints.check(cmd.q_c, cmd.motion_generation_finished)
         if check is not None:
             self._reflex(check)
