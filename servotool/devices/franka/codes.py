@@ -53,3 +53,10 @@ def flags_of(names: Sequence[str]) -> tuple[bool, ...]:
     """The 41 flags with those names set; KeyError for a name libfranka does not have."""
     on = {ERROR_INDEX[n] for n in names}
     return tuple(n in on for n in range(N_ERRORS))
+
+
+# robot_mode as the arm vocabulary says it (devices.arm.MotionState values), one place to map
+MOTION_STATE_OF_MODE = {
+    "Other": "unknown", "Idle": "stopped", "Move": "moving", "Guiding": "hand_guided",
+    "Reflex": "protective_stop", "UserStopped": "emergency_stop", "AutomaticErrorRecovery": "recovering",
+}
