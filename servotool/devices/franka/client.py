@@ -72,7 +72,7 @@ class FrankaArm:
                               "install a PREEMPT_RT kernel, or add ?realtime=ignore to the URL to run anyway")
         config = pf.RealtimeConfig.kIgnore if realtime_ignore else pf.RealtimeConfig.kEnforce
         try:
-            self._robot = pf.Robot(host, config)
+            self._robot: Any = pf.Robot(host, config)
             self._robot.set_collision_behavior(list(torque_thresholds), list(torque_thresholds),
                                                list(force_thresholds), list(force_thresholds))
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
@@ -201,6 +201,7 @@ class FrankaArm:
 def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a real franka:// URL (its parameters checked by the family first)."""
     f = facts(parsed)
-    arm = FrankaArm(parsed.raw, parsed.target, f.model, False, parsed.params.get("realtime") == "ignore", **kwargs)
+    ignore = parsed.params.get("realtime") == "ignore"
+    arm = FrankaArm(parsed.raw, parsed.target, f.model, False, ignore, **kwargs)
     arm.joint_speed_limits = f.joint_speed_limits
     return arm

@@ -13,26 +13,46 @@ ROBOT_MODES = ("Other", "Idle", "Move", "Guiding", "Reflex", "UserStopped", "Aut
 MODE = {name: n for n, name in enumerate(ROBOT_MODES)}
 
 ERROR_NAMES: tuple[str, ...] = (
-    "joint_position_limits_violation", "cartesian_position_limits_violation",
-    "self_collision_avoidance_violation", "joint_velocity_violation", "cartesian_velocity_violation",
-    "force_control_safety_violation", "joint_reflex", "cartesian_reflex", "max_goal_pose_deviation_violation",
-    "max_path_pose_deviation_violation", "cartesian_velocity_profile_safety_violation",
-    "joint_position_motion_generator_start_pose_invalid", "joint_motion_generator_position_limits_violation",
-    "joint_motion_generator_velocity_limits_violation", "joint_motion_generator_velocity_discontinuity",
-    "joint_motion_generator_acceleration_discontinuity", "cartesian_position_motion_generator_start_pose_invalid",
-    "cartesian_motion_generator_elbow_limit_violation", "cartesian_motion_generator_velocity_limits_violation",
-    "cartesian_motion_generator_velocity_discontinuity", "cartesian_motion_generator_acceleration_discontinuity",
-    "cartesian_motion_generator_elbow_sign_inconsistent", "cartesian_motion_generator_start_elbow_invalid",
-    "force_controller_desired_force_tolerance_violation", "start_elbow_sign_inconsistent",
-    "communication_constraints_violation", "power_limit_violation",
+    "joint_position_limits_violation",
+    "cartesian_position_limits_violation",
+    "self_collision_avoidance_violation",
+    "joint_velocity_violation",
+    "cartesian_velocity_violation",
+    "force_control_safety_violation",
+    "joint_reflex",
+    "cartesian_reflex",
+    "max_goal_pose_deviation_violation",
+    "max_path_pose_deviation_violation",
+    "cartesian_velocity_profile_safety_violation",
+    "joint_position_motion_generator_start_pose_invalid",
+    "joint_motion_generator_position_limits_violation",
+    "joint_motion_generator_velocity_limits_violation",
+    "joint_motion_generator_velocity_discontinuity",
+    "joint_motion_generator_acceleration_discontinuity",
+    "cartesian_position_motion_generator_start_pose_invalid",
+    "cartesian_motion_generator_elbow_limit_violation",
+    "cartesian_motion_generator_velocity_limits_violation",
+    "cartesian_motion_generator_velocity_discontinuity",
+    "cartesian_motion_generator_acceleration_discontinuity",
+    "cartesian_motion_generator_elbow_sign_inconsistent",
+    "cartesian_motion_generator_start_elbow_invalid",
+    "force_controller_desired_force_tolerance_violation",
+    "start_elbow_sign_inconsistent",
+    "communication_constraints_violation",
+    "power_limit_violation",
     "cartesian_motion_generator_joint_position_limits_violation",
     "cartesian_motion_generator_joint_velocity_limits_violation",
     "cartesian_motion_generator_joint_velocity_discontinuity",
     "cartesian_motion_generator_joint_acceleration_discontinuity",
-    "cartesian_position_motion_generator_invalid_frame", "controller_torque_discontinuity",
-    "joint_p2p_insufficient_torque_for_planning", "tau_j_range_violation", "instability_detected",
-    "joint_move_in_wrong_direction", "cartesian_spline_motion_generator_violation",
-    "joint_via_motion_generator_planning_joint_limit_violation", "base_acceleration_initialization_timeout",
+    "cartesian_position_motion_generator_invalid_frame",
+    "controller_torque_discontinuity",
+    "joint_p2p_insufficient_torque_for_planning",
+    "tau_j_range_violation",
+    "instability_detected",
+    "joint_move_in_wrong_direction",
+    "cartesian_spline_motion_generator_violation",
+    "joint_via_motion_generator_planning_joint_limit_violation",
+    "base_acceleration_initialization_timeout",
     "base_acceleration_invalid_reading",
 )
 N_ERRORS = len(ERROR_NAMES)
@@ -46,7 +66,7 @@ def mode_name(value: int) -> str:
 
 def flag_names(flags: Sequence[bool]) -> tuple[str, ...]:
     """The names of the set flags, in wire order."""
-    return tuple(name for name, on in zip(ERROR_NAMES, flags) if on)
+    return tuple(name for name, on in zip(ERROR_NAMES, flags, strict=False) if on)
 
 
 def flags_of(names: Sequence[str]) -> tuple[bool, ...]:

@@ -21,7 +21,8 @@ class Model:
     dddq: tuple[float, ...]
 
     def ranges_deg(self) -> tuple[tuple[float, float], ...]:
-        return tuple((math.degrees(lo), math.degrees(hi)) for lo, hi in zip(self.q_min, self.q_max))
+        pairs = zip(self.q_min, self.q_max, strict=True)
+        return tuple((math.degrees(lo), math.degrees(hi)) for lo, hi in pairs)
 
     def speeds_deg(self) -> tuple[float, ...]:
         return tuple(math.degrees(v) for v in self.dq)
@@ -57,7 +58,7 @@ class Profile:
 PROFILES = {p.name: p for p in (Profile("franka-fr3", FR3), Profile("franka-fer", FER))}
 
 PARAM_HELP = {
-    "address": "the loopback address the simulator's TCP 1337 binds (default: the first free of 127.0.0.2 and up)",
+    "address": "the loopback address the simulator's TCP 1337 binds (default: the first free from 127.0.0.2)",
     "drop": "the fraction of command packets the simulator loses, seeded (0..1, default 0)",
     "seed": "the seed of the packet loss draw (default 0)",
 }
@@ -73,8 +74,10 @@ def urdf_of(model: Model) -> str:
             f'  <link name="{child}"/>\n'
             f'  <joint name="{model.name}_joint{j + 1}" type="revolute">\n'
             f'    <parent link="{parent}"/><child link="{child}"/><axis xyz="0 0 1"/>\n'
-            f'    <limit lower="{model.q_min[j]}" upper="{model.q_max[j]}" velocity="{model.dq[j]}" effort="87"/>\n'
-            f'    <position_based_velocity_limits velocity_offset="0.0" deceleration_limit="{model.ddq[j]}"/>\n'
+            f'    <limit lower="{model.q_min[j]}" upper="{model.q_max[j]}"'
+            f' velocity="{model.dq[j]}" effort="87"/>\n'
+            f'    <position_based_velocity_limits velocity_offset="0.0"'
+            f' deceleration_limit="{model.ddq[j]}"/>\n'
             f'  </joint>\n')
     return (f'<?xml version="1.0"?>\n<robot name="{model.name}">\n  <link name="{model.name}_link0"/>\n'
             + "".join(joints) + "</robot>\n")

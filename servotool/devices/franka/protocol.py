@@ -139,7 +139,7 @@ def decode_header(data: bytes) -> Header:
 
 
 def split_message(data: bytes) -> tuple[Header, bytes, bytes]:
-    """(header, payload, rest) of the first whole message in data; FrankaProtocolError when it is not whole."""
+    """(header, payload, rest) of the first whole message in data; FrankaProtocolError when not whole."""
     header = decode_header(data)
     if len(data) < header.size:
         raise FrankaProtocolError(f"message of {len(data)} bytes, its header says {header.size}")
@@ -205,7 +205,8 @@ class MoveRequest:
 
 
 def encode_move_request(req: MoveRequest) -> bytes:
-    return _MOVE_REQ.pack(int(req.controller_mode), int(req.motion_generator_mode), *req.maximum_path_deviation,
+    return _MOVE_REQ.pack(int(req.controller_mode), int(req.motion_generator_mode),
+                          *req.maximum_path_deviation,
                           *req.maximum_goal_pose_deviation, req.use_async_motion_generator,
                           *req.maximum_velocity)
 
@@ -251,8 +252,9 @@ class CollisionBehavior:
 
 
 def encode_collision_behavior(cb: CollisionBehavior) -> bytes:
-    values = [x for arr in (cb.lower_torque_acceleration, cb.upper_torque_acceleration, cb.lower_torque_nominal,
-                            cb.upper_torque_nominal, cb.lower_force_acceleration, cb.upper_force_acceleration,
+    values = [x for arr in (cb.lower_torque_acceleration, cb.upper_torque_acceleration,
+                            cb.lower_torque_nominal, cb.upper_torque_nominal,
+                            cb.lower_force_acceleration, cb.upper_force_acceleration,
                             cb.lower_force_nominal, cb.upper_force_nominal) for x in arr]
     try:
         return _COLLISION.pack(*values)
@@ -324,7 +326,8 @@ def encode_state(state: RobotState) -> bytes:
             raise FrankaProtocolError(f"RobotState.{name}: {len(arr)} values, want {n}")
         values.extend(arr)
     return _STATE.pack(state.message_id, *values, state.motion_generator_mode, state.controller_mode,
-                       *state.errors, *state.reflex_reason, state.robot_mode, state.control_command_success_rate)
+                       *state.errors, *state.reflex_reason, state.robot_mode,
+                       state.control_command_success_rate)
 
 
 def decode_state(data: bytes) -> RobotState:

@@ -159,8 +159,8 @@ class FrankaSim:
                     self._answered = self.message_id
                     self.robot_mode = codes.MODE["Move"]
                     self.last_motion_errors = (False,) * codes.N_ERRORS
-            status = p.MoveStatus.MOTION_STARTED if ok else p.MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED
-            self._reply(cmd, cid, p.encode_status(status))
+            started = p.MoveStatus.MOTION_STARTED if ok else p.MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED
+            self._reply(cmd, cid, p.encode_status(started))
         elif cmd is p.Command.STOP_MOVE:
             with self._lock:
                 motion, self.motion = self.motion, None

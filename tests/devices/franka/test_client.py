@@ -1,4 +1,4 @@
-"""FrankaArm over pylibfranka against the simulator: paced by the robot, finishing at rest, reflexes by name."""
+"""FrankaArm over pylibfranka against the simulator: paced by the robot, a finish, reflexes by name."""
 
 from __future__ import annotations
 

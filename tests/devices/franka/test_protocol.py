@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,7 +33,8 @@ def test_move_round_trip():
     req = p.MoveRequest(p.ControllerMode.JOINT_IMPEDANCE, p.MotionGeneratorMode.JOINT_POSITION,
                         (10.0, 3.12, 2 * 3.12), (10.0, 3.12, 2 * 3.12))
     assert p.decode_move_request(p.encode_move_request(req)) == req
-    assert p.decode_status(p.encode_status(p.MoveStatus.REFLEX_ABORTED), p.MoveStatus) is p.MoveStatus.REFLEX_ABORTED
+    status = p.MoveStatus.REFLEX_ABORTED
+    assert p.decode_status(p.encode_status(status), p.MoveStatus) is status
 
 
 def test_setters_round_trip():
@@ -69,10 +72,8 @@ def test_command_round_trip(mid, q, finished):
 def test_garbled_frames_raise_the_named_error_only(data):
     for decode in (p.decode_state, p.decode_command, p.split_message, p.decode_connect_request,
                    p.decode_move_request, p.decode_collision_behavior, p.decode_joint_impedance):
-        try:
+        with contextlib.suppress(p.FrankaProtocolError):
             decode(data)
-        except p.FrankaProtocolError:
-            pass
 
 
 @settings(max_examples=100, deadline=None)
@@ -93,5 +94,5 @@ def test_the_reflex_table_names_every_flag_as_the_bindings_do():
     assert codes.ERROR_NAMES[codes.ERROR_INDEX["communication_constraints_violation"]] == \
         "communication_constraints_violation"
     assert codes.mode_name(4) == "Reflex" and codes.mode_name(99) == "Other"
-    pylibfranka = pytest.importorskip("pylibfranka", reason="pylibfranka (servotool[franka]) is not installed")
+    pylibfranka = pytest.importorskip("pylibfranka", reason="servotool[franka] is not installed")
     assert set(codes.ERROR_NAMES) == {a for a in dir(pylibfranka.Errors) if not a.startswith("_")}
