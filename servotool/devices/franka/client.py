@@ -199,8 +199,22 @@ class FrankaArm:
 
 
 def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
-    """A FrankaArm of a real franka:// URL (its parameters checked by the family first)."""
+    """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
+    parameters checked by the family first)."""
     f = facts(parsed)
+    if parsed.simulated:
+        from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.sim import spawn, stop
+
+        drop, seed, address = sim_settings(parsed)
+        proc, host = spawn(parsed.target, drop, seed, address)
+        try:
+            arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
+        except BaseException:
+            stop(proc)
+            raise
+        arm.joint_speed_limits = f.joint_speed_limits
+        return arm
     ignore = parsed.params.get("realtime") == "ignore"
     arm = FrankaArm(parsed.raw, parsed.target, f.model, False, ignore, **kwargs)
     arm.joint_speed_limits = f.joint_speed_limits

@@ -55,12 +55,47 @@ def _model_of(parsed: DeviceURL) -> profiles.Model | None:
     return profiles.MODELS.get(model)
 
 
+def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
+    """(drop, seed, address) of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
+    unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock"})
+    if unknown:
+        raise DeviceURLError(f"{parsed.raw}: unknown parameter {unknown[0]} "
+                             f"(known: {', '.join(sorted(profiles.PARAM_HELP))})")
+    clock = parsed.params.get("clock", "host")
+    if clock == "sim":
+        raise DeviceURLError(f"{parsed.raw}: clock=sim: the Franka simulator runs in real time only, "
+                             "want clock=host")
+    if clock != "host":
+        raise DeviceURLError(f"{parsed.raw}: clock={clock!r}, want clock=host")
+    try:
+        drop = float(parsed.params.get("drop", "0"))
+        seed = int(parsed.params.get("seed", "0"))
+    except ValueError as exc:
+        raise DeviceURLError(f"{parsed.raw}: {exc}") from None
+    if not 0.0 <= drop < 1.0:
+        raise DeviceURLError(f"{parsed.raw}: drop={drop}, want 0 <= drop < 1")
+    address = parsed.params.get("address", "")
+    if address and not address.startswith("127."):
+        raise DeviceURLError(f"{parsed.raw}: address={address!r} is not a loopback address (127.x.y.z)")
+    return drop, seed, address
+
+
+def _sim_profile(parsed: DeviceURL) -> profiles.Profile:
+    if parsed.target not in profiles.PROFILES:
+        raise DeviceURLError(f"{parsed.raw}: unknown profile (known: {', '.join(profiles.PROFILES)})")
+    sim_settings(parsed)
+    return profiles.PROFILES[parsed.target]
+
+
 def facts(parsed: DeviceURL) -> DeviceFacts:
     """A Franka URL's model, joints and bounds. A real address names its model by `?model=` (fr3, fer):
     without one, the bounds both models keep (the narrowest ranges, the slowest joints). DeviceURLError for
     an unknown model or parameter."""
     if parsed.simulated:
-        raise DeviceURLError(f"{parsed.raw}: the Franka simulator is not available in this build")
+        profile = _sim_profile(parsed)
+        m = profile.model
+        return DeviceFacts(parsed.raw, NAME, ARM, profile.name, True, JOINT_NAMES, "deg", m.ranges_deg(),
+                           m.speeds_deg(), motion=motion_caps((m,)))
     model = _model_of(parsed)
     models = (model,) if model else ALL_MODELS
     ranges = tuple((max(m.ranges_deg()[j][0] for m in models), min(m.ranges_deg()[j][1] for m in models))
@@ -99,7 +134,7 @@ FAMILY = Family(
     schemes=(SCHEME,),
     examples=("franka://172.16.0.2",),
     network=True,
-    sim_names=lambda: (),  # the simulator's profiles (profiles.PROFILES) are listed once it serves
+    sim_names=lambda: tuple(profiles.PROFILES),
     open=_open,
     facts=facts,
     lock_keys=lock_keys,

@@ -13,6 +13,8 @@ import contextlib
 import random
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -305,6 +307,33 @@ class FrankaSim:
 _IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
 
+def spawn(name: str, drop: float = 0.0, seed: int = 0, address: str = "",
+          timeout_s: float = 10.0) -> tuple[subprocess.Popen[str], str]:
+    """The simulator in a process of its own and the address it serves on; DeviceError when it does not
+    start within timeout_s. Closing the process's stdin stops it."""
+    proc = subprocess.Popen([sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed),
+                             address], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    line = proc.stdout.readline().strip() if ready else ""
+    if not line:
+        stop(proc)
+        raise DeviceError(f"the {name} simulator did not start within {timeout_s:.0f} s")
+    return proc, line
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a spawned simulator (idempotent)."""
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") -> FrankaSim:
     """A running simulator of the profile `name` (KeyError names the known ones)."""
     if name not in PROFILES:
@@ -313,13 +342,12 @@ def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m servotool.devices.franka.sim NAME [drop] [seed]`: serve until stdin closes; the first line
+    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes; the first line
     printed is the address to dial. pylibfranka holds the interpreter lock while it waits on the robot, so a
     simulator it talks to runs in a process of its own."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
-    sim = start_sim(args[0], float(args[1]) if len(args) > 1 else 0.0, int(args[2]) if len(args) > 2 else 0)
+    sim = start_sim(args[0], float(args[1]) if len(args) > 1 else 0.0, int(args[2]) if len(args) > 2 else 0,
+                    args[3] if len(args) > 3 else "")
     print(sim.address, flush=True)
     try:
         sys.stdin.read()
