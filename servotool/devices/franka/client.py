@@ -63,6 +63,7 @@ class FrankaArm:
         parsed_facts = None
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
+        self.joint_ranges: tuple[tuple[float, float], ...] = ()
         self.nominal_lag_ms: float | None = 1.3 if simulated else None
         self.realtime = "ignore" if realtime_ignore else "enforce"
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
@@ -114,10 +115,16 @@ class FrankaArm:
             raise DeviceError(f"{self.url}: {exc}") from None
 
     def poll_states(self) -> list[StateFrame]:
+        """The states read since the last call; outside a motion, one read_once (at most a cycle's wait)
+        when none was: the robot sends state every millisecond whether or not a motion runs."""
+        if not self._unread and self._control is None and not self._closed:
+            self.read()
         frames, self._unread = self._unread, []
         return frames
 
     def latest_state(self) -> StateFrame | None:
+        if self._latest is None and self._control is None and not self._closed:
+            self.read()
         return self._latest
 
     def replies(self) -> list[Reply]:
@@ -140,6 +147,24 @@ class FrankaArm:
         except Exception as exc:
             raise DeviceError(f"{self.url}: {exc}") from None
         return 0
+
+    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.001,
+                timeout_s: float = 5.0) -> float:
+        """Start the motion if needed and stream the held pose until the robot reports robot_mode Move;
+        the seconds it took. DeviceError on a reflex or when it does not within timeout_s."""
+        start = time.monotonic()
+        if self._control is None:
+            self.servo_start()
+        hold = list(q_hold) if q_hold is not None else list(self.cycles[-1].q_d) if self.cycles else None
+        while time.monotonic() - start < timeout_s:
+            if hold is None:
+                state, _ = self._control.readOnce()
+                hold = [math.degrees(x) for x in state.q_d]
+            self.servo_j(hold)
+            if self.cycles[-1].robot_mode == "Move":
+                return time.monotonic() - start
+        mode = self.cycles[-1].robot_mode
+        raise DeviceError(f"{self.url}: robot_mode {mode} after {timeout_s:g} s, not Move")
 
     def servo_j(self, q: Sequence[float], cmd_period_s: float = 0.001) -> Reply | None:
         """Wait for the next state (one cycle), then command q (deg) as its answer."""
@@ -213,9 +238,9 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
         except BaseException:
             stop(proc)
             raise
-        arm.joint_speed_limits = f.joint_speed_limits
+        arm.joint_speed_limits, arm.joint_ranges = f.joint_speed_limits, f.joint_ranges
         return arm
     ignore = parsed.params.get("realtime") == "ignore"
     arm = FrankaArm(parsed.raw, parsed.target, f.model, False, ignore, **kwargs)
-    arm.joint_speed_limits = f.joint_speed_limits
+    arm.joint_speed_limits, arm.joint_ranges = f.joint_speed_limits, f.joint_ranges
     return arm

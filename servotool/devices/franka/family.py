@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servotool.clock import FakeClock
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
 from servotool.devices.franka import profiles
 from servotool.devices.locks import host_keys
@@ -62,11 +63,8 @@ def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
         raise DeviceURLError(f"{parsed.raw}: unknown parameter {unknown[0]} "
                              f"(known: {', '.join(sorted(profiles.PARAM_HELP))})")
     clock = parsed.params.get("clock", "host")
-    if clock == "sim":
-        raise DeviceURLError(f"{parsed.raw}: clock=sim: the Franka simulator runs in real time only, "
-                             "want clock=host")
-    if clock != "host":
-        raise DeviceURLError(f"{parsed.raw}: clock={clock!r}, want clock=host")
+    if clock not in ("host", "sim"):
+        raise DeviceURLError(f"{parsed.raw}: clock={clock!r}, want clock=host or clock=sim")
     try:
         drop = float(parsed.params.get("drop", "0"))
         seed = int(parsed.params.get("seed", "0"))
@@ -107,6 +105,14 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
 
 def _open(parsed: DeviceURL, **kwargs: Any) -> Any:
     facts(parsed)  # every parameter checked before anything is imported or dialled
+    if parsed.simulated:
+        from servotool.devices.url import sim_clock
+
+        clock = sim_clock(dict(parsed.params), parsed.raw, kwargs.pop("clock", None))
+        if isinstance(clock, FakeClock):
+            # pylibfranka waits on real sockets in real time: no lock-step on a simulated clock
+            raise DeviceURLError(f"{parsed.raw}: the Franka simulator runs in real time only "
+                                 "(want clock=host)")
     try:
         import pylibfranka  # noqa: F401
     except ImportError:

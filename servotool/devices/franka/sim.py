@@ -311,8 +311,8 @@ def spawn(name: str, drop: float = 0.0, seed: int = 0, address: str = "",
           timeout_s: float = 10.0) -> tuple[subprocess.Popen[str], str]:
     """The simulator in a process of its own and the address it serves on; DeviceError when it does not
     start within timeout_s. Closing the process's stdin stops it."""
-    proc = subprocess.Popen([sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed),
-                             address], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    argv = [sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed), address]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
     line = proc.stdout.readline().strip() if ready else ""
@@ -342,8 +342,8 @@ def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes; the first line
-    printed is the address to dial. pylibfranka holds the interpreter lock while it waits on the robot, so a
+    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes;
+    the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits on the robot, so a
     simulator it talks to runs in a process of its own."""
     args = sys.argv[1:] if argv is None else argv
     sim = start_sim(args[0], float(args[1]) if len(args) > 1 else 0.0, int(args[2]) if len(args) > 2 else 0,

@@ -25,7 +25,8 @@ def test_real_url_facts_per_model_and_the_narrowest_without_one():
 
 def test_unknown_parameters_and_models_are_refused():
     for url in ("franka://172.16.0.2?model=panda2", "franka://172.16.0.2?no_such_key=1",
-                "franka://172.16.0.2?realtime=maybe", "sim:franka-fr3?no_such_key=1", "sim:franka-fr3?drop=1.5"):
+                "franka://172.16.0.2?realtime=maybe", "sim:franka-fr3?no_such_key=1",
+                "sim:franka-fr3?drop=1.5"):
         with pytest.raises(DeviceURLError):
             FAMILY.open(parse_url(url))
 
