@@ -343,8 +343,8 @@ def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") ->
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes;
-    the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits on the robot, so a
-    simulator it talks to runs in a process of its own."""
+    the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits
+    on the robot, so a simulator it talks to runs in a process of its own."""
     args = sys.argv[1:] if argv is None else argv
     sim = start_sim(args[0], float(args[1]) if len(args) > 1 else 0.0, int(args[2]) if len(args) > 2 else 0,
                     args[3] if len(args) > 3 else "")
