@@ -1,0 +1,246 @@
+"""FrankaArm: the Arm protocol over pylibfranka (imported here only).
+
+The stream is paced by the robot: `servo_j` waits in readOnce for the next 1 ms state (recording it), then
+writes the setpoint answering that state. `servo_end` writes the last setpoint again with motion_finished
+set: the robot refuses a finish on a moving command, so a run's last setpoints must already be at rest.
+Every state read is kept as a Cycle with the robot's own names (robot_mode, the error flags).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pylibfranka as pf
+
+from servotool.devices.arm import Fault, MotionState, Reply, StateFrame
+from servotool.devices.franka import codes
+from servotool.devices.franka.family import facts
+from servotool.devices.url import DeviceURL
+from servotool.errors import DeviceError
+
+# set_collision_behavior defaults (Nm per joint, N/Nm per axis): the run's settings override them
+DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
+DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names."""
+
+    t: float
+    time_s: float
+    q: tuple[float, ...]
+    q_d: tuple[float, ...]
+    dq: tuple[float, ...]
+    tau_J: tuple[float, ...]
+    robot_mode: str
+    control_command_success_rate: float
+    current_errors: tuple[str, ...]
+    last_motion_errors: tuple[str, ...]
+
+
+def _names(errors: Any) -> tuple[str, ...]:
+    return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
+
+
+def realtime_kernel() -> bool:
+    """The running kernel is a real-time (PREEMPT_RT) one, as libfranka's kEnforce requires."""
+    return "PREEMPT_RT" in platform.version() or "PREEMPT RT" in platform.version()
+
+
+class FrankaArm:
+    """A Franka arm (or its simulator) through pylibfranka; see the module's docstring for the pacing."""
+
+    def __init__(self, url: str, host: str, model: str, simulated: bool, realtime_ignore: bool,
+                 torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
+                 force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS, on_close: Any = None) -> None:
+        self.url, self.model, self.simulated = url, model, simulated
+        parsed_facts = None
+        self.n_joints = 7
+        self.joint_speed_limits: tuple[float, ...] = ()
+        self.joint_ranges: tuple[tuple[float, float], ...] = ()
+        self.nominal_lag_ms: float | None = 1.3 if simulated else None
+        self.realtime = "ignore" if realtime_ignore else "enforce"
+        self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
+        self._on_close = on_close
+        if not realtime_ignore and not realtime_kernel():
+            raise DeviceError(f"{url}: this kernel is not real-time and libfranka refuses to run on it; "
+                              "install a PREEMPT_RT kernel, or add ?realtime=ignore to the URL to run anyway")
+        config = pf.RealtimeConfig.kIgnore if realtime_ignore else pf.RealtimeConfig.kEnforce
+        try:
+            self._robot: Any = pf.Robot(host, config)
+            self._robot.set_collision_behavior(list(torque_thresholds), list(torque_thresholds),
+                                               list(force_thresholds), list(force_thresholds))
+        except Exception as exc:  # pylibfranka's exceptions share no base we may name here
+            raise DeviceError(f"{url}: {exc}") from None
+        del parsed_facts
+        self._control: Any = None
+        self._last_q: list[float] | None = None
+        self.cycles: list[Cycle] = []
+        self._unread: list[StateFrame] = []
+        self._latest: StateFrame | None = None
+        self._closed = False
+
+    # -- state ------------------------------------------------------------------------------------------
+
+    def _record(self, state: Any) -> StateFrame:
+        t = time.monotonic()
+        mode = state.robot_mode.name
+        errors = _names(state.current_errors)
+        cycle = Cycle(t, float(state.time.to_sec()), tuple(state.q), tuple(state.q_d), tuple(state.dq),
+                      tuple(state.tau_J), mode, float(state.control_command_success_rate), errors,
+                      _names(state.last_motion_errors))
+        self.cycles.append(cycle)
+        fault = None
+        if errors:
+            fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
+        frame = StateFrame(t, tuple(math.degrees(x) for x in cycle.q), fault=fault, enabled=True,
+                           setpoint=tuple(math.degrees(x) for x in cycle.q_d), device_time_s=cycle.time_s,
+                           qd=tuple(math.degrees(x) for x in cycle.dq),
+                           motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")))
+        self._unread.append(frame)
+        self._latest = frame
+        return frame
+
+    def read(self) -> StateFrame:
+        """One state outside a motion (read_once)."""
+        try:
+            return self._record(self._robot.read_once())
+        except Exception as exc:
+            raise DeviceError(f"{self.url}: {exc}") from None
+
+    def poll_states(self) -> list[StateFrame]:
+        """The states read since the last call; outside a motion, one read_once (at most a cycle's wait)
+        when none was: the robot sends state every millisecond whether or not a motion runs."""
+        if not self._unread and self._control is None and not self._closed:
+            self.read()
+        frames, self._unread = self._unread, []
+        return frames
+
+    def latest_state(self) -> StateFrame | None:
+        if self._latest is None and self._control is None and not self._closed:
+            self.read()
+        return self._latest
+
+    def replies(self) -> list[Reply]:
+        return []
+
+    # -- motion -----------------------------------------------------------------------------------------
+
+    def enable(self, timeout_s: float = 5.0) -> None:
+        """The drives are the robot's own (FCI active, user stop released): check it is ready."""
+        frame = self.read()
+        if frame.motion is not MotionState.STOPPED:
+            raise DeviceError(f"{self.url}: robot_mode is {self.cycles[-1].robot_mode}, not Idle")
+
+    def disable(self) -> int:
+        return 0
+
+    def servo_start(self) -> int:
+        try:
+            self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
+        except Exception as exc:
+            raise DeviceError(f"{self.url}: {exc}") from None
+        return 0
+
+    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.001,
+                timeout_s: float = 5.0) -> float:
+        """Start the motion if needed and stream the held pose until the robot reports robot_mode Move;
+        the seconds it took. DeviceError on a reflex or when it does not within timeout_s."""
+        start = time.monotonic()
+        if self._control is None:
+            self.servo_start()
+        hold = list(q_hold) if q_hold is not None else list(self.cycles[-1].q_d) if self.cycles else None
+        while time.monotonic() - start < timeout_s:
+            if hold is None:
+                state, _ = self._control.readOnce()
+                hold = [math.degrees(x) for x in state.q_d]
+            self.servo_j(hold)
+            if self.cycles[-1].robot_mode == "Move":
+                return time.monotonic() - start
+        mode = self.cycles[-1].robot_mode
+        raise DeviceError(f"{self.url}: robot_mode {mode} after {timeout_s:g} s, not Move")
+
+    def servo_j(self, q: Sequence[float], cmd_period_s: float = 0.001) -> Reply | None:
+        """Wait for the next state (one cycle), then command q (deg) as its answer."""
+        if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
+            raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
+        if self._control is None:
+            raise DeviceError(f"{self.url}: servo_j before servo_start")
+        self._write([math.radians(x) for x in q], finished=False)
+        return None
+
+    def _write(self, q_rad: list[float], finished: bool) -> None:
+        try:
+            state, _ = self._control.readOnce()
+            self._record(state)
+            command = pf.JointPositions(q_rad)
+            command.motion_finished = finished
+            self._control.writeOnce(command)
+        except Exception as exc:
+            self._control = None
+            raise DeviceError(f"{self.url}: {exc}") from None
+        self._last_q = q_rad
+
+    def servo_end(self) -> int:
+        """Finish the motion on the last setpoint (the held pose when none was sent)."""
+        if self._control is None:
+            return 0
+        q = self._last_q if self._last_q is not None else list(self.cycles[-1].q_d)
+        try:
+            self._write(q, finished=True)
+        except DeviceError:
+            return 1
+        self._control = None
+        return 0
+
+    def reset_faults(self) -> int:
+        try:
+            self._robot.automatic_error_recovery()
+        except Exception:
+            return 1
+        return 0
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._control is not None:
+            self.servo_end()
+        self._robot = None
+        if self._on_close is not None:
+            self._on_close()
+
+    def __enter__(self) -> FrankaArm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
+    """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
+    parameters checked by the family first)."""
+    f = facts(parsed)
+    if parsed.simulated:
+        from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.sim import spawn, stop
+
+        drop, seed, address = sim_settings(parsed)
+        proc, host = spawn(parsed.target, drop, seed, address)
+        try:
+            arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
+        except BaseException:
+            stop(proc)
+            raise
+        arm.joint_speed_limits, arm.joint_ranges = f.joint_speed_limits, f.joint_ranges
+        return arm
+    ignore = parsed.params.get("realtime") == "ignore"
+    arm = FrankaArm(parsed.raw, parsed.target, f.model, False, ignore, **kwargs)
+    arm.joint_speed_limits, arm.joint_ranges = f.joint_speed_limits, f.joint_ranges
+    return arm

@@ -1,0 +1,53 @@
+"""The Franka family's facts, lock keys and its refusal without pylibfranka."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from servotool.devices.franka.family import FAMILY, INSTALL_HINT, MissingClient, facts, lock_keys
+from servotool.devices.url import DeviceURLError, parse_url
+from servotool.errors import ExitCode
+
+
+def test_real_url_facts_per_model_and_the_narrowest_without_one():
+    fr3 = facts(parse_url("franka://172.16.0.2?model=fr3"))
+    fer = facts(parse_url("franka://172.16.0.2?model=fer"))
+    both = facts(parse_url("franka://172.16.0.2"))
+    assert fr3.n_joints == 7 and fr3.joint_names[0] == "J1" and fr3.model == "fr3"
+    assert fr3.motion is not None and fr3.motion.cmd_period_s == 0.001 and fr3.motion.shapers[0] == "otg"
+    for j in range(7):
+        assert both.joint_ranges[j][0] >= max(fr3.joint_ranges[j][0], fer.joint_ranges[j][0])
+        assert both.joint_speed_limits[j] == min(fr3.joint_speed_limits[j], fer.joint_speed_limits[j])
+
+
+def test_unknown_parameters_and_models_are_refused():
+    for url in ("franka://172.16.0.2?model=panda2", "franka://172.16.0.2?no_such_key=1",
+                "franka://172.16.0.2?realtime=maybe", "sim:franka-fr3?no_such_key=1",
+                "sim:franka-fr3?drop=1.5"):
+        with pytest.raises(DeviceURLError):
+            FAMILY.open(parse_url(url))
+
+
+def test_lock_keys_by_host_and_none_for_a_simulator():
+    assert lock_keys(parse_url("franka://172.16.0.2")) == ["franka-172.16.0.2-1337"]
+    assert lock_keys(parse_url("sim:franka-fr3")) == []
+
+
+def test_without_pylibfranka_one_line_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pylibfranka", None)  # an import of it fails
+    with pytest.raises(MissingClient) as info:
+        FAMILY.open(parse_url("franka://172.16.0.2?realtime=ignore"))
+    assert str(info.value) == INSTALL_HINT and "\n" not in INSTALL_HINT
+    assert "pip install 'servotool[franka]'" in INSTALL_HINT
+    assert info.value.exit_code == ExitCode.USAGE == 2
+
+
+def test_the_family_module_imports_nothing_optional():
+    code = ("import sys; import servotool.devices.franka.family; "
+            "print(sorted(m for m in ('numpy', 'pylibfranka', 'servotool.devices.franka.client', "
+            "'servotool.devices.franka.sim') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
