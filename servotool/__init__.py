@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
 
-# what a tree that neither an installed distribution nor git can name reports (pyproject's fallback_version)
-UNKNOWN_VERSION = "0.1.dev0+unknown"
+# what a tree that neither an installed distribution nor git can name reports
+UNKNOWN_VERSION = "0.0+unknown"
+# pyproject's fallback_version: the version a clone without tags counts its commits from
+_SCM_FALLBACK = "0.0"
 _HERE = Path(__file__).resolve()
 
 
@@ -72,6 +74,6 @@ def _version_from_git(root: Path) -> str | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return str(get_version(root=str(root), fallback_version=UNKNOWN_VERSION))
+            return str(get_version(root=str(root), fallback_version=_SCM_FALLBACK))
     except Exception:  # git missing or failing: the tree goes unnamed rather than the command failing
         return None
