@@ -31,35 +31,41 @@ def __getattr__(name: str) -> str:
 
 @functools.cache
 def full_version() -> str:
-    """The version of the servotool whose code runs in this process.
+    """The version of the servotool whose code runs in this process; never raises.
 
-    An installed copy that holds this very file says its version (importlib.metadata). A source tree
-    (a checkout on the path, or an editable install, whose metadata dates from its install) says what git
-    says of it, where setuptools-scm is importable; failing that, the installed distribution's version,
-    else UNKNOWN_VERSION. Never raises."""
+    A source tree (a git checkout on the path, or an editable install) says what git says of it, where
+    setuptools-scm is importable: its metadata would date from the install, or from a build's leftovers.
+    Otherwise the installed distribution that holds this code says its version (importlib.metadata); a
+    copy that is neither says UNKNOWN_VERSION rather than the version of another copy."""
+    root = _HERE.parent.parent
+    from_git = _version_from_git(root)
+    if from_git is not None:
+        return from_git
     from importlib import metadata
 
     try:
-        dist: metadata.Distribution | None = metadata.distribution("servotool")
+        dist = metadata.distribution("servotool")
     except metadata.PackageNotFoundError:
-        dist = None
-    if dist is not None and _holds_this_file(dist):
-        return dist.version
-    from_git = _version_from_git(_HERE.parent.parent)
-    if from_git is not None:
-        return from_git
-    return dist.version if dist is not None else UNKNOWN_VERSION
+        return UNKNOWN_VERSION
+    return dist.version if _installed_from(dist, root) else UNKNOWN_VERSION
 
 
-def _holds_this_file(dist: Distribution) -> bool:
-    """Whether `dist` (an installed distribution) installed the servotool/__init__.py that runs."""
+def _installed_from(dist: Distribution, root: Path) -> bool:
+    """Whether `dist` is the install of the running code: it installed this very file, or it is an
+    editable install of the tree at root."""
+    import json
+    from urllib.parse import unquote
+
     try:
         for item in dist.files or ():
             if item.as_posix() == "servotool/__init__.py":
                 return Path(str(item.locate())).resolve() == _HERE
-    except (OSError, ValueError):
-        pass
-    return False
+        origin = json.loads(dist.read_text("direct_url.json") or "{}")
+        url = str(origin.get("url", ""))
+        editable = bool(origin.get("dir_info", {}).get("editable"))
+        return editable and url.startswith("file://") and Path(unquote(url[7:])).resolve() == root
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
 
 
 def _version_from_git(root: Path) -> str | None:
