@@ -19,7 +19,7 @@ import typer
 from typer import _click as click  # the click typer is built on (typer carries its own copy)
 from typer.core import TyperCommand, TyperGroup
 
-from servotool import __version__
+from servotool import full_version
 from servotool.cli.common import OUTPUT
 from servotool.devices.registry import ARM, DEFAULT_ARM_URL, DEFAULT_BUS_URL, FAMILIES
 
@@ -369,7 +369,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"servotool {__version__}")
+        typer.echo(f"servotool {full_version()}")
         raise typer.Exit(0)
 
 

@@ -45,7 +45,10 @@ def version(json_out: bool = typer.Option(False, "--json", help="Print JSON inst
         return
     missing = [name for name, ver in dependencies.items() if ver is None]
     installed = f"{len(dependencies) - len(missing)} of {len(dependencies)}"
-    verdict = f"[bold]servotool {__version__}[/] on Python {info['python']}, key dependencies: {installed}"
+    # the release or development number only (0.1.dev600): the commit after it goes to a detail line, so the
+    # verdict and its missing dependencies stay on one line of 80 columns
+    release = __version__.partition("+")[0]
+    verdict = f"[bold]servotool {release}[/], Python {info['python']}, key dependencies {installed}"
     if missing:
         verdict += f" ([yellow]missing {', '.join(missing)}[/])"
     console.print(verdict, highlight=False)
@@ -56,5 +59,7 @@ def version(json_out: bool = typer.Option(False, "--json", help="Print JSON inst
         table.add_row(name, ver or "[yellow]not installed[/]")
     console.print(table)
     if not OUTPUT.quiet:  # a detail line: --quiet keeps the verdict alone
+        if "+" in __version__:
+            console.print(f"full version: {__version__}", highlight=False)
         console.print(f"generator profile math: {info['generator']}", highlight=False)
         console.print(f"platform: {info['platform']}", highlight=False, soft_wrap=True)

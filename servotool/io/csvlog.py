@@ -118,7 +118,7 @@ def _one_line(text: str) -> str:
 
 
 def device_slug(device: str) -> str:
-    """A file-name-safe form of a device URL: sim:fr3 -> sim-fr3, fairino://10.0.0.2 -> fairino-10.0.0.2."""
+    """A file-name-safe form of a device URL: sim:arm-x -> sim-arm-x, arm://10.0.0.2 -> arm-10.0.0.2."""
     base = device.split("?", 1)[0]
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", base).strip("-")
     return slug or "device"

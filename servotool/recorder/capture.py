@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from servotool import full_version
 from servotool.recorder.frames import AXIS_FIELDS, AxisKey, RecorderEvent, Sweep
 from servotool.recorder.settings import RecorderSettings
 
@@ -136,6 +137,7 @@ def assemble(
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
+        "tool": f"servotool {full_version()}",  # which servotool wrote it, to the commit
         "id": wall_id(open_cap.wall_time, [a.axis for a in open_cap.axes]),
         "wall_time": datetime.fromtimestamp(open_cap.wall_time, timezone.utc).isoformat(),
         "t_ref_monotonic": ref,
