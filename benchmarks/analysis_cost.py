@@ -86,16 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     sizes = [int(x) for x in a.rows.split(",") if x.strip()]
     print(f"CPU per file, ms (best of {a.repeat} x {a.calls} calls)")
-    print(f"{'rows':>6} {'read':>6} {'events':>6} {'analysis':>8} {'output':>6} {'ours':>6} "
-          f"{'pandas':>6} {'ratio':>6}")
+    print(
+        f"{'rows':>6} {'read':>6} {'events':>6} {'analysis':>8} {'output':>6} {'ours':>6} "
+        f"{'pandas':>6} {'ratio':>6}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for rows in sizes:
             path = write_recording(Path(tmp) / f"ramp_{rows}.csv", rows, LAG_S, 0.0, 1)
             s = stages(path, a.calls, a.repeat)
             ours = s["read"] + s["events"] + s["analysis"] + s["output"]
-            print(f"{rows:>6} {1e3 * s['read']:6.2f} {1e3 * s['events']:6.2f} {1e3 * s['analysis']:8.2f} "
-                  f"{1e3 * s['output']:6.2f} {1e3 * ours:6.2f} {1e3 * s['pandas']:6.2f} "
-                  f"{ours / s['pandas']:5.2f}x")
+            print(
+                f"{rows:>6} {1e3 * s['read']:6.2f} {1e3 * s['events']:6.2f} {1e3 * s['analysis']:8.2f} "
+                f"{1e3 * s['output']:6.2f} {1e3 * ours:6.2f} {1e3 * s['pandas']:6.2f} "
+                f"{ours / s['pandas']:5.2f}x"
+            )
     return 0
 
 

@@ -128,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if cpu is not None:
         o, p = (" ".join(f"{1e3 * x:.2f}" for x in cpu[k]) for k in ("ours", "pandas"))
         ratio = statistics.median(cpu["ours"]) / statistics.median(cpu["pandas"])
-        print(f"CPU per file, one process, {cpu['files']} files x 3: ours {o} ms, pandas {p} ms, "
-              f"median ratio {ratio:.2f}x")
+        print(
+            f"CPU per file, one process, {cpu['files']} files x 3: ours {o} ms, pandas {p} ms, "
+            f"median ratio {ratio:.2f}x"
+        )
     return 0
 
 

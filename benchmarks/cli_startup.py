@@ -41,8 +41,7 @@ def median_wall_s(argv: list[str], repeat: int, cpu: dict[str, float] | None = N
     for i in range(repeat + 1):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                       env=None)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=None)
         if i:
             times.append(time.perf_counter() - start)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -73,11 +72,13 @@ def measure(repeat: int, path: Path) -> dict[str, Any]:
         "median_s": figures,
         "ratio_to_python": ours / figures["python -c pass"],
         "ratio_to_typer": ours / figures['python -c "import typer"'],
-        "analyze_ratio_to_pandas": (figures["servotool analyze FILE --json"]
-                                    / figures["pandas.read_csv(FILE)"]),
+        "analyze_ratio_to_pandas": (
+            figures["servotool analyze FILE --json"] / figures["pandas.read_csv(FILE)"]
+        ),
         "analyze_cpu_s": cpu_s,
-        "analyze_cpu_ratio_to_pandas": (cpu_s["servotool analyze FILE --json"]
-                                        / cpu_s["pandas.read_csv(FILE)"]),
+        "analyze_cpu_ratio_to_pandas": (
+            cpu_s["servotool analyze FILE --json"] / cpu_s["pandas.read_csv(FILE)"]
+        ),
         "goal_s": 0.25,
         "file": str(path),
     }
@@ -93,8 +94,19 @@ def main() -> None:
         path = args.file
         if path is None:
             path = Path(tmp) / "ramp.csv"
-            subprocess.run([sys.executable, str(HERE / "make_ramp_recording.py"), str(path), "--rows", "3000",
-                            "--tau-ms", "20"], stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "make_ramp_recording.py"),
+                    str(path),
+                    "--rows",
+                    "3000",
+                    "--tau-ms",
+                    "20",
+                ],
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
         result = measure(args.repeat, path)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -109,6 +121,7 @@ def main() -> None:
     for name, seconds in result["analyze_cpu_s"].items():
         print(f"{name:30s} {seconds * 1000:8.1f} ms CPU")
     print(f"analyze FILE: CPU ratio          {result['analyze_cpu_ratio_to_pandas']:8.2f}")
+
 
 if __name__ == "__main__":
     main()

@@ -39,8 +39,11 @@ def _timed(fn: Callable[[], object], sweeps: int) -> dict[str, float]:
         fn()
         samples.append(time.perf_counter_ns() - t0)
     ms = np.asarray(samples, dtype=float) / 1e6
-    return {"median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)),
-            "max_ms": float(ms.max())}
+    return {
+        "median_ms": float(np.median(ms)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "max_ms": float(ms.max()),
+    }
 
 
 def ours(params: str, sweeps: int) -> tuple[dict[str, float], int]:
@@ -87,18 +90,24 @@ def main() -> int:
     for case, params in (("all answer", ""), ("one silent", "silent=22")):
         mine, mine_n = ours(params, args.sweeps)
         theirs, theirs_n = anchor(params, args.sweeps)
-        out["cases"][case] = {"servotool": mine, "servotool_answered": mine_n, "dynamixel_sdk": theirs,
-                              "dynamixel_sdk_answered": theirs_n,
-                              "ratio_median": mine["median_ms"] / theirs["median_ms"]}
+        out["cases"][case] = {
+            "servotool": mine,
+            "servotool_answered": mine_n,
+            "dynamixel_sdk": theirs,
+            "dynamixel_sdk_answered": theirs_n,
+            "ratio_median": mine["median_ms"] / theirs["median_ms"],
+        }
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     for case, row in out["cases"].items():
         a, b = row["servotool"], row["dynamixel_sdk"]
-        print(f"{case:>10}: servotool {a['median_ms']:.2f} ms median ({a['p99_ms']:.2f} p99, "
-              f"{row['servotool_answered']} answered) | dynamixel-sdk GroupSyncRead {b['median_ms']:.2f} ms "
-              f"({b['p99_ms']:.2f} p99, {row['dynamixel_sdk_answered']} answered) | ratio "
-              f"{row['ratio_median']:.2f}")
+        print(
+            f"{case:>10}: servotool {a['median_ms']:.2f} ms median ({a['p99_ms']:.2f} p99, "
+            f"{row['servotool_answered']} answered) | dynamixel-sdk GroupSyncRead {b['median_ms']:.2f} ms "
+            f"({b['p99_ms']:.2f} p99, {row['dynamixel_sdk_answered']} answered) | ratio "
+            f"{row['ratio_median']:.2f}"
+        )
     return 0
 
 

@@ -36,8 +36,16 @@ from servotool.motion.compiled import implementation
 from servotool.motion.otg import MultiOtg, OtgLimits
 
 # the profile functions the generator calls (compiled where the install built them; see compiled.py)
-_CALLED = ("axis_constants", "duration_bound_axis", "follow", "plan_to_rest", "plan_warm", "stretch_to",
-           "stretch_warm_axis", "warm_constants_axis")
+_CALLED = (
+    "axis_constants",
+    "duration_bound_axis",
+    "follow",
+    "plan_to_rest",
+    "plan_warm",
+    "stretch_to",
+    "stretch_warm_axis",
+    "warm_constants_axis",
+)
 
 DT = 0.001
 V_MAX, A_MAX, J_MAX = 1.0, 4.0, 40.0  # rad/s, rad/s^2, rad/s^3: a moderate joint budget

@@ -113,12 +113,21 @@ def servotool_memory(ticks: int, period: float, every: int) -> list[tuple[int, i
         if info.k % every == 0 or info.k == info.n - 1:
             samples.append((info.k, rss_bytes()))
 
-    with tempfile.TemporaryDirectory() as tmp, CsvLogWriter(
-        Path(tmp) / "memory.csv", device=arm.url, simulated=True, config={"mode": "bench"},
-        units=units(6, False), columns=columns(6, False), command="bench",
-    ) as writer:
-        Streamer(arm, clock, writer, period_s=period, catch_sigint=False, on_tick=on_tick,
-                 tick_every=1).run(plan)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        CsvLogWriter(
+            Path(tmp) / "memory.csv",
+            device=arm.url,
+            simulated=True,
+            config={"mode": "bench"},
+            units=units(6, False),
+            columns=columns(6, False),
+            command="bench",
+        ) as writer,
+    ):
+        Streamer(arm, clock, writer, period_s=period, catch_sigint=False, on_tick=on_tick, tick_every=1).run(
+            plan
+        )
     return samples
 
 

@@ -40,8 +40,9 @@ def test_pyproject_takes_the_version_from_git_only():
 
 def test_every_csv_header_names_the_full_version(tmp_path):
     path = tmp_path / "run.csv"
-    with CsvLogWriter(path, device="sim:arm-x", simulated=True, config={"mode": "ramp"}, units={},
-                      columns=["t"]) as log:
+    with CsvLogWriter(
+        path, device="sim:arm-x", simulated=True, config={"mode": "ramp"}, units={}, columns=["t"]
+    ) as log:
         log.write(t=0.0)
     assert f"# tool: servotool {servotool.__version__}\n" in path.read_text(encoding="utf-8")
     assert read_meta(path).tool == f"servotool {servotool.__version__}"
@@ -49,8 +50,9 @@ def test_every_csv_header_names_the_full_version(tmp_path):
 
 def test_every_capture_header_names_the_full_version():
     window = OpenCapture(1.0, 1.8e9, 3.0, [TriggerAxis(12, 0x20, None, 1.0)])
-    capture = assemble(window, [], [], [], now=2.0, end="disconnect", torque_off=None,
-                       settings=RecorderSettings(), device={})
+    capture = assemble(
+        window, [], [], [], now=2.0, end="disconnect", torque_off=None, settings=RecorderSettings(), device={}
+    )
     assert capture.header["tool"] == f"servotool {servotool.__version__}"
     assert json.loads(json.dumps(capture.header))["tool"] == capture.header["tool"]
 
@@ -77,8 +79,20 @@ def test_only_the_install_of_the_running_code_answers(tmp_path):
 
 
 def _git(repo: Path, *args: str) -> str:
-    cmd = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-           "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false", *args]
+    cmd = [
+        "git",
+        "-C",
+        str(repo),
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "tag.gpgsign=false",
+        *args,
+    ]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60).stdout.strip()
 
 

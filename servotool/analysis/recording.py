@@ -175,8 +175,9 @@ def _floats_at(df: Table, col: str, rows: Sequence[np.ndarray]) -> list[np.ndarr
     return _taken(*got, rows, np.nan, np.float64)
 
 
-def _taken(values: np.ndarray, missing: np.ndarray | None, rows: Sequence[np.ndarray], fill: float,
-           dtype: Any = None) -> list[np.ndarray]:
+def _taken(
+    values: np.ndarray, missing: np.ndarray | None, rows: Sequence[np.ndarray], fill: float, dtype: Any = None
+) -> list[np.ndarray]:
     """`values` (as `dtype`, if given) at each array of row indices, each a new array (indexing copies),
     `fill` where `missing` is True."""
     out = []
@@ -295,9 +296,7 @@ def _order(t: np.ndarray, ev: np.ndarray) -> tuple[np.ndarray | None, np.ndarray
     return order, ev[order], skipped
 
 
-def _joints(
-    df: Table, cols: list[str], read: Sequence[int], rows: Sequence[np.ndarray]
-) -> list[np.ndarray]:
+def _joints(df: Table, cols: list[str], read: Sequence[int], rows: Sequence[np.ndarray]) -> list[np.ndarray]:
     """(rows x joints) float64 arrays, one per array of row indices, column-major (a joint's column is
     contiguous); the joints not in `read` are NaN. One column at a time: a long recording never holds all
     joint columns at full length at once."""

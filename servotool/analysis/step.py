@@ -177,8 +177,13 @@ class _Window:
 
 
 def _series(
-    rec: Recording, joint: int, shaped: bool, period_s: float, thr: float,
-    guard_margin_deg: float | None, guard_lag_s: float | None,
+    rec: Recording,
+    joint: int,
+    shaped: bool,
+    period_s: float,
+    thr: float,
+    guard_margin_deg: float | None,
+    guard_lag_s: float | None,
 ) -> _Series:
     tc = rec.cmd_t
     sp = rec.cmd_q[:, joint]
@@ -241,8 +246,16 @@ def _guard_view(s: _Series, w: _Window, size: float) -> tuple[float, float]:
     return peak_delta, guard_lag
 
 
-def _verdict(size: float, travel: float, thr: float, faults: int, rejects: int, arrive: float,
-             excused: bool, moved: bool = True) -> tuple[bool, str]:
+def _verdict(
+    size: float,
+    travel: float,
+    thr: float,
+    faults: int,
+    rejects: int,
+    arrive: float,
+    excused: bool,
+    moved: bool = True,
+) -> tuple[bool, str]:
     runaway = bool(size != 0 and travel >= RUNAWAY_FACTOR * abs(size) + thr)
     if runaway:
         return True, "runaway"
@@ -330,8 +343,9 @@ def _arrival_due(s: _Series, w: _Window, target: float, size: float) -> bool:
     return math.copysign(1.0, size) * (q_last - q_back) <= s.thr
 
 
-def _last_step_cut(rec: Recording, ticks: list[int], hold_s: float | None, period_s: float,
-                   end_reason: str | None) -> str | None:
+def _last_step_cut(
+    rec: Recording, ticks: list[int], hold_s: float | None, period_s: float, end_reason: str | None
+) -> str | None:
     """Why the run ended, when that cut the last step's hold short (ticks: the ticks sent of each step);
     None when its hold was streamed whole or the run did not end early."""
     reason = end_reason
@@ -374,8 +388,9 @@ def analyze_step(
     if shaped and rec.cmd_r is None:
         # the shaper's setpoints move a tick at a time: without the raw targets every step's size would be
         # read as one tick, and a normal arrival as a runaway of many times that
-        raise RecordingError(f"a shaped step run without its raw targets (column r{joint + 1}): the step "
-                             "sizes are unknown")
+        raise RecordingError(
+            f"a shaped step run without its raw targets (column r{joint + 1}): the step sizes are unknown"
+        )
     warnings: list[str] = []
     labels = rec.cmd_pass
     steps_idx = sorted(set(labels[labels >= 0].tolist()))

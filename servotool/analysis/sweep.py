@@ -97,8 +97,14 @@ class StallDetector:
         return self.lead > self.K and self.progress < self.E
 
 
-def find_stall(t: Sequence[float], cmd: Sequence[float], read: Sequence[float], direction: int, speed: float,
-               criterion: StallCriterion | None = None) -> int | None:
+def find_stall(
+    t: Sequence[float],
+    cmd: Sequence[float],
+    read: Sequence[float],
+    direction: int,
+    speed: float,
+    criterion: StallCriterion | None = None,
+) -> int | None:
     """Index of the first stalled sample of a recorded sweep, or None (samples with read None are skipped)."""
     det = StallDetector(direction, speed, criterion)
     for i, (ti, ci, ri) in enumerate(zip(t, cmd, read, strict=True)):
@@ -156,10 +162,20 @@ class SweepResult:
 
     def as_dict(self) -> dict:
         return {
-            "joint": self.joint, "direction": self.direction, "speed": self.speed, "inside": self.inside,
-            "start": self.start, "bound": self.bound, "stored": list(self.stored), "reason": self.reason,
-            "stop": self.stop, "stop_t": self.stop_t, "limit": self.limit, "returned_to": self.returned_to,
-            "lead_threshold": self.lead_threshold, "progress_threshold": self.progress_threshold,
+            "joint": self.joint,
+            "direction": self.direction,
+            "speed": self.speed,
+            "inside": self.inside,
+            "start": self.start,
+            "bound": self.bound,
+            "stored": list(self.stored),
+            "reason": self.reason,
+            "stop": self.stop,
+            "stop_t": self.stop_t,
+            "limit": self.limit,
+            "returned_to": self.returned_to,
+            "lead_threshold": self.lead_threshold,
+            "progress_threshold": self.progress_threshold,
             "notes": list(self.notes),
             "ticks": {"t": list(self.t), "cmd": list(self.cmd), "read": list(self.read)},
         }
@@ -178,8 +194,11 @@ class FoundLimit:
     hi_detail: str = ""
 
 
-def merge_found(results: Sequence[SweepResult], existing: Mapping[int, tuple[int, int]],
-                stored: Mapping[int, tuple[int, int]]) -> dict[int, FoundLimit]:
+def merge_found(
+    results: Sequence[SweepResult],
+    existing: Mapping[int, tuple[int, int]],
+    stored: Mapping[int, tuple[int, int]],
+) -> dict[int, FoundLimit]:
     """Limits per swept joint: each bound from its sweep when the sweep gave one, else the existing configured
     limit, else the stored limit. Raises ValueError when a joint's bounds cross (lo >= hi)."""
     out: dict[int, FoundLimit] = {}
@@ -198,7 +217,8 @@ def merge_found(results: Sequence[SweepResult], existing: Mapping[int, tuple[int
             else:
                 hi, hi_src, hi_det = r.limit, "sweep", detail
         if lo >= hi:
-            raise ValueError(f"joint {joint}: found limits cross ([{lo}, {hi}]): the stops are too close "
-                             "together")
+            raise ValueError(
+                f"joint {joint}: found limits cross ([{lo}, {hi}]): the stops are too close together"
+            )
         out[joint] = FoundLimit(joint, lo, hi, lo_src, hi_src, lo_det, hi_det)
     return out

@@ -32,10 +32,16 @@ def config_inside(config: dict[str, Any]) -> int:
     value = config.get("inside")
     if value is None:
         return DEFAULT_INSIDE
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
-            or not 0 <= value <= MAX_INSIDE:
-        raise RecordingError(f"config inside {json.dumps(value, default=str)} is not a margin in pulses "
-                             f"(a whole number in 0..{MAX_INSIDE})")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value != int(value)
+        or not 0 <= value <= MAX_INSIDE
+    ):
+        raise RecordingError(
+            f"config inside {json.dumps(value, default=str)} is not a margin in pulses "
+            f"(a whole number in 0..{MAX_INSIDE})"
+        )
     return int(value)
 
 
@@ -116,8 +122,11 @@ def _one_sweep(
     stop = int(stops[0]) if len(stops) else None
     lo, hi = READ_RANGE
     odd = stop is not None and not lo <= stop <= hi  # a damaged cell: no servo reads it
-    limit = limit_from_stop(stop, sign, cfg.inside) if stop is not None and not odd and interrupted is None \
+    limit = (
+        limit_from_stop(stop, sign, cfg.inside)
+        if stop is not None and not odd and interrupted is None
         else None
+    )
     if odd:
         verdict = f"stop read {float(stops[0]):g} outside what a servo reads ({lo}..{hi}): no limit"
         stop = None

@@ -56,14 +56,20 @@ def _run(paths: list[Path], workers: int, keep: bool, encode: bool) -> AnalyzeRe
 
 
 def _render_sweep(result: SweepFileResult) -> None:
-    found = "; ".join(f"servo {s.joint} {s.direction} {s.limit}" for s in result.sweeps
-                      if s.limit is not None)
-    console.print(f"{len(result.sweeps)} sweep(s), limits in pulses: {found or 'none found'}",
-                  highlight=False)
+    found = "; ".join(
+        f"servo {s.joint} {s.direction} {s.limit}" for s in result.sweeps if s.limit is not None
+    )
+    console.print(
+        f"{len(result.sweeps)} sweep(s), limits in pulses: {found or 'none found'}", highlight=False
+    )
     table = compact_table(f"limits found (speed {result.speed:g} pulses/s, {result.inside} pulses inside)")
     for col in ("servo", "direction", "ticks", "stop\npulses", "limit\npulses", "verdict"):
-        table.add_column(col, justify="left" if col in ("direction", "verdict") else "right",
-                         overflow="fold", no_wrap=col != "verdict")
+        table.add_column(
+            col,
+            justify="left" if col in ("direction", "verdict") else "right",
+            overflow="fold",
+            no_wrap=col != "verdict",
+        )
     for s in result.sweeps:
         table.add_row(
             str(s.joint), s.direction, str(s.ticks), str(s.stop if s.stop is not None else "-"),
@@ -146,8 +152,13 @@ def analyze(
         help="Exit 1 when any file holds a controller fault, a runaway or an interrupted run.",
     ),
     workers: Annotated[
-        int, typer.Option("--workers", min=0, max=MAX_WORKERS,
-                          help=f"Processes to analyse on (0: one per core; at most {MAX_WORKERS}).")
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            max=MAX_WORKERS,
+            help=f"Processes to analyse on (0: one per core; at most {MAX_WORKERS}).",
+        ),
     ] = 0,
     make_report: bool = typer.Option(
         False,

@@ -41,41 +41,89 @@ class LazyCommand:
 
 
 COMMANDS: tuple[LazyCommand, ...] = (
-    LazyCommand("lag", "servotool.cli.lag", "lag",
-                "Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds."),
-    LazyCommand("step", "servotool.cli.step", "step",
-                "Step one joint through +X, 0, -X, 0 and report each step's response, rejects, faults "
-                "and runaway."),
-    LazyCommand("analyze", "servotool.cli.analyze", "analyze",
-                "Recognise each run from its header (ramp, step or sweep) and recompute what the live "
-                "command reported."),
-    LazyCommand("shape", "servotool.cli.shape", "shape",
-                "Replay a recorded run's raw targets through a shaper, offline: what would the wire have "
-                "carried?"),
-    LazyCommand("sweep", "servotool.cli.sweep", "sweep",
-                "Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds "
-                "the arm."),
-    LazyCommand("record", "servotool.cli.record", "record",
-                "Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error "
-                "latch."),
-    LazyCommand("ports", "servotool.cli.ports", "ports",
-                "List serial ports and say which servo bus family answers on each."),
-    LazyCommand("version", "servotool.cli.version", "version",
-                "Print servotool's version, Python's, and the versions of its key dependencies."),
-    LazyCommand("incidents", "servotool.cli.incidents", "incidents_app",
-                "List, show and plot the flight recorder's captures (default folder: the XDG state dir's "
-                "servotool/captures)."),
-    LazyCommand("servo", "servotool.cli.servo", "servo_app",
-                "Read, move, hold and relax the servos of a bus-servo arm (default: the simulated "
-                f"{_BUS_PROFILE}, which keeps its pose from one command to the next)."),
-    LazyCommand("campaign", "servotool.cli.campaign", "campaign_app",
-                "Measurement campaigns as files: a device, safety rules and a series of runs, checked "
-                "before anything moves, run in one go, reported in one folder."),
-    LazyCommand("sim", "servotool.cli.sim", "sim_app",
-                "Run a device simulator standalone for other programs and SDKs.",
-                help="Run a device simulator standalone for other programs and SDKs."),
-    LazyCommand("config", "servotool.cli.config", "config_app",
-                "Show and set the defaults commands use when an option is not given (the user config file)."),
+    LazyCommand(
+        "lag",
+        "servotool.cli.lag",
+        "lag",
+        "Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.",
+    ),
+    LazyCommand(
+        "step",
+        "servotool.cli.step",
+        "step",
+        "Step one joint through +X, 0, -X, 0 and report each step's response, rejects, faults and runaway.",
+    ),
+    LazyCommand(
+        "analyze",
+        "servotool.cli.analyze",
+        "analyze",
+        "Recognise each run from its header (ramp, step or sweep) and recompute what the live "
+        "command reported.",
+    ),
+    LazyCommand(
+        "shape",
+        "servotool.cli.shape",
+        "shape",
+        "Replay a recorded run's raw targets through a shaper, offline: what would the wire have carried?",
+    ),
+    LazyCommand(
+        "sweep",
+        "servotool.cli.sweep",
+        "sweep",
+        "Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds the arm.",
+    ),
+    LazyCommand(
+        "record",
+        "servotool.cli.record",
+        "record",
+        "Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.",
+    ),
+    LazyCommand(
+        "ports",
+        "servotool.cli.ports",
+        "ports",
+        "List serial ports and say which servo bus family answers on each.",
+    ),
+    LazyCommand(
+        "version",
+        "servotool.cli.version",
+        "version",
+        "Print servotool's version, Python's, and the versions of its key dependencies.",
+    ),
+    LazyCommand(
+        "incidents",
+        "servotool.cli.incidents",
+        "incidents_app",
+        "List, show and plot the flight recorder's captures (default folder: the XDG state dir's "
+        "servotool/captures).",
+    ),
+    LazyCommand(
+        "servo",
+        "servotool.cli.servo",
+        "servo_app",
+        "Read, move, hold and relax the servos of a bus-servo arm (default: the simulated "
+        f"{_BUS_PROFILE}, which keeps its pose from one command to the next).",
+    ),
+    LazyCommand(
+        "campaign",
+        "servotool.cli.campaign",
+        "campaign_app",
+        "Measurement campaigns as files: a device, safety rules and a series of runs, checked "
+        "before anything moves, run in one go, reported in one folder.",
+    ),
+    LazyCommand(
+        "sim",
+        "servotool.cli.sim",
+        "sim_app",
+        "Run a device simulator standalone for other programs and SDKs.",
+        help="Run a device simulator standalone for other programs and SDKs.",
+    ),
+    LazyCommand(
+        "config",
+        "servotool.cli.config",
+        "config_app",
+        "Show and set the defaults commands use when an option is not given (the user config file).",
+    ),
 )
 
 EPILOG = (
@@ -160,8 +208,9 @@ class LazyGroup(TyperGroup):
         self.commands[cmd_name] = load_command(entry)
         return self.get_command(ctx, cmd_name)
 
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         """The root context, the command line parsed; a signal meanwhile is one line and its own exit code
         (typer made it a silent 130 here)."""
         try:
@@ -235,7 +284,8 @@ def _refuse_odd_number(param: Any) -> None:
         for v in values:
             if isinstance(v, str) and not plain_number(v):
                 raise click.exceptions.BadParameter(
-                    f"{v!r}: write numbers in plain decimal (ASCII digits, no '_')", ctx=ctx, param=param)
+                    f"{v!r}: write numbers in plain decimal (ASCII digits, no '_')", ctx=ctx, param=param
+                )
         return process(ctx, value)
 
     param.process_value = checked
@@ -266,7 +316,8 @@ def _refuse_empty_envvar(param: Any) -> None:
         raw = os.environ.get(param.envvar)
         if not given and raw is not None and not raw.strip():
             raise click.exceptions.BadParameter(
-                "set but empty: unset it or give it a value", ctx=ctx, param=param)
+                "set but empty: unset it or give it a value", ctx=ctx, param=param
+            )
         return process(ctx, value)
 
     param.process_value = checked
@@ -295,8 +346,9 @@ def _refuse_empty(param: Any) -> None:
         if any(isinstance(v, str) and not v.strip() for v in values):
             # an argument by its name in the usage line (FILE), not its parameter name (file)
             hint = f"'{param.name.upper()}'" if param.param_type_name == "argument" else None
-            raise click.exceptions.BadParameter("an empty path names no file or folder", ctx=ctx, param=param,
-                                                param_hint=hint)
+            raise click.exceptions.BadParameter(
+                "an empty path names no file or folder", ctx=ctx, param=param, param_hint=hint
+            )
         return process(ctx, value)
 
     param.process_value = checked
@@ -308,8 +360,9 @@ def refuse_flag_conflicts(command: Any) -> None:
     `--guard/--no-guard`) a usage error when given both ways: click would keep the last one silently, and
     `--shaped --raw` would step raw. Judged by what click's parser takes as each flag while it parses,
     before the command runs (nothing opens): a value spelled like a flag (`--out --raw`) is a value."""
-    pairs = {id(param) for param in command.params
-             if getattr(param, "is_flag", False) and param.secondary_opts}
+    pairs = {
+        id(param) for param in command.params if getattr(param, "is_flag", False) and param.secondary_opts
+    }
     if pairs:
         make = command.make_parser
 
@@ -336,7 +389,8 @@ def _watched(option: Any, seen: dict[int, bool], ctx: click.Context) -> Callable
         param, way = option.obj, bool(option.const)
         if seen.setdefault(id(param), way) != way:
             raise click.exceptions.UsageError(
-                f"{param.opts[0]} and {param.secondary_opts[0]} exclude each other: give one", ctx=ctx)
+                f"{param.opts[0]} and {param.secondary_opts[0]} exclude each other: give one", ctx=ctx
+            )
         process(value, state)
 
     return taken
@@ -376,16 +430,25 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
-                                 help="Print the version and exit."),
-    verbose: bool = typer.Option(False, "--verbose", "-v",
-                                 help="Show debug details and the devices' wire traces (on stderr)."),
-    trace: Annotated[Path | None, typer.Option(
-        "--trace", metavar="FILE", dir_okay=False,
-        help="Write the devices' wire traces (frames sent and received, remote calls) to FILE, with times.",
-    )] = None,
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="Leave out tables and progress; keep the verdict and errors."),
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Show debug details and the devices' wire traces (on stderr)."
+    ),
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            metavar="FILE",
+            dir_okay=False,
+            help="Write the devices' wire traces (frames sent and received, remote calls) to FILE, "
+            "with times.",
+        ),
+    ] = None,
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Leave out tables and progress; keep the verdict and errors."
+    ),
 ) -> None:
     """Diagnostics and measurement for robot arms and servo buses."""
     if verbose and quiet:
@@ -421,8 +484,7 @@ def _usage_line(exc: click.ClickException) -> None:
         hint = f" (see '{exc.ctx.command_path} -h')"
     message = " ".join(exc.format_message().split())  # the parser's messages may span lines
     message = message.replace("Value error, ", "")  # the choice check's wording, without its prefix
-    err_console.print(f"[bold red]error:[/] {escape(message)}{escape(hint)}", highlight=False,
-                      soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}{escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -44,10 +44,12 @@ def _default_bus() -> str:
 
 DEFAULT_BUS = _default_bus()
 _REAL_BUSES = ", ".join(example for fam in FAMILIES if fam.kind == BUS for example in fam.examples)
-BUS_HELP = (f"Servo bus URL: {DEFAULT_BUS}[?k=v] (a simulator that keeps its pose between servo commands; "
-            f"?clock=sim runs it on simulated time) or a real bus ({_REAL_BUSES}); known: "
-            f"{', '.join(known_urls(BUS))}. Servos with Operating Modes are read, moved and held in "
-            "position mode only.")
+BUS_HELP = (
+    f"Servo bus URL: {DEFAULT_BUS}[?k=v] (a simulator that keeps its pose between servo commands; "
+    f"?clock=sim runs it on simulated time) or a real bus ({_REAL_BUSES}); known: "
+    f"{', '.join(known_urls(BUS))}. Servos with Operating Modes are read, moved and held in "
+    "position mode only."
+)
 BusOption = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=BUS_HELP)
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
@@ -163,8 +165,7 @@ def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool =
         except ServotoolError as exc:
             fail_on(exc)
         except KeyboardInterrupt as exc:
-            fail(f"interrupted by {signal_label(exc)} while opening {url}; {NOTHING_SENT}",
-                 exit_code_of(exc))
+            fail(f"interrupted by {signal_label(exc)} while opening {url}; {NOTHING_SENT}", exit_code_of(exc))
         try:
             yield dev
         except ServotoolError as exc:

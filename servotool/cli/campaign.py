@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matpl
     from servotool.runs.campaign.report import Report
     from servotool.runs.campaign.run import CampaignRun, CampaignState, RunRecord
 
+
 def _sim_example() -> str:
     """A simulated arm's URL for the help texts, from the registry."""
     sims = [u for u in known_urls(ARM) if u.startswith("sim:")]
@@ -39,8 +40,9 @@ campaign_app = typer.Typer(
 
 FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. one of `servotool campaign list`.")
 RobotOption = typer.Option(
-    None, "--robot", help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then "
-    "the arm)."
+    None,
+    "--robot",
+    help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then the arm).",
 )
 
 
@@ -95,23 +97,47 @@ def list_campaigns(json_out: bool = typer.Option(False, "--json", help="Print th
     for path in shipped_campaign_files():
         try:
             campaign, problems = parse_campaign(read_campaign_file(path))
-            rows.append({"name": campaign.name, "purpose": campaign.purpose, "device": campaign.device,
-                         "runs": len(campaign.runs), "file": str(path), "problems": problems})
+            rows.append(
+                {
+                    "name": campaign.name,
+                    "purpose": campaign.purpose,
+                    "device": campaign.device,
+                    "runs": len(campaign.runs),
+                    "file": str(path),
+                    "problems": problems,
+                }
+            )
         except FileFormatError as exc:
-            rows.append({"name": path.stem, "purpose": "", "device": "", "runs": 0, "file": str(path),
-                         "problems": [str(exc)]})
+            rows.append(
+                {
+                    "name": path.stem,
+                    "purpose": "",
+                    "device": "",
+                    "runs": 0,
+                    "file": str(path),
+                    "problems": [str(exc)],
+                }
+            )
     if json_out:
         print_json(rows)
         return
     if not rows:
         fail("no shipped campaign found (campaigns/ next to the package, or <prefix>/share/servotool)", 1)
     bad = sum(1 for r in rows if r["problems"])
-    console.print(f"{len(rows)} shipped campaign(s)" + (f", [red]{bad} with problems[/]" if bad else "")
-                  + f", files in {Path(rows[0]['file']).parent}", highlight=False)
+    console.print(
+        f"{len(rows)} shipped campaign(s)"
+        + (f", [red]{bad} with problems[/]" if bad else "")
+        + f", files in {Path(rows[0]['file']).parent}",
+        highlight=False,
+    )
     table = compact_table("")
     for col in ("campaign", "device", "runs", "purpose"):
-        table.add_column(col, justify="right" if col == "runs" else "left", overflow="fold",
-                         no_wrap=col in ("campaign", "device"))
+        table.add_column(
+            col,
+            justify="right" if col == "runs" else "left",
+            overflow="fold",
+            no_wrap=col in ("campaign", "device"),
+        )
     for r in rows:
         table.add_row(r["name"], r["device"], str(r["runs"]), escape(r["purpose"]))
     console.print(table)
@@ -151,8 +177,10 @@ class _Hooks:
         if not o.get("raw", False):
             a_max = float(o.get("a_max", 0.0))
             what, phrase = f"Shaped steps at a_max {a_max:g} deg/s^2", f"AMAX {a_max:g} J{joint + 1}"
-        warning = (f"{what} on a real arm ({url}), {run.label}: the controller may run away for 14-35x "
-                   "the step. E-stop in hand, clear the joint's arc.")
+        warning = (
+            f"{what} on a real arm ({url}), {run.label}: the controller may run away for 14-35x "
+            "the step. E-stop in hand, clear the joint's arc."
+        )
         try:
             confirm_typed(warning, phrase)
         except Refused as exc:
@@ -223,12 +251,22 @@ def _report(folder: Path) -> tuple[Report, list[Path]]:
 def run(
     file: Path = FileArg,
     robot: str | None = RobotOption,
-    out: Annotated[Path | None, typer.Option(
-        "--out", envvar="SERVOTOOL_OUT", help="Parent folder; the campaign gets its own folder "
-        "<name>_<stamp> in it (default ./servotool-runs).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            envvar="SERVOTOOL_OUT",
+            help="Parent folder; the campaign gets its own folder "
+            "<name>_<stamp> in it (default ./servotool-runs).",
+        ),
+    ] = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and show the plan; open no device."),
-    resume: bool = typer.Option(False, "--resume", help="Go on in the newest unfinished folder of this "
-                                "campaign under --out, from the run where it stopped."),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Go on in the newest unfinished folder of this "
+        "campaign under --out, from the run where it stopped.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the final state as JSON."),
     wide: bool = typer.Option(False, "--wide", help="Every column of the summary tables (wider than 80)."),
 ) -> None:
@@ -244,17 +282,28 @@ def run(
 
     campaign = _load(file, robot)
     if dry_run:
-        console.print(f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
-                      f"new folder under {out_dir(out)}; nothing was opened", highlight=False)
+        console.print(
+            f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
+            f"new folder under {out_dir(out)}; nothing was opened",
+            highlight=False,
+        )
         console.print(_plan_table(campaign))
         return
     cr = _open_folder(campaign, out, robot, resume)
-    err_console.print(f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
-                      f"{cr.state.next_index + 1}, into {cr.folder}", highlight=False)
+    err_console.print(
+        f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
+        f"{cr.state.next_index + 1}, into {cr.folder}",
+        highlight=False,
+    )
     ui = _Hooks(not json_out)
     with StopSignals() as signals:  # SIGTERM and SIGHUP stop a run the way Ctrl-C does
-        hooks = CampaignHooks(signals=signals, on_run_start=ui.start, on_run_end=ui.end, confirm=ui.confirm,
-                              run_progress=ui.progress)
+        hooks = CampaignHooks(
+            signals=signals,
+            on_run_start=ui.start,
+            on_run_end=ui.end,
+            confirm=ui.confirm,
+            run_progress=ui.progress,
+        )
         try:
             state = run_campaign(campaign, cr, hooks)
         except Refused as exc:  # the folder taken by another process since it was checked: nothing written
@@ -263,16 +312,20 @@ def run(
     if json_out:
         print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
     if state.stopped:
-        verdict = (f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished run(s) kept "
-                   f"in {cr.folder}")
+        verdict = (
+            f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished run(s) kept "
+            f"in {cr.folder}"
+        )
     else:
         verdict = f"[green]done[/]: {len(state.runs)} run(s) of {campaign.name} in {cr.folder}"
     (err_console if json_out else console).print(verdict, highlight=False)
     if not json_out:
         _render_summary(summary, wide)
     if state.stopped and (state.stop_status != FAULTED or campaign.safety.faults_allowed):
-        err_console.print(f"go on with: servotool campaign run {file} --resume"
-                          + (f" --out {out}" if out else ""), highlight=False)
+        err_console.print(
+            f"go on with: servotool campaign run {file} --resume" + (f" --out {out}" if out else ""),
+            highlight=False,
+        )
     for path in report if not json_out else []:
         console.print(f"report: {path}", highlight=False)
     code = _exit_status(state)

@@ -104,13 +104,24 @@ def show(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     except ServotoolError as exc:
         fail(str(exc))
     if json_out:
-        print_json({"path": str(path), "exists": path.exists(),
-                    "values": {row.key: {"value": row.value, "source": row.source,
-                                         "envvar": KEYS[row.key].envvar} for row in rows}})
+        print_json(
+            {
+                "path": str(path),
+                "exists": path.exists(),
+                "values": {
+                    row.key: {"value": row.value, "source": row.source, "envvar": KEYS[row.key].envvar}
+                    for row in rows
+                },
+            }
+        )
         return
     set_here = sum(1 for row in rows if row.source not in ("built-in", "unset"))
-    console.print(f"config {escape(str(path))}" + ("" if path.exists() else " (not created yet)")
-                  + f": {set_here} of {len(rows)} key(s) set outside the built-ins", highlight=False)
+    console.print(
+        f"config {escape(str(path))}"
+        + ("" if path.exists() else " (not created yet)")
+        + f": {set_here} of {len(rows)} key(s) set outside the built-ins",
+        highlight=False,
+    )
     table = compact_table()
     for column in ("key", "value", "from", "used as"):
         table.add_column(column, overflow="fold", no_wrap=column in ("key", "from"))

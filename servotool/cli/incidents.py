@@ -25,12 +25,23 @@ incidents_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DestOption = Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: "
-                                                 "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
-                                                 "servotool/captures).")]
+DestOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dest",
+        help="Capture folder (default: "
+        "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
+        "servotool/captures).",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")]
-RefArg = Annotated[str, typer.Argument(help="A capture: its path, id, unique id prefix, its time as "
-                                       "`incidents list` shows it, its number there, or last (the newest).")]
+RefArg = Annotated[
+    str,
+    typer.Argument(
+        help="A capture: its path, id, unique id prefix, its time as "
+        "`incidents list` shows it, its number there, or last (the newest)."
+    ),
+]
 
 
 def _num(x: Any, fmt: str = ".1f") -> str:
@@ -65,8 +76,12 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
     cols += ["axes", "bits", "lead-up\ns", "tail\ns", "end"]
     for col in cols:
         right = col in ("#", "lead-up\ns", "tail\ns")
-        table.add_column(col, justify="right" if right else "left", overflow="fold",
-                         no_wrap=right or col == "captured (UTC)")
+        table.add_column(
+            col,
+            justify="right" if right else "left",
+            overflow="fold",
+            no_wrap=right or col == "captured (UTC)",
+        )
     for i, (path, h) in enumerate(entries, start=1):
         if h is None:  # the name goes where it may fold: a long one must not widen the time column
             stamp = capture_stamp(path.stem) if path.name.startswith("capture_") else "-"
@@ -75,10 +90,16 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
             table.add_row(str(i), escape(stamp), *cells, f"[yellow]unreadable[/]{named}")
             continue
         device = [] if one_device else [escape(str((h.get("device") or {}).get("url", "")))]
-        table.add_row(str(i), capture_stamp(str(h.get("id"))), *device,
-                      ", ".join(str(a) for a in h.get("trigger_axes") or []),
-                      ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
-                      _num(h.get("lead_up_s")), _num(h.get("tail_observed_s")), str(h.get("end")))
+        table.add_row(
+            str(i),
+            capture_stamp(str(h.get("id"))),
+            *device,
+            ", ".join(str(a) for a in h.get("trigger_axes") or []),
+            ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
+            _num(h.get("lead_up_s")),
+            _num(h.get("tail_observed_s")),
+            str(h.get("end")),
+        )
     console.print(table)
 
 
@@ -92,9 +113,16 @@ def _load(ref: str, dest: Path | None) -> tuple[Path, dict[str, Any], list[dict[
 
 
 def _summary_json(s: AxisSummary) -> dict[str, Any]:
-    return {"axis": s.axis, "trigger": s.trigger, "bits": s.bits, "silent_samples": s.silent_samples,
-            **{name: {"before": f.before, "extreme": f.extreme, "change": f.change}
-               for name, f in s.fields.items()}}
+    return {
+        "axis": s.axis,
+        "trigger": s.trigger,
+        "bits": s.bits,
+        "silent_samples": s.silent_samples,
+        **{
+            name: {"before": f.before, "extreme": f.extreme, "change": f.change}
+            for name, f in s.fields.items()
+        },
+    }
 
 
 def _render_header(path: Path, h: dict[str, Any]) -> None:
@@ -102,25 +130,34 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     counts = h.get("counts") or {}
     sim = ", SIMULATED" if dev.get("simulated") else ""
     axes = ", ".join(f"{t['axis']} ({_bits(t['bits'])})" for t in h.get("trigger") or []) or "no axis"
-    console.print(f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
-                  f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}", highlight=False)
+    console.print(
+        f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
+        f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
+        highlight=False,
+    )
     console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
-    console.print(f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}",
-                  highlight=False)
+    console.print(
+        f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}", highlight=False
+    )
     modes = dev.get("operating_modes") or {}
     other = [f"{axis} {mode}" for axis, mode in modes.items() if mode and not mode.startswith("position ")]
     if other:  # a wheel turns by design: its current and motion are no position servo's
         console.print(f"[yellow]not in position mode: servo {', '.join(other)}[/]", highlight=False)
     for t in h.get("trigger") or []:
         clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
-        console.print(f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "
-                      f"detected at {seen} s", highlight=False)
+        console.print(
+            f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "
+            f"detected at {seen} s",
+            highlight=False,
+        )
     console.print(
         f"the latch happened between {_num(h.get('last_clean_t'), '+.3f')} s and 0 (detection); "
         f"lead-up {_num(h.get('lead_up_s'), '.2f')} s, "
         f"tail observed {_num(h.get('tail_observed_s'), '.2f')} s "
         f"of {_num(h.get('tail_planned_s'), '.2f')} s planned ({h.get('end')}); "
-        f"{counts.get('fast')} fast, {counts.get('context')} context samples", highlight=False)
+        f"{counts.get('fast')} fast, {counts.get('context')} context samples",
+        highlight=False,
+    )
     for e in h.get("events") or []:
         console.print(f"  {e['t']:+8.3f} s  {e['kind']}: {e['text']}", highlight=False)
 
@@ -137,8 +174,12 @@ def _gap_unit(header: dict[str, Any]) -> str:
 
 
 @incidents_app.command("show")
-def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
-         wide: bool = typer.Option(False, "--wide", help="Also the lead-up median of each field.")) -> None:
+def show(
+    ref: RefArg,
+    dest: DestOption = None,
+    json_out: JsonOption = False,
+    wide: bool = typer.Option(False, "--wide", help="Also the lead-up median of each field."),
+) -> None:
     """One capture's header, and per axis the lead-up median and the extreme around the trigger of
     current, position gap and temperature (trigger axes first, then the largest current change)."""
     path, header, samples = _load(ref, dest)
@@ -147,8 +188,11 @@ def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
         print_json({"path": str(path), "header": header, "axes": [_summary_json(s) for s in summaries]})
         return
     _render_header(path, header)
-    names = [n for n in ("current", "gap", "temperature")
-             if any(s.fields[n].before is not None or s.fields[n].extreme is not None for s in summaries)]
+    names = [
+        n
+        for n in ("current", "gap", "temperature")
+        if any(s.fields[n].before is not None or s.fields[n].extreme is not None for s in summaries)
+    ]
     table = compact_table()
     table.add_column("axis", no_wrap=True)  # never the column that gives way at 80 columns
     parts = ("before", "peak", "change") if wide else ("peak", "change")
@@ -169,10 +213,14 @@ def show(ref: RefArg, dest: DestOption = None, json_out: JsonOption = False,
 
 
 @incidents_app.command("plot")
-def plot(ref: RefArg, dest: DestOption = None,
-         out: Annotated[Path | None, typer.Option("--out", help="PNG path (default: next to the capture).")]
-         = None,
-         json_out: JsonOption = False) -> None:
+def plot(
+    ref: RefArg,
+    dest: DestOption = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="PNG path (default: next to the capture).")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
     """A PNG of one capture: current, gap and temperature around the detection (bracket shaded)."""
     from servotool.plots.incidents import incident_figure
 

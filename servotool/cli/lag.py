@@ -96,8 +96,13 @@ def lag(
     with live_arm(robot, rpc, clock) as (arm, signals):
         with RunProgress(not json_out, "ramp") as progress:
             run = run_ramp(
-                arm, settings, clock=clock, out_dir=out_dir(out), command=command_line(),
-                signals=signals, **progress.callbacks("pass"),
+                arm,
+                settings,
+                clock=clock,
+                out_dir=out_dir(out),
+                command=command_line(),
+                signals=signals,
+                **progress.callbacks("pass"),
             )
 
         def render() -> None:

@@ -50,10 +50,14 @@ RobotOpt = Annotated[
     ),
 ]
 JointOpt = Annotated[int, typer.Option("--joint", min=0, help="Joint index, 0 = J1 (the base).")]
-CmdMsOpt = Annotated[float, typer.Option(
-    "--cmd-ms", help="Command period (ms). Above 10 ms, --a-max is bounded by 2000 x (10 / cmd-ms)^2 deg/s²: "
-    "the per-command step changes by up to a_max x period²."
-)]
+CmdMsOpt = Annotated[
+    float,
+    typer.Option(
+        "--cmd-ms",
+        help="Command period (ms). Above 10 ms, --a-max is bounded by 2000 x (10 / cmd-ms)^2 deg/s²: "
+        "the per-command step changes by up to a_max x period².",
+    ),
+]
 OutOpt = Annotated[
     Path | None,
     typer.Option("--out", envvar="SERVOTOOL_OUT", help="Folder for the CSV (default ./servotool-runs)."),

@@ -55,8 +55,9 @@ def derive_options(
 
     def decorate(fn: F) -> F:
         own = inspect.signature(fn, eval_str=True).parameters.values()
-        derived = [_parameter(cls, name, opt, choices or {})
-                   for name, opt in options_of(cls).items() if opt.flag]
+        derived = [
+            _parameter(cls, name, opt, choices or {}) for name, opt in options_of(cls).items() if opt.flag
+        ]
         params: list[inspect.Parameter] = []
         for p in own:
             if p.kind == inspect.Parameter.VAR_KEYWORD:
@@ -74,6 +75,9 @@ def derive_options(
 def settings_from(cls: type[T], ctx: typer.Context, options: Mapping[str, Any]) -> T:
     """`cls` from a command's derived options (Enum values as their strings), with `given` naming the
     options that came from the command line or the environment."""
-    values = {k: (v.value if isinstance(v, Enum) else tuple(v) if isinstance(v, list) else v)
-              for k, v in options.items() if not (v is None and isinstance(_default(cls, k), tuple))}
+    values = {
+        k: (v.value if isinstance(v, Enum) else tuple(v) if isinstance(v, list) else v)
+        for k, v in options.items()
+        if not (v is None and isinstance(_default(cls, k), tuple))
+    }
     return cls(**values, given=frozenset(k for k in values if given(ctx, k)))  # type: ignore[call-arg]

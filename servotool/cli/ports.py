@@ -54,8 +54,12 @@ def _port_claimed(device: str) -> Iterator[None]:
         yield
 
 
-def probe_port(device: str, families: list[Family], timeout_ms: int = PROBE_TIMEOUT_MS,
-               unavailable: dict[str, str] | None = None) -> dict[str, Any]:
+def probe_port(
+    device: str,
+    families: list[Family],
+    timeout_ms: int = PROBE_TIMEOUT_MS,
+    unavailable: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What answers on one port (see the module docstring), "busy": None or who holds it, "error": None
     or why the port could not be opened. A port another servotool process holds is not probed (a probe
     would interleave with its traffic); a port that cannot be opened (a mistyped --port path, no
@@ -74,8 +78,9 @@ def _open_failure(exc: BaseException) -> OSError | None:
     return cause if isinstance(cause, OSError) else None
 
 
-def _probe_free_port(device: str, families: list[Family], timeout_ms: int,
-                     unavailable: dict[str, str]) -> dict[str, Any]:
+def _probe_free_port(
+    device: str, families: list[Family], timeout_ms: int, unavailable: dict[str, str]
+) -> dict[str, Any]:
     found: dict[str, Any] = {**_unprobed(families), "busy": None, "error": None}
     for fam in families:
         if fam.name in unavailable:
@@ -114,8 +119,9 @@ def _answers(found: dict[str, Any]) -> str:
     for fam in probing_families():
         got = found.get(fam.name)
         if isinstance(got, dict):
-            parts += [f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})"
-                      for baud, ids in got.items()]
+            parts += [
+                f"{fam.name} at {baud} baud (ids {', '.join(map(str, ids))})" for baud, ids in got.items()
+            ]
         elif got:
             device = fam.title.split()[-1]  # what the family calls the device: "board", "bus"
             parts.append(f"{fam.name} {device} (servos {', '.join(map(str, got))})")
@@ -125,12 +131,16 @@ def _answers(found: dict[str, Any]) -> str:
 def _answered(found: dict[str, Any] | None) -> bool:
     if not found:
         return False
-    return any(isinstance(v, list) and v or isinstance(v, dict) and any(v.values())
-               for k, v in found.items() if k not in ("busy", "error"))
+    return any(
+        isinstance(v, list) and v or isinstance(v, dict) and any(v.values())
+        for k, v in found.items()
+        if k not in ("busy", "error")
+    )
 
 
-def _probe_all(listed: list[dict[str, Any]], families: list[Family], timeout_ms: int | None,
-               unavailable: dict[str, str]) -> None:
+def _probe_all(
+    listed: list[dict[str, Any]], families: list[Family], timeout_ms: int | None, unavailable: dict[str, str]
+) -> None:
     """Fill each entry's "answers" (None: not probed, timeout_ms None). Ctrl-C, SIGTERM or SIGHUP while
     probing: the port being probed is closed and its lock released, then one line and exit 130, 143 or 129
     (without handlers a signal ended the process with no word)."""
@@ -139,24 +149,37 @@ def _probe_all(listed: list[dict[str, Any]], families: list[Family], timeout_ms:
         try:
             for entry in listed:
                 device = entry["device"]
-                entry["answers"] = (None if timeout_ms is None else
-                                    probe_port(device, families, timeout_ms, unavailable))
+                entry["answers"] = (
+                    None if timeout_ms is None else probe_port(device, families, timeout_ms, unavailable)
+                )
         except KeyboardInterrupt as exc:
             where = f" while probing {device}" if timeout_ms is not None and device else ""
-            fail(f"interrupted by {signal_label(exc)}{where}; only read and ping requests were sent, "
-                 "and the port is closed", exit_code_of(exc))
+            fail(
+                f"interrupted by {signal_label(exc)}{where}; only read and ping requests were sent, "
+                "and the port is closed",
+                exit_code_of(exc),
+            )
 
 
 def ports(
     ctx: typer.Context,
-    probe: bool = typer.Option(True, "--probe/--no-probe", help="Ask each port whether a servo board answers "
-                               "(harmless reads only)."),
-    extra: Annotated[list[str] | None, typer.Option(
-        "--port", help="Also probe this device path (e.g. a simulator's pty); repeatable.")] = None,
+    probe: bool = typer.Option(
+        True, "--probe/--no-probe", help="Ask each port whether a servo board answers (harmless reads only)."
+    ),
+    extra: Annotated[
+        list[str] | None,
+        typer.Option("--port", help="Also probe this device path (e.g. a simulator's pty); repeatable."),
+    ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    timeout_ms: int = typer.Option(PROBE_TIMEOUT_MS, "--timeout-ms", min=1, max=2000, help="How long each "
-                                   "servo is given to answer the board probe's read, ms (probing only: "
-                                   "refused with --no-probe)."),
+    timeout_ms: int = typer.Option(
+        PROBE_TIMEOUT_MS,
+        "--timeout-ms",
+        min=1,
+        max=2000,
+        help="How long each "
+        "servo is given to answer the board probe's read, ms (probing only: "
+        "refused with --no-probe).",
+    ),
 ) -> None:
     """List serial ports and say which servo bus family answers on each.
 
@@ -168,8 +191,10 @@ def ports(
         fail("--timeout-ms applies only when probing; leave it out with --no-probe")
     if any(not d.strip() for d in extra or []):  # --port "$PORT" with PORT unset: no port to probe
         fail("--port is empty: give a device path (e.g. /dev/ttyUSB0)")
-    listed = [{"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
-              for p in sorted(list_ports.comports(), key=lambda p: p.device)]
+    listed = [
+        {"device": p.device, "description": p.description or "", "hwid": p.hwid or ""}
+        for p in sorted(list_ports.comports(), key=lambda p: p.device)
+    ]
     known = {x["device"] for x in listed}
     for d in extra or []:  # a port listed or given before is probed once
         if d not in known:
@@ -180,15 +205,18 @@ def ports(
     _probe_all(listed, families, timeout_ms if probe else None, unavailable)
     if json_out:
         # "<family>_probe": whether that family's probe could run (its client library is installed)
-        print_json({"ports": listed, **{f"{f.name}_probe": probe and f.name not in unavailable
-                                        for f in families}})
+        print_json(
+            {"ports": listed, **{f"{f.name}_probe": probe and f.name not in unavailable for f in families}}
+        )
         return
     if not listed:
         err_console.print("no serial ports found")
         return
     answered = sum(1 for e in listed if _answered(e["answers"]))
-    console.print(f"{len(listed)} serial port(s)" + (f", {answered} answered the probe" if probe else
-                  ", not probed"), highlight=False)
+    console.print(
+        f"{len(listed)} serial port(s)" + (f", {answered} answered the probe" if probe else ", not probed"),
+        highlight=False,
+    )
     table = compact_table()
     for col in ("port", "description", "answers"):
         table.add_column(col, overflow="fold", no_wrap=col == "port")

@@ -40,8 +40,17 @@ _RECORDABLE_ARMS = [f for f in FAMILIES if f.kind == ARM and f.telemetry is not 
 DEFAULT_ROBOT = default_url(ARM)
 _ARM_EXAMPLES = ", ".join(e for f in _RECORDABLE_ARMS for e in f.examples)
 VIEW_PERIOD_S = 0.2
-SHOWN_EVENTS = ("baseline-latch", "still-latched", "latch", "join", "more-bits", "changed", "recovered",
-                "capture-limit", "disabled")
+SHOWN_EVENTS = (
+    "baseline-latch",
+    "still-latched",
+    "latch",
+    "join",
+    "more-bits",
+    "changed",
+    "recovered",
+    "capture-limit",
+    "disabled",
+)
 
 
 def _f(x: Any, fmt: str = ".0f") -> str:
@@ -64,8 +73,18 @@ def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
         if s is None:
             rows.append([_axis_name(axis), sweep.group, "[yellow]silent[/]", "", "", "", "", latch])
             continue
-        rows.append([_axis_name(axis), sweep.group, _f(s.position, ".1f"), _f(s.gap, ".1f"), _f(s.current),
-                     _f(s.temperature), _f(s.voltage, ".2f"), latch])
+        rows.append(
+            [
+                _axis_name(axis),
+                sweep.group,
+                _f(s.position, ".1f"),
+                _f(s.gap, ".1f"),
+                _f(s.current),
+                _f(s.temperature),
+                _f(s.voltage, ".2f"),
+                latch,
+            ]
+        )
     return rows
 
 
@@ -73,13 +92,24 @@ def render_view(p: RecordProgress, unit: str = "") -> Group:
     """The live view at 80 columns: one row per axis (fast and context groups) with positions in `unit` (the
     device's: deg on an arm, pulse on a bus), then the recorder's state on two short lines."""
     table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("axis", "group", f"position\n{unit}", f"gap\n{unit}", "current\nmA", "temp\nC", "volts\nV",
-                "latch"):
+    for col in (
+        "axis",
+        "group",
+        f"position\n{unit}",
+        f"gap\n{unit}",
+        "current\nmA",
+        "temp\nC",
+        "volts\nV",
+        "latch",
+    ):
         table.add_column(col, justify="left" if col in ("group", "latch") else "right", no_wrap=True)
     for row in _rows(p.fast, p.latched) + _rows(p.context, p.latched):
         table.add_row(*row)
-    others = {k: v for k, v in p.latched.items()
-              if not any(s is not None and k in s.axes for s in (p.fast, p.context))}
+    others = {
+        k: v
+        for k, v in p.latched.items()
+        if not any(s is not None and k in s.axes for s in (p.fast, p.context))
+    }
     for axis, bits in others.items():
         table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]")
     window = "[bold yellow]capture window open[/]" if p.window_open else "watching"
@@ -88,7 +118,8 @@ def render_view(p: RecordProgress, unit: str = "") -> Group:
         window += "  codes " + " ".join(f"{k} {v}" for k, v in codes.items())
     counts = Text.from_markup(
         f"{p.t:.1f} s  {p.frames} frames  rings: fast {p.fast_count}, context {p.context_count}  "
-        f"{len(p.captures)} capture(s)  {p.overruns} overrun(s)")
+        f"{len(p.captures)} capture(s)  {p.overruns} overrun(s)"
+    )
     return Group(table, counts, Text.from_markup(window))
 
 
@@ -106,15 +137,30 @@ def _event_line(e: RecorderEvent) -> str:
 
 def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
     return {
-        "status": out.status, "reason": out.reason, "exit_code": int(out.exit_code), "dest": str(dest),
-        "frames": out.frames, "duration_s": out.duration_s, "overruns": out.overruns,
-        "captures": [{"path": str(c.path), "trigger_axes": c.header["trigger_axes"], "write_ms": c.write_ms,
-                      "tail_observed_s": c.header["tail_observed_s"], "end": c.header["end"]}
-                     for c in out.captures],
+        "status": out.status,
+        "reason": out.reason,
+        "exit_code": int(out.exit_code),
+        "dest": str(dest),
+        "frames": out.frames,
+        "duration_s": out.duration_s,
+        "overruns": out.overruns,
+        "captures": [
+            {
+                "path": str(c.path),
+                "trigger_axes": c.header["trigger_axes"],
+                "write_ms": c.write_ms,
+                "tail_observed_s": c.header["tail_observed_s"],
+                "end": c.header["end"],
+            }
+            for c in out.captures
+        ],
         "latched": {str(k): v for k, v in out.latched.items()},
-        "events": [{"t": round(e.t - out.t0, 6), "kind": e.kind, "axis": e.axis, "bits": e.bits,
-                    "text": e.text} for e in out.events],
-        "warnings": out.warnings, "publish_errors": out.publish_errors,
+        "events": [
+            {"t": round(e.t - out.t0, 6), "kind": e.kind, "axis": e.axis, "bits": e.bits, "text": e.text}
+            for e in out.events
+        ],
+        "warnings": out.warnings,
+        "publish_errors": out.publish_errors,
     }
 
 
@@ -124,34 +170,54 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
     unit = position_unit(source.describe())
     console.print(f"captures go to {settings.dest}", highlight=False, soft_wrap=True)
     with Live(console=console, refresh_per_second=5, transient=False) as live:
+
         def progress(p: RecordProgress) -> None:
             nonlocal shown_captures, view_t
             for e in p.events:
                 if e.kind in SHOWN_EVENTS:
                     live.console.print(_event_line(e), highlight=False)
             for c in p.captures[shown_captures:]:
-                live.console.print(f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']}, "
-                                   f"written in {c.write_ms:.0f} ms)", highlight=False)
+                live.console.print(
+                    f"[bold]capture published[/] {c.path} (axes {c.header['trigger_axes']}, "
+                    f"written in {c.write_ms:.0f} ms)",
+                    highlight=False,
+                )
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
                 live.update(render_view(p, unit))
                 view_t = p.t
 
-        return run_record(source, clock, settings, on_progress=progress,
-                          on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}", highlight=False))
+        return run_record(
+            source,
+            clock,
+            settings,
+            on_progress=progress,
+            on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}", highlight=False),
+        )
 
 
 def record(
-    bus: Annotated[str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; "
-                                            f"{_BUS_EXAMPLES}).")] = None,
-    robot: Annotated[str | None, typer.Option(
-        "--robot", help=f"Arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; {_ARM_EXAMPLES}).")
+    bus: Annotated[
+        str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; {_BUS_EXAMPLES}).")
     ] = None,
-    duration: Annotated[float | None, typer.Option("--duration", help="Seconds to record (default: until "
-                                                   "Ctrl-C).")] = None,
-    dest: Annotated[Path | None, typer.Option("--dest", help="Capture folder (default: "
-                                              "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
-                                              "servotool/captures).")] = None,
+    robot: Annotated[
+        str | None,
+        typer.Option(
+            "--robot", help=f"Arm URL instead of a bus ({DEFAULT_ROBOT}, the simulator; {_ARM_EXAMPLES})."
+        ),
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option("--duration", help="Seconds to record (default: until Ctrl-C).")
+    ] = None,
+    dest: Annotated[
+        Path | None,
+        typer.Option(
+            "--dest",
+            help="Capture folder (default: "
+            "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
+            "servotool/captures).",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
 ) -> None:
     """Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
@@ -189,9 +255,16 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
             source = open_source(url, kind, clock)
             with contextlib.closing(source):  # run_record closes it too; a signal before it starts does not
                 announce_device(url, source.simulated, source.model)
-                out = (run_record(source, clock, settings,
-                                  on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"))
-                       if json_out else _run_live(source, clock, settings))
+                out = (
+                    run_record(
+                        source,
+                        clock,
+                        settings,
+                        on_warning=lambda w: err_console.print(f"[yellow]warning:[/] {w}"),
+                    )
+                    if json_out
+                    else _run_live(source, clock, settings)
+                )
                 signals.ending()  # recorded and published: the lock is released whole
             return out
     except DeviceURLError as exc:
@@ -202,8 +275,10 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
     except KeyboardInterrupt as exc:
         if out is not None:  # in the instant between the recording's own ending and ours: it stands
             return out
-        fail(f"interrupted by {signal_label(exc)} before recording started; nothing was recorded",
-             exit_code_of(exc))
+        fail(
+            f"interrupted by {signal_label(exc)} before recording started; nothing was recorded",
+            exit_code_of(exc),
+        )
 
 
 def _no_claim() -> contextlib.nullcontext[None]:
@@ -219,13 +294,19 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
         if not console.is_terminal:
             console.print()  # the live view's last render ends without a newline off a terminal
         said = out.reason and out.reason not in out.publish_errors  # those get their error line below
-        console.print(f"{out.status}" + (f" ({out.reason})" if said else "")
-                      + f": recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns), "
-                      f"{len(out.captures)} capture(s) in {dest}", highlight=False)
+        console.print(
+            f"{out.status}"
+            + (f" ({out.reason})" if said else "")
+            + f": recorded {out.duration_s:.1f} s ({out.frames} frames, {out.overruns} overruns), "
+            f"{len(out.captures)} capture(s) in {dest}",
+            highlight=False,
+        )
         for c in out.captures:
-            console.print(f"  capture {c.path} (axes {c.header['trigger_axes']}, {c.header['end']}, "
-                          f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
-                          highlight=False)
+            console.print(
+                f"  capture {c.path} (axes {c.header['trigger_axes']}, {c.header['end']}, "
+                f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
+                highlight=False,
+            )
     for e in out.publish_errors:
         err_console.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
     if code:

@@ -57,8 +57,14 @@ class Col:
 
 def compact_table(title: str = "") -> Table:
     """An empty table in the compact style every command uses: a rule under the header, no outer edge."""
-    return Table(title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                 header_style="bold", title_justify="left")
+    return Table(
+        title=title or None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        title_justify="left",
+    )
 
 
 def print_table(con: Console, table: Table, wide: bool) -> None:
@@ -318,9 +324,7 @@ def draw_plot(fa: FileAnalysis, target: Path) -> Path:
 
     margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
     guard = (float(margin), float(lag)) if margin is not None and lag is not None else None
-    return save_step_plot(
-        fa.result, fa.recording, target, title=fa.path.name, device=device, guard=guard
-    )
+    return save_step_plot(fa.result, fa.recording, target, title=fa.path.name, device=device, guard=guard)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -442,18 +446,39 @@ def render_guard_setup(g: GuardSetup) -> None:
 
 # The columns each report table shows at 80 columns (by header); a table not listed shows every column.
 REPORT_SHORT = {
-    "step runs": ("run", "kind", "size deg", "first move ms", "arrive ms", "travel deg", "peak deg/s",
-                  "faults", "verdict"),
-    "lag runs (ramps)": ("run", "joint", "speeds deg/s", "L ms", "± ms", "midpoint L ms", "L vs speed",
-                         "complete"),
+    "step runs": (
+        "run",
+        "kind",
+        "size deg",
+        "first move ms",
+        "arrive ms",
+        "travel deg",
+        "peak deg/s",
+        "faults",
+        "verdict",
+    ),
+    "lag runs (ramps)": (
+        "run",
+        "joint",
+        "speeds deg/s",
+        "L ms",
+        "± ms",
+        "midpoint L ms",
+        "L vs speed",
+        "complete",
+    ),
 }
 _UNITS = ("ms", "deg", "deg/s", "pulses", "(pulses)")
 _TEXT_HEADERS = ("run", "kind", "verdict", "complete", "L vs speed", "transport", "direction")
 
 
 # Shorter names for the 80-column view (the same words the lag and step tables use).
-_SHORT_HEADERS = {"first move ms": "first\nms", "midpoint L ms": "mid L\nms", "stop (pulses)": "stop\npulses",
-                  "gap at fault deg": "gap\ndeg"}
+_SHORT_HEADERS = {
+    "first move ms": "first\nms",
+    "midpoint L ms": "mid L\nms",
+    "stop (pulses)": "stop\npulses",
+    "gap at fault deg": "gap\ndeg",
+}
 
 
 def _two_line(header: str) -> str:
@@ -469,8 +494,13 @@ def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
     Number columns never wrap; text columns wrap at spaces rather than truncate."""
     keep = [i for i, h in enumerate(headers) if wide or h in REPORT_SHORT.get(title, headers)]
     if not wide and len(rows) > 1:  # a text column with one value for every row goes into the title
-        same = [i for i in keep if headers[i] in (*_TEXT_HEADERS, "joint") and headers[i] != "run"
-                and len({r[i] for r in rows}) == 1]
+        same = [
+            i
+            for i in keep
+            if headers[i] in (*_TEXT_HEADERS, "joint")
+            and headers[i] != "run"
+            and len({r[i] for r in rows}) == 1
+        ]
         if same:
             title += ": " + ", ".join(f"{headers[i]} {escape(rows[0][i])}" for i in same)
             keep = [i for i in keep if i not in same]
@@ -479,10 +509,14 @@ def report_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
         text = headers[i] in _TEXT_HEADERS
         longest_word = max((len(w) for r in rows for w in str(r[i]).split()), default=1)
         header = headers[i] if wide else _two_line(headers[i])
-        table.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold",
-                         min_width=longest_word)
+        table.add_column(
+            header,
+            justify="left" if text else "right",
+            no_wrap=not text,
+            overflow="fold",
+            min_width=longest_word,
+        )
     for row in rows:
         cells = [row[i] for i in keep]
         table.add_row(*(escape(c) for c in cells))
     return table
-

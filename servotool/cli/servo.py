@@ -66,9 +66,13 @@ servo_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LimitsOption = typer.Option(None, "--limits", envvar="SERVOTOOL_LIMITS",
-                            help="ROS 2 parameter YAML with arm_limit_N: \\[lo, hi] (and "
-                            "arm_<pose>_N poses); intersected with the limits stored in the servos.")
+LimitsOption = typer.Option(
+    None,
+    "--limits",
+    envvar="SERVOTOOL_LIMITS",
+    help="ROS 2 parameter YAML with arm_limit_N: \\[lo, hi] (and "
+    "arm_<pose>_N poses); intersected with the limits stored in the servos.",
+)
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -87,8 +91,9 @@ def _mode_cell(r: ServoRecord) -> str:
 def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int, str], moded: bool) -> Table:
     """Per servo: position, voltage, temperature, torque, and the Operating Mode where the bus has one."""
     table = compact_table(title)
-    cols = ("servo\nid", "joint", "position\npulses", "voltage\nV", "temp\nC", "torque") + (("mode",) if moded
-                                                                                         else ())
+    cols = ("servo\nid", "joint", "position\npulses", "voltage\nV", "temp\nC", "torque") + (
+        ("mode",) if moded else ()
+    )
     for col in cols:
         table.add_column(col, justify="left" if col in ("joint", "mode") else "right", no_wrap=True)
     for sid, r in records.items():
@@ -97,15 +102,23 @@ def _records_table(title: str, records: dict[int, ServoRecord], names: dict[int,
             continue
         volts = None if r.voltage_mv is None else f"{r.voltage_mv / 1000:.2f}"
         torque = None if r.torque is None else ("on" if r.torque else "[yellow]off[/]")
-        table.add_row(str(sid), names.get(sid, ""), _fmt(r.position), _fmt(volts), _fmt(r.temperature_c),
-                      _fmt(torque), *((_mode_cell(r),) if moded else ()))
+        table.add_row(
+            str(sid),
+            names.get(sid, ""),
+            _fmt(r.position),
+            _fmt(volts),
+            _fmt(r.temperature_c),
+            _fmt(torque),
+            *((_mode_cell(r),) if moded else ()),
+        )
     return table
 
 
 def move_verdict(result: MoveResult, to: str) -> str:
     """One line: how many servos reached the goal `to` and how far off the farthest one ended (pulses)."""
-    misses = [abs(f - result.goal[sid]) for sid, f in result.final.items()
-              if f is not None and sid in result.goal]
+    misses = [
+        abs(f - result.goal[sid]) for sid, f in result.final.items() if f is not None and sid in result.goal
+    ]
     worst = max(misses, default=0)
     unread = sum(1 for sid in result.goal if result.final.get(sid) is None)
     n = len(result.goal)
@@ -122,8 +135,14 @@ def move_verdict(result: MoveResult, to: str) -> str:
 def move_table(result: MoveResult, speed: float) -> Table:
     """Per servo: start, goal, final and the limits checked (pulses), at 80 columns."""
     table = compact_table(f"move: {result.duration_s:.2f} s, {result.frames} frames, cap {speed:g} pulses/s")
-    for col in ("servo\nid", "start\npulses", "goal\npulses", "final\npulses", "off\npulses",
-                "limits\npulses"):
+    for col in (
+        "servo\nid",
+        "start\npulses",
+        "goal\npulses",
+        "final\npulses",
+        "off\npulses",
+        "limits\npulses",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
     for sid, g in result.goal.items():
         lo, hi = result.limits[sid]
@@ -133,14 +152,22 @@ def move_table(result: MoveResult, speed: float) -> Table:
     return table
 
 
-def _records_json(records: dict[int, ServoRecord], names: dict[int, str], moded: bool
-                  ) -> dict[int, dict[str, Any]]:
+def _records_json(
+    records: dict[int, ServoRecord], names: dict[int, str], moded: bool
+) -> dict[int, dict[str, Any]]:
     """moded: the bus has Operating Modes (ModeCheckedBus): each servo's is given, null where silent."""
-    return {sid: {"name": names.get(sid, ""), "position": r.position,
-                  "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
-                  "temperature_c": r.temperature_c, "torque": r.torque, "silent": r.silent,
-                  **({"operating_mode": r.mode, "operating_mode_name": r.mode_name} if moded else {})}
-            for sid, r in records.items()}
+    return {
+        sid: {
+            "name": names.get(sid, ""),
+            "position": r.position,
+            "voltage_v": None if r.voltage_mv is None else r.voltage_mv / 1000.0,
+            "temperature_c": r.temperature_c,
+            "torque": r.torque,
+            "silent": r.silent,
+            **({"operating_mode": r.mode, "operating_mode_name": r.mode_name} if moded else {}),
+        }
+        for sid, r in records.items()
+    }
 
 
 def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[int, str]) -> None:
@@ -148,6 +175,7 @@ def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[in
     clock = MonotonicClock()
     moded = isinstance(dev, ModeCheckedBus)
     if json_out:
+
         def line(records: dict[int, ServoRecord]) -> None:  # compact, NaN as null: as every --json
             print_line = encode({"t": round(clock.now(), 3), "servos": _records_json(records, names, moded)})
             console.out(print_line, highlight=False)
@@ -156,9 +184,12 @@ def _watch(bus_url: str, dev: Bus, period: float, json_out: bool, names: dict[in
         return
     err_console.print("[dim]live view, read only: Ctrl-C ends it and leaves the servos as they are[/]")
     with Live(console=console, auto_refresh=False, transient=False) as live:
+
         def show(records: dict[int, ServoRecord]) -> None:
-            live.update(_records_table(f"servos on {bus_url} (every {period:g} s)", records, names, moded),
-                        refresh=True)
+            live.update(
+                _records_table(f"servos on {bus_url} (every {period:g} s)", records, names, moded),
+                refresh=True,
+            )
 
         watch(dev, clock, period, show)
 
@@ -168,9 +199,13 @@ def read_cmd(
     ctx: typer.Context,
     bus: str = BusOption,
     json_out: bool = JsonOption,
-    watch_: bool = typer.Option(False, "--watch", help="Keep reading every servo and show them live until "
-                                "Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (read only: the servos are left as they "
-                                "were; exit 130, 143, 129, 131)."),
+    watch_: bool = typer.Option(
+        False,
+        "--watch",
+        help="Keep reading every servo and show them live until "
+        "Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (read only: the servos are left as they "
+        "were; exit 130, 143, 129, 131).",
+    ),
     period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
 ) -> None:
     """Read every servo: position (pulses), voltage, temperature and torque, and on a bus with Operating
@@ -180,8 +215,10 @@ def read_cmd(
     if not watch_ and given(ctx, "period"):  # a single read has no period: refused, not ignored
         fail("--period is the time between reads with --watch; add --watch, or leave out --period")
     if watch_ and asks_simulated_time(bus):
-        fail("--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
-             "under a run")
+        fail(
+            "--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "
+            "under a run"
+        )
     with bus_command(bus, keep_sim_pose=True, on_signal=read_only) as dev:
         prof = url_profile(bus)
         names = dict(prof.joint_names) if prof else {}
@@ -198,8 +235,15 @@ def read_cmd(
         moded = isinstance(dev, ModeCheckedBus)
     silent = sorted(sid for sid, r in records.items() if r.silent)
     if json_out:
-        print_json({"device": bus, "simulated": dev.simulated, "model": dev.model, "silent": silent,
-                    "servos": _records_json(records, names, moded)})
+        print_json(
+            {
+                "device": bus,
+                "simulated": dev.simulated,
+                "model": dev.model,
+                "silent": silent,
+                "servos": _records_json(records, names, moded),
+            }
+        )
         return
     answered = len(records) - len(silent)
     quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
@@ -207,8 +251,10 @@ def read_cmd(
     console.print(_records_table(f"servos on {bus}", records, names, moded))
     for sid, r in records.items():
         if r.mode_name not in (None, POSITION_MODE):
-            err_console.print(f"[yellow]servo {sid} is in {r.mode_name} ({r.mode}) mode: move and hold "
-                              "refuse it (servotool never changes the mode)[/]")
+            err_console.print(
+                f"[yellow]servo {sid} is in {r.mode_name} ({r.mode}) mode: move and hold "
+                "refuse it (servotool never changes the mode)[/]"
+            )
     optional = set(dev.optional_ids)
     for sid in silent:
         what = "optional: the arm carries on" if sid in optional else "a joint: moves refuse until it answers"
@@ -217,11 +263,19 @@ def read_cmd(
 
 @servo_app.command("move")
 def move_cmd(
-    goals: Annotated[list[str], typer.Option(
-        "--to", help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from --limits) or "
-        "id=pulse,... e.g. 2=700,3=200; given once.")],
-    speed: float = typer.Option(DEFAULT_SPEED, "--speed", help=f"Speed cap, pulses/s (the minimum-jerk peak "
-                                f"speed), {MIN_SPEED:g} to {MAX_SPEED:g}."),
+    goals: Annotated[
+        list[str],
+        typer.Option(
+            "--to",
+            help="A named pose (rest, fold, pretuck, drive, or arm_<pose>_N from --limits) or "
+            "id=pulse,... e.g. 2=700,3=200; given once.",
+        ),
+    ],
+    speed: float = typer.Option(
+        DEFAULT_SPEED,
+        "--speed",
+        help=f"Speed cap, pulses/s (the minimum-jerk peak speed), {MIN_SPEED:g} to {MAX_SPEED:g}.",
+    ),
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
@@ -244,11 +298,15 @@ def move_cmd(
     lf, problems = limits_problem(limits, bus)
     to = goals[-1]
     if len(goals) > 1:  # typer would keep only the last: 2=500 then 2=900 moved to 900 without a word
-        problems.append(f"--to given {len(goals)} times ({', '.join(goals)}): give one goal, several servos "
-                        "in one --to (e.g. --to 2=700,3=200)")
+        problems.append(
+            f"--to given {len(goals)} times ({', '.join(goals)}): give one goal, several servos "
+            "in one --to (e.g. --to 2=700,3=200)"
+        )
     if lf is not None and not lf.limits:  # given, yet it would check nothing beyond the stored limits
-        problems.append(f"{limits}: no arm_limit_N entry to check a goal against; give the mapped limits "
-                        "file, or leave out --limits to check against the stored limits only")
+        problems.append(
+            f"{limits}: no arm_limit_N entry to check a goal against; give the mapped limits "
+            "file, or leave out --limits to check against the stored limits only"
+        )
     prof = url_profile(bus)
     poses = {**(prof.poses if prof else {}), **(lf.poses if lf else {})}
     bad_pose = lf.pose_problem(to.strip()) if lf else None
@@ -261,26 +319,43 @@ def move_cmd(
     if no_file and limits is not None:  # the file's pulses are a board's: another unit than this bus's
         assert facts is not None
         span = "-".join(map(str, facts.position_range)) if facts.position_range else "another range"
-        problems.append(f"--limits {limits}: a limits file holds a board's pulses (0-1000 over 240 deg); a "
-                        f"{family_named(facts.family).title} counts {span} {facts.units}: leave out --limits "
-                        "(the servos' own position limits are checked)")
-    problems += move_problems(to, speed, poses, prof.ids if prof else (),
-                              prof.reference_poses if prof else (),
-                              span=facts.position_range if facts else None,
-                              id_span=facts.id_range if facts and prof is None else None,
-                              mapped=lf.limits if lf and not no_file else None, mapped_in=str(limits))
+        problems.append(
+            f"--limits {limits}: a limits file holds a board's pulses (0-1000 over 240 deg); a "
+            f"{family_named(facts.family).title} counts {span} {facts.units}: leave out --limits "
+            "(the servos' own position limits are checked)"
+        )
+    problems += move_problems(
+        to,
+        speed,
+        poses,
+        prof.ids if prof else (),
+        prof.reference_poses if prof else (),
+        span=facts.position_range if facts else None,
+        id_span=facts.id_range if facts and prof is None else None,
+        mapped=lf.limits if lf and not no_file else None,
+        mapped_in=str(limits),
+    )
     if problems:
         fail_all(problems)
     log = MoveLog()
-    with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev, \
-            StopSignals() as signals:
+    with (
+        bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev,
+        StopSignals() as signals,
+    ):
         goal = parse_goal(to, poses)
         if lf is None:
             err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
         lim = read_limits(dev, lf.limits if lf else None)
         with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
-            result = move_to(dev, bus_clock(dev), goal, limits=lim, speed=speed,
-                             abort_requested=lambda: signals.requested is not None, log=log)
+            result = move_to(
+                dev,
+                bus_clock(dev),
+                goal,
+                limits=lim,
+                speed=speed,
+                abort_requested=lambda: signals.requested is not None,
+                log=log,
+            )
     if result.aborted:
         stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
     notes = []
@@ -289,10 +364,21 @@ def move_cmd(
         where = f"carried at its last known {at}" if at is not None else "position unknown"
         notes.append(f"servo {sid} silent: not moved to {pulse} ({where})")
     if json_out:
-        print_json({"device": bus, "simulated": dev.simulated, "start": result.start, "goal": result.goal,
-                    "final": result.final, "duration_s": round(result.duration_s, 3), "frames": result.frames,
-                    "speed": speed, "limits": {k: list(v) for k, v in result.limits.items()},
-                    "silent": result.silent, "notes": notes})
+        print_json(
+            {
+                "device": bus,
+                "simulated": dev.simulated,
+                "start": result.start,
+                "goal": result.goal,
+                "final": result.final,
+                "duration_s": round(result.duration_s, 3),
+                "frames": result.frames,
+                "speed": speed,
+                "limits": {k: list(v) for k, v in result.limits.items()},
+                "silent": result.silent,
+                "notes": notes,
+            }
+        )
         return
     console.print(move_verdict(result, to), highlight=False)
     console.print(move_table(result, speed))
@@ -327,8 +413,11 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     servotool never changes the mode (EEPROM).
     """
     on_signal = "the hold was sent first: the servos hold where they are"
-    with bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev, \
-            StopSignals() as signals, signals.deferring():  # a signal never cuts a hold short
+    with (
+        bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev,
+        StopSignals() as signals,
+        signals.deferring(),
+    ):  # a signal never cuts a hold short
         result = hold(dev)
     if json_out:
         print_json({"device": bus, "held": result.held, "silent": result.silent})
@@ -340,10 +429,19 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
 
 @servo_app.command("relax")
 def relax_cmd(
-    force: bool = typer.Option(False, "--force", help="Switch torque off even if the arm is not resting on "
-                               "itself: every joint that carries weight will drop."),
-    tolerance: int | None = typer.Option(None, "--tolerance", min=0, max=200, help="Pulses the tuck joints "
-                                         "may be from the tuck pose (default: the profile's, 25)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Switch torque off even if the arm is not resting on "
+        "itself: every joint that carries weight will drop.",
+    ),
+    tolerance: int | None = typer.Option(
+        None,
+        "--tolerance",
+        min=0,
+        max=200,
+        help="Pulses the tuck joints may be from the tuck pose (default: the profile's, 25).",
+    ),
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
@@ -369,17 +467,29 @@ def relax_cmd(
     tol = prof.tuck_tolerance if tolerance is None else tolerance
     sent: list[int] = []
     with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _relax_stopped(sent)) as dev:
-        result = relax(dev, bus_clock(dev), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force,
-                       sent=sent)
+        result = relax(
+            dev, bus_clock(dev), tuck=tuck, joints=prof.tuck_joints, tolerance=tol, force=force, sent=sent
+        )
     if json_out:
-        print_json({"device": bus, "pose": result.pose, "torque": result.torque, "still_on": result.still_on,
-                    "forced": result.forced, "attempts": result.attempts})
+        print_json(
+            {
+                "device": bus,
+                "pose": result.pose,
+                "torque": result.torque,
+                "still_on": result.still_on,
+                "forced": result.forced,
+                "attempts": result.attempts,
+            }
+        )
     else:
         _relax_verdict(result, tuck, prof.tuck_joints, tol)
     if result.still_on:
         who = ", ".join(map(str, result.still_on))
-        fail(f"servo {who} still report{'s' if len(result.still_on) == 1 else ''} torque on after "
-             f"{result.attempts} attempts: not relaxed", ExitCode.FAULT)
+        fail(
+            f"servo {who} still report{'s' if len(result.still_on) == 1 else ''} torque on after "
+            f"{result.attempts} attempts: not relaxed",
+            ExitCode.FAULT,
+        )
 
 
 def _relax_verdict(result: RelaxResult, tuck: dict[int, int], joints: tuple[int, ...], tol: int) -> None:

@@ -19,6 +19,7 @@ from servotool.runs.arm.settings import ShaperKind, validate_shaper
 if TYPE_CHECKING:
     from servotool.runs.offline.shape import FileReplay
 
+
 def _replay(file: Path, shaper: str, v_max: float, a_max: float, j_max: float, cmd_ms: float | None) -> Any:
     from servotool.errors import ServotoolError
     from servotool.motion.stream_shapers import ShaperSpec
@@ -113,8 +114,9 @@ def shape(
     file: Annotated[Path, typer.Argument(help="A servotool-csv recording (a step or ramp run).")],
     shaper_kind: Annotated[
         ShaperKind,
-        typer.Option("--shaper", case_sensitive=False,
-                     help="accel (acceleration-bounded) or otg (jerk-limited)."),
+        typer.Option(
+            "--shaper", case_sensitive=False, help="accel (acceleration-bounded) or otg (jerk-limited)."
+        ),
     ] = ShaperKind.ACCEL,
     v_max: Annotated[float, typer.Option("--v-max", help="Velocity limit, deg/s.")] = V_MAX_DEG_S,
     a_max: Annotated[float, typer.Option("--a-max", help="Acceleration limit, deg/s^2.")] = A_MAX_DEG_S2,
@@ -142,8 +144,9 @@ def shape(
         refuse([problem])
     fr = _replay(file, shaper, v_max, a_max, j_max, cmd_ms)
     if shaper != "otg" and given(ctx, "j_max"):  # offline, nothing moves: said, not refused
-        err_console.print("note: --j-max bounds the otg shaper only; the accel replay does not use it",
-                          highlight=False)
+        err_console.print(
+            "note: --j-max bounds the otg shaper only; the accel replay does not use it", highlight=False
+        )
     data = fr.to_dict()
     if plot or plot_dir is not None:
         from servotool.plots.shape import save_replay_plot

@@ -51,8 +51,11 @@ def _announce(fam: Family, served: Served, json_out: bool) -> None:
         console.print(_panel(served))
     else:
         detail = f" ({escape(served.detail)})" if served.detail else ""
-        console.print(f"[bold yellow]SIMULATED {escape(served.profile)}[/] {escape(served.what)} on "
-                      f"[bold]{escape(served.where)}[/]{detail}", highlight=False)
+        console.print(
+            f"[bold yellow]SIMULATED {escape(served.profile)}[/] {escape(served.what)} on "
+            f"[bold]{escape(served.where)}[/]{detail}",
+            highlight=False,
+        )
     option = DEVICE_OPTION.get(fam.kind, "--bus")
     console.print(f"connect servotool with {option} '{served.url}'", soft_wrap=True, highlight=False)
 
@@ -91,24 +94,53 @@ def _command(fam: Family, spec: SimServe) -> Any:
     param_help = f"{spec.param_help} Keys: {', '.join(keys)}." if keys else spec.param_help
     parameters = []
     if spec.positional:
-        parameters.append(_parameter("params", Annotated[list[str] | None, typer.Argument(
-            help="Parameters as key=value, the same as --param.", show_default=False)], None))
-    parameters.append(_parameter("profile", Annotated[profiles, typer.Option(
-        "--profile", case_sensitive=False, help=spec.profile_help)], profiles(spec.default_profile)))
+        parameters.append(
+            _parameter(
+                "params",
+                Annotated[
+                    list[str] | None,
+                    typer.Argument(help="Parameters as key=value, the same as --param.", show_default=False),
+                ],
+                None,
+            )
+        )
+    parameters.append(
+        _parameter(
+            "profile",
+            Annotated[profiles, typer.Option("--profile", case_sensitive=False, help=spec.profile_help)],
+            profiles(spec.default_profile),
+        )
+    )
     for option in spec.options:
         if option.name in COMMON:
             raise ValueError(f"{fam.name}: option {option.name!r} is a common one")
         kind = option.type if option.default is not None else option.type | None
         flag = "--" + option.name.replace("_", "-")
-        parameters.append(_parameter(option.name, Annotated[kind, typer.Option(
-            flag, help=option.help, min=option.min, max=option.max)], option.default))
+        parameters.append(
+            _parameter(
+                option.name,
+                Annotated[kind, typer.Option(flag, help=option.help, min=option.min, max=option.max)],
+                option.default,
+            )
+        )
     parameters += [
-        _parameter("seed", Annotated[int | None, typer.Option(
-            "--seed", help="Random seed: same seed, same behaviour.")], None),
+        _parameter(
+            "seed",
+            Annotated[int | None, typer.Option("--seed", help="Random seed: same seed, same behaviour.")],
+            None,
+        ),
         _parameter("param", Annotated[list[str] | None, typer.Option("--param", help=param_help)], None),
         _parameter("json_out", Annotated[bool, typer.Option("--json", help=spec.json_help)], False),
-        _parameter("duration", Annotated[float | None, typer.Option(
-            "--duration", min=0.0, help="Stop after this many seconds (default: run until Ctrl-C).")], None),
+        _parameter(
+            "duration",
+            Annotated[
+                float | None,
+                typer.Option(
+                    "--duration", min=0.0, help="Stop after this many seconds (default: run until Ctrl-C)."
+                ),
+            ],
+            None,
+        ),
     ]
 
     def command(**values: Any) -> None:

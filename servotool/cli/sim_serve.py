@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from servotool.cli.common import err_console, fail
 
 
-def sim_params(arguments: Sequence[str], options: Sequence[str], named: dict[str, str], example: str,
-               keys: Sequence[str]) -> dict[str, str]:
+def sim_params(
+    arguments: Sequence[str], options: Sequence[str], named: dict[str, str], example: str, keys: Sequence[str]
+) -> dict[str, str]:
     """The simulator parameters given as positional `arguments` and `--param` `options` (each `key=value`,
     or several joined by `&` as in a URL), the later winning, then the `named` options' values. A part
     that is not key=value ends the command with one error line naming it, `example` and the known `keys`
@@ -30,8 +31,12 @@ def sim_params(arguments: Sequence[str], options: Sequence[str], named: dict[str
     return out
 
 
-def serve(close: Callable[[], None], duration: float | None, announce: Callable[[], None],
-          poll: Callable[[], None] | None = None) -> None:
+def serve(
+    close: Callable[[], None],
+    duration: float | None,
+    announce: Callable[[], None],
+    poll: Callable[[], None] | None = None,
+) -> None:
     """Announce the simulator, then serve until Ctrl-C, SIGTERM or `duration` seconds, calling `poll` about
     every 0.1 s (to log what the simulator latched); `close` stops the simulator and the previous SIGTERM
     handler is put back however it ends."""

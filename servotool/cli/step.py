@@ -86,8 +86,12 @@ def step(
         refuse([str(exc)])
     motion = _motion(robot)
     opts = settings_from(StepOptions, ctx, options).for_device(motion)
-    problems = opts.problems(simulated=simulated, ranges=profile_ranges(robot),
-                             speed_limits=profile_speed_limits(robot), motion=motion)
+    problems = opts.problems(
+        simulated=simulated,
+        ranges=profile_ranges(robot),
+        speed_limits=profile_speed_limits(robot),
+        motion=motion,
+    )
     settings = opts.run_settings()
     joint, size, a_max, rpc = opts.joint, opts.size, opts.a_max, opts.rpc
     preflight_or_refuse(problems, out_dir(out))
@@ -99,7 +103,12 @@ def step(
     with live_arm(robot, rpc, clock) as (arm, signals):
         with RunProgress(not json_out, "steps") as progress:
             run = run_step(
-                arm, settings, clock=clock, out_dir=out_dir(out), command=command_line(), signals=signals,
+                arm,
+                settings,
+                clock=clock,
+                out_dir=out_dir(out),
+                command=command_line(),
+                signals=signals,
                 **progress.callbacks("step"),
             )
 

@@ -125,8 +125,10 @@ class SweepProgress:
         if event.kind == "done":
             done = 1.0
         if event.kind == "tick":
-            status = (f"servo {event.joint} {event.direction} ({event.index + 1}/{count}): "
-                      f"cmd {event.cmd} read {'-' if event.read is None else event.read}")
+            status = (
+                f"servo {event.joint} {event.direction} ({event.index + 1}/{count}): "
+                f"cmd {event.cmd} read {'-' if event.read is None else event.read}"
+            )
             self.progress.update(self.task, completed=done, description=status)
             return
         style = {"stop": "bold", "done": "green"}.get(event.kind, "")
@@ -141,10 +143,16 @@ def _table(run: SweepRun) -> Table:
         header = col if col in ("servo", "dir", "how") else f"{col}\npulses"
         table.add_column(header, justify="left" if col in ("dir", "how") else "right", no_wrap=col != "how")
     for r in run.results:
-        table.add_row(str(r.joint), r.direction, str(r.start), str(r.bound),
-                      "-" if r.stop is None else str(r.stop), r.reason,
-                      "-" if r.limit is None else str(r.limit),
-                      "-" if r.returned_to is None else str(r.returned_to))
+        table.add_row(
+            str(r.joint),
+            r.direction,
+            str(r.start),
+            str(r.bound),
+            "-" if r.stop is None else str(r.stop),
+            r.reason,
+            "-" if r.limit is None else str(r.limit),
+            "-" if r.returned_to is None else str(r.returned_to),
+        )
     return table
 
 
@@ -187,11 +195,14 @@ def _settings(bus: str, opts: SweepOptions, files: SweepFiles) -> SweepConfig:
         facts = None  # opening it says why
     unwritable = family is not None and not family.limits_node
     if family is not None and unwritable:  # its limits could not be written after all the motion
-        problems.append(f"--bus {bus}: sweep maps limits into an arm limits file ({_limits_files()}); a "
-                        f"{family.name.capitalize()} bus's limits cannot be written there")
+        problems.append(
+            f"--bus {bus}: sweep maps limits into an arm limits file ({_limits_files()}); a "
+            f"{family.name.capitalize()} bus's limits cannot be written there"
+        )
     # a refused bus has no arm profile to take the joints from: no joints is no problem of its own then
-    problems += [p for p in opts.problems(facts)
-                 if not (unwritable and not opts.swept(facts) and p == NO_JOINTS)]
+    problems += [
+        p for p in opts.problems(facts) if not (unwritable and not opts.swept(facts) and p == NO_JOINTS)
+    ]
     from servotool.runs.bus.sweep_files import file_problems
 
     problems += file_problems(files, url_simulated(bus))
@@ -206,8 +217,9 @@ def _render(record: SweepRecord, json_out: bool) -> None:
         print_json({**record.result, "outputs": record.outputs, "notes": record.notes})
     else:
         found = "; ".join(f"servo {j} {f.lo}..{f.hi}" for j, f in record.found.items())
-        console.print(f"{len(run.results)} sweep(s), limits in pulses: {found or 'none found'}",
-                      highlight=False)
+        console.print(
+            f"{len(run.results)} sweep(s), limits in pulses: {found or 'none found'}", highlight=False
+        )
         console.print(_table(run))
         for j, f in record.found.items():
             console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")
@@ -216,9 +228,12 @@ def _render(record: SweepRecord, json_out: bool) -> None:
                 err_console.print(f"[dim]{kind}:[/] {p}", highlight=False)
     link = record.result.get("link") or {}
     if link.get("bad_frames") or link.get("skipped_bytes"):
-        err_console.print(f"[yellow]serial link: {link.get('bad_frames', 0)} corrupted frame(s), "
-                          f"{link.get('skipped_bytes', 0)} byte(s) of noise skipped, "
-                          f"{link.get('retries', 0)} read(s) repeated[/]", highlight=False)
+        err_console.print(
+            f"[yellow]serial link: {link.get('bad_frames', 0)} corrupted frame(s), "
+            f"{link.get('skipped_bytes', 0)} byte(s) of noise skipped, "
+            f"{link.get('retries', 0)} read(s) repeated[/]",
+            highlight=False,
+        )
     for note in record.notes:
         err_console.print(f"[yellow]{note}[/]", highlight=False)
 
@@ -227,23 +242,42 @@ def _render(record: SweepRecord, json_out: bool) -> None:
 def sweep(
     ctx: typer.Context,
     bus: str = typer.Option(DEFAULT_BUS, "--bus", envvar="SERVOTOOL_BUS", help=_bus_help()),
-    limits: Annotated[Path | None, typer.Option(
-        "--limits", envvar="SERVOTOOL_LIMITS",
-        help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
-        "into a copy of it (comments and layout kept).",
-    )] = None,
-    update_limits: bool = typer.Option(False, "--update-limits", help="Write the merged limits back into the "
-                                       "--limits file itself (mode kept; the old text is kept as FILE.bak, "
-                                       "FILE.bak.1, ... never overwriting an earlier backup). Refused on a "
-                                       "simulated bus unless --force-sim."),
-    force_sim: bool = typer.Option(False, "--force-sim", help="Allow --update-limits to write limits mapped "
-                                   "on a simulated bus into the --limits file."),
-    out: Annotated[Path | None, typer.Option(
-        "--out", envvar="SERVOTOOL_OUT", help="Output folder (default ./servotool-runs).",
-    )] = None,
+    limits: Annotated[
+        Path | None,
+        typer.Option(
+            "--limits",
+            envvar="SERVOTOOL_LIMITS",
+            help="ROS 2 parameter YAML with the current arm_limit_N; the found limits are merged "
+            "into a copy of it (comments and layout kept).",
+        ),
+    ] = None,
+    update_limits: bool = typer.Option(
+        False,
+        "--update-limits",
+        help="Write the merged limits back into the "
+        "--limits file itself (mode kept; the old text is kept as FILE.bak, "
+        "FILE.bak.1, ... never overwriting an earlier backup). Refused on a "
+        "simulated bus unless --force-sim.",
+    ),
+    force_sim: bool = typer.Option(
+        False,
+        "--force-sim",
+        help="Allow --update-limits to write limits mapped on a simulated bus into the --limits file.",
+    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            envvar="SERVOTOOL_OUT",
+            help="Output folder (default ./servotool-runs).",
+        ),
+    ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
-    plot: bool = typer.Option(False, "--plot", help="Write a PNG per sweep (commanded against measured) and "
-                              "a summary of every mapped limit."),
+    plot: bool = typer.Option(
+        False,
+        "--plot",
+        help="Write a PNG per sweep (commanded against measured) and a summary of every mapped limit.",
+    ),
     **options: Any,
 ) -> None:
     """Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds the arm.
@@ -261,15 +295,22 @@ def sweep(
     from servotool.io.csvlog import command_line
     from servotool.runs.bus.sweep_files import SweepFiles
 
-    files = SweepFiles(out_dir=out_dir(out), limits_path=limits, update_limits=update_limits,
-                       force_sim=force_sim, plot=plot, command=command_line())
+    files = SweepFiles(
+        out_dir=out_dir(out),
+        limits_path=limits,
+        update_limits=update_limits,
+        force_sim=force_sim,
+        plot=plot,
+        command=command_line(),
+    )
     config = _settings(bus, settings_from(SweepOptions, ctx, options), files)
     lf, problems = limits_problem(limits)
     if problems:
         fail_all(problems)
     files = SweepFiles(**{**files.__dict__, "limits": lf})
-    with bus_command(bus, keep_sim_pose=True,
-                     on_signal=lambda: "the sweep was stopped: the arm holds where it was") as dev:
+    with bus_command(
+        bus, keep_sim_pose=True, on_signal=lambda: "the sweep was stopped: the arm holds where it was"
+    ) as dev:
         record, signals = _run(dev, config, files)
     _render(record, json_out)
     if record.run.error:
@@ -285,17 +326,29 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
     """The sweeps with a progress bar; any key, Ctrl-C, SIGTERM or SIGHUP stops them with a hold."""
     from servotool.runs.bus.sweep_files import sweep_and_write
 
-    err_console.print(f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
-                      f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
-                      highlight=False)
+    err_console.print(
+        f"sweeping servo(s) {', '.join(map(str, config.joints))} {'/'.join(config.directions)} "
+        f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
+        highlight=False,
+    )
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    with KeyWatcher() as keys, StopSignals() as signals, signals.latching(), \
-            Progress(*columns, console=err_console, transient=True, disable=OUTPUT.quiet) as progress:
+    with (
+        KeyWatcher() as keys,
+        StopSignals() as signals,
+        signals.latching(),
+        Progress(*columns, console=err_console, transient=True, disable=OUTPUT.quiet) as progress,
+    ):
         if keys.active:
             progress.console.print("[bold yellow]press any key to stop: the arm holds at once[/]")
         else:
             progress.console.print("[dim]stdin is not a terminal: no stop key, Ctrl-C holds the arm[/]")
-        record = sweep_and_write(dev, bus_clock(dev), config, files,
-                               abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
-                               on_event=SweepProgress(progress), stop_reason=signals.reason)
+        record = sweep_and_write(
+            dev,
+            bus_clock(dev),
+            config,
+            files,
+            abort_requested=lambda: keys.pressed.is_set() or signals.requested is not None,
+            on_event=SweepProgress(progress),
+            stop_reason=signals.reason,
+        )
     return record, signals

@@ -28,8 +28,9 @@ def configure(verbose: bool, trace_file: Path | None) -> None:
     handlers: list[logging.Handler] = []
     if trace_file is not None:
         to_file = logging.FileHandler(trace_file, mode="w", encoding="utf-8")
-        to_file.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(name)s %(message)s",
-                                               datefmt="%Y-%m-%dT%H:%M:%S"))
+        to_file.setFormatter(
+            logging.Formatter("%(asctime)s.%(msecs)03d %(name)s %(message)s", datefmt="%Y-%m-%dT%H:%M:%S")
+        )
         handlers.append(to_file)
     if verbose:
         to_stderr = logging.StreamHandler(sys.stderr)

@@ -13,10 +13,22 @@ from servotool.cli.render import compact_table
 from servotool.devices.registry import FAMILIES
 from servotool.motion.compiled import implementation
 
-KEY_DEPENDENCIES = ("typer", "rich", "numpy", "scipy", "pandas", "pyserial", "matplotlib", "PyYAML",
-                    "ruamel.yaml", "platformdirs", "pyarrow", "ruckig",
-                    # then what each device family's clients need, as the family names it
-                    *dict.fromkeys(pkg for fam in FAMILIES for pkg in fam.client_packages))
+KEY_DEPENDENCIES = (
+    "typer",
+    "rich",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyserial",
+    "matplotlib",
+    "PyYAML",
+    "ruamel.yaml",
+    "platformdirs",
+    "pyarrow",
+    "ruckig",
+    # then what each device family's clients need, as the family names it
+    *dict.fromkeys(pkg for fam in FAMILIES for pkg in fam.client_packages),
+)
 
 
 def _installed(name: str) -> str | None:

@@ -265,8 +265,9 @@ class ReportsOwner(Protocol):
 class WarmsUp(Protocol):
     """An arm that can prove it executes a stream before a run starts (every arm a run drives)."""
 
-    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01,
-                timeout_s: float = 5.0) -> float:
+    def warm_up(
+        self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01, timeout_s: float = 5.0
+    ) -> float:
         """Stream the held pose until the controller executes the stream; returns the seconds it took.
         DeviceError when it does not within timeout_s, on a fault, or if the arm moves away."""
         ...

@@ -214,8 +214,9 @@ def read_records(bus: Bus, ids: Iterable[int] | None = None) -> dict[int, ServoR
         if pos is None:
             out[sid] = ServoRecord(sid, None)
             continue
-        out[sid] = ServoRecord(sid, pos, bus.read_voltage(sid), bus.read_temperature(sid),
-                               bus.read_torque(sid))
+        out[sid] = ServoRecord(
+            sid, pos, bus.read_voltage(sid), bus.read_temperature(sid), bus.read_torque(sid)
+        )
     if isinstance(bus, ModeCheckedBus):
         modes = bus.read_operating_modes([sid for sid, r in out.items() if not r.silent])
         for sid, mode in modes.items():

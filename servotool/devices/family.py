@@ -183,5 +183,13 @@ class Family:
 
 
 __all__ = [
-    "ARM", "BUS", "CAMPAIGN_RUNS", "BusArm", "DeviceFacts", "Family", "JointRanges", "MotionCaps", "SimParam",
+    "ARM",
+    "BUS",
+    "CAMPAIGN_RUNS",
+    "BusArm",
+    "DeviceFacts",
+    "Family",
+    "JointRanges",
+    "MotionCaps",
+    "SimParam",
 ]

@@ -36,6 +36,7 @@ def _family(module: str) -> Family:
 
 FAMILIES: tuple[Family, ...] = tuple(_family(m) for m in FAMILY_MODULES)
 
+
 @functools.cache
 def sim_names(family: Family) -> tuple[str, ...]:
     """The family's simulator profile names (`sim:<name>`); empty when its profile table cannot be

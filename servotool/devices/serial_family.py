@@ -42,8 +42,9 @@ B = TypeVar("B", bound=Syncable)
 
 def unknown_parameters(parsed: DeviceURL, params: dict[str, str], known: tuple[str, ...]) -> DeviceURLError:
     """The refusal of a real device URL's parameters the client does not take."""
-    return DeviceURLError(f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} "
-                          f"(known: {', '.join(known)})")
+    return DeviceURLError(
+        f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} (known: {', '.join(known)})"
+    )
 
 
 def attach_lock_step(bus: Syncable, clock: Any) -> None:
@@ -73,12 +74,22 @@ class SerialOpener(ABC, Generic[B]):
         """Start the family's simulator on a pty (DeviceURLError for a parameter it refuses)."""
 
     @abstractmethod
-    def connect(self, path: str, parsed: DeviceURL, opts: dict[str, Any], profile: Any, *, simulated: bool,
-                server: SimServer | None, clock: Any) -> B:
+    def connect(
+        self,
+        path: str,
+        parsed: DeviceURL,
+        opts: dict[str, Any],
+        profile: Any,
+        *,
+        simulated: bool,
+        server: SimServer | None,
+        clock: Any,
+    ) -> B:
         """Open the port at `path` and return the bus on it (DeviceError when the port cannot be opened)."""
 
-    def verify(self, bus: B, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
-               kwargs: dict[str, Any]) -> None:
+    def verify(
+        self, bus: B, parsed: DeviceURL, opts: dict[str, Any], profile: Any, kwargs: dict[str, Any]
+    ) -> None:
         """A real bus just opened: raise when nothing answers on it (the skeleton closes it); default none."""
 
     def served(self, path: str) -> bool:
@@ -96,8 +107,9 @@ class SerialOpener(ABC, Generic[B]):
             profile = self.profile(parsed, opts)
             server = self.start_sim(profile, params, clock)
             try:
-                bus = self.connect(server.path, parsed, opts, profile, simulated=True, server=server,
-                                   clock=clock)
+                bus = self.connect(
+                    server.path, parsed, opts, profile, simulated=True, server=server, clock=clock
+                )
             except BaseException:
                 server.close()
                 raise
@@ -106,11 +118,19 @@ class SerialOpener(ABC, Generic[B]):
         if params:
             raise unknown_parameters(parsed, params, self.client_keys)
         if "://" in parsed.target:
-            raise DeviceURLError(f"device URL {parsed.raw!r}: want a serial device path ({self.example}), "
-                                 "not a pyserial URL")
+            raise DeviceURLError(
+                f"device URL {parsed.raw!r}: want a serial device path ({self.example}), not a pyserial URL"
+            )
         profile = self.profile(parsed, opts)
-        bus = self.connect(parsed.target, parsed, opts, profile, simulated=self.served(parsed.target),
-                           server=None, clock=kwargs.get("clock"))
+        bus = self.connect(
+            parsed.target,
+            parsed,
+            opts,
+            profile,
+            simulated=self.served(parsed.target),
+            server=None,
+            clock=kwargs.get("clock"),
+        )
         try:
             self.verify(bus, parsed, opts, profile, kwargs)
         except BaseException:  # nothing answered, a signal or a lost link while probing: the port is not kept

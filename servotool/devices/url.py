@@ -101,8 +101,9 @@ def _url_clock(params: dict[str, str], url: str) -> FakeClock | None:
     (the default) None. DeviceURLError for any other value."""
     value = params.pop("clock", "host")
     if value not in ("host", "sim"):
-        raise DeviceURLError(f"device URL {url!r}: clock={value!r}: want clock=host (real time) or clock=sim "
-                             "(simulated time)")
+        raise DeviceURLError(
+            f"device URL {url!r}: clock={value!r}: want clock=host (real time) or clock=sim (simulated time)"
+        )
     return FakeClock() if value == "sim" else None
 
 
@@ -131,13 +132,20 @@ def sim_clock(params: dict[str, str], url: str, given: Clock | None) -> Clock | 
     if given is None:
         return own
     if own is not None and not isinstance(given, FakeClock):
-        raise DeviceURLError(f"device URL {url!r}: clock=sim asks for simulated time, but this command "
-                             "keeps the host's clock")
+        raise DeviceURLError(
+            f"device URL {url!r}: clock=sim asks for simulated time, but this command keeps the host's clock"
+        )
     return given
 
 
 __all__ = [
-    "SIM_SCHEME", "DeviceURL", "DeviceURLError", "asks_simulated_time", "parse_url", "plain", "sim_clock",
+    "SIM_SCHEME",
+    "DeviceURL",
+    "DeviceURLError",
+    "asks_simulated_time",
+    "parse_url",
+    "plain",
+    "sim_clock",
     "url_flag",
 ]
 
@@ -150,8 +158,9 @@ def plain(raw: str) -> str:
     return raw
 
 
-def bounded(lo: float, hi: float, unit: str = "", scale: float = 1.0,
-            integer: bool = False) -> Callable[[str], Any]:
+def bounded(
+    lo: float, hi: float, unit: str = "", scale: float = 1.0, integer: bool = False
+) -> Callable[[str], Any]:
     """A URL parameter converter that refuses (ValueError "want ... within lo..hi") a value that is not a
     finite number within lo..hi written in plain ASCII decimal, or not a whole number when `integer`; the
     value is returned times `scale` (ms to s), or as an int when `integer`. A NaN or infinite bound on a

@@ -285,8 +285,9 @@ def read_header(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise CaptureFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(first) > HEADER_MAX_BYTES:
-        raise CaptureFormatError(f"{path}: line 1 is longer than {HEADER_MAX_BYTES >> 20} MiB: not a "
-                                 "servotool capture")
+        raise CaptureFormatError(
+            f"{path}: line 1 is longer than {HEADER_MAX_BYTES >> 20} MiB: not a servotool capture"
+        )
     try:
         header = json.loads(first)
     except ValueError:
@@ -295,8 +296,10 @@ def read_header(path: Path) -> dict[str, Any]:
         raise CaptureFormatError(f"{path}: not a servotool capture (no '{CAPTURE_FORMAT}' header)")
     version = header.get("version")
     if type(version) is not int or version != CAPTURE_VERSION:  # another layout would be misread, not refused
-        raise CaptureFormatError(f"{path}: capture format version {json.dumps(version)}; this servotool "
-                                 f"reads version {CAPTURE_VERSION} only")
+        raise CaptureFormatError(
+            f"{path}: capture format version {json.dumps(version)}; this servotool "
+            f"reads version {CAPTURE_VERSION} only"
+        )
     return header
 
 
@@ -337,8 +340,9 @@ def find_capture(dest: Path, ref: str) -> Path:
     list` shows will do), list number (1 = oldest; -1 or "last" = newest). An empty ref (or a bare
     `capture_`) is refused: as a prefix it would pick any capture, and as a path it is the current folder."""
     if ref.strip() in ("", "capture_"):
-        raise CaptureNotFound(f"{ref!r} names no capture: give its id, number, time or path (see `servotool "
-                              "incidents list`)")
+        raise CaptureNotFound(
+            f"{ref!r} names no capture: give its id, number, time or path (see `servotool incidents list`)"
+        )
     direct = Path(ref)
     if direct.is_file():
         return direct

@@ -85,15 +85,18 @@ class DeviceLock:
             ) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise LockUnavailable(f"{self.key}: cannot take the lock {self.path}: not a regular file; "
-                                  "remove it or set SERVOTOOL_LOCK_DIR to another folder")
+            raise LockUnavailable(
+                f"{self.key}: cannot take the lock {self.path}: not a regular file; "
+                "remove it or set SERVOTOOL_LOCK_DIR to another folder"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
-            busy = DeviceBusy(f"{self.name} is in use by another servotool process ({holder}): one run per "
-                              "device")
+            busy = DeviceBusy(
+                f"{self.name} is in use by another servotool process ({holder}): one run per device"
+            )
             busy.holder = holder
             raise busy from None
         except BaseException:

@@ -108,8 +108,10 @@ class LimitsFile:
         bad = self.unusable.get(name)
         if not bad:
             return None
-        return (f"{self.path or '<limits>'}: pose {name!r}: {'; '.join(bad)} (the pose is not used with a "
-                "servo left out)")
+        return (
+            f"{self.path or '<limits>'}: pose {name!r}: {'; '.join(bad)} (the pose is not used with a "
+            "servo left out)"
+        )
 
 
 def _find_params(doc: Any, where: str, prefer: str | None) -> tuple[str | None, dict[str, Any]]:
@@ -134,8 +136,9 @@ def _find_params(doc: Any, where: str, prefer: str | None) -> tuple[str | None, 
     return node, nodes[node]
 
 
-def parse_limits(text: str, where: str = "<limits>", path: Path | None = None,
-                 node: str | None = None) -> LimitsFile:
+def parse_limits(
+    text: str, where: str = "<limits>", path: Path | None = None, node: str | None = None
+) -> LimitsFile:
     """Read limits and poses from YAML text: the limits of the one node that has some, else those of
     `node` (the bus's node name) when the file has it, else of its first node. Each limit must be [lo, hi]
     with 0 <= lo < hi <= 1000; a key written twice, one that starts arm_limit but is not arm_limit_N, and
@@ -159,8 +162,10 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None,
     for key, value in params.items():
         sid = _limit_id(str(key))
         if sid is None and str(key).startswith("arm_limit"):  # misspelt: it would be left out silently
-            raise LimitsFileError(f"{where}: {key}: a limit is written arm_limit_N (N the servo id in plain "
-                                  "digits, no leading 0)")
+            raise LimitsFileError(
+                f"{where}: {key}: a limit is written arm_limit_N (N the servo id in plain "
+                "digits, no leading 0)"
+            )
         if sid is not None:
             ok = (
                 isinstance(value, list)
@@ -180,7 +185,8 @@ def parse_limits(text: str, where: str = "<limits>", path: Path | None = None,
             out.unusable.setdefault(pose[0], []).append(f"{key}: {brief(value)} is no whole number of pulses")
         elif named:  # arm_rest_02: another spelling of a servo id, never read as servo 2
             out.unusable.setdefault(named[0], []).append(
-                f"{key}: a servo id is written in plain digits without a leading 0 (arm_{named[0]}_N)")
+                f"{key}: a servo id is written in plain digits without a leading 0 (arm_{named[0]}_N)"
+            )
     return out
 
 

@@ -31,7 +31,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is written twice", key_node.start_mark)
+                    None, None, f"key {key!r} is written twice", key_node.start_mark
+                )
             seen.append(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -97,16 +98,19 @@ def check_bounds(text: str, where: str) -> None:
         parent[3] += 1
         parent[1] = max(parent[1], depth)
         if len(stack) + depth > MAX_DEPTH:
-            raise YamlBoundsError(f"{where}:{line}: nested deeper than {MAX_DEPTH} levels (aliases "
-                                  "expanded): not a file written by hand")
+            raise YamlBoundsError(
+                f"{where}:{line}: nested deeper than {MAX_DEPTH} levels (aliases "
+                "expanded): not a file written by hand"
+            )
 
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             line = event.start_mark.line + 1 if event.start_mark is not None else 1
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 if len(stack) >= MAX_DEPTH:
-                    raise YamlBoundsError(f"{where}:{line}: nested deeper than {MAX_DEPTH} levels: not a "
-                                          "file written by hand")
+                    raise YamlBoundsError(
+                        f"{where}:{line}: nested deeper than {MAX_DEPTH} levels: not a file written by hand"
+                    )
                 stack.append([event.anchor, 0, isinstance(event, yaml.MappingStartEvent), 0, line])
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 anchor, below, _, _, opened = stack.pop()
@@ -114,8 +118,10 @@ def check_bounds(text: str, where: str) -> None:
             elif isinstance(event, yaml.ScalarEvent):
                 value = event.value
                 if event.style is None and len(value) > MAX_NUMBER_CHARS and _NUMBERISH.fullmatch(value):
-                    raise YamlBoundsError(f"{where}:{line}: a number of {len(value)} characters (at most "
-                                          f"{MAX_NUMBER_CHARS}): not a file written by hand")
+                    raise YamlBoundsError(
+                        f"{where}:{line}: a number of {len(value)} characters (at most "
+                        f"{MAX_NUMBER_CHARS}): not a file written by hand"
+                    )
                 close(0, event.anchor, line)
             elif isinstance(event, yaml.AliasEvent):
                 close(depths.get(str(event.anchor), 0), None, line)
@@ -164,10 +170,12 @@ class OddNumber:
 
     def message(self, where: str) -> str:
         """One error line naming the file, line and key."""
-        return (f"{where}:{self.line}: {self.key}: {self.text!r} is not a plain decimal number (YAML would "
-                "read it as another number: write ASCII digits with an optional sign, fraction and "
-                "exponent, e.g. 100, -2.5, 1.0e+3; no '_', 0x/0o/0b, leading 0 or ':'; quote it if it is "
-                "text)")
+        return (
+            f"{where}:{self.line}: {self.key}: {self.text!r} is not a plain decimal number (YAML would "
+            "read it as another number: write ASCII digits with an optional sign, fraction and "
+            "exponent, e.g. 100, -2.5, 1.0e+3; no '_', 0x/0o/0b, leading 0 or ':'; quote it if it is "
+            "text)"
+        )
 
 
 def odd_number(node: Any) -> OddNumber | None:
@@ -213,7 +221,19 @@ def yaml_problem(exc: Exception) -> tuple[int | None, str]:
 
 
 __all__ = [
-    "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_TEXT_BYTES", "PLAIN_DECIMAL", "OddNumber",
-    "OddNumberError", "TextTooLarge", "UniqueKeyLoader", "YamlBoundsError", "brief", "check_bounds",
-    "load_unique", "odd_number", "read_text_limited", "yaml_problem",
+    "MAX_DEPTH",
+    "MAX_NUMBER_CHARS",
+    "MAX_TEXT_BYTES",
+    "PLAIN_DECIMAL",
+    "OddNumber",
+    "OddNumberError",
+    "TextTooLarge",
+    "UniqueKeyLoader",
+    "YamlBoundsError",
+    "brief",
+    "check_bounds",
+    "load_unique",
+    "odd_number",
+    "read_text_limited",
+    "yaml_problem",
 ]

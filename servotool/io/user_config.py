@@ -176,12 +176,16 @@ def _edited(text: str, key: str, value: str | None, want: dict[str, str], path: 
     except RuamelError as exc:
         raise _not_yaml(path, exc) from exc
     doing = "removed" if value is None else "set"
-    raise UserConfigError(f"{path}: {key} cannot be {doing} without changing another key (an alias?); "
-                          "edit the file by hand")
+    raise UserConfigError(
+        f"{path}: {key} cannot be {doing} without changing another key (an alias?); edit the file by hand"
+    )
 
 
-def effective(values: Mapping[str, str], environ: Mapping[str, str] | None = None,
-              builtins: Mapping[str, str] | None = None) -> list[Effective]:
+def effective(
+    values: Mapping[str, str],
+    environ: Mapping[str, str] | None = None,
+    builtins: Mapping[str, str] | None = None,
+) -> list[Effective]:
     """Every key's value when no option is given: the environment variable, else the file's value, else the
     built-in default (`builtins` by key, else the key's own). A variable set but empty is shown as such: the
     commands refuse it."""

@@ -352,8 +352,9 @@ def _residual_x(
     return _shape(v0, a0, u, amax, jmax)[0] - dx
 
 
-def _ease_disp(v0: float, v1: float, v2: float, v3: float, t1: float, t2: float, th: float, t3: float,
-               jmax: float) -> float:
+def _ease_disp(
+    v0: float, v1: float, v2: float, v3: float, t1: float, t2: float, th: float, t3: float, jmax: float
+) -> float:
     """The displacement of an eased brake (_ease: a ramp from a0 to a1, one down to a2, a hold at a2, a ramp
     back to zero) from the four phases' durations and the velocities where they end."""
     return (

@@ -47,16 +47,37 @@ def _fit_panel(ax: Axes, result: LagResult, passes: list[PassLag]) -> None:
     for direction, marker in (("out", "o"), ("back", "s")):
         sel = [p for p in passes if p.direction == direction]
         xs = [p.speed_deg_s for p in sel]
-        ax.plot(xs, [p.delta_mean_deg for p in sel], marker, color="C0",
-                label=f"delta at state frames ({direction})")
-        ax.plot(xs, [p.guard_delta_mean_deg for p in sel], marker, color="C1", mfc="none",
-                label=f"guard view ({direction})")
+        ax.plot(
+            xs,
+            [p.delta_mean_deg for p in sel],
+            marker,
+            color="C0",
+            label=f"delta at state frames ({direction})",
+        )
+        ax.plot(
+            xs,
+            [p.guard_delta_mean_deg for p in sel],
+            marker,
+            color="C1",
+            mfc="none",
+            label=f"guard view ({direction})",
+        )
     if result.fit is not None:
-        ax.plot(vv, vv * result.fit.lag_ms / 1e3, "-", color="C0",
-                label=f"fit L = {result.fit.lag_ms:.2f} ± {result.fit.se_ms:.2f} ms")
+        ax.plot(
+            vv,
+            vv * result.fit.lag_ms / 1e3,
+            "-",
+            color="C0",
+            label=f"fit L = {result.fit.lag_ms:.2f} ± {result.fit.se_ms:.2f} ms",
+        )
     if result.guard_fit is not None:
-        ax.plot(vv, vv * result.guard_fit.lag_ms / 1e3, "--", color="C1",
-                label=f"guard view {result.guard_fit.lag_ms:.2f} ms")
+        ax.plot(
+            vv,
+            vv * result.guard_fit.lag_ms / 1e3,
+            "--",
+            color="C1",
+            label=f"guard view {result.guard_fit.lag_ms:.2f} ms",
+        )
     ax.set_xlabel("cruise speed v (deg/s)")
     ax.set_ylabel("cruise delta (deg)")
     ax.set_xlim(0, vmax)
@@ -81,8 +102,9 @@ def _lag_panel(ax: Axes, result: LagResult, passes: list[PassLag]) -> None:
     if d is not None:
         ax.axhline(d.lag_ms, color="k", lw=0.8, ls=":", label=f"dead time {d.lag_ms:.1f} ms")
         if d.has_filter:
-            ax.axhline(d.effective_lag_ms, color="k", lw=0.8, ls="--",
-                       label=f"L + tau = {d.effective_lag_ms:.1f} ms")
+            ax.axhline(
+                d.effective_lag_ms, color="k", lw=0.8, ls="--", label=f"L + tau = {d.effective_lag_ms:.1f} ms"
+            )
     ax.set_xlabel("cruise speed v (deg/s)")
     ax.set_ylabel("lag (ms)")
     ax.set_xscale("log")
@@ -93,8 +115,10 @@ def _lag_panel(ax: Axes, result: LagResult, passes: list[PassLag]) -> None:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
     one = len(speeds) < 2
-    ax.set_title("lag per pass" + (" (one speed: constancy not checked)" if one else
-                                   " (constant across speeds: a plain lag)"))
+    ax.set_title(
+        "lag per pass"
+        + (" (one speed: constancy not checked)" if one else " (constant across speeds: a plain lag)")
+    )
 
 
 def _time_panels(ax_time: Axes, ax_res: Axes, result: LagResult, rec: Recording) -> None:
@@ -115,8 +139,9 @@ def _time_panels(ax_time: Axes, ax_res: Axes, result: LagResult, rec: Recording)
         ax_res.axhline(0.0, color="k", lw=0.5)
         ax_res.legend(fontsize=7, loc="upper right")
     else:
-        ax_res.text(0.5, 0.5, "no dynamic fit: no residual", ha="center", va="center",
-                    transform=ax_res.transAxes)
+        ax_res.text(
+            0.5, 0.5, "no dynamic fit: no residual", ha="center", va="center", transform=ax_res.transAxes
+        )
     ax_time.set_ylabel(f"J{j + 1} (deg)")
     ax_time.legend(fontsize=7, loc="upper left")
     ax_time.grid(alpha=0.3)

@@ -60,8 +60,14 @@ def replay_figure(result: ReplayResult, joints: list[int] | None = None, title: 
     ax_v.set_ylabel("velocity (deg/s)")
     ax_a.set_ylabel("acceleration (deg/s²)")
     ax_a.set_xlabel("t (s)")
-    ax_a.text(0.01, 0.02, f"raw spikes beyond {_CLIP:g}x the limit are clipped", transform=ax_a.transAxes,
-              fontsize=7, color="0.4")
+    ax_a.text(
+        0.01,
+        0.02,
+        f"raw spikes beyond {_CLIP:g}x the limit are clipped",
+        transform=ax_a.transAxes,
+        fontsize=7,
+        color="0.4",
+    )
     for ax in (ax_q, ax_v, ax_a):
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize=7)

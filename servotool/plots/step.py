@@ -41,7 +41,11 @@ def _allowance(result: StepResult, rec: Recording, guard: tuple[float, float] | 
         return None
     margin, lag_s = guard
     return guard_allowance(
-        rec.cmd_t, rec.cmd_q[:, result.joint], shaped=result.shaped, margin_deg=margin, lag_s=lag_s,
+        rec.cmd_t,
+        rec.cmd_q[:, result.joint],
+        shaped=result.shaped,
+        margin_deg=margin,
+        lag_s=lag_s,
         period_s=result.cmd_period_s,
     )
 
@@ -57,8 +61,15 @@ def _panel(ax: Axes, result: StepResult, rec: Recording, m: StepMetrics, allow: 
     sp = rec.cmd_q[cw, j]
     ax.plot(tcw, sp, "-", color="C0", lw=1.2, label="setpoint")
     if allow is not None:
-        ax.fill_between(tcw, sp - allow[cw], sp + allow[cw], step="post", color="orange", alpha=0.12,
-                        label="guard allowance")
+        ax.fill_between(
+            tcw,
+            sp - allow[cw],
+            sp + allow[cw],
+            step="post",
+            color="orange",
+            alpha=0.12,
+            label="guard allowance",
+        )
     tsw = (rec.state_t[sw] - t0) * 1e3
     ax.plot(tsw, rec.state_q[sw, j], ".-", color="C3", ms=2, lw=0.6, label="measured")
     band = 0.1 * abs(m.size_deg)
@@ -85,7 +96,10 @@ def _panel(ax: Axes, result: StepResult, rec: Recording, m: StepMetrics, allow: 
 
 
 def step_figure(
-    result: StepResult, rec: Recording, title: str = "", device: str = "",
+    result: StepResult,
+    rec: Recording,
+    title: str = "",
+    device: str = "",
     guard: tuple[float, float] | None = None,
 ) -> Figure:
     """One panel per step, time relative to the step instant (ms); guard = (margin deg, lag s) of the run's
@@ -107,7 +121,11 @@ def step_figure(
 
 
 def save_step_plot(
-    result: StepResult, rec: Recording, path: str | Path, title: str = "", device: str = "",
+    result: StepResult,
+    rec: Recording,
+    path: str | Path,
+    title: str = "",
+    device: str = "",
     guard: tuple[float, float] | None = None,
 ) -> Path:
     """Write step_figure as a PNG at `path`; returns the path."""

@@ -31,8 +31,9 @@ def sweep_figure(res: SweepResult) -> Figure:
     ax.plot(ts, res.cmd, label="commanded (pulses)", color="tab:blue", drawstyle="steps-post")
     read_t = [t for t, r in zip(ts, res.read, strict=True) if r is not None]
     read_v = [r for r in res.read if r is not None]
-    ax.plot(read_t, read_v, label="measured (pulses)", color="tab:orange", marker=".", markersize=3,
-            linewidth=1)
+    ax.plot(
+        read_t, read_v, label="measured (pulses)", color="tab:orange", marker=".", markersize=3, linewidth=1
+    )
     # frame the motion, not the whole 0-1000 range; the stored limit is drawn only when it is close by
     seen = [*res.cmd, *read_v, *(v for v in (res.stop, res.limit, res.start) if v is not None)]
     lo, hi = (min(seen), max(seen)) if seen else (res.bound, res.bound)
@@ -44,17 +45,29 @@ def sweep_figure(res: SweepResult) -> Figure:
     if res.stop is not None:
         ax.axhline(res.stop, color="tab:red", linestyle=":", linewidth=1, label=f"stop read back {res.stop}")
     if res.limit is not None and res.stop is not None:
-        ax.axhspan(min(res.stop, res.limit), max(res.stop, res.limit), color="tab:green", alpha=0.12,
-                   label=f"margin: {res.inside} pulses inside the stop")
+        ax.axhspan(
+            min(res.stop, res.limit),
+            max(res.stop, res.limit),
+            color="tab:green",
+            alpha=0.12,
+            label=f"margin: {res.inside} pulses inside the stop",
+        )
         ax.axhline(res.limit, color="tab:green", linewidth=1.5, label=f"limit set {res.limit}")
     if res.stop_t is not None:
         call = "stall called" if res.reason == STOP_STALL else f"stop ({res.reason})"
-        ax.axvline(res.stop_t - t0, color="tab:red", linewidth=0.8, alpha=0.6,
-                   label=f"{call} at {res.stop_t - t0:.2f} s")
+        ax.axvline(
+            res.stop_t - t0,
+            color="tab:red",
+            linewidth=0.8,
+            alpha=0.6,
+            label=f"{call} at {res.stop_t - t0:.2f} s",
+        )
     ax.set_xlabel("time since sweep start (s)")
     ax.set_ylabel("servo position (pulses)")
-    ax.set_title(f"{_headline(res)}\n{res.speed:g} pulses/s from {res.start} toward stored limit {res.bound}",
-                 fontsize="medium")
+    ax.set_title(
+        f"{_headline(res)}\n{res.speed:g} pulses/s from {res.start} toward stored limit {res.bound}",
+        fontsize="medium",
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     return fig
@@ -65,9 +78,12 @@ def save_sweep_plot(res: SweepResult, path: str | Path) -> Path:
     return save_png(sweep_figure(res), path)
 
 
-def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, FoundLimit],
-                          stored: Mapping[int, tuple[int, int]],
-                          configured: Mapping[int, tuple[int, int]]) -> Figure:
+def limits_summary_figure(
+    results: Sequence[SweepResult],
+    found: Mapping[int, FoundLimit],
+    stored: Mapping[int, tuple[int, int]],
+    configured: Mapping[int, tuple[int, int]],
+) -> Figure:
     """Every swept servo on one row: its stored limit (grey band), the limit before the run (thin bar), the
     mapped limit (green bar, labelled lo-hi with where each bound came from) and each sweep's stop (red x)."""
     joints = sorted({r.joint for r in results} | set(found))
@@ -76,21 +92,52 @@ def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, Fo
     for row, joint in enumerate(joints):
         if joint in stored:
             lo, hi = stored[joint]
-            ax.barh(row, hi - lo, left=lo, height=0.8, color="lightgrey",
-                    label="stored limit (in the servo)" if row == 0 else None)
+            ax.barh(
+                row,
+                hi - lo,
+                left=lo,
+                height=0.8,
+                color="lightgrey",
+                label="stored limit (in the servo)" if row == 0 else None,
+            )
         if joint in configured:
             lo, hi = configured[joint]
-            ax.barh(row + 0.3, hi - lo, left=lo, height=0.12, color="tab:blue",
-                    label="limit before the run" if row == 0 else None)
+            ax.barh(
+                row + 0.3,
+                hi - lo,
+                left=lo,
+                height=0.12,
+                color="tab:blue",
+                label="limit before the run" if row == 0 else None,
+            )
         f = found.get(joint)
         if f is not None:
-            ax.barh(row, f.hi - f.lo, left=f.lo, height=0.35, color="tab:green", alpha=0.8,
-                    label="mapped limit" if row == 0 else None)
-            ax.text((f.lo + f.hi) / 2, row - 0.32, f"{f.lo}-{f.hi} (lo {f.lo_source}, hi {f.hi_source})",
-                    ha="center", va="top", fontsize="x-small")
+            ax.barh(
+                row,
+                f.hi - f.lo,
+                left=f.lo,
+                height=0.35,
+                color="tab:green",
+                alpha=0.8,
+                label="mapped limit" if row == 0 else None,
+            )
+            ax.text(
+                (f.lo + f.hi) / 2,
+                row - 0.32,
+                f"{f.lo}-{f.hi} (lo {f.lo_source}, hi {f.hi_source})",
+                ha="center",
+                va="top",
+                fontsize="x-small",
+            )
         stops = [r.stop for r in results if r.joint == joint and r.stop is not None]
-        ax.plot(stops, [row] * len(stops), "x", color="tab:red", markersize=8,
-                label="stop read back" if row == 0 and stops else None)
+        ax.plot(
+            stops,
+            [row] * len(stops),
+            "x",
+            color="tab:red",
+            markersize=8,
+            label="stop read back" if row == 0 and stops else None,
+        )
     ax.set_yticks(range(len(joints)), [f"servo {j}" for j in joints])
     ax.set_xlim(-20, 1020)
     ax.set_xlabel("servo position (pulses, 0-1000)")
@@ -99,13 +146,24 @@ def limits_summary_figure(results: Sequence[SweepResult], found: Mapping[int, Fo
     ax.set_title(f"mapped limits of {len(joints)} servo(s): {mapped or 'none found'}", fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.12), ncol=4, fontsize="small",
-              frameon=False)
+    ax.legend(
+        handles,
+        labels,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.12),
+        ncol=4,
+        fontsize="small",
+        frameon=False,
+    )
     return fig
 
 
-def save_limits_summary(results: Sequence[SweepResult], found: Mapping[int, FoundLimit],
-                        stored: Mapping[int, tuple[int, int]], configured: Mapping[int, tuple[int, int]],
-                        path: str | Path) -> Path:
+def save_limits_summary(
+    results: Sequence[SweepResult],
+    found: Mapping[int, FoundLimit],
+    stored: Mapping[int, tuple[int, int]],
+    configured: Mapping[int, tuple[int, int]],
+    path: str | Path,
+) -> Path:
     """Write the summary of every mapped limit as a PNG; returns the path."""
     return save_png(limits_summary_figure(results, found, stored, configured), path)

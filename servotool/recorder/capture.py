@@ -65,8 +65,9 @@ class OpenCapture:
     def join(self, axis: TriggerAxis, settings: RecorderSettings) -> None:
         """Add an axis detected while the window is open; the tail grows to cover it, up to max_tail_s."""
         self.axes.append(axis)
-        self.window_end = min(max(self.window_end, axis.detected_t + settings.tail_s),
-                              self.detected_t + settings.max_tail_s)
+        self.window_end = min(
+            max(self.window_end, axis.detected_t + settings.tail_s), self.detected_t + settings.max_tail_s
+        )
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def capture_stamp(capture_id: str) -> str:
     id, whose axes it shows in a column of their own. An id of another form comes back whole."""
     if not capture_id.startswith(ID_PREFIX):
         return capture_id
-    return capture_id[len(ID_PREFIX):].split("_", 1)[0]
+    return capture_id[len(ID_PREFIX) :].split("_", 1)[0]
 
 
 def _off(t: float | None, ref: float) -> float | None:
@@ -146,8 +147,12 @@ def assemble(
         "axis_fields": list(AXIS_FIELDS),
         "trigger_axes": [a.axis for a in open_cap.axes],
         "trigger": [
-            {"axis": a.axis, "bits": a.bits, "last_clean_t": _off(a.last_clean_t, ref),
-             "detected_t": _off(a.detected_t, ref)}
+            {
+                "axis": a.axis,
+                "bits": a.bits,
+                "last_clean_t": _off(a.last_clean_t, ref),
+                "detected_t": _off(a.detected_t, ref),
+            }
             for a in open_cap.axes
         ],
         "detected_t": 0.0,

@@ -39,8 +39,9 @@ from servotool.recorder.settings import RecorderSettings
 class FlightRecorder:
     """Bounded rings, latch tracking and capture assembly. Memory is bounded by the ring counts alone."""
 
-    def __init__(self, settings: RecorderSettings | None = None,
-                 wall_time: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, settings: RecorderSettings | None = None, wall_time: Callable[[], float] = time.time
+    ) -> None:
         self.settings = settings or RecorderSettings()
         self._wall_time = wall_time
         s = self.settings
@@ -225,8 +226,13 @@ class FlightRecorder:
             self._event(now, "join", axis, trig.bits, text)
             return
         if self.captures_opened >= s.max_captures:
-            self._event(now, "capture-limit", axis, trig.bits,
-                        f"axis {axis} latched 0x{trig.bits:02x}: capture limit ({s.max_captures}) reached")
+            self._event(
+                now,
+                "capture-limit",
+                axis,
+                trig.bits,
+                f"axis {axis} latched 0x{trig.bits:02x}: capture limit ({s.max_captures}) reached",
+            )
             return
         self.captures_opened += 1
         self._open = OpenCapture(now, self._wall_time(), now + s.tail_s, [trig])
@@ -238,8 +244,17 @@ class FlightRecorder:
 
     def _finish(self, now: float, end: str, torque_off: bool | None) -> None:
         assert self._open is not None
-        cap = assemble(self._open, self._fast, self._context, self._log, now=now, end=end,
-                       torque_off=torque_off, settings=self.settings, device=self._device)
+        cap = assemble(
+            self._open,
+            self._fast,
+            self._context,
+            self._log,
+            now=now,
+            end=end,
+            torque_off=torque_off,
+            settings=self.settings,
+            device=self._device,
+        )
         self._open = None
         self._ready.append(cap)
         self._event(now, "capture-ready", None, 0, f"capture {cap.name} ready ({end})")

@@ -37,8 +37,15 @@ class AxisSample:
 
     def as_row(self) -> list[float | None]:
         """The values in AXIS_FIELDS order (a compact capture line: names once, in the header)."""
-        return [self.position, self.target, self.gap, self.current, self.velocity, self.voltage,
-                self.temperature]
+        return [
+            self.position,
+            self.target,
+            self.gap,
+            self.current,
+            self.velocity,
+            self.voltage,
+            self.temperature,
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,5 +95,10 @@ class RecorderEvent:
     text: str
 
     def as_json(self, t_ref: float) -> dict[str, Any]:
-        return {"t": round(self.t - t_ref, 6), "kind": self.kind, "axis": self.axis, "bits": self.bits,
-                "text": self.text}
+        return {
+            "t": round(self.t - t_ref, 6),
+            "kind": self.kind,
+            "axis": self.axis,
+            "bits": self.bits,
+            "text": self.text,
+        }

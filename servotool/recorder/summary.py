@@ -43,8 +43,13 @@ class AxisSummary:
     fields: dict[str, FieldSummary] = field(default_factory=dict)
 
 
-def series(samples: Sequence[Mapping[str, Any]], axis: str, name: str, ring: str = "fast",
-           fields: Sequence[str] = AXIS_FIELDS) -> tuple[list[float], list[float]]:
+def series(
+    samples: Sequence[Mapping[str, Any]],
+    axis: str,
+    name: str,
+    ring: str = "fast",
+    fields: Sequence[str] = AXIS_FIELDS,
+) -> tuple[list[float], list[float]]:
     """(t, value) of one field of one axis, from one ring (context entries: their leg or neck sweep);
     samples where the axis was silent or the field unknown are left out. `fields`: the header's
     axis_fields (the order of an axis's values in a line)."""
@@ -68,7 +73,7 @@ def axes_of(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every axis named in the capture's samples, in first-seen order."""
     seen: dict[str, None] = {}
     for s in samples:
-        for sw in ([s] if s.get("ring") == "fast" else [s.get("legs"), s.get("neck")]):
+        for sw in [s] if s.get("ring") == "fast" else [s.get("legs"), s.get("neck")]:
             for axis in (sw or {}).get("axes") or {}:
                 seen.setdefault(str(axis), None)
     return list(seen)
@@ -83,8 +88,9 @@ def split_time(header: Mapping[str, Any]) -> float:
 def _field(ts: list[float], vs: list[float], split: float) -> FieldSummary:
     before = [v for t, v in zip(ts, vs, strict=True) if t < split]
     during = [v for t, v in zip(ts, vs, strict=True) if t >= split]
-    return FieldSummary(statistics.median(before) if before else None,
-                        max(during, key=abs) if during else None)
+    return FieldSummary(
+        statistics.median(before) if before else None, max(during, key=abs) if during else None
+    )
 
 
 def summarize(header: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[AxisSummary]:
@@ -94,8 +100,11 @@ def summarize(header: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -
     bits = {str(t["axis"]): t.get("bits") for t in header.get("trigger") or []}
     out = []
     for axis in axes_of(samples):
-        silent = sum(1 for s in samples if s.get("ring") == "fast" and axis in (s.get("axes") or {})
-                     and s["axes"][axis] is None)
+        silent = sum(
+            1
+            for s in samples
+            if s.get("ring") == "fast" and axis in (s.get("axes") or {}) and s["axes"][axis] is None
+        )
         summary = AxisSummary(axis, axis in bits, bits.get(axis), silent)
         for name in FIELDS:
             ts, vs = series(samples, axis, name, fields=fields)

@@ -32,17 +32,31 @@ class Option:
     invert: bool = False
 
 
-def option(default: Any, flag: str, help: str, kind: str, *, unit: str = "", min: float | None = None,
-           key: str | None = None, invert: bool = False) -> Any:
+def option(
+    default: Any,
+    flag: str,
+    help: str,
+    kind: str,
+    *,
+    unit: str = "",
+    min: float | None = None,
+    key: str | None = None,
+    invert: bool = False,
+) -> Any:
     """A dataclass field carrying its Option; its campaign key is the field's name unless `key` says."""
-    return field(default=default, metadata={"option": Option(flag, help, kind, unit, min, key or "", invert),
-                                            "named": key is None})
+    return field(
+        default=default,
+        metadata={"option": Option(flag, help, kind, unit, min, key or "", invert), "named": key is None},
+    )
 
 
 def options_of(cls: type) -> dict[str, Option]:
     """Field name -> Option of a settings dataclass, in field order (fields that are no option left out)."""
-    return {f.name: replace(f.metadata["option"], key=f.name) if f.metadata["named"] else f.metadata["option"]
-            for f in fields(cls) if "option" in f.metadata}
+    return {
+        f.name: replace(f.metadata["option"], key=f.name) if f.metadata["named"] else f.metadata["option"]
+        for f in fields(cls)
+        if "option" in f.metadata
+    }
 
 
 def campaign_keys(cls: type) -> dict[str, str]:

@@ -65,5 +65,11 @@ def require_free(arm: Arm) -> None:
 
 
 __all__ = [
-    "DeviceBusy", "LockUnavailable", "busy_problem", "claim", "device_key", "device_keys", "require_free",
+    "DeviceBusy",
+    "LockUnavailable",
+    "busy_problem",
+    "claim",
+    "device_key",
+    "device_keys",
+    "require_free",
 ]

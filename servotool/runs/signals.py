@@ -54,7 +54,7 @@ class StopSignals:
         return len(self.received)
 
     def reason(self) -> str | None:
-        """"Ctrl-C", "SIGTERM" or "SIGHUP" for the first signal taken; None when none came."""
+        """ "Ctrl-C", "SIGTERM" or "SIGHUP" for the first signal taken; None when none came."""
         signum = self.requested
         if signum is None:
             return None

@@ -281,8 +281,12 @@ def test_a_pass_whose_cruise_disagrees_with_its_midpoint_is_no_evidence_of_dynam
         d = v * lag * 1e-3
         return PassLag(i, direction, v, 1.0, 50, d, d, lag, d, d, lag, mid, 0.0)
 
-    passes = [p(0, 15, 80.0, 78.1, "out"), p(1, 15, 88.9, 77.8, "back"), p(2, 30, 78.2, 78.2, "out"),
-              p(3, 30, 78.2, 78.2, "back")]
+    passes = [
+        p(0, 15, 80.0, 78.1, "out"),
+        p(1, 15, 88.9, 77.8, "back"),
+        p(2, 30, 78.2, 78.2, "out"),
+        p(3, 30, 78.2, 78.2, "back"),
+    ]
     fit = fit_through_origin([x.speed_deg_s for x in passes], [x.delta_mean_deg for x in passes])
     check = model_check(passes, fit)
     assert check.constant and check.disagreeing == [1]

@@ -66,8 +66,23 @@ def test_agreeing_figures_give_no_warning():
 
 def test_a_damaged_simulator_recording_through_the_command_line(tmp_path: Path):
     run = [sys.executable, "-m", "servotool"]
-    done = subprocess.run([*run, "lag", "--robot", "sim:fr3?clock=sim", "--speeds", "15,30", "--sweep", "40",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            *run,
+            "lag",
+            "--robot",
+            "sim:fr3?clock=sim",
+            "--speeds",
+            "15,30",
+            "--sweep",
+            "40",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     (csv,) = tmp_path.glob("*.csv")
     lines = csv.read_text().split("\n")
@@ -81,8 +96,9 @@ def test_a_damaged_simulator_recording_through_the_command_line(tmp_path: Path):
         lines[i] = ",".join(cells)
     damaged = tmp_path / "damaged.csv"
     damaged.write_text("\n".join(lines))
-    done = subprocess.run([*run, "analyze", str(damaged), "--json"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [*run, "analyze", str(damaged), "--json"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["files"][0]["result"]
     assert result["fit"]["lag_ms"] == pytest.approx(78.0, abs=0.2)

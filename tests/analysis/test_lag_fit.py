@@ -71,8 +71,16 @@ def test_the_pretest_decides_as_the_filter_fit_would(monkeypatch, tau, seed):
 
 @pytest.mark.parametrize(
     ("lag", "tau", "seed"),
-    [(0.04, 0.0, 21), (0.04, 0.002, 22), (0.04, 0.004, 23), (0.014, 0.012, 24), (0.03, 0.02, 25),
-     (0.12, 0.05, 26), (0.02, 0.05, 27), (0.2, 0.0, 28)],
+    [
+        (0.04, 0.0, 21),
+        (0.04, 0.002, 22),
+        (0.04, 0.004, 23),
+        (0.014, 0.012, 24),
+        (0.03, 0.02, 25),
+        (0.12, 0.05, 26),
+        (0.02, 0.05, 27),
+        (0.2, 0.0, 28),
+    ],
 )
 def test_the_splits_stop_where_every_split_tried_would_start(monkeypatch, lag, tau, seed):
     # the splits are tried in order of tau and stop once the cost rises: the start (and so the outcome) is

@@ -51,8 +51,15 @@ def test_cost_is_never_worse_than_scipy_and_the_optimum_agrees(
     fun = _problem(y)
     ours = solve(fun, x0, lower, upper, f_scale)
     oracle = least_squares(
-        lambda x: fun(x)[0], x0, jac=lambda x: fun(x)[1], bounds=(lower, upper),
-        loss="soft_l1" if robust else "linear", f_scale=f_scale or 1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
+        lambda x: fun(x)[0],
+        x0,
+        jac=lambda x: fun(x)[1],
+        bounds=(lower, upper),
+        loss="soft_l1" if robust else "linear",
+        f_scale=f_scale or 1.0,
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
     )
     assert ours is not None
     assert ours.cost <= oracle.cost * (1 + 1e-6) + 1e-12

@@ -165,9 +165,18 @@ def _cut(args, t_cut):
 
     rec, t_step = recording(**args)
     c, s = rec.cmd_t < t_cut, rec.state_t < t_cut
-    cut = replace(rec, cmd_t=rec.cmd_t[c], cmd_q=rec.cmd_q[c], cmd_r=rec.cmd_r[c], cmd_pass=rec.cmd_pass[c],
-                  cmd_phase=rec.cmd_phase[c], state_t=rec.state_t[s], state_q=rec.state_q[s],
-                  stop_t=t_cut, stop_reason="connection lost: no state frame")
+    cut = replace(
+        rec,
+        cmd_t=rec.cmd_t[c],
+        cmd_q=rec.cmd_q[c],
+        cmd_r=rec.cmd_r[c],
+        cmd_pass=rec.cmd_pass[c],
+        cmd_phase=rec.cmd_phase[c],
+        state_t=rec.state_t[s],
+        state_q=rec.state_q[s],
+        stop_t=t_cut,
+        stop_reason="connection lost: no state frame",
+    )
     return cut, t_step
 
 

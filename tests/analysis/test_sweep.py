@@ -93,15 +93,27 @@ def test_limit_from_stop_is_inside_the_stop():
 
 def _result(joint, direction, reason, stop, inside=20):
     sign = 1 if direction == "up" else -1
-    r = SweepResult(joint=joint, direction=direction, speed=25, inside=inside, start=500,
-                    bound=960 if sign > 0 else 80, stored=(80, 960), reason=reason, stop=stop)
+    r = SweepResult(
+        joint=joint,
+        direction=direction,
+        speed=25,
+        inside=inside,
+        start=500,
+        bound=960 if sign > 0 else 80,
+        stored=(80, 960),
+        reason=reason,
+        stop=stop,
+    )
     r.limit = limit_from_stop(stop, sign, inside) if reason in (STOP_STALL, STOP_STORED) else None
     return r
 
 
 def test_merge_found_takes_sweep_bounds_then_file_then_stored():
-    results = [_result(2, "down", STOP_STALL, 562), _result(3, "up", STOP_STORED, 988),
-               _result(4, "down", STOP_ABORT, 300)]
+    results = [
+        _result(2, "down", STOP_STALL, 562),
+        _result(3, "up", STOP_STORED, 988),
+        _result(4, "down", STOP_ABORT, 300),
+    ]
     found = merge_found(results, existing={3: (40, 881)}, stored={2: (80, 960), 3: (10, 990), 4: (0, 1000)})
     assert (found[2].lo, found[2].hi, found[2].lo_source, found[2].hi_source) == (582, 960, "sweep", "stored")
     assert (found[3].lo, found[3].hi, found[3].lo_source, found[3].hi_source) == (40, 968, "file", "sweep")
@@ -111,8 +123,9 @@ def test_merge_found_takes_sweep_bounds_then_file_then_stored():
 
 def test_merge_found_refuses_crossing_limits():
     with pytest.raises(ValueError, match="cross"):
-        merge_found([_result(2, "down", STOP_STALL, 600), _result(2, "up", STOP_STALL, 620)], {},
-                    {2: (80, 960)})
+        merge_found(
+            [_result(2, "down", STOP_STALL, 600), _result(2, "up", STOP_STALL, 620)], {}, {2: (80, 960)}
+        )
 
 
 def test_result_dict_and_push_measure():
@@ -127,9 +140,22 @@ def test_summary_figure_names_every_mapped_limit_and_labels_its_axes():
     from servotool.analysis.sweep import FoundLimit, SweepResult
     from servotool.plots.sweep import limits_summary_figure, sweep_figure
 
-    res = SweepResult(joint=2, direction="down", speed=25.0, inside=20, start=776, bound=80, stored=(80, 960),
-                      t=[0.0, 0.04, 0.08], cmd=[776, 775, 774], read=[776, 776, 775], reason="stalled",
-                      stop=740, stop_t=0.08, limit=760)
+    res = SweepResult(
+        joint=2,
+        direction="down",
+        speed=25.0,
+        inside=20,
+        start=776,
+        bound=80,
+        stored=(80, 960),
+        t=[0.0, 0.04, 0.08],
+        cmd=[776, 775, 774],
+        read=[776, 776, 775],
+        reason="stalled",
+        stop=740,
+        stop_t=0.08,
+        limit=760,
+    )
     found = {2: FoundLimit(2, 760, 941, "sweep", "file")}
     fig = limits_summary_figure([res], found, {2: (80, 960)}, {2: (95, 941)})
     ax = fig.axes[0]

@@ -78,8 +78,11 @@ def test_run_then_analyze_report(write_campaign, tmp_path):
 def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     path = write_campaign(SHORT)
-    for args in (["campaign", "check", str(path)], ["campaign", "list"],
-                 ["campaign", "run", str(path), "--dry-run", "--out", str(tmp_path / "o")]):
+    for args in (
+        ["campaign", "check", str(path)],
+        ["campaign", "list"],
+        ["campaign", "run", str(path), "--dry-run", "--out", str(tmp_path / "o")],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
         first = result.stdout.splitlines()[0]
@@ -89,22 +92,26 @@ def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_
 
 
 # eight levels of aliases: 9^8 leaves when expanded; a message quoting the value in full never ends
-LAUGHS = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n"
-                 for a, b in zip("bcdefgh", "abcdefg", strict=True))
+LAUGHS = "".join(
+    f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n" for a, b in zip("bcdefgh", "abcdefg", strict=True)
+)
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + LAUGHS
 
 
 @pytest.mark.timeout(120)
 def test_a_value_made_of_nested_aliases_is_quoted_briefly(write_campaign, tmp_path):
-    text = LAUGHS.replace("a: &a", "x_a: &a") + "name: q\npurpose: q\ndevice: sim:fr3\nruns:\n" \
+    text = (
+        LAUGHS.replace("a: &a", "x_a: &a") + "name: q\npurpose: q\ndevice: sim:fr3\nruns:\n"
         "  - why: w\n    command: step\n    options: {joint: *h, size: *h}\n"
+    )
     res = runner.invoke(app, ["campaign", "check", str(write_campaign(text))])
     assert res.exit_code == 2 and "option joint: expected a number" in res.output
     assert len(res.output) < 4000
     limits = tmp_path / "limits.yaml"
     limits.write_text(LAUGHS.replace("h: &h", "arm_limit_2: &h").replace("a: &a", "x_a: &a"))
-    res = runner.invoke(app, ["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500",
-                              "--limits", str(limits)])
+    res = runner.invoke(
+        app, ["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500", "--limits", str(limits)]
+    )
     assert res.exit_code == 2 and "arm_limit_2 must be" in res.output and len(res.output) < 4000
 
 
@@ -125,8 +132,9 @@ def test_an_out_that_is_a_file_is_refused_with_one_line(write_campaign, tmp_path
     assert res.exit_code == 2 and res.stderr.startswith("error: refused: --out") and "Errno" not in res.stderr
 
 
-def test_a_report_that_cannot_be_written_keeps_the_runs_and_is_one_line(write_campaign, tmp_path,
-                                                                         monkeypatch):
+def test_a_report_that_cannot_be_written_keeps_the_runs_and_is_one_line(
+    write_campaign, tmp_path, monkeypatch
+):
     """A full disk (or a file size limit) as the report is written: before, a traceback and exit 1."""
     import errno
 

@@ -113,10 +113,18 @@ def test_cold_start_needs_simulators_and_faults(write_campaign):
 def test_shipped_campaigns_are_valid():
     files = shipped_campaign_files()
     names = {f.stem for f in files}
-    assert {"fairino-1-simmachine-baseline", "fairino-2-enable-window-runaway", "fairino-3-gap-injection-udp",
-            "fairino-4-gap-injection-rpc", "fairino-5-giant-step", "fairino-6-smooth-ramps",
-            "fairino-7-shaped-steps", "fairino-8-fr20-lag", "fairino-9-amax-ceiling",
-            "rosorin-arm-limits"} <= names
+    assert {
+        "fairino-1-simmachine-baseline",
+        "fairino-2-enable-window-runaway",
+        "fairino-3-gap-injection-udp",
+        "fairino-4-gap-injection-rpc",
+        "fairino-5-giant-step",
+        "fairino-6-smooth-ramps",
+        "fairino-7-shaped-steps",
+        "fairino-8-fr20-lag",
+        "fairino-9-amax-ceiling",
+        "rosorin-arm-limits",
+    } <= names
     for f in files:
         c = load_campaign(f)
         assert c.purpose and c.header, f
@@ -155,8 +163,13 @@ runs:
 
 @pytest.mark.parametrize(
     ("query", "word"),
-    [("silence_ms=nan", "silence_ms"), ("bogus=1", "unknown parameter"), ("model=fr99", "unknown model"),
-     ("rpc_port=70000", "rpc_port"), ("transport=tcp", "transport")],
+    [
+        ("silence_ms=nan", "silence_ms"),
+        ("bogus=1", "unknown parameter"),
+        ("model=fr99", "unknown model"),
+        ("rpc_port=70000", "rpc_port"),
+        ("transport=tcp", "transport"),
+    ],
 )
 def test_a_real_arm_url_is_checked_whole_as_the_run_will_open_it(write_campaign, query, word):
     # the check said 'valid' and the run refused the same URL when it opened the arm
@@ -165,8 +178,10 @@ def test_a_real_arm_url_is_checked_whole_as_the_run_will_open_it(write_campaign,
     assert any(word in p for p in problems), problems
 
 
-@pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "x_*", "new\\nline", "tab\\there", "..",
-                                  "é" * 3 + "/x", "v1.2"])
+@pytest.mark.parametrize(
+    "name",
+    ["../../escape", "a/b", ".hidden", "x_*", "new\\nline", "tab\\there", "..", "é" * 3 + "/x", "v1.2"],
+)
 def test_a_name_that_is_no_plain_folder_name_is_refused_with_its_line(write_campaign, name):
     # the run's folder is <out>/<name>_<stamp>: "../../escape" wrote it outside --out, "x_*" made --resume's
     # search match other campaigns' folders
@@ -186,7 +201,8 @@ def test_a_missing_name_is_one_problem_whatever_the_file_is_called(write_campaig
     with pytest.raises(CampaignInvalid) as info:
         load_campaign(write_campaign(text, name="my campaign.yaml"))
     assert [p for p in info.value.problems if "name" in p] == [
-        p for p in info.value.problems if "`name:` must be given" in p], info.value.problems
+        p for p in info.value.problems if "`name:` must be given" in p
+    ], info.value.problems
     assert len([p for p in info.value.problems if "name" in p]) == 1
 
 

@@ -146,7 +146,8 @@ def test_a_lock_folder_that_cannot_be_used_refuses_the_campaign(write_campaign, 
 @pytest.mark.slow
 def test_sweep_campaign_maps_limits(write_campaign, tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
-    c = load_campaign(write_campaign("""
+    c = load_campaign(
+        write_campaign("""
 name: limits
 purpose: one joint, fast
 device: sim:rosorin-arm?timeout_ms=500
@@ -155,7 +156,8 @@ runs:
   - why: the elbow
     command: sweep
     options: {joints: [3], speed: 300}
-"""))
+""")
+    )
     cr = start_campaign(c, tmp_path / "out")
     state = run_campaign(c, cr)
     assert state.done and len(state.runs[0].files) == 2
@@ -164,11 +166,23 @@ runs:
     assert "arm_limit_3: [" in report.limits and not report.tuning
 
 
-@pytest.mark.parametrize("edit", [
-    {"next_index": "x"}, {"next_index": -5}, {"next_index": 99}, {"next_index": True}, {"device": 5},
-    {"device": ""}, {"name": None}, {"total": "3"}, {"stopped": 7}, {"runs": [{"index": 0}]},
-    {"runs": "none"}, {"extra": 1},
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"next_index": "x"},
+        {"next_index": -5},
+        {"next_index": 99},
+        {"next_index": True},
+        {"device": 5},
+        {"device": ""},
+        {"name": None},
+        {"total": "3"},
+        {"stopped": 7},
+        {"runs": [{"index": 0}]},
+        {"runs": "none"},
+        {"extra": 1},
+    ],
+)
 def test_a_tampered_state_file_is_refused_with_one_line(write_campaign, tmp_path, edit):
     c = campaign(write_campaign, "true")
     cr = start_campaign(c, tmp_path / "out")
@@ -203,8 +217,11 @@ def test_a_second_run_beside_a_first_cannot_take_its_folder(write_campaign, tmp_
 
 
 def test_resume_never_picks_the_folder_of_a_campaign_whose_name_extends_this_one(write_campaign, tmp_path):
-    longer = load_campaign(write_campaign(TEXT.format(device=SIM, faults="true").replace(
-        "name: quick", "name: quick_more"), "more.yaml"))
+    longer = load_campaign(
+        write_campaign(
+            TEXT.format(device=SIM, faults="true").replace("name: quick", "name: quick_more"), "more.yaml"
+        )
+    )
     start_campaign(longer, tmp_path / "out")  # unfinished, and its folder matches quick_*
     with pytest.raises(Refused, match="no unfinished run of campaign quick "):
         find_resumable(tmp_path / "out", "quick")
@@ -212,7 +229,8 @@ def test_resume_never_picks_the_folder_of_a_campaign_whose_name_extends_this_one
 
 
 def test_a_second_ctrl_c_while_the_interrupted_run_is_set_aside_leaves_no_partial_csv(
-        write_campaign, tmp_path, monkeypatch):
+    write_campaign, tmp_path, monkeypatch
+):
     # the report is rebuilt from the folder's *.csv: an interrupted run's CSV left under that name would count
     import servotool.runs.campaign.run as campaign_run
 

@@ -14,8 +14,12 @@ def test_cold_start_runs_away_and_ends_through_the_braked_stop(tmp_path):
     clock = FakeClock()  # lock-step: the stream meets the enable window at the same instant whatever the load
     arm = open_arm("sim:fr3?enable_ms=1000&seed=1", clock=clock)
     try:
-        run = run_cold_ramp(arm, RampSettings(joint=0, sweep_deg=10, speeds_deg_s=(10.0,), realtime=False),
-                            clock=clock, out_dir=tmp_path)
+        run = run_cold_ramp(
+            arm,
+            RampSettings(joint=0, sweep_deg=10, speeds_deg_s=(10.0,), realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+        )
     finally:
         arm.close()
     assert run.outcome.fault == (1, 32)  # the runaway latch, at the moment execution started

@@ -36,10 +36,13 @@ def test_the_arm_family_of_a_url_gives_its_caps():
 
 
 @pytest.mark.parametrize(("device", "command", "options"), [("sim:microduck", "sweep", "{joints: [1]}")])
-def test_a_family_whose_campaigns_hold_no_run_is_refused_by_that_rule(write_campaign, device, command,
-                                                                       options):
-    text = (f"name: x\npurpose: p\ndevice: {device}\nruns:\n  - why: w\n    command: {command}\n"
-            f"    options: {options}\n")
+def test_a_family_whose_campaigns_hold_no_run_is_refused_by_that_rule(
+    write_campaign, device, command, options
+):
+    text = (
+        f"name: x\npurpose: p\ndevice: {device}\nruns:\n  - why: w\n    command: {command}\n"
+        f"    options: {options}\n"
+    )
     with pytest.raises(CampaignInvalid) as info:
         load_campaign(write_campaign(text))
     assert any("campaigns do not drive" in p for p in info.value.problems), info.value.problems

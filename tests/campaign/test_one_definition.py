@@ -29,15 +29,26 @@ runs:
 """
 
 # the options a command has that are no setting of its run: the device, the output and its rendering
-NOT_SETTINGS = {"lag": {"--robot", "--out", "--plot", "--json", "--wide", "--ramp", "--no-ramp", "--help",
-                        "-h"},
-                "step": {"--robot", "--out", "--plot", "--json", "--wide", "--help", "-h"},
-                "sweep": {"--bus", "--limits", "--update-limits", "--force-sim", "--out", "--json", "--plot",
-                          "--help", "-h"}}
+NOT_SETTINGS = {
+    "lag": {"--robot", "--out", "--plot", "--json", "--wide", "--ramp", "--no-ramp", "--help", "-h"},
+    "step": {"--robot", "--out", "--plot", "--json", "--wide", "--help", "-h"},
+    "sweep": {
+        "--bus",
+        "--limits",
+        "--update-limits",
+        "--force-sim",
+        "--out",
+        "--json",
+        "--plot",
+        "--help",
+        "-h",
+    },
+}
 
 
 def test_a_jerk_bound_on_an_accel_step_is_refused_by_the_command_and_the_campaign_with_one_line(
-        write_campaign):
+    write_campaign,
+):
     cli = runner.invoke(app, ["step", "--robot", "sim:fr3?clock=sim", "--j-max", "5000", "--steps", "1"])
     assert cli.exit_code == 2, cli.output
     assert J_MAX_LINE in cli.stderr
@@ -68,8 +79,9 @@ def _flags(cls: type) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize(("command", "cls"), [("lag", LagOptions), ("step", StepOptions),
-                                              ("sweep", SweepOptions)])
+@pytest.mark.parametrize(
+    ("command", "cls"), [("lag", LagOptions), ("step", StepOptions), ("sweep", SweepOptions)]
+)
 def test_every_option_and_campaign_key_comes_from_the_one_definition(command, cls):
     cmd = _command(command)
     given = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}

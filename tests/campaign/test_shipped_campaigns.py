@@ -58,8 +58,9 @@ def test_enable_window_runaway_two_of_two_then_clean(tmp_path):
     cold = build_report(folder).tables[1]
     assert cold.title.startswith("ramps from a disabled robot")
     assert [row[3] for row in cold.rows] == ["yes", "yes"]
-    warm = [fa.result for fa in files
-            if isinstance(fa.result, LagResult) and not fa.meta.config.get("cold_start")]
+    warm = [
+        fa.result for fa in files if isinstance(fa.result, LagResult) and not fa.meta.config.get("cold_start")
+    ]
     assert warm[0].fit.lag_ms == pytest.approx(78.0, abs=3.0)
 
 

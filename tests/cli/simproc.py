@@ -27,8 +27,14 @@ def _serve(seed: int, enable_ms: float) -> None:
         for line in sys.stdin:
             if line.strip() == "state":
                 s = sim.snapshot()
-                state = {"servo_active": s.servo_active, "enabled": s.enabled, "main_code": s.main_code,
-                         "sub_code": s.sub_code, "cmd_num": s.cmd_num, "last_target": list(s.last_target)}
+                state = {
+                    "servo_active": s.servo_active,
+                    "enabled": s.enabled,
+                    "main_code": s.main_code,
+                    "sub_code": s.sub_code,
+                    "cmd_num": s.cmd_num,
+                    "last_target": list(s.last_target),
+                }
                 print(json.dumps(state), flush=True)
     finally:
         sim.stop()

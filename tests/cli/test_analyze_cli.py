@@ -536,8 +536,12 @@ def test_a_stop_signal_leaves_no_worker_behind(tmp_path, signum, code):
     for k in range(40):
         write_ramp(tmp_path / f"r{k}.csv", 0.05, speeds=(10.0, 20.0), seed=k)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "servotool", "analyze", str(tmp_path), "--workers", "4"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "analyze", str(tmp_path), "--workers", "4"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
 
     def children() -> list[int]:
         out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout

@@ -74,8 +74,11 @@ def test_config_set_show_and_path(tmp_path):
     assert result.exit_code == 0, result.output
     shown = json.loads(runner.invoke(app, ["config", "show", "--json"], env=env).output)
     assert shown["path"] == str(cfg) and shown["exists"]
-    assert shown["values"]["robot"] == {"value": "fairino://192.168.58.2", "source": "config",
-                                        "envvar": "SERVOTOOL_ROBOT"}
+    assert shown["values"]["robot"] == {
+        "value": "fairino://192.168.58.2",
+        "source": "config",
+        "envvar": "SERVOTOOL_ROBOT",
+    }
     assert shown["values"]["out"]["source"] == "built-in"
     assert shown["values"]["limits"]["source"] == "unset"
     alone = json.loads(runner.invoke(app, ["config", "--json"], env=env).output)
@@ -114,8 +117,16 @@ def test_config_refuses_unknown_keys_and_bad_files(tmp_path):
     assert runner.invoke(app, ["config", "path"], env=env).exit_code == 0
 
 
-@pytest.mark.parametrize("key,value", [("robot", "fairino://"), ("bus", "dxl://"), ("robot", "garbage"),
-                                       ("out", "runs\nelsewhere"), ("robot", "sim:fr3\x00")])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("robot", "fairino://"),
+        ("bus", "dxl://"),
+        ("robot", "garbage"),
+        ("out", "runs\nelsewhere"),
+        ("robot", "sim:fr3\x00"),
+    ],
+)
 def test_config_set_refuses_a_value_no_command_could_use(tmp_path, key, value):
     cfg = tmp_path / "config.yaml"
     result = runner.invoke(app, ["config", "set", key, value], env={"SERVOTOOL_CONFIG": str(cfg)})
@@ -124,8 +135,15 @@ def test_config_set_refuses_a_value_no_command_could_use(tmp_path, key, value):
     assert not cfg.exists()
 
 
-@pytest.mark.parametrize("key,value", [("robot", "sim:rosorin-arm"), ("robot", "hiwonder:///dev/ttyUSB0"),
-                                       ("bus", "sim:fr3"), ("bus", "fairino://192.168.58.2")])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("robot", "sim:rosorin-arm"),
+        ("robot", "hiwonder:///dev/ttyUSB0"),
+        ("bus", "sim:fr3"),
+        ("bus", "fairino://192.168.58.2"),
+    ],
+)
 def test_config_set_refuses_a_device_of_the_wrong_kind(tmp_path, key, value):
     cfg = tmp_path / "config.yaml"
     result = runner.invoke(app, ["config", "set", key, value], env={"SERVOTOOL_CONFIG": str(cfg)})
@@ -134,7 +152,9 @@ def test_config_set_refuses_a_device_of_the_wrong_kind(tmp_path, key, value):
     assert not cfg.exists()
 
 
-@pytest.mark.parametrize("text", [b"\xff\xfe robot: sim:fr3\n", b"robot: sim:fr3\nrobot: fairino://192.168.58.2\n"])
+@pytest.mark.parametrize(
+    "text", [b"\xff\xfe robot: sim:fr3\n", b"robot: sim:fr3\nrobot: fairino://192.168.58.2\n"]
+)
 def test_a_hand_edited_config_file_gets_one_line(tmp_path, text):
     # bytes that are not UTF-8, and a key written twice (which one is meant cannot be told)
     cfg = tmp_path / "config.yaml"
@@ -173,8 +193,10 @@ def test_a_hand_edited_file_that_never_ends_is_refused_not_read_to_the_end(tmp_p
     # /dev/zero as a campaign, a limits or a config file: read whole, it filled the memory in seconds
     cases = [
         (["campaign", "check", "/dev/zero"], {}),
-        (["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500", "--limits", "/dev/zero"],
-         {}),
+        (
+            ["servo", "move", "--bus", "sim:rosorin-arm?clock=sim", "--to", "2=500", "--limits", "/dev/zero"],
+            {},
+        ),
         (["config", "show"], {"SERVOTOOL_CONFIG": "/dev/zero"}),
     ]
     for args, env in cases:

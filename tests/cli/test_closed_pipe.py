@@ -36,8 +36,15 @@ def _run_into_a_closed_pipe(args: list[str], cwd: Path) -> subprocess.CompletedP
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will ever read: every write fails with EPIPE
     try:
-        return subprocess.run([sys.executable, "-m", "servotool", *args], stdout=write_end, stderr=write_end,
-                              stdin=subprocess.DEVNULL, cwd=cwd, timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "servotool", *args],
+            stdout=write_end,
+            stderr=write_end,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            timeout=120,
+            check=False,
+        )
     finally:
         os.close(write_end)
 

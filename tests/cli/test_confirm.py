@@ -49,7 +49,11 @@ def test_piped_answer_without_a_terminal_is_refused():
         "else:\n    print('went ahead')\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], input="RAW 10 J1\n", capture_output=True, text=True,
-        start_new_session=True, timeout=60,
+        [sys.executable, "-c", code],
+        input="RAW 10 J1\n",
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=60,
     )
     assert out.stdout.strip() == "refused", out.stderr

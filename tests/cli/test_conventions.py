@@ -36,16 +36,17 @@ ALL_COMMANDS = _command_paths()
 
 
 def test_importing_the_app_leaves_heavy_libraries_unloaded():
-    code = ("import sys, servotool.cli.app; "
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    code = f"import sys, servotool.cli.app; print([m for m in {HEAVY!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_root_help_leaves_heavy_libraries_unloaded():
-    code = ("import sys\nfrom servotool.cli.app import app\n"
-            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
-            f"print('LOADED', [m for m in {HEAVY!r} if m in sys.modules])")
+    code = (
+        "import sys\nfrom servotool.cli.app import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED', [m for m in {HEAVY!r} if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "LOADED []" in out.stdout
 
@@ -54,7 +55,8 @@ def test_root_help_leaves_heavy_libraries_unloaded():
 def test_listed_summary_is_the_commands_own_first_line(entry):
     real = load_command(entry)
     assert real.get_short_help_str(limit=400) == typer.core.TyperCommand(
-        name=entry.name, help=entry.summary).get_short_help_str(limit=400)
+        name=entry.name, help=entry.summary
+    ).get_short_help_str(limit=400)
 
 
 @pytest.mark.parametrize("path", ALL_COMMANDS, ids=[" ".join(p) or "servotool" for p in ALL_COMMANDS])
@@ -180,9 +182,14 @@ def test_the_choices_are_the_registries_names():
 
 @pytest.mark.parametrize(
     ("path", "envvar"),
-    [(["lag"], "SERVOTOOL_ROBOT"), (["step"], "SERVOTOOL_OUT"), (["sweep"], "SERVOTOOL_BUS"),
-     (["sweep"], "SERVOTOOL_LIMITS"), (["servo", "read"], "SERVOTOOL_BUS"),
-     (["campaign", "run"], "SERVOTOOL_OUT")],
+    [
+        (["lag"], "SERVOTOOL_ROBOT"),
+        (["step"], "SERVOTOOL_OUT"),
+        (["sweep"], "SERVOTOOL_BUS"),
+        (["sweep"], "SERVOTOOL_LIMITS"),
+        (["servo", "read"], "SERVOTOOL_BUS"),
+        (["campaign", "run"], "SERVOTOOL_OUT"),
+    ],
 )
 def test_options_name_their_environment_variable(path, envvar):
     result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
@@ -193,7 +200,8 @@ def test_quiet_leaves_out_tables_and_verbose_adds_debug_lines():
     assert "servotool" in runner.invoke(app, ["version"]).stdout
     quiet = runner.invoke(app, ["-q", "version"])
     assert quiet.exit_code == 0 and quiet.stdout.strip().splitlines() == [
-        runner.invoke(app, ["version"]).stdout.splitlines()[0]]  # the verdict alone: no table, no details
+        runner.invoke(app, ["version"]).stdout.splitlines()[0]
+    ]  # the verdict alone: no table, no details
     assert json.loads(runner.invoke(app, ["-q", "version", "--json"]).stdout)["servotool"] == __version__
     loud = runner.invoke(app, ["-v", "version", "--json"])
     assert "debug: config" in loud.stderr
@@ -208,9 +216,19 @@ def test_shell_completion_names_commands_and_choices():
     if exe is None:
         pytest.skip("the servotool script is not installed")
     env = {**os.environ, "_SERVOTOOL_COMPLETE": "complete_bash", "PYTHONPATH": os.pathsep.join(sys.path)}
-    names = subprocess.run([exe], env={**env, "COMP_WORDS": "servotool st", "COMP_CWORD": "1"},
-                           capture_output=True, text=True, timeout=60)
+    names = subprocess.run(
+        [exe],
+        env={**env, "COMP_WORDS": "servotool st", "COMP_CWORD": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert names.stdout.split() == ["step"]
-    shapers = subprocess.run([exe], env={**env, "COMP_WORDS": "servotool step --shaper o", "COMP_CWORD": "3"},
-                             capture_output=True, text=True, timeout=60)
+    shapers = subprocess.run(
+        [exe],
+        env={**env, "COMP_WORDS": "servotool step --shaper o", "COMP_CWORD": "3"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shapers.stdout.split() == ["otg"]

@@ -175,9 +175,11 @@ def test_every_signal_at_random_instants_ends_braked(tmp_path: Path, env: dict[s
     for r in results:  # the figures docs/explanation/reliability.md quotes (pytest -s shows them)
         d = r["drill"]
         assert isinstance(d, Drill)
-        print(f"{d.command:4} {REASON[d.signum]:7} {d.phase:7} at +{d.delay_s:.2f} s: exit {r['exit']}, "
-              f"recorded {r['recorded']}, speed {r.get('speed', 0):.1f} deg/s, stop ticks "
-              f"{r.get('stop_ticks', '-')}, peak dv {r.get('peak_dv', 0):.3f} deg/s per tick")
+        print(
+            f"{d.command:4} {REASON[d.signum]:7} {d.phase:7} at +{d.delay_s:.2f} s: exit {r['exit']}, "
+            f"recorded {r['recorded']}, speed {r.get('speed', 0):.1f} deg/s, stop ticks "
+            f"{r.get('stop_ticks', '-')}, peak dv {r.get('peak_dv', 0):.3f} deg/s per tick"
+        )
     # a stream interrupted mid-motion stops within a few ticks of braking, never in one jump
     assert all(r["peak_dv"] <= A_MAX * PERIOD_S * (1 + 1e-6) + 1e-6 for r in results if "peak_dv" in r)
 

@@ -33,9 +33,9 @@ def _exit(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
     ],
 )
 @pytest.mark.parametrize("value", ["", "  "])
-def test_a_set_but_empty_variable_is_refused(env: str, argv: list[str], value: str,
-                                            monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_set_but_empty_variable_is_refused(
+    env: str, argv: list[str], value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(env, value)
     assert _exit(argv, monkeypatch) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -43,15 +43,17 @@ def test_a_set_but_empty_variable_is_refused(env: str, argv: list[str], value: s
 
 
 def test_the_option_on_the_command_line_wins_over_an_empty_variable(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("SERVOTOOL_BUS", "")
     # the bus given on the line is used (and, being absent, is unreachable: exit 3), not refused as empty
     assert _exit(["servo", "read", "--bus", "hiwonder:///dev/nonexistent"], monkeypatch) == 3
     assert "set but empty" not in capsys.readouterr().err
 
 
-def test_help_is_shown_whatever_the_variables(monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_is_shown_whatever_the_variables(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("SERVOTOOL_ROBOT", "")
     assert _exit(["lag", "--help"], monkeypatch) == 0
     assert "--robot" in capsys.readouterr().out

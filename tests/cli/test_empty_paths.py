@@ -47,8 +47,13 @@ def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
         (["campaign", "run", "x.yaml", "--out", ""], "--out"),
     ],
 )
-def test_an_empty_path_is_refused(argv: list[str], name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_empty_path_is_refused(
+    argv: list[str],
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.chdir(tmp_path)  # nothing may be written or read in the current folder
     lines = _run(argv, monkeypatch, capsys)
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
@@ -88,9 +93,13 @@ def test_every_path_parameter_is_covered() -> None:
         (["servo", "move", "--to", "rest", "--limits", "table.csv"], ["Is a directory"]),
     ],
 )
-def test_a_folder_where_a_file_is_expected_is_refused(argv: list[str], words: list[str], tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_folder_where_a_file_is_expected_is_refused(
+    argv: list[str],
+    words: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "in").mkdir()
     (tmp_path / "table.csv").mkdir()  # a folder with a file's name

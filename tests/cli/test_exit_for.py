@@ -15,14 +15,22 @@ from servotool.runs.outcome import RunStatus, StreamOutcome
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(RunStatus.CONNECTION_LOST, 3), (RunStatus.DEVICE_ERROR, 3), (RunStatus.FAULT, 1),
-     (RunStatus.COMPLETE, 1)],
+    [
+        (RunStatus.CONNECTION_LOST, 3),
+        (RunStatus.DEVICE_ERROR, 3),
+        (RunStatus.FAULT, 1),
+        (RunStatus.COMPLETE, 1),
+    ],
 )
 def test_an_unanalysable_recording_keeps_the_runs_exit_code(status, code, capsys):
     reason = None if status == RunStatus.COMPLETE else "why"
     outcome = StreamOutcome(status=status, reason=reason, ticks_sent=66)
-    run = RunResult(path=Path("run.csv"), outcome=outcome, analysis=None,
-                    analysis_error="run.csv: cannot be analysed: no labelled steps in the recording")
+    run = RunResult(
+        path=Path("run.csv"),
+        outcome=outcome,
+        analysis=None,
+        analysis_error="run.csv: cannot be analysed: no labelled steps in the recording",
+    )
     with pytest.raises(typer.Exit) as info:
         exit_for(run)
     assert info.value.exit_code == code

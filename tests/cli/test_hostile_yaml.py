@@ -30,13 +30,20 @@ HOSTILE = {
     "deep-block": "name:\n" + "- " * 5000 + "x\n",
     "deep-mapping": "name: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
     "digits": "name: x\nsize: " + "9" * 5000 + "\n",
-    "deep-aliases": "a0: &a0 " + "[" * 40 + "]" * 40 + "\n" + "".join(
-        f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 60)),
+    "deep-aliases": "a0: &a0 "
+    + "[" * 40
+    + "]" * 40
+    + "\n"
+    + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 60)),
     "list-key": f"? {_bomb()}\n: 1\n",
 }
 WHY = {
-    "deep-flow": "nested deeper", "deep-block": "nested deeper", "deep-mapping": "nested deeper",
-    "digits": "a number of 5000", "deep-aliases": "nested deeper", "list-key": "a key is a list",
+    "deep-flow": "nested deeper",
+    "deep-block": "nested deeper",
+    "deep-mapping": "nested deeper",
+    "digits": "a number of 5000",
+    "deep-aliases": "nested deeper",
+    "list-key": "a key is a list",
     "big": "larger than",
 }
 
@@ -50,8 +57,12 @@ def _write(tmp_path: Path, kind: str) -> Path:
     return path
 
 
-def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-         lines_expected: int = 1) -> list[str]:
+def _run(
+    argv: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    lines_expected: int = 1,
+) -> list[str]:
     monkeypatch.setattr(sys, "argv", ["servotool", *argv])
     started = time.monotonic()
     with pytest.raises(SystemExit) as exit_info:
@@ -106,8 +117,11 @@ def test_an_alias_bomb_used_as_a_limit_is_refused_at_once(tmp_path, monkeypatch,
     path = tmp_path / "bomb.yaml"
     key = "arm_limit_1"
     path.write_text(f"n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n    {key}: {_bomb()}\n")
-    (line,) = _run(["servo", "move", "--bus", "sim:rosorin-arm", "--to", "1=500", "--limits", str(path)],
-                   monkeypatch, capsys)
+    (line,) = _run(
+        ["servo", "move", "--bus", "sim:rosorin-arm", "--to", "1=500", "--limits", str(path)],
+        monkeypatch,
+        capsys,
+    )
     assert str(path) in line and key in line
 
 

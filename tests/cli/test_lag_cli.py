@@ -27,8 +27,17 @@ SHORT = ["--sweep", "5", "--speeds", "10,20", "--ramp-ms", "100", "--settle-ms",
 def test_lag_ramp_json_plot_and_analyze_agree(tmp_path, slack):
     res = runner.invoke(
         app,
-        ["lag", "--ramp", "--robot", "sim:simmachine?clock=sim", *SHORT, "--out", str(tmp_path),
-         "--json", "--plot"],
+        [
+            "lag",
+            "--ramp",
+            "--robot",
+            "sim:simmachine?clock=sim",
+            *SHORT,
+            "--out",
+            str(tmp_path),
+            "--json",
+            "--plot",
+        ],
     )
     assert res.exit_code == 0, res.stderr
     assert "SIMULATED simmachine" in res.stderr
@@ -78,8 +87,20 @@ def test_lag_refuses_bad_options_with_one_line(tmp_path):
 
 def test_a_pass_too_short_to_cruise_is_reported_not_a_crash(tmp_path):
     res = runner.invoke(
-        app, ["lag", "--ramp", "--robot", "sim:fr3?clock=sim", "--sweep", "4", "--speeds", "10,40",
-              "--out", str(tmp_path), "--json"]
+        app,
+        [
+            "lag",
+            "--ramp",
+            "--robot",
+            "sim:fr3?clock=sim",
+            "--sweep",
+            "4",
+            "--speeds",
+            "10,40",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
@@ -97,14 +118,28 @@ def _ramp_csv(path: Path, lag: float, speeds: tuple[float, ...], seed: int = 0) 
     ts = np.arange(0.0, tc[-1] + 0.3, 0.008)
     m, _ = simulate(tc, prof.q, ts, lag, 0.0)
     m += rng.normal(0, 0.002, len(ts))
-    rows = [(tc[k], {"event": "cmd", "seq": k, "pass": prof.pass_index[k], "phase": prof.phase[k],
-                     "q1": prof.q[k]}) for k in range(len(tc))]
-    rows += [(ts[i], {"event": "state", "q1": m[i], "main_code": 0, "sub_code": 0, "dev_t": ts[i]})
-             for i in range(len(ts))]
+    rows = [
+        (
+            tc[k],
+            {"event": "cmd", "seq": k, "pass": prof.pass_index[k], "phase": prof.phase[k], "q1": prof.q[k]},
+        )
+        for k in range(len(tc))
+    ]
+    rows += [
+        (ts[i], {"event": "state", "q1": m[i], "main_code": 0, "sub_code": 0, "dev_t": ts[i]})
+        for i in range(len(ts))
+    ]
     rows.sort(key=lambda r: r[0])
     cfg = {"mode": "ramp", "joint": 0, "cmd_period_s": T, "a_max": 500.0, "v_max": 130.0}
-    with CsvLogWriter(path, device="sim:fr3", simulated=True, config=cfg, units=units(6, False),
-                      columns=columns(6, False), command="servotool lag --ramp") as w:
+    with CsvLogWriter(
+        path,
+        device="sim:fr3",
+        simulated=True,
+        config=cfg,
+        units=units(6, False),
+        columns=columns(6, False),
+        command="servotool lag --ramp",
+    ) as w:
         for t, row in rows:
             w.write({"t": t, **{f"q{j}": 0.0 for j in range(2, 7)}, **row})
     return path
@@ -149,8 +184,9 @@ def test_a_single_speed_does_not_claim_that_l_is_constant(tmp_path):
 def test_the_default_ramp_is_short_and_has_two_speeds():
     s = RampSettings()
     assert len(set(s.speeds_deg_s)) >= 2
-    prof = ramp_profile(0.0, s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s,
-                        settle_s=s.settle_s)
+    prof = ramp_profile(
+        0.0, s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s, settle_s=s.settle_s
+    )
     assert len(prof) * s.cmd_period_s <= 5.0
     # every cruise outlasts a 200 ms lag plus its corner transient
     for v in s.speeds_deg_s:

@@ -16,13 +16,22 @@ import pytest
 
 
 def _servotool(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "servotool", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **env}, stdin=subprocess.DEVNULL, timeout=60,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "servotool", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize("args", [["campaign", "check", "p.yaml"], ["campaign", "run", "p.yaml"],
-                                  ["shape", "p.csv"], ["config", "show"]])
+@pytest.mark.parametrize(
+    "args",
+    [["campaign", "check", "p.yaml"], ["campaign", "run", "p.yaml"], ["shape", "p.csv"], ["config", "show"]],
+)
 def test_a_named_pipe_is_refused_not_waited_on(tmp_path, args):
     for name in ("p.yaml", "p.csv", "config.yaml"):
         os.mkfifo(tmp_path / name)

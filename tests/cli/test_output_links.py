@@ -31,8 +31,12 @@ def links(tmp_path: Path) -> dict[str, Path]:
     return made
 
 
-WHY = {"dangling": "which does not exist", "loop": "symbolic link loop", "to-a-file": "a file, not a folder",
-       "under-dangling": "which does not exist"}
+WHY = {
+    "dangling": "which does not exist",
+    "loop": "symbolic link loop",
+    "to-a-file": "a file, not a folder",
+    "under-dangling": "which does not exist",
+}
 
 
 def _refused(argv: list[str], monkeypatch, capsys) -> str:
@@ -66,8 +70,9 @@ def test_a_folder_option_naming_a_bad_link_is_one_line_exit_2(command, kind, lin
 
 @pytest.mark.parametrize("kind", list(WHY))
 @pytest.mark.parametrize("option", ["--plot-dir", "--table"])
-def test_analyze_outputs_naming_a_bad_link_are_one_line_exit_2(option, kind, links, tmp_path, monkeypatch,
-                                                               capsys):
+def test_analyze_outputs_naming_a_bad_link_are_one_line_exit_2(
+    option, kind, links, tmp_path, monkeypatch, capsys
+):
     csv = tmp_path / "run.csv"
     csv.write_text("t,event\n")
     line = _refused(["analyze", str(csv), option, str(links[kind])], monkeypatch, capsys)

@@ -123,8 +123,9 @@ def test_the_dynamixel_probe_is_called_when_present(board, monkeypatch):
 
 
 def test_the_host_serial_ports_are_listed_and_probed(board, monkeypatch):
-    host_port = types.SimpleNamespace(device=board.path, description="USB serial",
-                                      hwid="USB VID:PID=1A86:7523")
+    host_port = types.SimpleNamespace(
+        device=board.path, description="USB serial", hwid="USB VID:PID=1A86:7523"
+    )
     monkeypatch.setattr(list_ports, "comports", lambda: [host_port])
     result = runner.invoke(app, ["ports", *PATIENT, "--json"])
     assert result.exit_code == 0, result.output
@@ -169,8 +170,10 @@ def test_an_empty_port_is_refused_not_probed(value, monkeypatch):
 def test_a_port_given_twice_is_probed_once(monkeypatch):
     seen = []
     monkeypatch.setattr("servotool.cli.ports.list_ports.comports", lambda: [])
-    monkeypatch.setattr("servotool.cli.ports.probe_port", lambda dev, *a: seen.append(dev) or
-                        {"hiwonder": [], "dynamixel": None, "busy": None, "error": None})
+    monkeypatch.setattr(
+        "servotool.cli.ports.probe_port",
+        lambda dev, *a: seen.append(dev) or {"hiwonder": [], "dynamixel": None, "busy": None, "error": None},
+    )
     result = runner.invoke(app, ["ports", "--port", "/dev/x", "--port", "/dev/x", "--json"])
     assert result.exit_code == 0, result.output
     assert seen == ["/dev/x"] and [p["device"] for p in json.loads(result.stdout)["ports"]] == ["/dev/x"]
@@ -187,8 +190,14 @@ def test_ports_probes_every_bus_family_of_the_registry_through_its_hook(monkeypa
         return [7] if baud == 500_000 else []
 
     board = next(f for f in registry.FAMILIES if f.name == "hiwonder")
-    extra = dataclasses.replace(board, name="newbus", schemes=("newbus",), sim_names=lambda: (),
-                                probe=probe, probe_bauds=(115_200, 500_000))
+    extra = dataclasses.replace(
+        board,
+        name="newbus",
+        schemes=("newbus",),
+        sim_names=lambda: (),
+        probe=probe,
+        probe_bauds=(115_200, 500_000),
+    )
     quiet_board = dataclasses.replace(board, probe=lambda port, baud, timeout_ms: [])
     families = tuple(quiet_board if f is board else f for f in registry.FAMILIES) + (extra,)
     monkeypatch.setattr(registry, "FAMILIES", families)

@@ -101,8 +101,9 @@ def test_a_device_another_process_holds_is_refused_before_opening(tmp_path, monk
 
 
 def test_shape_refuses_every_bad_bound_at_once(tmp_path):
-    res = runner.invoke(app, ["shape", str(tmp_path / "run.csv"), "--a-max", "nan", "--j-max", "inf",
-                              "--cmd-ms", "0"])
+    res = runner.invoke(
+        app, ["shape", str(tmp_path / "run.csv"), "--a-max", "nan", "--j-max", "inf", "--cmd-ms", "0"]
+    )
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith("error: refused:") for line in lines), res.stderr
@@ -111,13 +112,15 @@ def test_shape_refuses_every_bad_bound_at_once(tmp_path):
 def test_a_goal_outside_the_range_from_the_measured_pose_is_refused_before_enabling(tmp_path):
     """sim:fr3 starts with J1 at 0 deg, J1's range is -175..175: a 200 deg sweep fits the range's width
     (not refused before opening) but not from this pose; refused once the pose is read, nothing enabled."""
-    res = runner.invoke(app, ["lag", "--robot", "sim:fr3", "--sweep", "200", "--speeds", "40",
-                              "--out", str(tmp_path)])
+    res = runner.invoke(
+        app, ["lag", "--robot", "sim:fr3", "--sweep", "200", "--speeds", "40", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 2, res.stderr
     assert "outside its range" in res.stderr and "J1" in res.stderr and "warming up" not in res.stderr
     assert not list(tmp_path.glob("*.csv"))
-    res = runner.invoke(app, ["step", "--robot", "sim:fr3", "--joint", "2", "--size", "70",
-                              "--out", str(tmp_path)])  # J3 at 90 deg, range -150..150: +X leaves it
+    res = runner.invoke(
+        app, ["step", "--robot", "sim:fr3", "--joint", "2", "--size", "70", "--out", str(tmp_path)]
+    )  # J3 at 90 deg, range -150..150: +X leaves it
     assert res.exit_code == 2 and "goal 160.00 deg of J3" in res.stderr, res.stderr
     assert "warming up" not in res.stderr and not list(tmp_path.glob("*.csv"))
 

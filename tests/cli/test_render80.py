@@ -9,27 +9,93 @@ from servotool.cli import campaign as campaign_cli
 from servotool.cli.render import report_table
 from servotool.runs.campaign.report import Report, ReportTable
 
-STEP_HEADERS = ["run", "kind", "transport", "size deg", "first move ms", "arrive ms", "peak Δ deg",
-                "travel deg", "x step", "peak deg/s", "rejects", "faults", "verdict"]
-LAG_HEADERS = ["run", "joint", "transport", "speeds deg/s", "sweep deg", "L ms", "± ms", "midpoint L ms",
-               "L vs speed", "passes", "complete"]
+STEP_HEADERS = [
+    "run",
+    "kind",
+    "transport",
+    "size deg",
+    "first move ms",
+    "arrive ms",
+    "peak Δ deg",
+    "travel deg",
+    "x step",
+    "peak deg/s",
+    "rejects",
+    "faults",
+    "verdict",
+]
+LAG_HEADERS = [
+    "run",
+    "joint",
+    "transport",
+    "speeds deg/s",
+    "sweep deg",
+    "L ms",
+    "± ms",
+    "midpoint L ms",
+    "L vs speed",
+    "passes",
+    "complete",
+]
 
 
 def _report() -> Report:
     steps = [
-        ["run 1", "raw", "udp", "+1.5", "81", "89", "2.31", "30.7", "20.5", "150", "47", "1 (1/32)",
-         "runaway"],
-        ["run 2", "shaped a_max 12500", "rpc", "+10", "80", "288", "5.12", "10.0", "1.0", "67", "0", "0",
-         "ok"],
+        [
+            "run 1",
+            "raw",
+            "udp",
+            "+1.5",
+            "81",
+            "89",
+            "2.31",
+            "30.7",
+            "20.5",
+            "150",
+            "47",
+            "1 (1/32)",
+            "runaway",
+        ],
+        [
+            "run 2",
+            "shaped a_max 12500",
+            "rpc",
+            "+10",
+            "80",
+            "288",
+            "5.12",
+            "10.0",
+            "1.0",
+            "67",
+            "0",
+            "0",
+            "ok",
+        ],
         ["run 3", "raw", "udp", "+30", "-", "-", "-", "-", "-", "-", "0", "1 (1/23)", "no step measured"],
     ]
     lags = [
         ["run 1", "J1", "udp", "5,10,20,40", "30", "79.6", "1.46", "78.3", "constant", "8", "yes"],
-        ["run 2", "J6", "rpc", "10,20", "60", "111.2", "0.21", "111.0", "varies", "4",
-         "no: connection lost: no state frame for 112 ms"],
+        [
+            "run 2",
+            "J6",
+            "rpc",
+            "10,20",
+            "60",
+            "111.2",
+            "0.21",
+            "111.0",
+            "varies",
+            "4",
+            "no: connection lost: no state frame for 112 ms",
+        ],
     ]
-    return Report("r", tables=[ReportTable("step runs", STEP_HEADERS, steps),
-                               ReportTable("lag runs (ramps)", LAG_HEADERS, lags)])
+    return Report(
+        "r",
+        tables=[
+            ReportTable("step runs", STEP_HEADERS, steps),
+            ReportTable("lag runs (ramps)", LAG_HEADERS, lags),
+        ],
+    )
 
 
 def _render(fn: Callable[[Console], None], width: int = 80) -> list[str]:
@@ -43,15 +109,35 @@ def _render(fn: Callable[[Console], None], width: int = 80) -> list[str]:
 
 
 def test_report_tables_fit_80_columns_with_units_and_joint_names() -> None:
-    lines = _render(lambda con: [con.print(report_table(t.title, t.headers, t.rows, False))
-                                 for t in _report().tables])
+    lines = _render(
+        lambda con: [con.print(report_table(t.title, t.headers, t.rows, False)) for t in _report().tables]
+    )
     text = "\n".join(lines)
-    for word in ("first", "arrive", "travel", "deg/s", "1 (1/32)", "runaway", "12500",
-                 "no step", "measured", "J1", "J6", "5,10,20,40", "111.2", "mid L", "frame for"):
+    for word in (
+        "first",
+        "arrive",
+        "travel",
+        "deg/s",
+        "1 (1/32)",
+        "runaway",
+        "12500",
+        "no step",
+        "measured",
+        "J1",
+        "J6",
+        "5,10,20,40",
+        "111.2",
+        "mid L",
+        "frame for",
+    ):
         assert word in text, word
     assert "rejects" not in text and "transport" not in text  # --wide only
-    wide = "\n".join(_render(lambda con: [con.print(report_table(t.title, t.headers, t.rows, True))
-                                          for t in _report().tables], width=200))
+    wide = "\n".join(
+        _render(
+            lambda con: [con.print(report_table(t.title, t.headers, t.rows, True)) for t in _report().tables],
+            width=200,
+        )
+    )
     for header in (*STEP_HEADERS, *LAG_HEADERS):
         assert header in wide, header
 
@@ -96,11 +182,25 @@ def test_record_live_view_fits_80_columns_with_position_units() -> None:
     from servotool.runs.recorder.loop import RecordProgress
 
     sample = AxisSample(position=-2047.5, target=2047.5, current=-1234.0, voltage=12.34, temperature=85.0)
-    fast = Sweep(t=1.0, group="legs", axes={10: sample, 11: None, 24: sample},
-                 codes={"main_code": 123456, "sub_code": 654321})
-    progress = RecordProgress(t=86399.9, frames=2_591_999, fast=fast, context=None, latched={10: 0x24, 99: 1},
-                              window_open=True, fast_count=240, context_count=36, captures=[], events=[],
-                              overruns=123456)
+    fast = Sweep(
+        t=1.0,
+        group="legs",
+        axes={10: sample, 11: None, 24: sample},
+        codes={"main_code": 123456, "sub_code": 654321},
+    )
+    progress = RecordProgress(
+        t=86399.9,
+        frames=2_591_999,
+        fast=fast,
+        context=None,
+        latched={10: 0x24, 99: 1},
+        window_open=True,
+        fast_count=240,
+        context_count=36,
+        captures=[],
+        events=[],
+        overruns=123456,
+    )
     assert position_unit({"units": {"position": "pulse (4096 a turn)"}}) == "pulse"
     assert position_unit({"units": {"position": "deg"}}) == "deg"
     lines = _render(lambda con: con.print(render_view(progress, "pulse")))
@@ -113,11 +213,20 @@ def test_servo_move_verdict_first_with_units_at_80() -> None:
     from servotool.cli.servo import move_table, move_verdict
     from servotool.runs.bus.servo import MoveResult
 
-    result = MoveResult(start={1: 500, 2: 776, 3: 211}, goal={1: 500, 2: 793, 3: 51},
-                        final={1: 500, 2: 791, 3: None}, duration_s=2.11, frames=31, silent=[10],
-                        carried={}, skipped={10: 499}, limits={1: (10, 990), 2: (80, 960), 3: (0, 1000)})
-    lines = _render(lambda con: (con.print(move_verdict(result, "drive")),
-                                 con.print(move_table(result, 250.0))))
+    result = MoveResult(
+        start={1: 500, 2: 776, 3: 211},
+        goal={1: 500, 2: 793, 3: 51},
+        final={1: 500, 2: 791, 3: None},
+        duration_s=2.11,
+        frames=31,
+        silent=[10],
+        carried={},
+        skipped={10: 499},
+        limits={1: (10, 990), 2: (80, 960), 3: (0, 1000)},
+    )
+    lines = _render(
+        lambda con: (con.print(move_verdict(result, "drive")), con.print(move_table(result, 250.0)))
+    )
     assert lines[0].startswith("moved 3 servos to drive, within 2 pulses")
     assert "1 not read back" in lines[0] and "1 silent, not moved" in lines[0]
     header = "\n".join(lines[1:4])

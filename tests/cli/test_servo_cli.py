@@ -71,18 +71,21 @@ def test_move_refuses_an_out_of_limit_goal(tmp_path):
     assert "servo 4 goal 100 pulses outside limits [121, 935]" in result.stderr
 
 
-@pytest.mark.parametrize("text, word", [
-    # the wider of two limits written for one servo must not win silently
-    (b"arm_limit_2: [95, 941]\narm_limit_2: [0, 1000]\n", "written twice"),
-    (b"\xff\xfearm_limit_2: [95, 941]\n", "UTF-8"),
-    (b"arm_limits_2: [95, 941]\n", "arm_limits_2"),  # a misspelt limit is not left out silently
-    (b"arm_limit_two: [95, 941]\n", "arm_limit_two"),
-    # another spelling of servo 2 read after the first: the wider limit won, and 2=950 moved
-    (b"arm_limit_2: [95, 941]\narm_limit_02: [0, 1000]\n", "arm_limit_02"),
-    ("arm_limit_2: [95, 941]\narm_limit_\u0662: [0, 1000]\n".encode(), "arm_limit_\u0662"),
-    (b"", "no arm_limit_N"),  # an empty file would check nothing beyond the stored limits
-    (b"rosorin_board_driver:\n  ros__parameters:\n    arm_rest_2: 700\n", "no arm_limit_N"),
-])
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        # the wider of two limits written for one servo must not win silently
+        (b"arm_limit_2: [95, 941]\narm_limit_2: [0, 1000]\n", "written twice"),
+        (b"\xff\xfearm_limit_2: [95, 941]\n", "UTF-8"),
+        (b"arm_limits_2: [95, 941]\n", "arm_limits_2"),  # a misspelt limit is not left out silently
+        (b"arm_limit_two: [95, 941]\n", "arm_limit_two"),
+        # another spelling of servo 2 read after the first: the wider limit won, and 2=950 moved
+        (b"arm_limit_2: [95, 941]\narm_limit_02: [0, 1000]\n", "arm_limit_02"),
+        ("arm_limit_2: [95, 941]\narm_limit_\u0662: [0, 1000]\n".encode(), "arm_limit_\u0662"),
+        (b"", "no arm_limit_N"),  # an empty file would check nothing beyond the stored limits
+        (b"rosorin_board_driver:\n  ros__parameters:\n    arm_rest_2: 700\n", "no arm_limit_N"),
+    ],
+)
 def test_a_limits_file_that_would_check_less_than_it_says_is_refused(tmp_path, text, word):
     limits = tmp_path / "limits.yaml"
     limits.write_bytes(text)
@@ -118,8 +121,10 @@ def test_a_goal_outside_the_limits_file_is_refused_before_the_port_opens(tmp_pat
 def test_a_pose_entry_with_another_spelling_of_a_servo_id_is_refused_where_it_is_used(tmp_path):
     # arm_rest_02 after arm_rest_2 replaced it: the pose moved servo 2 to the later entry without a word
     limits = tmp_path / "limits.yaml"
-    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [80, 960]\n"
-                      "    arm_rest_2: 776\n    arm_rest_02: 900\n")
+    limits.write_text(
+        "rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [80, 960]\n"
+        "    arm_rest_2: 776\n    arm_rest_02: 900\n"
+    )
     result = invoke("move", "--to", "rest", "--limits", str(limits))
     assert result.exit_code == 2, result.output
     assert "arm_rest_02" in result.stderr and "SIMULATED" not in result.stderr
@@ -229,8 +234,10 @@ def test_no_board_on_the_port_exits_3(dead_port, args):
 
 
 def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
-    result = runner.invoke(app, ["sweep", "--bus", f"hiwonder://{dead_port}?timeout_ms=20", "--joint", "2",
-                                 "--out", str(tmp_path)])
+    result = runner.invoke(
+        app,
+        ["sweep", "--bus", f"hiwonder://{dead_port}?timeout_ms=20", "--joint", "2", "--out", str(tmp_path)],
+    )
     assert result.exit_code == 3, result.output
     assert f"no board answered on {dead_port}" in result.stderr
     assert not list(tmp_path.glob("*.csv"))
@@ -244,8 +251,10 @@ def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
     [
         (("move", "--to", "2=700", "--speed", "nan"), ["--speed nan"]),
         (("move", "--to", "2=700", "--speed", "0"), ["--speed 0"]),
-        (("move", "--to", "2=1200,7=5", "--speed", "inf"), ["--speed inf", "servo 7 is not on this arm",
-                                                           "servo 2 goal 1200 outside 0-1000"]),
+        (
+            ("move", "--to", "2=1200,7=5", "--speed", "inf"),
+            ["--speed inf", "servo 7 is not on this arm", "servo 2 goal 1200 outside 0-1000"],
+        ),
         (("move", "--to", "2=x"), ["want id=pulse"]),
         # a second --to used to replace the first without a word: 2=500 then 2=900 moved servo 2 to 900
         (("move", "--to", "2=500", "--to", "2=900"), ["--to given 2 times"]),
@@ -320,9 +329,13 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
 
     env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("SERVOTOOL_BUS")  # the default bus, in real time
-    proc = subprocess.Popen([sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json",
-                             "--period", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json", "--period", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         first = json.loads(line)  # one round arrived: the view is live
@@ -364,8 +377,9 @@ def test_watch_refuses_a_simulator_in_simulated_time():
 def test_a_joint_that_stops_answering_mid_move_holds_the_arm_and_exits_3():
     # the shoulder loses power 0.3 s (simulated) into a 1.4 s move: the move ended 'done' (exit 0), its
     # final position null and "silent": [] in the JSON
-    result = invoke("move", "--bus", f"sim:rosorin-arm?silent_after_2=0.3&{FAST}", "--to", "2=700,3=400",
-                    "--json")
+    result = invoke(
+        "move", "--bus", f"sim:rosorin-arm?silent_after_2=0.3&{FAST}", "--to", "2=700,3=400", "--json"
+    )
     assert result.exit_code == 3, result.output
     assert "servo 2 stopped answering during the move" in result.stderr
     assert "arm held" in result.stderr
@@ -374,8 +388,9 @@ def test_a_joint_that_stops_answering_mid_move_holds_the_arm_and_exits_3():
 
 def test_the_claw_that_stops_answering_mid_move_is_a_note():
     # the claw is optional on this arm (a silent claw at the start is carried too): the joints' move stands
-    result = invoke("move", "--bus", f"sim:rosorin-arm?silent_after_10=0.3&{FAST}", "--to", "2=700,10=300",
-                    "--json")
+    result = invoke(
+        "move", "--bus", f"sim:rosorin-arm?silent_after_10=0.3&{FAST}", "--to", "2=700,10=300", "--json"
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["final"]["10"] is None and data["final"]["2"] == 700
@@ -421,8 +436,10 @@ def test_a_named_pose_with_an_entry_that_is_no_pulse_is_refused(tmp_path, value)
     # the entry was dropped without a word: --to foo moved servo 3 alone, and a bad arm_tuck_2 left relax
     # checking the profile's tuck pose instead of the file's
     limits = tmp_path / "limits.yaml"
-    limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n"
-                      f"    arm_foo_2: {value}\n    arm_foo_3: 300\n    arm_tuck_2: {value}\n")
+    limits.write_text(
+        "rosorin_board_driver:\n  ros__parameters:\n    arm_limit_2: [95, 941]\n"
+        f"    arm_foo_2: {value}\n    arm_foo_3: 300\n    arm_tuck_2: {value}\n"
+    )
     moved = invoke("move", "--to", "foo", "--limits", str(limits))
     assert moved.exit_code == 2, moved.output
     assert "arm_foo_2" in moved.stderr and "moved" not in moved.stdout

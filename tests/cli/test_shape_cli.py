@@ -93,8 +93,21 @@ def test_shaped_step_without_guard_is_refused(tmp_path):
 
 @pytest.mark.parametrize("args", [["--shaper", "accel"], ["--raw", "--shaper", "otg"], []])
 def test_a_jerk_bound_that_would_bound_nothing_is_refused(tmp_path, args):
-    res = runner.invoke(app, ["step", "--robot", "sim:fr3?clock=sim", *args, "--j-max", "5", "--steps", "1",
-                              "--out", str(tmp_path)])
+    res = runner.invoke(
+        app,
+        [
+            "step",
+            "--robot",
+            "sim:fr3?clock=sim",
+            *args,
+            "--j-max",
+            "5",
+            "--steps",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 2 and "--j-max bounds the otg shaper only" in res.stderr
     assert not list(tmp_path.glob("*.csv"))
 

@@ -18,8 +18,17 @@ NAME = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGH
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_a_campaign_is_checked(signum: int) -> None:
-    argv = [sys.executable, str(HOOKED), str(int(signum)), "servotool.runs.campaign.plan:validate", "1", "1",
-            "campaign", "check", str(CAMPAIGN)]
+    argv = [
+        sys.executable,
+        str(HOOKED),
+        str(int(signum)),
+        "servotool.runs.campaign.plan:validate",
+        "1",
+        "1",
+        "campaign",
+        "check",
+        str(CAMPAIGN),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == EXIT[signum], (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
@@ -40,12 +49,23 @@ runs:
 
 
 def test_a_signal_while_the_campaign_report_is_written_keeps_the_runs_and_says_how_to_report(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     campaign = tmp_path / "tiny.yaml"
     campaign.write_text(TINY.lstrip(), encoding="utf-8")
-    argv = [sys.executable, str(HOOKED), str(int(signal.SIGTERM)),
-            "servotool.runs.campaign.report:render_html", "1", "1", "campaign", "run", str(campaign), "--out",
-            str(tmp_path / "out")]
+    argv = [
+        sys.executable,
+        str(HOOKED),
+        str(int(signal.SIGTERM)),
+        "servotool.runs.campaign.report:render_html",
+        "1",
+        "1",
+        "campaign",
+        "run",
+        str(campaign),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 143, (done.returncode, done.stderr)
     last = done.stderr.strip().splitlines()[-1]

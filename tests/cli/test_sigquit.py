@@ -31,8 +31,13 @@ DRIVER = textwrap.dedent("""
 
 
 def test_ctrl_backslash_mid_stream_brakes_and_closes_the_recording(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", DRIVER, str(tmp_path)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 131, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr and "SIGQUIT" in done.stderr
     lines = next(tmp_path.glob("step_*.csv")).read_text().splitlines()

@@ -27,8 +27,12 @@ HALF_REQUESTS = [
 
 def _start(family: str, *args: str) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
-    proc = subprocess.Popen([sys.executable, "-m", "servotool", "sim", family, "--json", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "sim", family, "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     out, deadline = b"", time.monotonic() + 30
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 0.1)

@@ -25,8 +25,20 @@ runner = CliRunner()
 def test_help_lists_the_options():
     result = runner.invoke(app, ["sim", "fairino", "--help"])
     assert result.exit_code == 0
-    for option in ("--profile", "--host", "--rpc-port", "--cnde-port", "--udp-port", "--lag-ms", "--tau-ms",
-                   "--noise-deg", "--state-ms", "--seed", "--param", "--json"):
+    for option in (
+        "--profile",
+        "--host",
+        "--rpc-port",
+        "--cnde-port",
+        "--udp-port",
+        "--lag-ms",
+        "--tau-ms",
+        "--noise-deg",
+        "--state-ms",
+        "--seed",
+        "--param",
+        "--json",
+    ):
         assert option in result.output
     group = runner.invoke(app, ["sim", "--help"])
     assert group.exit_code == 0 and "fairino" in group.output
@@ -84,7 +96,9 @@ def start_standalone(*args: str) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "servotool", "sim", "fairino", *FREE_PORTS, "--json", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     out, deadline = b"", time.monotonic() + 20
     while time.monotonic() < deadline:

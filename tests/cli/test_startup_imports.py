@@ -12,8 +12,18 @@ import pytest
 
 HEAVY = ("scipy", "pandas", "matplotlib")
 # the commands whose options need no numpy either (the bus and simulator commands import their devices)
-NUMPY_FREE = ("lag", "step", "analyze", "shape", "record", "ports", "version", "incidents", "campaign",
-              "config")
+NUMPY_FREE = (
+    "lag",
+    "step",
+    "analyze",
+    "shape",
+    "record",
+    "ports",
+    "version",
+    "incidents",
+    "campaign",
+    "config",
+)
 
 # In a fresh interpreter: every command's and subcommand's `-h`, in turn, and the heavy modules present
 # after each (the first command to list one is the one that imported it).
@@ -42,8 +52,12 @@ print(json.dumps(seen))
 
 
 def _probe(tmp_path, heavy, only=()):
-    env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
-           "PYTHONPATH": ":".join(sys.path)}
+    env = {
+        "SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"),
+        "COLUMNS": "80",
+        "TERM": "dumb",
+        "PYTHONPATH": ":".join(sys.path),
+    }
     code = f"HEAVY = {heavy!r}\nONLY = {only!r}\n{PROBE}"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -81,11 +95,17 @@ UNNEEDED = ("pandas", "matplotlib", "scipy.signal", "scipy.stats")
 
 
 def _modules_after(tmp_path, *argv: str, unneeded: tuple[str, ...] = UNNEEDED) -> list[str]:
-    env = {"SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"), "COLUMNS": "80", "TERM": "dumb",
-           "PYTHONPATH": ":".join(sys.path), "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
-           "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks")}
-    proc = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, env=env,
-                          timeout=300)
+    env = {
+        "SERVOTOOL_CONFIG": str(tmp_path / "config.yaml"),
+        "COLUMNS": "80",
+        "TERM": "dumb",
+        "PYTHONPATH": ":".join(sys.path),
+        "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
+        "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, *argv], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     modules: list[str] = json.loads(proc.stderr.splitlines()[-1])
     return [m for m in unneeded if m in modules]
@@ -100,13 +120,38 @@ def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_sign
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", [
-    ["lag", "--ramp", "--robot", "sim:simmachine?clock=sim", "--sweep", "5", "--speeds", "10,20",
-     "--ramp-ms", "100", "--settle-ms", "300", "--json"],
-    ["step", "--robot", "sim:fr3?clock=sim", "--size", "10", "--steps", "1", "--json"],
-    ["sweep", "--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
-     "--json"],
-], ids=["lag", "step", "sweep"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "lag",
+            "--ramp",
+            "--robot",
+            "sim:simmachine?clock=sim",
+            "--sweep",
+            "5",
+            "--speeds",
+            "10,20",
+            "--ramp-ms",
+            "100",
+            "--settle-ms",
+            "300",
+            "--json",
+        ],
+        ["step", "--robot", "sim:fr3?clock=sim", "--size", "10", "--steps", "1", "--json"],
+        [
+            "sweep",
+            "--bus",
+            "sim:rosorin-arm?clock=sim&obstacle_2=740",
+            "--joint",
+            "2",
+            "--direction",
+            "down",
+            "--json",
+        ],
+    ],
+    ids=["lag", "step", "sweep"],
+)
 def test_a_run_ending_in_its_analysis_imports_only_what_the_analysis_needs(tmp_path, argv):
     assert _modules_after(tmp_path, *argv, "--out", str(tmp_path)) == []
 

@@ -46,8 +46,10 @@ def test_a_long_command_period_never_makes_a_shaped_step_or_a_ramp_run_away(tmp_
     assert "lower --a-max to 20 or --cmd-ms to 20\n" in res.stderr
     assert not list(tmp_path.glob("*.csv")) and "Traceback" not in res.stderr
     extra = ["--steps", "2", "--hold-ms", "2000"] if command[0] == "step" else ["--ramp-ms", "1000"]
-    res = runner.invoke(app, [*command, *LOCKSTEP, "--cmd-ms", "100", "--a-max", "20", *extra,
-                              "--out", str(tmp_path), "--json"])
+    res = runner.invoke(
+        app,
+        [*command, *LOCKSTEP, "--cmd-ms", "100", "--a-max", "20", *extra, "--out", str(tmp_path), "--json"],
+    )
     assert res.exit_code == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["run"]["status"] == "complete"
 
@@ -68,8 +70,19 @@ def test_a_slow_state_stream_tunes_the_guard_for_its_frame_age(tmp_path, extra):
 def test_raw_step_runs_away_exits_non_zero_and_says_so(tmp_path):
     res = runner.invoke(
         app,
-        ["step", *LOCKSTEP, "--raw", "--size", "2.5", "--steps", "1", "--rpc", "--out", str(tmp_path),
-         "--plot"],
+        [
+            "step",
+            *LOCKSTEP,
+            "--raw",
+            "--size",
+            "2.5",
+            "--steps",
+            "1",
+            "--rpc",
+            "--out",
+            str(tmp_path),
+            "--plot",
+        ],
     )
     assert res.exit_code == 1
     assert "runaway" in res.stdout
@@ -89,8 +102,23 @@ def test_a_plot_that_cannot_be_written_after_a_run_keeps_the_runs_exit(tmp_path,
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(live, "draw_plot", full_disk)
-    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
-                              "--out", str(tmp_path), "--plot", "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "step",
+            *LOCKSTEP,
+            "--size",
+            "2",
+            "--steps",
+            "1",
+            "--hold-ms",
+            "300",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0 and res.exception is None, res.output
     assert "cannot write the plot (No space left on device)" in res.stderr
     assert json.loads(res.stdout)["plot"] is None
@@ -99,8 +127,9 @@ def test_a_plot_that_cannot_be_written_after_a_run_keeps_the_runs_exit(tmp_path,
 
 @pytest.mark.parametrize("signum, code, name", [(2, 130, "Ctrl-C"), (15, 143, "SIGTERM"), (1, 129, "SIGHUP")])
 @pytest.mark.parametrize("instant", ["stream returns", "csv closes"])
-def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypatch, signum, code, name,
-                                                              instant):
+def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(
+    tmp_path, monkeypatch, signum, code, name, instant
+):
     # the signal is sent from inside the run at the named instant: no race with wall time
     import os
 
@@ -116,16 +145,18 @@ def test_a_signal_as_the_stream_ends_is_named_on_the_end_line(tmp_path, monkeypa
         return result
 
     monkeypatch.setattr(*seam, then_signal)
-    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
-                              "--out", str(tmp_path)])
+    res = runner.invoke(
+        app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300", "--out", str(tmp_path)]
+    )
     assert res.exit_code == code, res.output
     assert "Traceback" not in res.output and name in res.stderr
     assert next(tmp_path.glob("step_*.csv")).read_text().splitlines()[-1] == f"# end: interrupted: {name}"
 
 
 @pytest.mark.parametrize("signum, code, name", [(2, 130, "Ctrl-C"), (15, 143, "SIGTERM"), (1, 129, "SIGHUP")])
-def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(tmp_path, monkeypatch, signum,
-                                                                           code, name):
+def test_a_signal_during_the_stop_after_a_lost_link_is_named_with_the_loss(
+    tmp_path, monkeypatch, signum, code, name
+):
     # the state stream goes silent mid-step (a lost link), and the signal comes while servo mode is being
     # ended, before the end line: the exit code is the signal's, so the end line and the verdict name it too
     import os
@@ -164,10 +195,12 @@ def test_a_recording_name_taken_meanwhile_or_a_full_disk_is_never_a_traceback(tm
     taken.write_text("another process's file\n")
     names = iter([taken])  # the first name is taken between the check and the open, as by a second process
     original = stream.unique_path
-    monkeypatch.setattr(stream, "unique_path", lambda folder, name: next(names, None) or original(folder,
-                                                                                                   name))
-    res = runner.invoke(app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300",
-                              "--out", str(tmp_path)])
+    monkeypatch.setattr(
+        stream, "unique_path", lambda folder, name: next(names, None) or original(folder, name)
+    )
+    res = runner.invoke(
+        app, ["step", *LOCKSTEP, "--size", "2", "--steps", "1", "--hold-ms", "300", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 0, res.output
     assert taken.read_text() == "another process's file\n" and len(list(tmp_path.glob("step_*.csv"))) == 1
 
@@ -275,9 +308,27 @@ def test_raw_steps_on_a_real_address_need_test_arm_and_the_typed_phrase(tmp_path
 def test_raw_step_confirmation_from_a_pipe_without_a_terminal_is_refused(tmp_path, real_looking_arm):
     """`echo "RAW 10 J1" | servotool step --raw --test-arm ...` with no terminal: refused, nothing sent."""
     res = subprocess.run(
-        [sys.executable, "-m", "servotool", "step", "--robot", real_looking_arm, "--raw", "--test-arm",
-         "--size", "0.5", "--steps", "1", "--out", str(tmp_path)],
-        input="RAW 0.5 J1\n", capture_output=True, text=True, start_new_session=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "servotool",
+            "step",
+            "--robot",
+            real_looking_arm,
+            "--raw",
+            "--test-arm",
+            "--size",
+            "0.5",
+            "--steps",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        input="RAW 0.5 J1\n",
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=120,
     )
     assert res.returncode == 2, res.stderr
     assert "typed on a terminal" in res.stderr and "Traceback" not in res.stderr
@@ -286,12 +337,32 @@ def test_raw_step_confirmation_from_a_pipe_without_a_terminal_is_refused(tmp_pat
 
 def _metrics(index: int, size: float, **kw) -> StepMetrics:
     base = dict(
-        index=index, t_step_s=0.5 + index, size_deg=size, from_deg=0.0, target_deg=size, pre_deg=0.0,
-        first_move_ms=81.0, arrive_ms=288.0, peak_delta_deg=3.456, guard_lag_ms=210.0, travel_deg=abs(size),
-        travel_ratio=1.0, overshoot_deg=0.0, peak_speed_deg_s=70.0, rejects=0, faults=0, fault_codes="",
-        fault_ms=math.nan, guard_trip_ms=math.nan, guard_after_fault_ms=math.nan,
-        guard_after_overshoot_ms=math.nan, crossed_ms=math.nan, guard_after_crossing_ms=math.nan,
-        runaway=False, verdict="ok", window_s=0.6,
+        index=index,
+        t_step_s=0.5 + index,
+        size_deg=size,
+        from_deg=0.0,
+        target_deg=size,
+        pre_deg=0.0,
+        first_move_ms=81.0,
+        arrive_ms=288.0,
+        peak_delta_deg=3.456,
+        guard_lag_ms=210.0,
+        travel_deg=abs(size),
+        travel_ratio=1.0,
+        overshoot_deg=0.0,
+        peak_speed_deg_s=70.0,
+        rejects=0,
+        faults=0,
+        fault_codes="",
+        fault_ms=math.nan,
+        guard_trip_ms=math.nan,
+        guard_after_fault_ms=math.nan,
+        guard_after_overshoot_ms=math.nan,
+        crossed_ms=math.nan,
+        guard_after_crossing_ms=math.nan,
+        runaway=False,
+        verdict="ok",
+        window_s=0.6,
     )
     base.update(kw)
     return StepMetrics(**base)
@@ -299,14 +370,33 @@ def _metrics(index: int, size: float, **kw) -> StepMetrics:
 
 def test_the_step_result_reads_at_80_columns_verdict_first():
     runaway = _metrics(
-        1, -12.5, arrive_ms=math.nan, travel_deg=351.25, travel_ratio=28.1, peak_speed_deg_s=180.0,
-        rejects=47, faults=1, fault_codes="1/32", fault_ms=8.0, guard_trip_ms=121.0, runaway=True,
-        verdict="runaway", guard_after_fault_ms=113.0, guard_after_overshoot_ms=25.0,
+        1,
+        -12.5,
+        arrive_ms=math.nan,
+        travel_deg=351.25,
+        travel_ratio=28.1,
+        peak_speed_deg_s=180.0,
+        rejects=47,
+        faults=1,
+        fault_codes="1/32",
+        fault_ms=8.0,
+        guard_trip_ms=121.0,
+        runaway=True,
+        verdict="runaway",
+        guard_after_fault_ms=113.0,
+        guard_after_overshoot_ms=25.0,
         guard_after_crossing_ms=9.0,
     )
     result = StepResult(
-        joint=0, shaped=False, cmd_period_s=0.01, noise_std_deg=0.0022, threshold_deg=0.013,
-        steps=[_metrics(0, 12.5), runaway], runaways=1, total_rejects=47, total_faults=1,
+        joint=0,
+        shaped=False,
+        cmd_period_s=0.01,
+        noise_std_deg=0.0022,
+        threshold_deg=0.013,
+        steps=[_metrics(0, 12.5), runaway],
+        runaways=1,
+        total_rejects=47,
+        total_faults=1,
         guard_trips=[{"t_s": 1.621, "reason": "q1 diverged"}],
     )
     out = Console(width=80, record=True, emoji=False)

@@ -101,8 +101,9 @@ STUCK = SIM + "&tau_ms=100000"  # an arm that barely moves: no step of it ever a
 def test_a_step_that_had_long_had_its_time_to_arrive_is_no_arrival_however_the_run_ended(tmp_path):
     # 2 deg (inside the guard's margin: no trip) on a stuck arm; its setpoint is at the target ~130 ms into
     # the 600 ms hold and Ctrl-C comes 550 ms in: the arm had all the time it needed and never arrived
-    entry = _analysed(_run(tmp_path / "late", hold_s=0.6, steps=1, at=PRE + 55, how="ctrl-c", sim=STUCK,
-                           size=2.0))
+    entry = _analysed(
+        _run(tmp_path / "late", hold_s=0.6, steps=1, at=PRE + 55, how="ctrl-c", sim=STUCK, size=2.0)
+    )
     assert entry["end_reason"] == "Ctrl-C"
     (step,) = entry["result"]["steps"]
     assert step["verdict"] == "no arrival" and step["cut_short"] is True and step["cut_reason"] == "Ctrl-C"
@@ -122,8 +123,9 @@ def test_a_step_whose_own_divergence_tripped_the_guard_is_not_excused_as_cut_sho
 
 def test_a_step_cut_early_on_a_stuck_arm_is_still_cut_short(tmp_path):
     # Ctrl-C 100 ms into the step: its setpoint had not reached the target, nothing can be said yet
-    entry = _analysed(_run(tmp_path / "early", hold_s=0.6, steps=1, at=PRE + 10, how="ctrl-c", sim=STUCK,
-                           size=2.0))
+    entry = _analysed(
+        _run(tmp_path / "early", hold_s=0.6, steps=1, at=PRE + 10, how="ctrl-c", sim=STUCK, size=2.0)
+    )
     (step,) = entry["result"]["steps"]
     assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1
 
@@ -133,8 +135,17 @@ def test_a_slow_arm_still_on_its_way_when_the_run_ended_is_cut_short_not_failed(
     # finds it still closing in on the target: the end, not the arm, kept it from arriving
     whole = _analysed(_run(tmp_path / "whole", hold_s=0.6, steps=1, sim=SIM + "&tau_ms=150", size=2.0))
     assert whole["result"]["steps"][0]["verdict"] == "ok"
-    entry = _analysed(_run(tmp_path / "cut", hold_s=0.6, steps=1, at=PRE + 40, how="ctrl-c",
-                           sim=SIM + "&tau_ms=150", size=2.0))
+    entry = _analysed(
+        _run(
+            tmp_path / "cut",
+            hold_s=0.6,
+            steps=1,
+            at=PRE + 40,
+            how="ctrl-c",
+            sim=SIM + "&tau_ms=150",
+            size=2.0,
+        )
+    )
     (step,) = entry["result"]["steps"]
     assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1
 
@@ -142,8 +153,9 @@ def test_a_slow_arm_still_on_its_way_when_the_run_ended_is_cut_short_not_failed(
 def test_a_stuck_arm_unseen_since_before_its_arrival_was_due_is_cut_short(tmp_path):
     # the state stream goes silent 250 ms into the step; the lost link's stop comes ~100 ms later, past the
     # time the arrival was due, but no frame after that time says whether it arrived
-    entry = _analysed(_run(tmp_path / "blind", hold_s=0.6, steps=1, at=PRE + 25, how="silent", sim=STUCK,
-                           size=2.0))
+    entry = _analysed(
+        _run(tmp_path / "blind", hold_s=0.6, steps=1, at=PRE + 25, how="silent", sim=STUCK, size=2.0)
+    )
     assert entry["end_reason"].startswith("connection lost")
     (step,) = entry["result"]["steps"]
     assert step["verdict"] == "cut short" and entry["result"]["cut_short"] == 1

@@ -40,8 +40,20 @@ def limits_file(tmp_path):
 
 def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
     out = tmp_path / "out"
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740&noise=1", "--joint", "2",
-                   "--direction", "down", "--speed", "300", "--out", str(out), "--plot", "--json")
+    result = sweep(
+        "--bus",
+        "sim:rosorin-arm?clock=sim&obstacle_2=740&noise=1",
+        "--joint",
+        "2",
+        "--direction",
+        "down",
+        "--speed",
+        "300",
+        "--out",
+        str(out),
+        "--plot",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert "SIMULATED" in result.stderr and "no stop key" in result.stderr
     data = json.loads(result.stdout)
@@ -59,16 +71,30 @@ def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
 
 def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
     before = limits_file.read_text()
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
-                   "--speed", "300", "--limits", str(limits_file), "--out", str(tmp_path / "o"), "--json")
+    result = sweep(
+        "--bus",
+        "sim:rosorin-arm?clock=sim&obstacle_2=740",
+        "--joint",
+        "2",
+        "--direction",
+        "down",
+        "--speed",
+        "300",
+        "--limits",
+        str(limits_file),
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert limits_file.read_text() == before  # never edited without --update-limits
     merged_path = Path(json.loads(result.stdout)["outputs"]["yaml"])
     merged = merged_path.read_text()
     old, new = load_limits(limits_file), load_limits(merged_path)
     assert new.limits[2] == (760, 941)  # lo from the sweep, hi kept from the file
-    assert {k: v for k, v in new.params.items() if k != "arm_limit_2"} == \
-        {k: v for k, v in old.params.items() if k != "arm_limit_2"}
+    assert {k: v for k, v in new.params.items() if k != "arm_limit_2"} == {
+        k: v for k, v in old.params.items() if k != "arm_limit_2"
+    }
     assert "# claw rotate: free 11..989" in merged  # comments survive
     assert "servotool sweep" in merged.splitlines()[0]
     assert "# was: arm_limit_2: [95, 941]  # shoulder: free back to 961 from rest" in merged
@@ -77,9 +103,22 @@ def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
 def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_file):
     limits_file.chmod(0o640)
     before = limits_file.read_text()
-    args = ("--bus", "sim:rosorin-arm?clock=sim&obstacle_4=200", "--joint", "4", "--direction", "up",
-            "--speed", "300", "--limits", str(limits_file), "--update-limits", "--force-sim",
-            "--out", str(tmp_path))
+    args = (
+        "--bus",
+        "sim:rosorin-arm?clock=sim&obstacle_4=200",
+        "--joint",
+        "4",
+        "--direction",
+        "up",
+        "--speed",
+        "300",
+        "--limits",
+        str(limits_file),
+        "--update-limits",
+        "--force-sim",
+        "--out",
+        str(tmp_path),
+    )
     result = sweep(*args)
     assert result.exit_code == 0, result.output
     assert Path(str(limits_file) + ".bak").read_text() == before
@@ -100,9 +139,22 @@ def test_update_limits_through_a_symlink_edits_the_file_it_points_to(tmp_path, l
     link = tmp_path / "linked.yaml"
     link.symlink_to(limits_file.name)
     before = limits_file.read_text()
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_4=200", "--joint", "4", "--direction", "up",
-                   "--speed", "300", "--limits", str(link), "--update-limits", "--force-sim",
-                   "--out", str(tmp_path / "o"))
+    result = sweep(
+        "--bus",
+        "sim:rosorin-arm?clock=sim&obstacle_4=200",
+        "--joint",
+        "4",
+        "--direction",
+        "up",
+        "--speed",
+        "300",
+        "--limits",
+        str(link),
+        "--update-limits",
+        "--force-sim",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert result.exit_code == 0, result.output
     assert link.is_symlink() and link.resolve() == limits_file.resolve()
     assert load_limits(limits_file).limits[4] == (121, 180)
@@ -161,8 +213,9 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
         raise AssertionError("the bus must not be opened")
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
-    result = sweep("--joint", "7", "--speed", "nan", "--inside", "500",
-                   "--update-limits", "--out", str(tmp_path))
+    result = sweep(
+        "--joint", "7", "--speed", "nan", "--inside", "500", "--update-limits", "--out", str(tmp_path)
+    )
     assert result.exit_code == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 5, result.stderr  # the fifth: --update-limits on a simulated bus
@@ -173,8 +226,9 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
 
 
 def test_sweep_refuses_a_silent_joint_servo(tmp_path):
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&silent_3=1&timeout_ms=20", "--joint", "2",
-                   "--out", str(tmp_path))
+    result = sweep(
+        "--bus", "sim:rosorin-arm?clock=sim&silent_3=1&timeout_ms=20", "--joint", "2", "--out", str(tmp_path)
+    )
     assert result.exit_code == 2
     assert "3 not answering" in result.stderr
     assert not list(tmp_path.glob("*.csv"))
@@ -182,8 +236,17 @@ def test_sweep_refuses_a_silent_joint_servo(tmp_path):
 
 def test_a_servo_going_silent_mid_sweep_is_a_lost_link(tmp_path):
     out = tmp_path / "out"
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&silent_after_2=2.0&timeout_ms=20", "--joint", "2",
-                   "--direction", "down", "--out", str(out), "--json")
+    result = sweep(
+        "--bus",
+        "sim:rosorin-arm?clock=sim&silent_after_2=2.0&timeout_ms=20",
+        "--joint",
+        "2",
+        "--direction",
+        "down",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert result.exit_code == 3, result.output  # lost mid-run, not refused before motion
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "servo 2 stopped answering" in errors[0] and "Traceback" not in result.output
@@ -263,9 +326,11 @@ def test_merge_into_nothing_makes_a_fresh_parameter_file():
 def test_merge_adds_a_missing_key_next_to_the_others_and_keeps_the_rest():
     from servotool.io.limits_yaml import merge_limits_text, parse_limits
 
-    original = ("other_node:\n  ros__parameters:\n    x: 1\n"
-                "rosorin_board_driver:\n  ros__parameters:\n    # speed\n    arm_max_speed: 250.0\n"
-                "    arm_limit_1: [34, 966]\n    arm_rest_1: 500\n")
+    original = (
+        "other_node:\n  ros__parameters:\n    x: 1\n"
+        "rosorin_board_driver:\n  ros__parameters:\n    # speed\n    arm_max_speed: 250.0\n"
+        "    arm_limit_1: [34, 966]\n    arm_rest_1: 500\n"
+    )
     text = merge_limits_text(original, {3: (40, 881)}, {}, "run")
     parsed = parse_limits(text)
     assert parsed.node == "rosorin_board_driver"
@@ -278,8 +343,12 @@ def test_merge_adds_a_missing_key_next_to_the_others_and_keeps_the_rest():
 def test_merge_under_a_node_with_no_limits_yet():
     from servotool.io.limits_yaml import merge_limits_text, parse_limits
 
-    text = merge_limits_text("rosorin_board_driver:\n    ros__parameters:\n        arm_max_speed: 250.0\n",
-                             {2: (100, 900)}, {}, "run")
+    text = merge_limits_text(
+        "rosorin_board_driver:\n    ros__parameters:\n        arm_max_speed: 250.0\n",
+        {2: (100, 900)},
+        {},
+        "run",
+    )
     assert "        arm_limit_2: [100, 900]\n" in text
     assert parse_limits(text).params == {"arm_max_speed": 250.0, "arm_limit_2": [100, 900]}
 
@@ -304,8 +373,9 @@ def test_bad_limits_files_are_refused(text, match):
 def test_merge_refuses_what_it_cannot_edit_safely():
     from servotool.io.limits_yaml import LimitsFileError, merge_limits_text
 
-    twice = ("n:\n  ros__parameters:\n    arm_limit_2: [1, 2]\n"
-             "m:\n  ros__parameters:\n    arm_limit_2: [1, 2]\n")
+    twice = (
+        "n:\n  ros__parameters:\n    arm_limit_2: [1, 2]\nm:\n  ros__parameters:\n    arm_limit_2: [1, 2]\n"
+    )
     with pytest.raises(LimitsFileError):
         merge_limits_text(twice, {2: (5, 6)}, {}, "run")
     flow = "n:\n  ros__parameters: {arm_limit_2: [1, 2], arm_max_speed: 250.0}\n"
@@ -323,8 +393,11 @@ def test_merge_changes_only_the_merged_lines():
     added = [ln for ln in new[1:] if ln not in old]
     removed = [ln for ln in old if ln not in new]
     assert removed == [ln for ln in old if ln.strip().startswith("arm_limit_2:")]
-    assert added == ["    # was: " + removed[0].strip(), "    arm_limit_2: [760, 941]  # found",
-                     "    arm_limit_11: [3, 4]  # new"]
+    assert added == [
+        "    # was: " + removed[0].strip(),
+        "    arm_limit_2: [760, 941]  # found",
+        "    arm_limit_11: [3, 4]  # new",
+    ]
     # the comment line that followed the last limit still introduces the rest pose
     assert new[new.index("    arm_limit_11: [3, 4]  # new") + 1] == "    # rest: the default holding pose"
 
@@ -358,13 +431,22 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
-           "SERVOTOOL_LOCK_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {
+        **os.environ,
+        "SERVOTOOL_STATE_DIR": str(tmp_path / "state"),
+        "SERVOTOOL_LOCK_DIR": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
     env.pop("SERVOTOOL_BUS")  # real time: the signal lands mid-sweep
     out = tmp_path / "out"
     args = ["sweep", "--joint", "2", "--direction", "down", "--speed", "10", "--out", str(out), "--json"]
-    proc = subprocess.Popen([sys.executable, "-m", "servotool", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     try:
         for line in proc.stderr:  # the run has started once its first sweep is announced
             if "servo 2 down from" in line:
@@ -385,8 +467,19 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
 
 def test_a_sweep_on_a_noisy_link_finishes_and_reports_the_damage(tmp_path):
     noisy = "obstacle_2=740&crc_error_rate=0.05&garbage_rate=0.05&seed=3"
-    result = sweep("--bus", f"sim:rosorin-arm?clock=sim&{noisy}",
-                   "--joint", "2", "--direction", "down", "--speed", "300", "--out", str(tmp_path), "--json")
+    result = sweep(
+        "--bus",
+        f"sim:rosorin-arm?clock=sim&{noisy}",
+        "--joint",
+        "2",
+        "--direction",
+        "down",
+        "--speed",
+        "300",
+        "--out",
+        str(tmp_path),
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["sweeps"][0]["reason"] == "stalled"
@@ -404,8 +497,18 @@ def test_a_yaml_that_is_not_a_limits_file_is_refused(tmp_path):
 
 def test_sweep_human_output_reads_at_80_columns(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    result = sweep("--bus", "sim:rosorin-arm?clock=sim&obstacle_2=740", "--joint", "2", "--direction", "down",
-                   "--speed", "300", "--out", str(tmp_path / "o"))
+    result = sweep(
+        "--bus",
+        "sim:rosorin-arm?clock=sim&obstacle_2=740",
+        "--joint",
+        "2",
+        "--direction",
+        "down",
+        "--speed",
+        "300",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("1 sweep(s), limits in pulses: servo 2 "), lines[0]
@@ -457,16 +560,21 @@ def test_a_dynamixel_bus_is_refused_before_it_opens(tmp_path, monkeypatch, bus):
 
 def test_a_sweep_speed_below_one_pulse_a_second_is_refused_before_the_bus_opens():
     # --speed 1e-300 ran a sweep that would end in some 1e302 s
-    result = runner.invoke(app, ["sweep", "--bus", "hiwonder:///dev/servotool-no-such-port",
-                                 "--speed", "1e-300"])
+    result = runner.invoke(
+        app, ["sweep", "--bus", "hiwonder:///dev/servotool-no-such-port", "--speed", "1e-300"]
+    )
     assert result.exit_code == 2, result.output
     assert "outside [1, 300]" in result.stderr and "cannot open" not in result.stderr
 
 
 def _alias_bomb(levels: int) -> str:
     """A limits file of a few lines whose aliases stand for 9**levels items."""
-    lines = ["n:", "  ros__parameters:", "    arm_limit_2: [100, 900]",
-             "    b0: &b0 [" + ", ".join(["x"] * 9) + "]"]
+    lines = [
+        "n:",
+        "  ros__parameters:",
+        "    arm_limit_2: [100, 900]",
+        "    b0: &b0 [" + ", ".join(["x"] * 9) + "]",
+    ]
     lines += [f"    b{i}: &b{i} [" + ", ".join([f"*b{i - 1}"] * 9) + "]" for i in range(1, levels)]
     return "\n".join(lines) + "\n"
 
@@ -480,9 +588,11 @@ def test_merging_into_a_file_of_nested_aliases_takes_no_longer_than_the_file_is_
 
     path = tmp_path / "limits.yaml"
     path.write_text(_alias_bomb(11))
-    code = ("import sys; from pathlib import Path; from servotool.io.limits_yaml import merge_limits_text; "
-            "sys.stdout.write(merge_limits_text(Path(sys.argv[1]).read_text(), {2: (120, 880)}, "
-            "{2: 'found'}, 'mapped today'))")
+    code = (
+        "import sys; from pathlib import Path; from servotool.io.limits_yaml import merge_limits_text; "
+        "sys.stdout.write(merge_limits_text(Path(sys.argv[1]).read_text(), {2: (120, 880)}, "
+        "{2: 'found'}, 'mapped today'))"
+    )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert "arm_limit_2: [120, 880]" in done.stdout
@@ -493,8 +603,12 @@ def test_merging_keeps_a_nan_elsewhere_in_the_file():
     # the check that every other key is unchanged compares YAML's one .nan object with itself
     from servotool.io.limits_yaml import merge_limits_text, parse_limits
 
-    text = merge_limits_text("n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n    gain: .nan\n",
-                             {2: (120, 880)}, {}, "mapped today")
+    text = merge_limits_text(
+        "n:\n  ros__parameters:\n    arm_limit_2: [100, 900]\n    gain: .nan\n",
+        {2: (120, 880)},
+        {},
+        "mapped today",
+    )
     assert parse_limits(text).limits[2] == (120, 880) and "gain: .nan" in text
 
 

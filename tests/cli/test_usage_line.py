@@ -107,4 +107,3 @@ def test_a_flag_pair_given_both_ways_after_a_value_is_still_refused(
     assert _exit_code(["step", "--out", "--raw", "--shaped", "--raw", "-h"], monkeypatch) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--shaped and --raw exclude each other" in lines[0], lines
-

@@ -26,7 +26,11 @@ class WarmCommand:
     def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SCRIPT],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

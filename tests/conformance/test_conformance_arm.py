@@ -36,16 +36,30 @@ from tests.conformance.families import (
 T = 0.01
 A_MAX = 500.0
 # a short ramp of the first joint: out 4 deg and back at 20 deg/s, about 0.8 s of streaming
-RAMP = RampSettings(joint=0, sweep_deg=4.0, speeds_deg_s=(20.0,), ramp_s=0.1, settle_s=0.1, cmd_period_s=T,
-                    a_max=A_MAX, realtime=False)
+RAMP = RampSettings(
+    joint=0,
+    sweep_deg=4.0,
+    speeds_deg_s=(20.0,),
+    ramp_s=0.1,
+    settle_s=0.1,
+    cmd_period_s=T,
+    a_max=A_MAX,
+    realtime=False,
+)
 
 pytestmark = pytest.mark.parametrize("url", ARM_URLS)
 
 
 def ramp(arm: Arm, clock: Clock, out: Path, on_tick=None) -> RunResult:
     """The ramp run on an open arm, through the run skeleton every arm command uses (not analysed)."""
-    run = ArmRun(RampJob(RAMP), clock=clock, out_dir=out, command="conformance",
-                 callbacks=RunCallbacks(on_tick=on_tick), analyse=False)
+    run = ArmRun(
+        RampJob(RAMP),
+        clock=clock,
+        out_dir=out,
+        command="conformance",
+        callbacks=RunCallbacks(on_tick=on_tick),
+        analyse=False,
+    )
     return run.run(arm)
 
 
@@ -169,6 +183,7 @@ def test_a_lost_link_ends_the_run_as_connection_lost(url, tmp_path):
     done: list[int] = []
 
     with opened(url, ARM, loss.params) as (arm, clock):
+
         def inject(info: TickInfo) -> None:
             if loss.at_tick is not None and info.k >= LOSS_TICK and not done:
                 done.append(info.k)

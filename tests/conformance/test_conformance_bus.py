@@ -87,9 +87,16 @@ def test_an_aborted_move_holds_the_servos_where_they_are(url):
     with opened(url, BUS) as (bus, clock):
         sid, start, goal, limits = a_move(bus)
         frames: list[float] = []
-        result = servo.move_to(bus, clock, {sid: goal}, limits=limits, speed=SPEED, period_s=PERIOD_S,
-                               on_progress=lambda t, targets: frames.append(t),
-                               abort_requested=lambda: len(frames) >= 10)
+        result = servo.move_to(
+            bus,
+            clock,
+            {sid: goal},
+            limits=limits,
+            speed=SPEED,
+            period_s=PERIOD_S,
+            on_progress=lambda t, targets: frames.append(t),
+            abort_requested=lambda: len(frames) >= 10,
+        )
         assert result.aborted and len(frames) == 10
         clock.sleep(0.5)
         held = bus.read_position(sid)
@@ -113,8 +120,15 @@ def test_clock_sim_moves_in_lock_step_without_waiting_on_the_wall_clock(url):
         sid, start, goal, limits = a_move(bus)
         t0 = clock.now()
         frames: list[float] = []
-        result = servo.move_to(bus, clock, {sid: goal}, limits=limits, speed=SPEED, period_s=PERIOD_S,
-                               on_progress=lambda t, targets: frames.append(t))
+        result = servo.move_to(
+            bus,
+            clock,
+            {sid: goal},
+            limits=limits,
+            speed=SPEED,
+            period_s=PERIOD_S,
+            on_progress=lambda t, targets: frames.append(t),
+        )
         elapsed = clock.now() - t0
     finally:
         bus.close()

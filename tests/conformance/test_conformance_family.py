@@ -91,8 +91,10 @@ def test_the_fake_devices_are_families_like_any_other():
 
 
 def test_the_fake_family_modules_import_nothing_heavy():
-    code = ("import sys; import servotool.devices.fake.family, servotool.devices.fake.bus_family; "
-            "print(sorted(m for m in ('numpy', 'servotool.devices.fake.arm', 'servotool.devices.fake.bus') "
-            "if m in sys.modules))")
+    code = (
+        "import sys; import servotool.devices.fake.family, servotool.devices.fake.bus_family; "
+        "print(sorted(m for m in ('numpy', 'servotool.devices.fake.arm', 'servotool.devices.fake.bus') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

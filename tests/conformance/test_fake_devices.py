@@ -43,8 +43,9 @@ def test_on_a_host_clock_the_frames_due_come_in_at_the_next_read():
     assert [round(f.t - 100.0, 9) for f in arm.poll_states()] == [0.0, 0.008, 0.016]
 
 
-@pytest.mark.parametrize("q", [POSE[:5], (*POSE, 0.0), (math.nan, *POSE[1:]), (math.inf, *POSE[1:]),
-                               (181.0, *POSE[1:])])
+@pytest.mark.parametrize(
+    "q", [POSE[:5], (*POSE, 0.0), (math.nan, *POSE[1:]), (math.inf, *POSE[1:]), (181.0, *POSE[1:])]
+)
 def test_the_arm_refuses_a_setpoint_it_cannot_take_and_nothing_moves(q):
     clock = FakeClock()
     arm = FakeArm(clock)
@@ -105,15 +106,27 @@ def test_the_facts_of_a_fake_arm_are_the_arm_it_opens():
     facts = url_facts(url)
     with open_arm(url) as arm:
         assert (arm.n_joints, arm.joint_ranges, arm.joint_speed_limits) == (
-            facts.n_joints, facts.joint_ranges, facts.joint_speed_limits)
+            facts.n_joints,
+            facts.joint_ranges,
+            facts.joint_speed_limits,
+        )
         assert arm.nominal_lag_ms == pytest.approx(20.0) and arm.state_period_s == pytest.approx(0.004)
 
 
-@pytest.mark.parametrize(("query", "match"), [
-    ("joints=0", "joints='0'"), ("joints=13", "1..12"), ("lag_ms=-1", "lag_ms"), ("lag_ms=nan", "lag_ms"),
-    ("state_ms=20&silence_ms=30", "two state periods"), ("busy=maybe", "not a boolean"),
-    ("lose_after=1.5", "an integer"), ("speed=1", "unknown parameter"), ("clock=fast", "want clock=host"),
-])
+@pytest.mark.parametrize(
+    ("query", "match"),
+    [
+        ("joints=0", "joints='0'"),
+        ("joints=13", "1..12"),
+        ("lag_ms=-1", "lag_ms"),
+        ("lag_ms=nan", "lag_ms"),
+        ("state_ms=20&silence_ms=30", "two state periods"),
+        ("busy=maybe", "not a boolean"),
+        ("lose_after=1.5", "an integer"),
+        ("speed=1", "unknown parameter"),
+        ("clock=fast", "want clock=host"),
+    ],
+)
 def test_a_fake_arm_url_it_cannot_take_is_refused_before_it_opens(query, match):
     with pytest.raises(DeviceURLError, match=match):
         url_facts(f"sim:fake-arm?{query}")
@@ -138,10 +151,19 @@ def test_the_bus_moves_each_servo_in_a_straight_line_over_the_duration():
     assert bus.read_torque(1) is False and bus.read_position(1) == 2548
 
 
-@pytest.mark.parametrize(("targets", "duration"), [
-    ({}, 100), ({5: 100}, 100), ({1: -1}, 100), ({1: 4096}, 100), ({1: 10.5}, 100), ({1: True}, 100),
-    ({1: 100}, -1), ({1: 100}, 65536),
-])
+@pytest.mark.parametrize(
+    ("targets", "duration"),
+    [
+        ({}, 100),
+        ({5: 100}, 100),
+        ({1: -1}, 100),
+        ({1: 4096}, 100),
+        ({1: 10.5}, 100),
+        ({1: True}, 100),
+        ({1: 100}, -1),
+        ({1: 100}, 65536),
+    ],
+)
 def test_the_bus_refuses_a_move_it_cannot_take_and_nothing_moves(targets, duration):
     clock = FakeClock()
     bus = FakeBus(clock)
@@ -165,10 +187,17 @@ def test_silent_servos_never_answer_nor_move_and_a_lost_link_silences_all():
         bus.read_position(1)
 
 
-@pytest.mark.parametrize(("query", "match"), [
-    ("servos=0", "servos"), ("servos=33", "servos"), ("silent=5", "no servo 5"), ("silent=1,1", "twice"),
-    ("lose_after=-1", "lose_after"), ("baud=9600", "unknown parameter"),
-])
+@pytest.mark.parametrize(
+    ("query", "match"),
+    [
+        ("servos=0", "servos"),
+        ("servos=33", "servos"),
+        ("silent=5", "no servo 5"),
+        ("silent=1,1", "twice"),
+        ("lose_after=-1", "lose_after"),
+        ("baud=9600", "unknown parameter"),
+    ],
+)
 def test_a_fake_bus_url_it_cannot_take_is_refused_before_it_opens(query, match):
     with pytest.raises(DeviceURLError, match=match):
         open_bus(f"sim:fake-bus?{query}")

@@ -39,8 +39,17 @@ def test_a_frame_records_its_fault_codes_as_the_csv_columns_do():
 def test_the_motion_states_another_arm_reports_have_a_place():
     # a 1 kHz arm's modes and a 125/500 Hz arm's robot and safety modes map onto the same states
     names = {s.name for s in a.MotionState}
-    assert {"STOPPED", "MOVING", "PAUSED", "HAND_GUIDED", "PROTECTIVE_STOP", "EMERGENCY_STOP", "RECOVERING",
-            "POWERED_OFF", "UNKNOWN"} <= names
+    assert {
+        "STOPPED",
+        "MOVING",
+        "PAUSED",
+        "HAND_GUIDED",
+        "PROTECTIVE_STOP",
+        "EMERGENCY_STOP",
+        "RECOVERING",
+        "POWERED_OFF",
+        "UNKNOWN",
+    } <= names
 
 
 def test_a_reply_defaults_to_the_answer_to_a_setpoint():

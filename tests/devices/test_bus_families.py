@@ -37,8 +37,9 @@ def test_a_bus_is_a_context_manager_and_declares_its_clock(url):
         assert bus.read_position(bus.ids[0]) is not None
 
 
-@pytest.mark.parametrize("url", ["hiwonder:///dev/servotool-no-such-port?bogus=1",
-                                 "dxl:///dev/servotool-no-such-port?bogus=1"])
+@pytest.mark.parametrize(
+    "url", ["hiwonder:///dev/servotool-no-such-port?bogus=1", "dxl:///dev/servotool-no-such-port?bogus=1"]
+)
 def test_both_serial_openers_refuse_an_unknown_parameter_the_same_way(url):
     with pytest.raises(DeviceURLError) as caught:
         open_bus(url)
@@ -69,8 +70,9 @@ def test_a_bus_family_without_a_telemetry_hook_is_refused_before_opening(monkeyp
 
 
 def test_a_bus_family_loses_its_telemetry_hook_and_is_refused(monkeypatch):
-    families = tuple(dataclasses.replace(f, telemetry=None) if f.name == "dynamixel" else f
-                     for f in registry.FAMILIES)
+    families = tuple(
+        dataclasses.replace(f, telemetry=None) if f.name == "dynamixel" else f for f in registry.FAMILIES
+    )
     monkeypatch.setattr(registry, "FAMILIES", families)
     with pytest.raises(Refused, match="recorder cannot read"):
         open_source("sim:microduck", "bus", clock=None)

@@ -103,6 +103,7 @@ def test_an_unknown_scheme_is_refused(url):
 @pytest.fixture()
 def nothing_opens(monkeypatch, tmp_path):
     """Fails a test that opens a device or takes a lock; the lock folder is the test's own."""
+
     def opened(*args, **kwargs):
         raise AssertionError(f"a device was opened: {args!r}")
 
@@ -112,12 +113,15 @@ def nothing_opens(monkeypatch, tmp_path):
     return tmp_path / "locks"
 
 
-@pytest.mark.parametrize("args", [
-    ["lag", "--robot", "franka://172.16.0.2"],
-    ["step", "--robot", "franka://172.16.0.2"],
-    ["servo", "read", "--bus", "foo:///dev/ttyUSB0"],
-    ["sweep", "--bus", "foo:///dev/ttyUSB0", "--joint", "1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["lag", "--robot", "franka://172.16.0.2"],
+        ["step", "--robot", "franka://172.16.0.2"],
+        ["servo", "read", "--bus", "foo:///dev/ttyUSB0"],
+        ["sweep", "--bus", "foo:///dev/ttyUSB0", "--joint", "1"],
+    ],
+)
 def test_the_commands_refuse_an_unknown_scheme_in_one_line_before_opening(args, nothing_opens, tmp_path):
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "out")] if args[0] != "servo" else args)
     assert result.exit_code == 2, result.output

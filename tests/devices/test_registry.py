@@ -79,8 +79,14 @@ def test_a_real_fairino_client_does_not_import_its_simulator():
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("url", ["sim:fr3?clock=host&clock=sim", "fairino://10.0.0.2?transport=udp&transport=rpc",
-                                 "sim:rosorin-arm?baud=115200&clock=sim&baud=1000000"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sim:fr3?clock=host&clock=sim",
+        "fairino://10.0.0.2?transport=udp&transport=rpc",
+        "sim:rosorin-arm?baud=115200&clock=sim&baud=1000000",
+    ],
+)
 def test_a_parameter_given_twice_is_refused_not_last_one_wins(url):
     with pytest.raises(DeviceURLError, match="given more than once"):
         parse_url(url)
@@ -112,8 +118,9 @@ def test_every_family_refuses_simulated_time_against_the_callers_host_clock(url,
     from servotool.devices.registry import open_bus
 
     opener = open_arm if kind == "arm" else open_bus
-    with pytest.raises(DeviceURLError, match="clock=sim asks for simulated time, but this command keeps the "
-                                             "host's clock"):
+    with pytest.raises(
+        DeviceURLError, match="clock=sim asks for simulated time, but this command keeps the host's clock"
+    ):
         opener(f"{url}?clock=sim", clock=MonotonicClock())
     with pytest.raises(DeviceURLError, match="want clock=host"):
         opener(f"{url}?clock=fast")
@@ -133,8 +140,11 @@ def test_every_family_runs_on_the_callers_fake_clock(url, kind):
         device.close()
 
 
-FLAG_URLS = [("sim:fr3?udp_reply=", "arm"), ("sim:rosorin-arm?torque_2=", "bus"),
-             ("sim:microduck?torque=", "bus")]
+FLAG_URLS = [
+    ("sim:fr3?udp_reply=", "arm"),
+    ("sim:rosorin-arm?torque_2=", "bus"),
+    ("sim:microduck?torque=", "bus"),
+]
 
 
 @pytest.mark.parametrize(("url", "kind"), FLAG_URLS)

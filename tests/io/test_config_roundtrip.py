@@ -16,7 +16,7 @@ COMMENTED = (
     "# the lab arm\n"
     "robot: 'fairino://192.168.58.2'   # not the spare\n"
     "\n"
-    "out: \"/data/runs\"  # big disk\n"
+    'out: "/data/runs"  # big disk\n'
     "# limits: params/old.yaml\n"
 )
 
@@ -116,9 +116,39 @@ def test_an_inline_mapping_is_edited_inline(tmp_path):
     assert load_config(tmp_path / "config.yaml") == {"robot": "sim:fr3"}
 
 
-@pytest.mark.parametrize("value", ["yes", "no", "on", "null", "~", "010", "0o10", "1:30", "1_0", "1.5",
-                                   "true", "a #b", "x: y", "'q'", '"q"', "- x", "[x]", "{x}", "&a", "*a",
-                                   "!x", "%x", "@x", "`x", " lead", "trail ", "a\\b", "ü'\"\\"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "yes",
+        "no",
+        "on",
+        "null",
+        "~",
+        "010",
+        "0o10",
+        "1:30",
+        "1_0",
+        "1.5",
+        "true",
+        "a #b",
+        "x: y",
+        "'q'",
+        '"q"',
+        "- x",
+        "[x]",
+        "{x}",
+        "&a",
+        "*a",
+        "!x",
+        "%x",
+        "@x",
+        "`x",
+        " lead",
+        "trail ",
+        "a\\b",
+        "ü'\"\\",
+    ],
+)
 def test_a_value_yaml_would_read_as_something_else_is_quoted(tmp_path, value):
     _edit(tmp_path, "out: runs  # here\n", "limits", value)
     assert load_config(tmp_path / "config.yaml") == {"out": "runs", "limits": value}
@@ -127,13 +157,16 @@ def test_a_value_yaml_would_read_as_something_else_is_quoted(tmp_path, value):
     assert (tmp_path / "config.yaml").read_text(encoding="utf-8").endswith("  # here\n")
 
 
-@pytest.mark.parametrize("text,message", [
-    ("out: [runs\n", "not YAML"),
-    ("colour: red\n", "unknown key 'colour'"),
-    ("out: 12\n", "out must be a non-empty string, not 12"),
-    ("out: a\nout: b\n", "written twice"),
-    ("- out\n", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("out: [runs\n", "not YAML"),
+        ("colour: red\n", "unknown key 'colour'"),
+        ("out: 12\n", "out must be a non-empty string, not 12"),
+        ("out: a\nout: b\n", "written twice"),
+        ("- out\n", "expected a mapping"),
+    ],
+)
 @pytest.mark.parametrize("value", ["x", None])
 def test_a_file_that_cannot_be_read_is_refused_and_left_alone(tmp_path, text, message, value):
     path = tmp_path / "config.yaml"
@@ -176,8 +209,9 @@ def test_an_edit_that_would_change_another_key_is_refused(tmp_path):
 # --- the property: set then unset of a key the file does not hold gives the file back byte for byte ------
 
 _COMMENT_TEXT = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Cn", "Zl", "Zp")), max_size=12)
-_VALUE = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp", "Co", "Cn", "Cf")),
-                 min_size=1, max_size=16).filter(lambda v: v.strip() != "" and v.isprintable())
+_VALUE = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp", "Co", "Cn", "Cf")), min_size=1, max_size=16
+).filter(lambda v: v.strip() != "" and v.isprintable())
 _SPELLINGS = ["sim:fr3", "'sim:fr3'", '"sim:fr3"', "'it''s'", '"a\\\\b"', "ü/ß ☃"]
 
 
@@ -189,8 +223,9 @@ def config_files(draw) -> tuple[str, set[str]]:
     indent = " " * draw(st.sampled_from([0, 0, 2]))
     lines = [draw(st.sampled_from(["---", "--- # c", "%YAML 1.1\n---"]))] if draw(st.booleans()) else []
     for key in keys:
-        lines += draw(st.lists(st.one_of(st.just(""), _COMMENT_TEXT.map(lambda c: indent + "#" + c)),
-                               max_size=2))
+        lines += draw(
+            st.lists(st.one_of(st.just(""), _COMMENT_TEXT.map(lambda c: indent + "#" + c)), max_size=2)
+        )
         spacing = draw(st.sampled_from([" ", "   "]))
         eol = draw(st.one_of(st.just(""), _COMMENT_TEXT.map(lambda c: "  #" + c)))
         lines.append(f"{indent}{key}:{spacing}{draw(st.sampled_from(_SPELLINGS))}{eol}")

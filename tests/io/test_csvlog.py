@@ -59,9 +59,16 @@ def test_round_trip_keeps_header_and_rows(tmp_path):
 def test_a_header_value_with_a_line_break_stays_on_its_line(tmp_path):
     # `--out $'x\n# end: complete'` put a raw newline into the command line: the header ended early
     path = tmp_path / "a.csv"
-    with CsvLogWriter(path, device="fairino://h\r\n# end: complete", simulated=False, config={"mode": "ramp"},
-                      units={"t": "s"}, columns=COLUMNS, command="servotool lag --out 'x\n# end: complete'",
-                      extra={"realtime": "a\x00b\rc"}) as w:
+    with CsvLogWriter(
+        path,
+        device="fairino://h\r\n# end: complete",
+        simulated=False,
+        config={"mode": "ramp"},
+        units={"t": "s"},
+        columns=COLUMNS,
+        command="servotool lag --out 'x\n# end: complete'",
+        extra={"realtime": "a\x00b\rc"},
+    ) as w:
         w.write({"t": 0.5, "event": "cmd"})
     meta, df = read_csv(path)
     assert meta.complete and meta.mode == "ramp" and len(df) == 1

@@ -57,12 +57,23 @@ def test_device_keys():
     assert "/" not in lock_name("hiwonder-/dev/ttyUSB0")
 
 
-@pytest.mark.parametrize("alias", [
-    "fairino://127.1", "fairino://2130706433", "fairino://0x7f000001", "fairino://127.000.000.001",
-    "fairino://LOCALHOST", "fairino://localhost.", "fairino://[::1]", "fairino://[::ffff:127.0.0.1]",
-    "fairino://127.0.0.2", "fairino://0.0.0.0", "fairino://127.0.0.1?rpc_port=020003",
-    "FAIRINO://127.0.0.1?transport=rpc&rpc_port=+20003",
-])
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "fairino://127.1",
+        "fairino://2130706433",
+        "fairino://0x7f000001",
+        "fairino://127.000.000.001",
+        "fairino://LOCALHOST",
+        "fairino://localhost.",
+        "fairino://[::1]",
+        "fairino://[::ffff:127.0.0.1]",
+        "fairino://127.0.0.2",
+        "fairino://0.0.0.0",
+        "fairino://127.0.0.1?rpc_port=020003",
+        "FAIRINO://127.0.0.1?transport=rpc&rpc_port=+20003",
+    ],
+)
 def test_every_spelling_of_one_controller_address_shares_one_lock(alias):
     # each of these reaches the controller listening on 127.0.0.1:20003 (or loopback as a whole)
     assert device_key(alias) == device_key("fairino://127.0.0.1")
@@ -72,8 +83,12 @@ def test_one_serial_port_is_one_device_whichever_family_opens_it(tmp_path):
     tty = tmp_path / "ttyUSB0"
     tty.touch()
     (tmp_path / "servo-bus").symlink_to(tty)
-    keys = {device_key(f"hiwonder://{tty}"), device_key(f"dxl://{tty}?ids=1-3"),
-            device_key(f"dxl://{tmp_path / 'servo-bus'}"), device_key(f"hiwonder://{tmp_path}//ttyUSB0")}
+    keys = {
+        device_key(f"hiwonder://{tty}"),
+        device_key(f"dxl://{tty}?ids=1-3"),
+        device_key(f"dxl://{tmp_path / 'servo-bus'}"),
+        device_key(f"hiwonder://{tmp_path}//ttyUSB0"),
+    }
     assert len(keys) == 1 and None not in keys
 
 
@@ -99,7 +114,10 @@ def test_a_run_sharing_a_command_port_with_a_held_controller_is_refused(tmp_path
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path))
     held = "fairino://127.0.0.1?rpc_port=4000&cnde_port=4001&udp_port=4002"
     with claim(held):
-        with pytest.raises(DeviceBusy), claim("fairino://localhost?rpc_port=5000&cnde_port=5001&udp_port=4002"):
+        with (
+            pytest.raises(DeviceBusy),
+            claim("fairino://localhost?rpc_port=5000&cnde_port=5001&udp_port=4002"),
+        ):
             pass
         with pytest.raises(DeviceBusy), claim("fairino://127.1?rpc_port=4000&udp_port=5002"):
             pass

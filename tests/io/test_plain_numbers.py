@@ -68,16 +68,19 @@ def test_servo_refuses_an_odd_limit_before_the_bus_opens(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
     limits = tmp_path / "limits.yaml"
     limits.write_text(HEAD.replace("941", "9_41"), encoding="utf-8")
-    result = CliRunner().invoke(app, ["servo", "move", "--to", "2=900", "--limits", str(limits),
-                                      "--bus", "sim:rosorin-arm?clock=sim"])
+    result = CliRunner().invoke(
+        app, ["servo", "move", "--to", "2=900", "--limits", str(limits), "--bus", "sim:rosorin-arm?clock=sim"]
+    )
     assert result.exit_code == 2, result.output
     assert f"{limits}:3: arm_limit_2: '9_41'" in result.stderr and "SIMULATED" not in result.stderr
 
 
 def test_campaign_check_refuses_an_odd_number(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("name: t\npurpose: p\ndevice: sim:fr3\nsafety: {joints: [0], max_step_deg: 0x10}\n"
-                    "runs:\n  - why: w\n    command: step\n    options: {joint: 0, size: 1}\n")
+    path.write_text(
+        "name: t\npurpose: p\ndevice: sim:fr3\nsafety: {joints: [0], max_step_deg: 0x10}\n"
+        "runs:\n  - why: w\n    command: step\n    options: {joint: 0, size: 1}\n"
+    )
     result = CliRunner().invoke(app, ["campaign", "check", str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}:4: max_step_deg: '0x10'" in result.stderr and "Traceback" not in result.output

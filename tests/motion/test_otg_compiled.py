@@ -177,8 +177,13 @@ def _built_copy(tmp_path, cflags="", edit=b""):
         f.write(edit)
     env = {**os.environ, "CFLAGS": cflags, "PYTHONPATH": str(tmp_path)}
     env.pop(compiled.PURE_ENV, None)
-    built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     return env
 
@@ -213,8 +218,13 @@ def test_pure_python_at_install_outlasts_an_earlier_build_in_place(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "compiled", out.stderr[-2000:]
     pure_env = {**env, compiled.PURE_ENV: "1"}
-    again = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=pure_env,
-                           capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=pure_env,
+        capture_output=True,
+        text=True,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "python", out.stderr[-2000:]
@@ -227,14 +237,22 @@ def test_metadata_and_an_sdist_compile_nothing(tmp_path):
     env = _built_copy(tmp_path)
     shutil.rmtree(tmp_path / "build")
     for args in (["egg_info"], ["sdist", "-d", str(tmp_path / "dist")]):
-        run = subprocess.run([sys.executable, "setup.py", *args], cwd=tmp_path, env=env, capture_output=True,
-                             text=True)
+        run = subprocess.run(
+            [sys.executable, "setup.py", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         assert not (tmp_path / "build" / "servotool-compiled").exists(), args
     # the wheel's tag follows has_ext_modules (a pure wheel is py3-none-any)
-    probe = ("from distutils.core import run_setup; "
-             "print(run_setup('setup.py', ['egg_info'], stop_after='init').has_ext_modules())")
+    probe = (
+        "from distutils.core import run_setup; "
+        "print(run_setup('setup.py', ['egg_info'], stop_after='init').has_ext_modules())"
+    )
     for pure_env, has in (("1", "False"), ("", "True")):
-        dist = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                              env={**env, compiled.PURE_ENV: pure_env})
+        dist = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**env, compiled.PURE_ENV: pure_env},
+        )
         assert dist.stdout.strip().splitlines()[-1:] == [has], dist.stderr[-2000:]

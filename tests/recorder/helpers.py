@@ -28,8 +28,14 @@ def healthy(_t: float) -> dict[int, int | None]:
     return {a: 0 for a in AXES}
 
 
-def run_frames(rec: FlightRecorder, clock: FakeClock, seconds: float, status: Script = healthy,
-               leg_sweep_every: int = 1, published: list | None = None) -> list:
+def run_frames(
+    rec: FlightRecorder,
+    clock: FakeClock,
+    seconds: float,
+    status: Script = healthy,
+    leg_sweep_every: int = 1,
+    published: list | None = None,
+) -> list:
     """Drive the recorder frame by frame for `seconds`; return the captures it handed back."""
     out = published if published is not None else []
     n = round(seconds / PERIOD)
@@ -60,9 +66,14 @@ class ScriptedSource:
     simulated = True
     model = "scripted"
 
-    def __init__(self, clock: FakeClock, overload: dict[int, float] | None = None,
-                 latched_at_start: tuple[int, ...] = (), silent: tuple[int, ...] = (),
-                 lose_at: float | None = None) -> None:
+    def __init__(
+        self,
+        clock: FakeClock,
+        overload: dict[int, float] | None = None,
+        latched_at_start: tuple[int, ...] = (),
+        silent: tuple[int, ...] = (),
+        lose_at: float | None = None,
+    ) -> None:
         self.clock = clock
         self.overload = overload or {}
         self.latched_at_start = latched_at_start
@@ -84,13 +95,16 @@ class ScriptedSource:
         t = self.clock.now()
         if self.lose_at is not None and t >= self.lose_at:
             from servotool.errors import ConnectionLost
+
             raise ConnectionLost("scripted bus went away")
         return t
 
     def read_fast(self) -> Sweep:
         t = self._check()
-        axes = {a: None if a in self.silent else
-                AxisSample(2048.0, 2050.0, self._current(a, t), 0.0, 5.0, 31.0) for a in LEGS}
+        axes = {
+            a: None if a in self.silent else AxisSample(2048.0, 2050.0, self._current(a, t), 0.0, 5.0, 31.0)
+            for a in LEGS
+        }
         return Sweep(t, "legs", axes)
 
     def read_context(self) -> Sweep:

@@ -19,8 +19,12 @@ runner = CliRunner()
 @pytest.fixture
 def captures(tmp_path):
     clock = FakeClock()
-    out = run_record(ScriptedSource(clock, overload={12: 4.0}, latched_at_start=(31,)), clock,
-                     RecordSettings(dest=tmp_path, duration_s=12.0), handle_signals=False)
+    out = run_record(
+        ScriptedSource(clock, overload={12: 4.0}, latched_at_start=(31,)),
+        clock,
+        RecordSettings(dest=tmp_path, duration_s=12.0),
+        handle_signals=False,
+    )
     assert len(out.captures) == 1
     return tmp_path
 
@@ -34,8 +38,9 @@ def test_help_lists_both_commands():
 
 def test_record_refuses_bad_usage(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-    res = runner.invoke(app, ["record", "--bus", "sim:microduck", "--robot", "sim:fr3",
-                              "--dest", str(tmp_path)])
+    res = runner.invoke(
+        app, ["record", "--bus", "sim:microduck", "--robot", "sim:fr3", "--dest", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "not both" in res.output
     res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "-1", "--dest", str(tmp_path)])
     assert res.exit_code == 2 and "duration" in res.output
@@ -44,15 +49,17 @@ def test_record_refuses_bad_usage(tmp_path, monkeypatch):
 
 
 def test_record_refuses_a_bus_without_telemetry(tmp_path):
-    res = runner.invoke(app, ["record", "--bus", "sim:rosorin-arm", "--duration", "1",
-                              "--dest", str(tmp_path)])
+    res = runner.invoke(
+        app, ["record", "--bus", "sim:rosorin-arm", "--duration", "1", "--dest", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "dxl://" in res.output  # the recordable URLs, from the registry
 
 
 def test_record_refuses_a_bus_in_simulated_time(tmp_path):
     # nothing would move its clock: the recorder watches in real time
-    res = runner.invoke(app, ["record", "--bus", "sim:microduck?clock=sim", "--duration", "1",
-                              "--dest", str(tmp_path)])
+    res = runner.invoke(
+        app, ["record", "--bus", "sim:microduck?clock=sim", "--duration", "1", "--dest", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "simulated time" in res.output
     assert not any(tmp_path.iterdir())
 
@@ -61,10 +68,12 @@ def test_record_refuses_a_bus_in_simulated_time(tmp_path):
 def test_record_on_the_fairino_simulator_json(tmp_path):
     # silence_ms: a loaded test machine can starve the simulator's stream for longer than the 100 ms default
     dest = tmp_path / "caps"
-    res = runner.invoke(app, ["record", "--robot", "sim:fr3?silence_ms=1000", "--duration", "1",
-                              "--dest", str(dest), "--json"])
+    res = runner.invoke(
+        app,
+        ["record", "--robot", "sim:fr3?silence_ms=1000", "--duration", "1", "--dest", str(dest), "--json"],
+    )
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout[res.stdout.index("{"):])
+    data = json.loads(res.stdout[res.stdout.index("{") :])
     assert data["status"] == "complete" and data["captures"] == [] and data["frames"] > 10
     assert not dest.exists()  # connecting creates no directory
 
@@ -113,8 +122,9 @@ def test_record_live_view_on_the_dynamixel_simulator(tmp_path):
 def test_record_refuses_a_destination_it_cannot_write(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "1",
-                              "--dest", str(blocker / "caps")])
+    res = runner.invoke(
+        app, ["record", "--robot", "sim:fr3", "--duration", "1", "--dest", str(blocker / "caps")]
+    )
     assert res.exit_code == 2 and "not a folder" in res.output
 
 
@@ -163,8 +173,12 @@ def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_
     recording.write_text("# servotool-csv: 1\n# end: complete\n")
     folder = tmp_path / "figs"
     folder.mkdir()
-    for out, word in [(recording, ".png"), (capture, ".png"), (folder, "folder"),
-                      (tmp_path / "fig.PDF", ".png")]:
+    for out, word in [
+        (recording, ".png"),
+        (capture, ".png"),
+        (folder, "folder"),
+        (tmp_path / "fig.PDF", ".png"),
+    ]:
         before = out.read_bytes() if out.is_file() else None
         res = runner.invoke(app, ["incidents", "plot", "last", "--dest", str(captures), "--out", str(out)])
         assert res.exit_code == 2, (out, res.output)
@@ -229,9 +243,9 @@ def test_one_unreadable_file_leaves_the_list_readable(captures, monkeypatch):
     assert all(len(line.rstrip()) <= 80 for line in lines)
     assert "device scripted:" in res.stdout  # every readable capture has one device: named once, above
     rule = next(i for i, line in enumerate(lines) if line.startswith("\u2500"))
-    rows = [line for line in lines[rule + 1:] if line[:1].isdigit()]
+    rows = [line for line in lines[rule + 1 :] if line[:1].isdigit()]
     assert len(rows) == 3, res.stdout
     assert rows[0].split()[1] == "20200101T000000.000Z" and "unreadable" in rows[0]
     assert rows[1].split()[1] == capture_stamp(good.stem)
     assert "unreadable" in rows[2] and rows[2].split()[1] == "-"  # not a capture's name: the name is shown
-    assert "notes-about" in "".join(line.strip() for line in lines[rule + 1:])
+    assert "notes-about" in "".join(line.strip() for line in lines[rule + 1 :])

@@ -27,8 +27,10 @@ def header(n: int, name: str = "capture_x") -> dict:
 
 
 def samples(n: int) -> list[dict]:
-    return [{"ring": "fast", "t": i * 0.033, "axes": {str(a): {"current": 100.0 + a} for a in range(14)}}
-            for i in range(n)]
+    return [
+        {"ring": "fast", "t": i * 0.033, "axes": {str(a): {"current": 100.0 + a} for a in range(14)}}
+        for i in range(n)
+    ]
 
 
 def test_publish_and_read_back(tmp_path):

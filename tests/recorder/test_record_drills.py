@@ -103,8 +103,14 @@ def test_capture_folder_removed_mid_recording_is_made_again_and_said(tmp_path):
     warned: list[str] = []
     removed: list[bool] = []
     progress = _while_the_second_capture_gathers(lambda: shutil.rmtree(dest), removed)
-    out = run_record(source, clock, RecordSettings(dest=dest, duration_s=16.0), on_progress=progress,
-                     on_warning=warned.append, handle_signals=False)
+    out = run_record(
+        source,
+        clock,
+        RecordSettings(dest=dest, duration_s=16.0),
+        on_progress=progress,
+        on_warning=warned.append,
+        handle_signals=False,
+    )
     assert removed and out.status == "complete" and out.exit_code == 0, out.reason
     assert [c.header["trigger_axes"] for c in out.captures] == [[12], [20]]
     assert not out.captures[0].path.exists()  # removed with its folder, by someone else
@@ -125,8 +131,9 @@ def test_a_file_where_the_capture_folder_was_stops_the_recording(tmp_path):
         dest.write_text("not a folder")
 
     progress = _while_the_second_capture_gathers(swap, swapped)
-    out = run_record(source, clock, RecordSettings(dest=dest, duration_s=40.0), on_progress=progress,
-                     handle_signals=False)
+    out = run_record(
+        source, clock, RecordSettings(dest=dest, duration_s=40.0), on_progress=progress, handle_signals=False
+    )
     assert out.status == "publish-failed" and out.exit_code == 1
     assert out.duration_s < 20.0
     assert len(out.publish_errors) == 1 and str(dest) in out.publish_errors[0]

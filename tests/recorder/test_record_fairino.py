@@ -46,8 +46,9 @@ def test_runaway_on_fr3_is_captured_with_its_lead_up(tmp_path):
 
     stimulus = threading.Thread(target=provoke, daemon=True)
     stimulus.start()
-    out = run_record(FairinoSource(arm), clock, RecordSettings(dest=tmp_path, duration_s=8.0),
-                     handle_signals=False)
+    out = run_record(
+        FairinoSource(arm), clock, RecordSettings(dest=tmp_path, duration_s=8.0), handle_signals=False
+    )
     stimulus.join(timeout=5)
     assert out.status == "complete", out.reason
     assert len(out.captures) == 1

@@ -20,8 +20,9 @@ def test_overload_on_one_axis_with_another_latched_at_connect(tmp_path):
     src = ScriptedSource(clock, overload={12: 55.0}, latched_at_start=(31,), silent=(33,))
     dest = tmp_path / "caps"
     seen = []
-    out = run_record(src, clock, RecordSettings(dest=dest, duration_s=14.0),
-                     on_progress=lambda p: seen.extend(p.captures))
+    out = run_record(
+        src, clock, RecordSettings(dest=dest, duration_s=14.0), on_progress=lambda p: seen.extend(p.captures)
+    )
     assert out.status == "complete" and out.exit_code == 0
     assert src.closed
     assert len(out.captures) == 1
@@ -53,8 +54,9 @@ def test_stop_publishes_the_open_capture_with_its_short_tail(tmp_path):
         if p.window_open:
             stop.set(15)
 
-    out = run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), stop=stop,
-                     on_progress=progress)
+    out = run_record(
+        src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), stop=stop, on_progress=progress
+    )
     assert out.status == "interrupted" and out.exit_code == 143
     header, _ = read_capture(out.captures[0].path)
     assert header["end"] == "disconnect" and not header["tail_complete"]
@@ -92,8 +94,13 @@ def test_a_close_that_raises_still_flushes_the_capture(tmp_path):
     src.close = bad_close
     stop = StopRequest()
     with pytest.raises(RuntimeError):
-        run_record(src, clock, RecordSettings(dest=tmp_path, duration_s=30.0), stop=stop,
-                   on_progress=lambda p: stop.set() if p.window_open else None)
+        run_record(
+            src,
+            clock,
+            RecordSettings(dest=tmp_path, duration_s=30.0),
+            stop=stop,
+            on_progress=lambda p: stop.set() if p.window_open else None,
+        )
     published = list(tmp_path.glob("capture_*.jsonl"))
     assert len(published) == 1
     header, _ = read_capture(published[0])

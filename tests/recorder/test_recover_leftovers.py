@@ -29,8 +29,14 @@ GONE_PID = 2**22 + 12345  # above the kernel's largest pid: no process has it
 
 def _capture(dest: Path, name: str, pid: int, cut: int | None = None) -> Path:
     """A capture as a publication cut off before its link would have left it: `.NAME.PID.tmp`."""
-    header = {"format": CAPTURE_FORMAT, "version": CAPTURE_VERSION, "id": name.removesuffix(".jsonl"),
-              "counts": {"fast": 3, "context": 0}, "end": "complete", "trigger_axes": [2]}
+    header = {
+        "format": CAPTURE_FORMAT,
+        "version": CAPTURE_VERSION,
+        "id": name.removesuffix(".jsonl"),
+        "counts": {"fast": 3, "context": 0},
+        "end": "complete",
+        "trigger_axes": [2],
+    }
     samples = [{"t": k * 0.01, "axis": 2, "ma": 100 + k} for k in range(3)]
     published = publish_capture(dest, name, header, samples)
     tmp = dest / f".{published.name}.{pid}.tmp"

@@ -82,8 +82,24 @@ def _events(keep: bool, names: set[str]) -> Callable[[Lines, random.Random], Lin
 
 def _config(p: Lines, rng: random.Random) -> Lines:
     values = [0, -1, 1e300, 1e-300, float("nan"), None, "x", True, [1, 2], 99, 2.5]
-    key = rng.choice(["mode", "joint", "cmd_period_s", "speeds_deg_s", "a_max", "v_max", "hold_s",
-                      "size_deg", "shaped", "inside", "speed", "stored_limit", "start", "period_s"])
+    key = rng.choice(
+        [
+            "mode",
+            "joint",
+            "cmd_period_s",
+            "speeds_deg_s",
+            "a_max",
+            "v_max",
+            "hold_s",
+            "size_deg",
+            "shaped",
+            "inside",
+            "speed",
+            "stored_limit",
+            "start",
+            "period_s",
+        ]
+    )
     head = _with_config("".join(p[0]), **{key: rng.choice(values)}).splitlines(keepends=True)
     return head, p[1], p[2], p[3]
 
@@ -151,8 +167,9 @@ TEXT_DAMAGES: dict[str, Callable[[str], str]] = {
     "crlf": lambda s: s.replace("\n", "\r\n"),
     "bom": lambda s: "\ufeff" + s,
     "joined": lambda s: s + s,
-    "joined, first cut off": lambda s: "".join(x for x in s.splitlines(True) if not x.startswith("# end"))
-    + s,
+    "joined, first cut off": lambda s: (
+        "".join(x for x in s.splitlines(True) if not x.startswith("# end")) + s
+    ),
 }
 
 
@@ -187,8 +204,14 @@ def _claims(entry: dict) -> list[str]:
     encoding=st.sampled_from(["utf-8", "utf-8", "utf-8", "utf-16", "latin-1"]),
     seed=st.integers(0, 2**16),
 )
-def test_any_damage_gets_an_answer_and_no_verdict_without_evidence(recorded, mode, damages, text_damage,  # noqa: F811
-                                                                    encoding, seed):
+def test_any_damage_gets_an_answer_and_no_verdict_without_evidence(
+    recorded,  # noqa: F811
+    mode,
+    damages,
+    text_damage,
+    encoding,
+    seed,
+):
     rng = random.Random(seed)
     parts = _split(recorded[mode])
     # rows are taken out by event before a column (event itself, say) is renamed or dropped

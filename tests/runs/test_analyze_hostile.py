@@ -76,8 +76,9 @@ def test_a_ramp_stamped_in_nanoseconds_is_answered_not_a_memory_error(tmp_path, 
 
 @pytest.mark.parametrize("reader", ["arrow", "arrow-threads", "plain"])
 @pytest.mark.parametrize("mode", ["ramp", "step", "sweep"])
-def test_two_recordings_joined_are_refused_where_the_second_starts(tmp_path, monkeypatch, recorded, mode,
-                                                                   reader):
+def test_two_recordings_joined_are_refused_where_the_second_starts(
+    tmp_path, monkeypatch, recorded, mode, reader
+):
     from servotool.io import csvlog
 
     monkeypatch.setattr(csvlog, "HAVE_ARROW", reader != "plain" and csvlog.HAVE_ARROW)
@@ -167,8 +168,11 @@ def test_a_fifo_a_link_loop_and_a_broken_link_each_get_their_reason(tmp_path, re
     os.mkfifo(tmp_path / "fifo.csv")  # opened for reading, it would wait for a writer forever
     (tmp_path / "loop.csv").symlink_to("loop.csv")
     (tmp_path / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
-    want = {"fifo.csv": "not a regular file (a named pipe)", "loop.csv": "a symbolic link loop",
-            "gone.csv": "a symbolic link to nothing"}
+    want = {
+        "fifo.csv": "not a regular file (a named pipe)",
+        "loop.csv": "a symbolic link loop",
+        "gone.csv": "a symbolic link to nothing",
+    }
     # named: each its reason (a loop and a broken link read "no such file or folder")
     report = analyze_paths([tmp_path / name for name in sorted(want)], workers=1)
     reasons = {Path(p.path).name: p.reason for p in report.problems}
@@ -244,8 +248,7 @@ def test_huge_numbers_get_one_line_not_numpy_noise(tmp_path, recorded, mode, val
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code in (0, 1)
     lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert all(line.startswith(("skipped", "error:", "rows left out")) for line in lines), \
-        res.stderr
+    assert all(line.startswith(("skipped", "error:", "rows left out")) for line in lines), res.stderr
 
 
 @pytest.mark.parametrize("scale", [1e3, 1e9])

@@ -22,15 +22,33 @@ def test_the_report_and_analyze_give_the_sweeps_own_limits(tmp_path, inside):
     # analyze read --inside 0 as the default 20, and the report set a sweep that reached the stored limit
     # at that limit (arm_limit_3: [10, 990]) where the sweep itself had set it inside (30..970)
     out = tmp_path / "runs"
-    res = runner.invoke(app, ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "3", "--speed", "300",
-                              "--inside", str(inside), "--out", str(out), "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "sweep",
+            "--bus",
+            "sim:rosorin-arm?clock=sim",
+            "--joint",
+            "3",
+            "--speed",
+            "300",
+            "--inside",
+            str(inside),
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     live = {s["direction"]: s["limit"] for s in json.loads(res.stdout)["sweeps"]}
     assert live == {"down": 10 + inside, "up": 990 - inside}
     analysed = runner.invoke(app, ["analyze", str(out), "--json", "--workers", "1"])
     assert analysed.exit_code == 0, analysed.output
-    found = {s["direction"]: s["limit"] for f in json.loads(analysed.stdout)["files"]
-             for s in f["result"]["sweeps"]}
+    found = {
+        s["direction"]: s["limit"]
+        for f in json.loads(analysed.stdout)["files"]
+        for s in f["result"]["sweeps"]
+    }
     assert found == live
     report = build_report(out)
     assert f"arm_limit_3: [{live['down']}, {live['up']}]" in report.limits

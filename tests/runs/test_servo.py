@@ -177,9 +177,11 @@ def test_move_problems_lists_every_problem():
     assert move_problems("drive", 250.0, poses, ROSORIN_ARM.ids, span=SPAN) == []
     probs = move_problems("2=1001,9=3", float("nan"), poses, ROSORIN_ARM.ids, span=SPAN)
     assert len(probs) == 3
-    assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses,
-                         span=SPAN)[0].startswith("pose 'tuck' is a reference")
-    (unknown,) = move_problems("nowhere", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses,
-                               span=SPAN)
+    assert move_problems("tuck", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses, span=SPAN)[
+        0
+    ].startswith("pose 'tuck' is a reference")
+    (unknown,) = move_problems(
+        "nowhere", 100.0, poses, ROSORIN_ARM.ids, ROSORIN_ARM.reference_poses, span=SPAN
+    )
     listed = unknown.split("(poses: ")[1].rstrip(")").split(", ")
     assert "pretuck" in listed and "tuck" not in listed  # the targets a move can take, never a reference

@@ -11,7 +11,12 @@ from servotool.errors import ExitCode, SettingsError
 from servotool.runs.arm import settings as S
 
 FR3_RANGES = (
-    (-175.0, 175.0), (-265.0, 85.0), (-160.0, 160.0), (-265.0, 85.0), (-175.0, 175.0), (-175.0, 175.0)
+    (-175.0, 175.0),
+    (-265.0, 85.0),
+    (-160.0, 160.0),
+    (-265.0, 85.0),
+    (-175.0, 175.0),
+    (-175.0, 175.0),
 )
 
 
@@ -170,7 +175,7 @@ def test_raw_on_a_real_arm_needs_test_arm():
     assert S.validate_step(raw, simulated=False, test_arm=True) == []
 
 
-floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**12, 10**12))
+floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**12), 10**12))
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -220,8 +225,10 @@ def test_the_per_command_step_change_bounds_a_max_at_a_longer_period(period_s):
     assert S.needs_test_arm_probe(probe)
     assert any("--test-arm" in p for p in S.validate_step(probe, simulated=False))
     assert any("--a-max" in p for p in S.validate_step(replace(probe, shaped=False), simulated=True))
-    assert any("--a-max" in p for p in
-               S.validate_step(replace(probe, a_max=S.MAX_PROBE_A_DEG_S2 * (0.01 / period_s) ** 2 * 1.01)))
+    assert any(
+        "--a-max" in p
+        for p in S.validate_step(replace(probe, a_max=S.MAX_PROBE_A_DEG_S2 * (0.01 / period_s) ** 2 * 1.01))
+    )
 
 
 def test_at_ten_ms_and_below_the_a_max_bounds_are_unchanged():
@@ -239,8 +246,10 @@ periods = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(0.
 def test_whatever_runs_without_a_test_arm_changes_its_step_by_at_most_the_stop_bound(period, a, shaped):
     lag = replace(Lag(), cmd_period_s=period, a_max=a, speeds_deg_s=(1.0,), ramp_s=1.0)
     step = replace(Step(), cmd_period_s=period, a_max=a, shaped=shaped, hold_s=1.0)
-    for runs in (not S.validate_lag(lag, ranges=FR3_RANGES),
-                 not S.validate_step(step, simulated=True) and not S.needs_test_arm_probe(step)):
+    for runs in (
+        not S.validate_lag(lag, ranges=FR3_RANGES),
+        not S.validate_step(step, simulated=True) and not S.needs_test_arm_probe(step),
+    ):
         if runs:
             assert a * period**2 <= S.MAX_A_DEG_S2 * 0.01**2 * (1 + 1e-12)
 
@@ -263,5 +272,7 @@ def test_a_shaped_step_that_would_outrun_the_joint_is_refused_not_clamped(shaper
     assert S.validate_step(short, ranges=FR3_RANGES, speed_limits=FR20_SPEEDS) == []
     assert S.validate_step(replace(short, joint=3), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS) == []
     big = replace(Step(), size_deg=40.0, shaper=shaper)  # 130 deg/s cruise on FR20's J2 (120)
-    assert any("J2's speed limit of 120" in p for p in S.validate_step(
-        replace(big, joint=1), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS))
+    assert any(
+        "J2's speed limit of 120" in p
+        for p in S.validate_step(replace(big, joint=1), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS)
+    )

@@ -26,8 +26,13 @@ def test_an_exception_in_our_own_code_inside_the_loop_ends_braked(tmp_path):
             raise RuntimeError("injected fault in a callback")
 
     try:
-        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
-                       on_tick=injected)
+        run = run_step(
+            arm,
+            StepSettings(steps=2, hold_s=0.4, realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+            on_tick=injected,
+        )
         snap = arm.sim.snapshot()
     finally:
         arm.close()
@@ -61,8 +66,13 @@ def _stall_mid_step(tmp_path, fault):
                 arm.sim.freeze(True)
 
     try:
-        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
-                       on_tick=inject)
+        run = run_step(
+            arm,
+            StepSettings(steps=2, hold_s=0.4, realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+            on_tick=inject,
+        )
         snap = arm.sim.snapshot()
     finally:
         arm.close()  # a frozen simulator lets its held calls go as it stops
@@ -150,11 +160,19 @@ def test_a_goal_outside_the_joint_range_is_refused_before_enabling(tmp_path):
     ranges = ((-100.0, 175.0),) + ((-265.0, 85.0),) * 5  # only the -X level leaves the range
     try:
         with pytest.raises(Refused, match=r"goal -170.00 deg of J1"):
-            run_step(_Ranged(arm, ranges), StepSettings(size_deg=170.0, realtime=False), clock=clock,
-                     out_dir=tmp_path)
+            run_step(
+                _Ranged(arm, ranges),
+                StepSettings(size_deg=170.0, realtime=False),
+                clock=clock,
+                out_dir=tmp_path,
+            )
         with pytest.raises(Refused, match=r"goal 180.00 deg of J1"):
-            run_step(_Ranged(arm, ((-170.0, 170.0),) * 6), StepSettings(size_deg=180.0, realtime=False),
-                     clock=clock, out_dir=tmp_path)
+            run_step(
+                _Ranged(arm, ((-170.0, 170.0),) * 6),
+                StepSettings(size_deg=180.0, realtime=False),
+                clock=clock,
+                out_dir=tmp_path,
+            )
         snap = arm.sim.snapshot()
     finally:
         arm.close()
@@ -199,8 +217,13 @@ def test_a_recording_that_cannot_be_written_mid_run_still_ends_braked(tmp_path, 
             full["disk"] = True
 
     try:
-        run = run_step(recorded, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock,
-                       out_dir=tmp_path, on_tick=fill_the_disk)
+        run = run_step(
+            recorded,
+            StepSettings(steps=2, hold_s=0.4, realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+            on_tick=fill_the_disk,
+        )
         snap = arm.sim.snapshot()
     finally:
         arm.close()
@@ -224,8 +247,13 @@ def test_a_loop_that_stalled_ends_braked_and_never_catches_up_in_a_burst(tmp_pat
             clock.sleep(1.0)
 
     try:
-        run = run_step(arm, StepSettings(steps=2, hold_s=0.4, realtime=False), clock=clock, out_dir=tmp_path,
-                       on_tick=suspend)
+        run = run_step(
+            arm,
+            StepSettings(steps=2, hold_s=0.4, realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+            on_tick=suspend,
+        )
         snap = arm.sim.snapshot()
     finally:
         arm.close()

@@ -271,7 +271,7 @@ def test_guard_catches_an_arm_moving_on_its_own_within_two_ticks(tmp_path):
 def step_plan(size: float, pre_s: float = 0.2, n: int = 100) -> StreamPlan:
     """A hold at POSE for pre_s, then J1's target `size` deg away (the shaper makes the motion)."""
     targets = np.tile(POSE, (n, 1))
-    targets[int(round(pre_s / T)):, 0] += size
+    targets[int(round(pre_s / T)) :, 0] += size
     return StreamPlan(targets, np.zeros(n, dtype=int), np.array(["hold"] * n, dtype=object))
 
 
@@ -381,11 +381,24 @@ def test_lateness_is_kept_in_bounded_memory_with_quantiles_within_a_bin():
 
 def test_run_status_values_and_exit_codes_are_the_documented_ones():
     assert [s.value for s in RunStatus] == [
-        "complete", "interrupted", "fault", "guard", "rejected", "connection-lost", "device-error", "error"
+        "complete",
+        "interrupted",
+        "fault",
+        "guard",
+        "rejected",
+        "connection-lost",
+        "device-error",
+        "error",
     ]
     assert {s: int(s.exit_code) for s in RunStatus} == {
-        RunStatus.COMPLETE: 0, RunStatus.INTERRUPTED: 130, RunStatus.FAULT: 1, RunStatus.GUARD: 1,
-        RunStatus.REJECTED: 1, RunStatus.CONNECTION_LOST: 3, RunStatus.DEVICE_ERROR: 3, RunStatus.ERROR: 1,
+        RunStatus.COMPLETE: 0,
+        RunStatus.INTERRUPTED: 130,
+        RunStatus.FAULT: 1,
+        RunStatus.GUARD: 1,
+        RunStatus.REJECTED: 1,
+        RunStatus.CONNECTION_LOST: 3,
+        RunStatus.DEVICE_ERROR: 3,
+        RunStatus.ERROR: 1,
     }
     assert json.dumps({"status": COMPLETE}) == '{"status": "complete"}'
 
@@ -425,7 +438,11 @@ def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
     job = _HoldJob(50)
     said: list[str] = []
     result = ArmRun(
-        job, clock=clock, out_dir=tmp_path, command="test", callbacks=RunCallbacks(on_status=said.append),
+        job,
+        clock=clock,
+        out_dir=tmp_path,
+        command="test",
+        callbacks=RunCallbacks(on_status=said.append),
         analyse=False,
     ).run(arm)
     assert job.checked == ["settings", "arm", "goals"]
@@ -446,8 +463,10 @@ def test_the_run_skeleton_orders_its_stages_and_always_finishes(tmp_path):
     assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
 
 
-@pytest.mark.parametrize("answer", [ValueError("invalid literal for int()"), IndexError("empty answer"),
-                                    KeyError("unexpected reply")])
+@pytest.mark.parametrize(
+    "answer",
+    [ValueError("invalid literal for int()"), IndexError("empty answer"), KeyError("unexpected reply")],
+)
 def test_finish_disables_whatever_ending_servo_mode_raises(answer):
     """finish never raises: a controller answer the client cannot read (not a DeviceError) must not skip
     the disable."""

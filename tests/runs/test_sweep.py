@@ -22,8 +22,14 @@ def assert_every_command_safe(bus):
 
 @pytest.mark.parametrize(
     ("joint", "direction", "obstacle", "seed"),
-    [(2, "down", 562, 1), (2, "up", 930, 2), (3, "up", 700, 3), (3, "down", 60, 4), (4, "up", 400, 5),
-     (1, "down", 250, 6)],
+    [
+        (2, "down", 562, 1),
+        (2, "up", 930, 2),
+        (3, "up", 700, 3),
+        (3, "down", 60, 4),
+        (4, "up", 400, 5),
+        (1, "down", 250, 6),
+    ],
 )
 def test_obstacles_are_recovered_within_3_pulses(arm, joint, direction, obstacle, seed):
     bus, clock = arm(f"obstacle_{joint}={obstacle}&noise=1&seed={seed}")
@@ -84,8 +90,13 @@ def test_abort_mid_sweep_holds_at_once_and_sends_no_further_move(arm):
     def abort():
         return len(ticks) >= 30
 
-    run = run_sweeps(bus, clock, SweepConfig(joints=(2, 3)), abort_requested=abort,
-                     on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)
+    run = run_sweeps(
+        bus,
+        clock,
+        SweepConfig(joints=(2, 3)),
+        abort_requested=abort,
+        on_event=lambda e: ticks.append(e) if e.kind == "tick" else None,
+    )
     assert run.aborted
     assert [r.reason for r in run.results] == [STOP_ABORT]
     assert run.results[0].limit is None
@@ -94,10 +105,10 @@ def test_abort_mid_sweep_holds_at_once_and_sends_no_further_move(arm):
     holds = [i for i, r in enumerate(received) if isinstance(r.command, p.Stop)]
     assert holds and holds[0] > moves[-1]
     # right after the last move: nothing but reads between them
-    between = received[moves[-1] + 1:holds[0]]
+    between = received[moves[-1] + 1 : holds[0]]
     assert all(isinstance(r.command, p.ServoRequest) for r in between)
     assert len(moves) == 30
-    assert all(not isinstance(r.command, p.Move) for r in received[holds[0]:])
+    assert all(not isinstance(r.command, p.Move) for r in received[holds[0] :])
     assert 2 not in run.found or run.found[2].lo_source != "sweep"
 
 
@@ -106,8 +117,13 @@ def test_abort_with_an_event(arm):
 
     bus, clock = arm()
     ev = threading.Event()
-    run = run_sweeps(bus, clock, SweepConfig(joints=(1,)), abort_requested=ev,
-                     on_event=lambda e: ev.set() if e.kind == "tick" and e.t > 1.0 else None)
+    run = run_sweeps(
+        bus,
+        clock,
+        SweepConfig(joints=(1,)),
+        abort_requested=ev,
+        on_event=lambda e: ev.set() if e.kind == "tick" and e.t > 1.0 else None,
+    )
     assert run.aborted and run.results[-1].reason == STOP_ABORT
 
 
@@ -159,8 +175,15 @@ def test_joint_going_silent_mid_sweep_ends_its_csv_naming_the_cause(arm, tmp_pat
     path = tmp_path / "sweep.csv"
 
     def factory(res):
-        return CsvLogWriter(path, device="sim:rosorin-arm", simulated=True, config={"mode": "sweep"},
-                            units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+        return CsvLogWriter(
+            path,
+            device="sim:rosorin-arm",
+            simulated=True,
+            config={"mode": "sweep"},
+            units=CSV_UNITS,
+            columns=CSV_COLUMNS,
+            command="test",
+        )
 
     run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
     assert run.exit_code == ExitCode.DEVICE
@@ -177,8 +200,15 @@ def test_each_sweep_writes_a_csv(arm, tmp_path):
     def factory(res):
         path = tmp_path / f"sweep_{res.joint}_{res.direction}.csv"
         paths.append(path)
-        return CsvLogWriter(path, device="sim:rosorin-arm", simulated=True, config={"mode": "sweep"},
-                            units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+        return CsvLogWriter(
+            path,
+            device="sim:rosorin-arm",
+            simulated=True,
+            config={"mode": "sweep"},
+            units=CSV_UNITS,
+            columns=CSV_COLUMNS,
+            command="test",
+        )
 
     run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
     meta, df = read_csv(paths[0])
@@ -195,8 +225,9 @@ def test_each_sweep_writes_a_csv(arm, tmp_path):
 def test_configured_limits_are_used_for_the_start_check_only(arm):
     # the sweep goes on to the stored limit: mapping is about finding where the arm really stops
     bus, clock = arm("obstacle_1=900")
-    run = run_sweeps(bus, clock, SweepConfig(joints=(1,), directions=("up",), speed=100.0),
-                     configured={1: (34, 966)})
+    run = run_sweeps(
+        bus, clock, SweepConfig(joints=(1,), directions=("up",), speed=100.0), configured={1: (34, 966)}
+    )
     assert run.results[0].stop == 900
     assert run.found[1].lo == 34 and run.found[1].lo_source == "file" and run.found[1].hi == 880
 
@@ -290,8 +321,9 @@ def test_a_limits_file_edited_during_the_run_is_not_overwritten(arm, tmp_path):
     lf = load_limits(path)
     path.write_text(lf.text + "    arm_max_speed: 100.0\n")  # someone edits it meanwhile
     edited = path.read_text()
-    files = SweepFiles(out_dir=tmp_path / "out", limits_path=path, limits=lf, update_limits=True,
-                       force_sim=True)
+    files = SweepFiles(
+        out_dir=tmp_path / "out", limits_path=path, limits=lf, update_limits=True, force_sim=True
+    )
     rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",), speed=100.0), files)
     assert path.read_text() == edited and not list(tmp_path.glob("*.bak*"))
     assert "changed while the sweep ran" in rec.notes[0]
@@ -312,10 +344,15 @@ def test_a_stop_signal_is_named_on_the_csv_end_line(arm, tmp_path):
     def once(reason):
         bus, clock = arm()
         ticks = []
-        return sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
-                             SweepFiles(out_dir=tmp_path / reason),
-                             abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,
-                             on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)
+        return sweep_and_write(
+            bus,
+            clock,
+            SweepConfig(joints=(2,), directions=("down",)),
+            SweepFiles(out_dir=tmp_path / reason),
+            abort_requested=lambda: len(ticks) >= 20,
+            stop_reason=lambda: reason,
+            on_event=lambda e: ticks.append(e) if e.kind == "tick" else None,
+        )
 
     for reason in ("Ctrl-C", "SIGTERM", "SIGHUP"):
         rec = once(reason)
@@ -346,8 +383,15 @@ def test_a_recording_that_cannot_be_written_holds_the_arm_and_ends_the_run(arm, 
     def factory(res):
         if fails == "on open":
             raise OSError(errno.ENOSPC, "No space left on device")
-        return FullDisk(tmp_path / "sweep.csv", device="sim:rosorin-arm", simulated=True,
-                        config={"mode": "sweep"}, units=CSV_UNITS, columns=CSV_COLUMNS, command="test")
+        return FullDisk(
+            tmp_path / "sweep.csv",
+            device="sim:rosorin-arm",
+            simulated=True,
+            config={"mode": "sweep"},
+            units=CSV_UNITS,
+            columns=CSV_COLUMNS,
+            command="test",
+        )
 
     run = run_sweeps(bus, clock, SweepConfig(joints=(2,), directions=("down",)), writer_factory=factory)
     assert run.exit_code == ExitCode.FAULT and "No space left on device" in run.error
@@ -372,8 +416,12 @@ def test_files_that_cannot_be_written_after_the_sweep_end_it_as_a_fault(arm, tmp
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", full)
-    rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
-                        SweepFiles(out_dir=tmp_path, command="test"))
+    rec = sweep_and_write(
+        bus,
+        clock,
+        SweepConfig(joints=(2,), directions=("down",)),
+        SweepFiles(out_dir=tmp_path, command="test"),
+    )
     assert rec.run.exit_code == ExitCode.FAULT and "No space left on device" in rec.run.error
     assert rec.outputs["csv"] and "json" not in rec.outputs
 
@@ -389,9 +437,14 @@ def test_a_sweep_stopped_by_a_signal_says_so_not_by_key(arm, tmp_path):
     for reason, said in cases:
         bus, clock = arm()
         ticks = []
-        rec = sweep_and_write(bus, clock, SweepConfig(joints=(2,), directions=("down",)),
-                            SweepFiles(out_dir=tmp_path / str(reason)),
-                            abort_requested=lambda: len(ticks) >= 20, stop_reason=lambda: reason,  # noqa: B023
-                            on_event=lambda e: ticks.append(e) if e.kind == "tick" else None)  # noqa: B023
+        rec = sweep_and_write(
+            bus,
+            clock,
+            SweepConfig(joints=(2,), directions=("down",)),
+            SweepFiles(out_dir=tmp_path / str(reason)),
+            abort_requested=lambda: len(ticks) >= 20,  # noqa: B023
+            stop_reason=lambda: reason,  # noqa: B023
+            on_event=lambda e: ticks.append(e) if e.kind == "tick" else None,  # noqa: B023
+        )
         assert [r.reason for r in rec.run.results] == [said]
         assert json.loads(Path(rec.outputs["json"]).read_text())["sweeps"][0]["reason"] == said

@@ -248,8 +248,11 @@ def _pass_lag(
     cr, host = figures
     note = ""
     if cr.n < MIN_FRAMES:  # a pass the run's end cut off is not a sweep too short for its speed
-        note = ("cut off by the end of the run before enough cruise" if ps.end_idx is None
-                else "cruise too short for the lag: lengthen --sweep or lower the speed")
+        note = (
+            "cut off by the end of the run before enough cruise"
+            if ps.end_idx is None
+            else "cruise too short for the lag: lengthen --sweep or lower the speed"
+        )
     # guard view at the send ticks: the setpoint just sent against the newest frame received before it
     ci = ps.cruise_ticks
     g = s.qc[ci] - c.m_latest[ci]
@@ -334,8 +337,15 @@ def analyze_lag(
     disagreement = clock_disagreement(res)
     if disagreement is not None:
         # the controller's clock cannot be trusted over this recording: the host view is the result
-        host = analyze_lag(rec, joint=joint, cmd_period_s=cmd_period_s, a_max=a_max, v_max=v_max,
-                           start_deg=start_deg, correct_link=False)
+        host = analyze_lag(
+            rec,
+            joint=joint,
+            cmd_period_s=cmd_period_s,
+            a_max=a_max,
+            v_max=v_max,
+            start_deg=start_deg,
+            correct_link=False,
+        )
         host.warnings.insert(0, disagreement)
         host.link = dataclasses.replace(host.link, note=disagreement)
         return host
@@ -357,10 +367,12 @@ def clock_disagreement(res: LagResult) -> str | None:
     gap = fit.lag_ms - host.lag_ms
     if not finite(gap) or abs(gap) <= allowed:
         return None
-    return (f"the lag on the controller's clock ({fit.lag_ms:.2f} ms) and the host view "
-            f"({host.lag_ms:.2f} ms) differ by {abs(gap):.2f} ms, more than their uncertainty and a state "
-            f"period allow ({allowed:.2f} ms): the controller's timestamps are not to be trusted here; "
-            "the host view is reported")
+    return (
+        f"the lag on the controller's clock ({fit.lag_ms:.2f} ms) and the host view "
+        f"({host.lag_ms:.2f} ms) differ by {abs(gap):.2f} ms, more than their uncertainty and a state "
+        f"period allow ({allowed:.2f} ms): the controller's timestamps are not to be trusted here; "
+        "the host view is reported"
+    )
 
 
 def _summarise(

@@ -201,8 +201,10 @@ def link_latency(
     notes = []
     state = _state_path(rec)
     if state.outliers:
-        notes.append(f"{state.outliers} state frame(s) whose controller timestamp strays from the others' "
-                     "were kept at their host times")
+        notes.append(
+            f"{state.outliers} state frame(s) whose controller timestamp strays from the others' "
+            "were kept at their host times"
+        )
     if not state.ok:
         notes.append("state frames carry no controller timestamp: the state-path latency stays in L")
     cmd = _command_path(rec, cmd_period_s)

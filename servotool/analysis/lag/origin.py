@@ -159,8 +159,10 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
     else:
         msg = _varying_message(good, tol, friction, omb)
     if odd:
-        msg += (f" (pass {', '.join(map(str, odd))} left out: its cruise L and its own midpoint crossing "
-                f"disagree by more than {tol:.2f} ms, a disturbed measurement rather than dynamics)")
+        msg += (
+            f" (pass {', '.join(map(str, odd))} left out: its cruise L and its own midpoint crossing "
+            f"disagree by more than {tol:.2f} ms, a disturbed measurement rather than dynamics)"
+        )
     return ModelCheck(
         constant=bool(constant),
         spread_ms=spread,

@@ -189,16 +189,24 @@ class _Port(PortHandler):
 
 
 def _data(packet: list[int], length: int) -> bytes | None:
-    data = bytes(packet[PKT_DATA:PKT_DATA + length])
+    data = bytes(packet[PKT_DATA : PKT_DATA + length])
     return data if len(data) == length else None
 
 
 class DxlBus:
     """A DYNAMIXEL Protocol 2.0 bus. Positions are pulses (0-4095 a turn), currents mA, voltages V."""
 
-    def __init__(self, port: _Port, url: str, ids: Iterable[int], *, profile: DxlProfile | None = None,
-                 simulated: bool = False, server: PtyDxlServer | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        port: _Port,
+        url: str,
+        ids: Iterable[int],
+        *,
+        profile: DxlProfile | None = None,
+        simulated: bool = False,
+        server: PtyDxlServer | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self._port = port
         self._ph = PacketHandler(2.0)
         self._url = url
@@ -316,8 +324,9 @@ class DxlBus:
         self.silent.update(pending)
         return out
 
-    def _sync_read(self, ids: Iterable[int] | None, address: int, length: int
-                   ) -> tuple[float, float, tuple[int, ...], dict[int, tuple[int, bytes]]]:
+    def _sync_read(
+        self, ids: Iterable[int] | None, address: int, length: int
+    ) -> tuple[float, float, tuple[int, ...], dict[int, tuple[int, bytes]]]:
         axes = tuple(self._ids if ids is None else ids)
         if not axes:
             now = self.clock.now()
@@ -380,18 +389,23 @@ class DxlBus:
         self._position_mode.update(sid for sid, m in modes.items() if m == ct.POSITION_MODE)
         wrong = {sid: m for sid, m in modes.items() if m is not None and m != ct.POSITION_MODE}
         if wrong:
-            named = ", ".join(f"servo {sid} in {ct.describe_operating_mode(m)} mode"
-                              for sid, m in wrong.items())
-            raise DxlModeRefused(f"{named}: servotool powers and moves servos in position (3) mode only "
-                                 "and never changes the mode (EEPROM); nothing was written to any servo")
+            named = ", ".join(
+                f"servo {sid} in {ct.describe_operating_mode(m)} mode" for sid, m in wrong.items()
+            )
+            raise DxlModeRefused(
+                f"{named}: servotool powers and moves servos in position (3) mode only "
+                "and never changes the mode (EEPROM); nothing was written to any servo"
+            )
         return [sid for sid, m in modes.items() if m is None]
 
     def require_position_mode(self, ids: Iterable[int]) -> None:
         """check_position_mode, with a servo that did not answer refused too (its mode is unknown)."""
         silent = self.check_position_mode(ids)
         if silent:
-            raise DxlModeRefused(f"servo {', '.join(map(str, silent))} not answering the Operating Mode "
-                                 "read: mode unknown, nothing was written to any servo (check the cable)")
+            raise DxlModeRefused(
+                f"servo {', '.join(map(str, silent))} not answering the Operating Mode "
+                "read: mode unknown, nothing was written to any servo (check the cable)"
+            )
 
     def _gate(self, reg: ct.Register, values: Mapping[int, int]) -> None:
         """A goal, or Torque Enable on, goes only to servos read in position mode (check_position_mode)."""
@@ -412,8 +426,9 @@ class DxlBus:
     def _checked(self, field_: str | int | ct.Register, value: int) -> tuple[ct.Register, bytes]:
         reg = field_ if isinstance(field_, ct.Register) else ct.register(field_)
         if reg.address < ct.RAM_START:
-            raise DxlWriteRefused(f"{reg.name} ({reg.address}) is in the EEPROM area: servotool never "
-                                  "writes servo EEPROM")
+            raise DxlWriteRefused(
+                f"{reg.name} ({reg.address}) is in the EEPROM area: servotool never writes servo EEPROM"
+            )
         if not reg.writable:
             raise DxlWriteRefused(f"{reg.name} ({reg.address}) is read-only")
         try:
@@ -427,8 +442,10 @@ class DxlBus:
         or REBOOT sent to it reaches every servo on the line."""
         bad = [sid for sid in ids if type(sid) is not int or not 0 <= sid <= MAX_ID]
         if bad:
-            raise DxlWriteRefused(f"servo id {', '.join(map(str, bad))} outside 0-{MAX_ID} (254 is the "
-                                  "broadcast id): nothing sent")
+            raise DxlWriteRefused(
+                f"servo id {', '.join(map(str, bad))} outside 0-{MAX_ID} (254 is the "
+                "broadcast id): nothing sent"
+            )
 
     def write(self, axis: int, field_: str | int | ct.Register, value: int) -> bool:
         """Write one RAM field of one servo and wait for its answer. True when accepted; False when it did
@@ -539,8 +556,10 @@ class DxlBus:
         self._addressable(targets)
         lo, hi = self.position_range
         if duration_ms < 0 or any(not lo <= g <= hi for g in targets.values()):
-            raise DxlWriteRefused(f"move refused: goals must be {lo}-{hi} pulses and duration >= 0 "
-                                  f"(got {dict(targets)}, {duration_ms} ms)")
+            raise DxlWriteRefused(
+                f"move refused: goals must be {lo}-{hi} pulses and duration >= 0 "
+                f"(got {dict(targets)}, {duration_ms} ms)"
+            )
         self.require_position_mode(targets)  # before Profile Velocity: nothing written when refused
         unknown = [sid for sid in targets if sid not in self._last_position]
         if unknown:
@@ -590,8 +609,10 @@ class DxlBus:
         """Simulated bus: wait until the simulator has taken and answered every packet written so far (real
         bus: no-op). DeviceError if it falls behind by more than timeout_s."""
         if not self._sim_caught_up(timeout_s):
-            raise DeviceError(f"{self._url}: simulator answered {getattr(self.server, 'done', 0)} of "
-                              f"{self._port.packets_written} packets within {timeout_s} s")
+            raise DeviceError(
+                f"{self._url}: simulator answered {getattr(self.server, 'done', 0)} of "
+                f"{self._port.packets_written} packets within {timeout_s} s"
+            )
 
     # --- lifetime -------------------------------------------------------------------------------------------
 
@@ -621,11 +642,12 @@ def _as_bus(bus: DxlBus) -> Bus:
 def _telemetry(sid: int, error: int, data: bytes) -> AxisTelemetry:
     def field_(reg: ct.Register) -> int:
         off = reg.address - ct.TELEMETRY_START
-        return ct.decode_value(reg, data[off:off + reg.size])
+        return ct.decode_value(reg, data[off : off + reg.size])
 
     position, trajectory = field_(ct.PRESENT_POSITION), field_(ct.POSITION_TRAJECTORY)
     return AxisTelemetry(
-        axis=sid, answered=True,
+        axis=sid,
+        answered=True,
         current_ma=float(field_(ct.PRESENT_CURRENT)),
         velocity_rpm=field_(ct.PRESENT_VELOCITY) * ct.RPM_PER_UNIT,
         position=position,
@@ -645,7 +667,7 @@ _DIGITS = re.compile(r"[0-9]+")
 
 
 def parse_ids(text: str) -> tuple[int, ...]:
-    """"10-14,20,30-33" -> (10, 11, 12, 13, 14, 20, 30, 31, 32, 33). ValueError for anything else, ids
+    """ "10-14,20,30-33" -> (10, 11, 12, 13, 14, 20, 30, 31, 32, 33). ValueError for anything else, ids
     outside 0-252 or repeats."""
     out: list[int] = []
     for part in text.split(","):
@@ -693,8 +715,12 @@ def _client_options(params: dict[str, str], url: str) -> dict[str, Any]:
         latency = float(params.pop("latency_ms", DEFAULT_LATENCY_MS))
         if not 0 < latency <= 1000:
             raise ValueError(f"latency_ms={latency:g}: want 0 < latency_ms <= 1000")
-        return {"baud": _baud(params.pop("baud", str(DEFAULT_BAUD))), "ids": parse_ids(ids) if ids else None,
-                "profile": params.pop("profile", None), "latency_ms": latency}
+        return {
+            "baud": _baud(params.pop("baud", str(DEFAULT_BAUD))),
+            "ids": parse_ids(ids) if ids else None,
+            "profile": params.pop("profile", None),
+            "latency_ms": latency,
+        }
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r}: {exc}") from None
 
@@ -721,14 +747,31 @@ class _DxlOpener(SerialOpener[DxlBus]):
     def start_sim(self, profile: Any, params: dict[str, str], clock: Any) -> Any:
         return start_sim(profile, params, clock=clock)
 
-    def connect(self, path: str, parsed: DeviceURL, opts: dict[str, Any], profile: Any, *, simulated: bool,
-                server: Any, clock: Any) -> DxlBus:
+    def connect(
+        self,
+        path: str,
+        parsed: DeviceURL,
+        opts: dict[str, Any],
+        profile: Any,
+        *,
+        simulated: bool,
+        server: Any,
+        clock: Any,
+    ) -> DxlBus:
         port = _open_port(path, opts["baud"], parsed.raw, opts["latency_ms"])
-        return DxlBus(port, parsed.raw, opts["ids"] or (profile.ids if profile else ()), profile=profile,
-                      simulated=simulated, server=server, clock=clock)
+        return DxlBus(
+            port,
+            parsed.raw,
+            opts["ids"] or (profile.ids if profile else ()),
+            profile=profile,
+            simulated=simulated,
+            server=server,
+            clock=clock,
+        )
 
-    def verify(self, bus: DxlBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
-               kwargs: dict[str, Any]) -> None:
+    def verify(
+        self, bus: DxlBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any, kwargs: dict[str, Any]
+    ) -> None:
         if bus.ids:
             return
         found = bus.broadcast_ping()
@@ -759,4 +802,3 @@ def probe(port: str, baud: int = DEFAULT_BAUD) -> list[int]:
         return sorted(bus.broadcast_ping())
     finally:
         bus.close()
-

@@ -30,8 +30,14 @@ MODEL_NAMES = {MODEL_XL330_M288: "XL330-M288", MODEL_XL330_M077: "XL330-M077"}
 # Operating Mode (11, EEPROM) values -> names (ROBOTIS e-Manual, X series). servotool drives position control
 # mode only: in velocity and PWM mode a servo turns at its Goal Velocity (104) / Goal PWM (100) as soon as
 # torque is on, and in the multi-turn modes (4, 5) positions span about +-256 turns, not 0-4095.
-OPERATING_MODES = {0: "current", 1: "velocity", 3: "position", 4: "extended position",
-                   5: "current-based position", 16: "PWM"}
+OPERATING_MODES = {
+    0: "current",
+    1: "velocity",
+    3: "position",
+    4: "extended position",
+    5: "current-based position",
+    16: "PWM",
+}
 POSITION_MODE = 3  # the default, and the only mode servotool powers or moves a servo in
 MULTI_TURN_MODES = (4, 5)
 MULTI_TURN_RANGE = (-1_048_575, 1_048_575)  # Goal Position in modes 4 and 5, pulses (+-256 turns)
@@ -167,8 +173,15 @@ PRESENT_TEMPERATURE = XL330["Present Temperature"]
 # The telemetry span: Present Current (126) through Present Temperature (146), one sync read per sweep.
 TELEMETRY_START = PRESENT_CURRENT.address
 TELEMETRY_LENGTH = PRESENT_TEMPERATURE.end - TELEMETRY_START  # 21 bytes
-TELEMETRY_FIELDS = (PRESENT_CURRENT, PRESENT_VELOCITY, PRESENT_POSITION, VELOCITY_TRAJECTORY,
-                    POSITION_TRAJECTORY, PRESENT_INPUT_VOLTAGE, PRESENT_TEMPERATURE)
+TELEMETRY_FIELDS = (
+    PRESENT_CURRENT,
+    PRESENT_VELOCITY,
+    PRESENT_POSITION,
+    VELOCITY_TRAJECTORY,
+    POSITION_TRAJECTORY,
+    PRESENT_INPUT_VOLTAGE,
+    PRESENT_TEMPERATURE,
+)
 
 
 class HardwareError(enum.IntFlag):
@@ -207,8 +220,9 @@ def encode_value(register: Register, value: int) -> bytes:
     try:
         return int(value).to_bytes(register.size, "little", signed=register.signed)
     except OverflowError:
-        raise ValueError(f"{register.name} ({register.address}): {value} does not fit "
-                         f"{register.size} byte(s)") from None
+        raise ValueError(
+            f"{register.name} ({register.address}): {value} does not fit {register.size} byte(s)"
+        ) from None
 
 
 def register(name_or_address: str | int) -> Register:

@@ -32,9 +32,19 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         except KeyError as exc:
             raise DeviceURLError(f"{parsed.raw}: {exc.args[0]}") from None
     lo, hi = ct.POSITION_RANGE
-    return DeviceFacts(parsed.raw, "dynamixel", BUS, name, parsed.simulated,
-                       tuple(f"servo {i}" for i in ids), "pulse", tuple((float(lo), float(hi)) for _ in ids),
-                       joint_ids=ids, position_range=ct.POSITION_RANGE, id_range=(0, ct.MAX_ID))
+    return DeviceFacts(
+        parsed.raw,
+        "dynamixel",
+        BUS,
+        name,
+        parsed.simulated,
+        tuple(f"servo {i}" for i in ids),
+        "pulse",
+        tuple((float(lo), float(hi)) for _ in ids),
+        joint_ids=ids,
+        position_range=ct.POSITION_RANGE,
+        id_range=(0, ct.MAX_ID),
+    )
 
 
 def lock_keys(parsed: DeviceURL) -> list[str]:

@@ -42,8 +42,15 @@ DEFAULT_PHYSICS = AxisPhysics()
 class SimAxis:
     """State of one servo. `table` is its control-table image; Present registers are refreshed on read."""
 
-    def __init__(self, sid: int, model: int, position: float, temperature_c: float, torque: bool,
-                 physics: AxisPhysics = DEFAULT_PHYSICS) -> None:
+    def __init__(
+        self,
+        sid: int,
+        model: int,
+        position: float,
+        temperature_c: float,
+        torque: bool,
+        physics: AxisPhysics = DEFAULT_PHYSICS,
+    ) -> None:
         self.sid = sid
         self.physics = physics
         self.table = bytearray(ct.TABLE_SIZE)
@@ -63,7 +70,7 @@ class SimAxis:
 
     def _reset_ram(self) -> None:
         """The RAM area as at power-up: torque off, no error, the goal where the servo is."""
-        self.table[ct.RAM_START:] = bytes(ct.TABLE_SIZE - ct.RAM_START)
+        self.table[ct.RAM_START :] = bytes(ct.TABLE_SIZE - ct.RAM_START)
         for reg in ct.XL330.values():
             if not reg.eeprom and reg.initial is not None:
                 self.put(reg, reg.initial)
@@ -77,10 +84,10 @@ class SimAxis:
     # --- table access ---------------------------------------------------------------------------------------
 
     def get(self, reg: ct.Register) -> int:
-        return ct.decode_value(reg, bytes(self.table[reg.address:reg.end]))
+        return ct.decode_value(reg, bytes(self.table[reg.address : reg.end]))
 
     def put(self, reg: ct.Register, value: int) -> None:
-        self.table[reg.address:reg.end] = ct.encode_value(reg, value)
+        self.table[reg.address : reg.end] = ct.encode_value(reg, value)
 
     @property
     def torque(self) -> bool:
@@ -177,8 +184,7 @@ class SimAxis:
             return False  # turning at its goal velocity or PWM
         settled = self.traj - (self.load_ma + self.extra_ma) / self.physics.stiffness_ma_per_pulse
         at_goal = self.free_speed() is not None or self.traj == float(self.get(ct.GOAL_POSITION))
-        return (at_goal and abs(self.pos - settled) < 1e-3
-                and self.extra_ma == 0.0)
+        return at_goal and abs(self.pos - settled) < 1e-3 and self.extra_ma == 0.0
 
     def refresh(self, t_s: float, voltage_v: float, pos_noise: int, current_noise: float) -> None:
         """Write the Present registers from the state (what a read at this instant sees)."""

@@ -255,8 +255,9 @@ class BulkWrite:
     entries: tuple[tuple[int, int, bytes], ...]  # (id, address, data)
 
 
-Command = (Ping | Read | Write | Action | Reboot | FactoryReset | Clear | SyncRead | SyncWrite | BulkRead
-           | BulkWrite)
+Command = (
+    Ping | Read | Write | Action | Reboot | FactoryReset | Clear | SyncRead | SyncWrite | BulkRead | BulkWrite
+)
 
 
 def _need(params: bytes, n: int, what: str, exact: bool = True) -> None:
@@ -273,8 +274,9 @@ def _sync(params: bytes, read: bool) -> SyncRead | SyncWrite:
     if length == 0 or len(rest) % (length + 1):
         raise DxlPacketError(f"sync write: {len(rest)} bytes do not split into (id + {length}) blocks")
     step = length + 1
-    return SyncWrite(address, length, tuple((rest[i], bytes(rest[i + 1:i + step]))
-                                            for i in range(0, len(rest), step)))
+    return SyncWrite(
+        address, length, tuple((rest[i], bytes(rest[i + 1 : i + step])) for i in range(0, len(rest), step))
+    )
 
 
 def _bulk_read(params: bytes) -> BulkRead:
@@ -292,7 +294,7 @@ def _bulk_write(params: bytes) -> BulkWrite:
         sid, address, length = struct.unpack_from("<BHH", params, i)
         if len(params) - i - 5 < length:
             raise DxlPacketError("bulk write: truncated block data")
-        entries.append((sid, address, bytes(params[i + 5:i + 5 + length])))
+        entries.append((sid, address, bytes(params[i + 5 : i + 5 + length])))
         i += 5 + length
     return BulkWrite(tuple(entries))
 
@@ -304,8 +306,12 @@ def decode_instruction(packet: Packet) -> Command:
     if inst == Instruction.PING:
         return Ping()
     if inst in (Instruction.READ, Instruction.WRITE, Instruction.REG_WRITE):
-        _need(params, 4 if inst == Instruction.READ else 2, Instruction(inst).name,
-              exact=inst == Instruction.READ)
+        _need(
+            params,
+            4 if inst == Instruction.READ else 2,
+            Instruction(inst).name,
+            exact=inst == Instruction.READ,
+        )
         (address,) = struct.unpack_from("<H", params)
         if inst == Instruction.READ:
             return Read(address, struct.unpack_from("<H", params, 2)[0])
@@ -346,6 +352,7 @@ class Status:
 def decode_status(packet: Packet) -> Status:
     """A status packet's fields. DxlPacketError if it is not one."""
     if packet.instruction != STATUS or not packet.params:
-        raise DxlPacketError(f"not a status packet (instruction 0x{packet.instruction:02x})",
-                             ErrorNumber.INSTRUCTION)
+        raise DxlPacketError(
+            f"not a status packet (instruction 0x{packet.instruction:02x})", ErrorNumber.INSTRUCTION
+        )
     return Status(packet.id, packet.params[0], bytes(packet.params[1:]))

@@ -24,8 +24,11 @@ def start(profile: str, params: Mapping[str, str]) -> Served:
 
     def events() -> list[SimEvent]:
         nonlocal seen
-        out = [SimEvent("latched", server.sim.now_s(), f"id {sid}: {describe_hardware_error(bits)}")
-               for sid, bits in server.sim.latched().items() if seen.get(sid) != bits]
+        out = [
+            SimEvent("latched", server.sim.now_s(), f"id {sid}: {describe_hardware_error(bits)}")
+            for sid, bits in server.sim.latched().items()
+            if seen.get(sid) != bits
+        ]
         seen = server.sim.latched()
         return out
 
@@ -33,9 +36,16 @@ def start(profile: str, params: Mapping[str, str]) -> Served:
         unregister(entry)
         server.close()
 
-    return Served(url, {**info, "url": url, "params": describe(server.sim.params)}, info["profile"],
-                  "Dynamixel bus", stop, where=server.path, detail=f"ids {', '.join(map(str, info['ids']))}",
-                  events=events)
+    return Served(
+        url,
+        {**info, "url": url, "params": describe(server.sim.params)},
+        info["profile"],
+        "Dynamixel bus",
+        stop,
+        where=server.path,
+        detail=f"ids {', '.join(map(str, info['ids']))}",
+        events=events,
+    )
 
 
 SERVE = SimServe(
@@ -47,8 +57,10 @@ SERVE = SimServe(
     """,
     default_profile="microduck",
     profile_help="Robot profile (its servo ids and models).",
-    param_help=("A simulator parameter as key=value, repeatable (overload=12@5.0, latched=30, silent=22, "
-                "load_13=300)."),
+    param_help=(
+        "A simulator parameter as key=value, repeatable (overload=12@5.0, latched=30, silent=22, "
+        "load_13=300)."
+    ),
     json_help="Print the pty path and parameters as JSON.",
     example="overload=12@5.0",
 )

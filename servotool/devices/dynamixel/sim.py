@@ -52,8 +52,13 @@ class _Overload:
 class DxlSim:
     """The bus and its servos. Feed it packets with `handle`; it returns the status bytes to send back."""
 
-    def __init__(self, profile: DxlProfile, params: DxlSimParams, clock: Clock | None = None,
-                 physics: AxisPhysics = DEFAULT_PHYSICS) -> None:
+    def __init__(
+        self,
+        profile: DxlProfile,
+        params: DxlSimParams,
+        clock: Clock | None = None,
+        physics: AxisPhysics = DEFAULT_PHYSICS,
+    ) -> None:
         self.profile = profile
         self.params = params
         self.clock: Clock = clock or MonotonicClock()
@@ -63,8 +68,14 @@ class DxlSim:
         self._t = 0.0  # sim seconds since t0
         torque = profile.start_torque if params.torque is None else params.torque
         self.axes: dict[int, SimAxis] = {
-            sid: SimAxis(sid, profile.model_number, profile.start_position.get(sid, 2048), params.ambient_c,
-                         torque, physics)
+            sid: SimAxis(
+                sid,
+                profile.model_number,
+                profile.start_position.get(sid, 2048),
+                params.ambient_c,
+                torque,
+                physics,
+            )
             for sid in profile.ids
         }
         for sid, axis in self.axes.items():
@@ -74,8 +85,10 @@ class DxlSim:
             axis.put(ct.GOAL_PWM, params.goal_pwm.get(sid, 0))
             axis.settle()
         self.voltage = params.voltage - params.supply_ohm * sum(a.current for a in self.axes.values()) / 1000
-        self._overloads = [_Overload(s.sid, max(0.0, s.at_s - params.overload_ramp_s), s.at_s,
-                                     params.overload_ma) for s in params.overloads]
+        self._overloads = [
+            _Overload(s.sid, max(0.0, s.at_s - params.overload_ramp_s), s.at_s, params.overload_ma)
+            for s in params.overloads
+        ]
         self._latches = sorted(((s.at_s, s.sid, s.bits) for s in params.latched), reverse=True)
         self._silences = sorted(((s.at_s, s.sid) for s in params.silent), reverse=True)
         self._registered: dict[int, p.Write] = {}
@@ -220,8 +233,11 @@ class DxlSim:
 
     def _group(self, cmd: p.SyncRead | p.SyncWrite | p.BulkRead | p.BulkWrite) -> bytes:
         if isinstance(cmd, (p.SyncRead, p.BulkRead)):
-            reads = (cmd.entries if isinstance(cmd, p.BulkRead)
-                     else [(s, cmd.address, cmd.length) for s in cmd.ids])
+            reads = (
+                cmd.entries
+                if isinstance(cmd, p.BulkRead)
+                else [(s, cmd.address, cmd.length) for s in cmd.ids]
+            )
             out = []
             for sid, address, length in reads:
                 axis = self._alive(sid)
@@ -241,10 +257,13 @@ class DxlSim:
         if length == 0 or address + length > ct.TABLE_SIZE:
             return self._status(axis, E.ACCESS, level=1)
         noise = self.params.noise
-        axis.refresh(self._t, self.voltage,
-                     self._rng.randint(-noise, noise) if noise > 0 and axis.torque else 0,
-                     self._rng.uniform(-1, 1) * self.params.current_noise_ma if axis.torque else 0.0)
-        return self._status(axis, 0, bytes(axis.table[address:address + length]), level=1)
+        axis.refresh(
+            self._t,
+            self.voltage,
+            self._rng.randint(-noise, noise) if noise > 0 and axis.torque else 0,
+            self._rng.uniform(-1, 1) * self.params.current_noise_ma if axis.torque else 0.0,
+        )
+        return self._status(axis, 0, bytes(axis.table[address : address + length]), level=1)
 
     def _check_write(self, axis: SimAxis, address: int, data: bytes) -> int:
         """The error number a write would get (0: accepted)."""
@@ -258,7 +277,7 @@ class DxlSim:
                 return E.ACCESS  # read-only, or EEPROM while torque is on (the ROM lock)
             if reg.address < address or reg.end > end:
                 return E.DATA_LENGTH
-            value = ct.decode_value(reg, data[reg.address - address:reg.end - address])
+            value = ct.decode_value(reg, data[reg.address - address : reg.end - address])
             errnum = self._check_value(axis, reg, value)
             if errnum:
                 return errnum
@@ -280,8 +299,11 @@ class DxlSim:
             return axis.get(ct.MIN_POSITION_LIMIT) <= value <= axis.get(ct.MAX_POSITION_LIMIT)
         if reg is ct.GOAL_POSITION and mode in ct.MULTI_TURN_MODES:
             return ct.MULTI_TURN_RANGE[0] <= value <= ct.MULTI_TURN_RANGE[1]
-        limit = {ct.GOAL_VELOCITY: ct.VELOCITY_LIMIT, ct.GOAL_PWM: ct.PWM_LIMIT,
-                 ct.GOAL_CURRENT: ct.CURRENT_LIMIT}.get(reg)
+        limit = {
+            ct.GOAL_VELOCITY: ct.VELOCITY_LIMIT,
+            ct.GOAL_PWM: ct.PWM_LIMIT,
+            ct.GOAL_CURRENT: ct.CURRENT_LIMIT,
+        }.get(reg)
         return limit is None or abs(value) <= axis.get(limit)
 
     def _write(self, axis: SimAxis, address: int, data: bytes) -> int:
@@ -289,7 +311,7 @@ class DxlSim:
         if errnum:
             return errnum
         was_on = axis.torque
-        axis.table[address:address + len(data)] = data
+        axis.table[address : address + len(data)] = data
         now_on = axis.torque
         if now_on and not was_on:
             axis.torque_on()
@@ -313,16 +335,24 @@ class DxlSim:
             self.advance()
             self.axes[sid].latch(bits)
 
-    def overload(self, sid: int, latch_at_s: float | None = None, ramp_s: float | None = None,
-                 peak_ma: float | None = None) -> float:
+    def overload(
+        self,
+        sid: int,
+        latch_at_s: float | None = None,
+        ramp_s: float | None = None,
+        peak_ma: float | None = None,
+    ) -> float:
         """Schedule an overload: the load rises over ramp_s, then the Overload bit latches at latch_at_s (sim
         seconds; default now + ramp). Returns the latch time."""
         with self._lock:
             self.advance()
             ramp = self.params.overload_ramp_s if ramp_s is None else ramp_s
             at = self._t + ramp if latch_at_s is None else latch_at_s
-            self._overloads.append(_Overload(sid, max(self._t, at - ramp), at,
-                                             self.params.overload_ma if peak_ma is None else peak_ma))
+            self._overloads.append(
+                _Overload(
+                    sid, max(self._t, at - ramp), at, self.params.overload_ma if peak_ma is None else peak_ma
+                )
+            )
             return at
 
     def set_silent(self, sid: int, silent: bool = True) -> None:
@@ -363,9 +393,15 @@ class DxlSim:
         with self._lock:
             self.advance()
             a = self.axes[sid]
-            return {"position": a.pos, "trajectory": a.traj, "current_ma": a.current, "temperature_c": a.temp,
-                    "torque": float(a.torque), "hardware_error": float(a.hardware_error),
-                    "voltage_v": self.voltage}
+            return {
+                "position": a.pos,
+                "trajectory": a.traj,
+                "current_ma": a.current,
+                "temperature_c": a.temp,
+                "torque": float(a.torque),
+                "hardware_error": float(a.hardware_error),
+                "voltage_v": self.voltage,
+            }
 
 
 class PtyDxlServer(PtyServer):
@@ -403,8 +439,9 @@ class PtyDxlServer(PtyServer):
                 self._count(replied=bool(out) and self.dropped_writes == dropped)
 
 
-def start_sim(profile: str | DxlProfile, params: Mapping[str, str] | None = None,
-              clock: Clock | None = None) -> PtyDxlServer:
+def start_sim(
+    profile: str | DxlProfile, params: Mapping[str, str] | None = None, clock: Clock | None = None
+) -> PtyDxlServer:
     """Resolve a profile and URL parameters, build the bus and serve it on a new pty."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return PtyDxlServer(DxlSim(prof, parse_sim_params(prof, params or {}), clock))
@@ -413,6 +450,11 @@ def start_sim(profile: str | DxlProfile, params: Mapping[str, str] | None = None
 def describe_sim(server: PtyDxlServer) -> dict[str, Any]:
     """Where the simulator is and what it simulates (for the standalone command)."""
     sim = server.sim
-    return {"path": server.path, "profile": sim.profile.name, "ids": list(sim.profile.ids),
-            "groups": {k: list(v) for k, v in sim.profile.groups.items()}, "baud": sim.profile.baud,
-            "simulated": True}
+    return {
+        "path": server.path,
+        "profile": sim.profile.name,
+        "ids": list(sim.profile.ids),
+        "groups": {k: list(v) for k, v in sim.profile.groups.items()},
+        "baud": sim.profile.baud,
+        "simulated": True,
+    }

@@ -170,7 +170,7 @@ PARAM_HELP: dict[str, str] = {
     "goal_velocity": "ID:V,...: Goal Velocity (104) in RAM, 0.229 rev/min units, within +-445",
     "latched": "fault specs ID[@T][:BITS]: latched without lead-up (at start when no @T)",
     "mode": "ID:MODE,...: Operating Mode (11): 0 current, 1 velocity, 3 position (default), 4 extended, "
-            "5 current-based position, 16 PWM",
+    "5 current-based position, 16 PWM",
     "noise": "position read noise, pulses (uniform, seeded; default 1)",
     "overload": "ID@T,...: load rises over overload_ramp_s and the Overload bit latches at T",
     "overload_ma": "extra current an overload reaches just before it latches, mA (default 1200)",
@@ -210,8 +210,10 @@ def _named_servos(parsed: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
 def _check_ids(parsed: Mapping[str, Any], profile: DxlProfile) -> None:
     for key, sid in _named_servos(parsed):
         if sid not in profile.ids:
-            raise DeviceURLError(f"simulator parameter {key}: no servo {sid} in {profile.name} "
-                                 f"(servos {', '.join(map(str, profile.ids))})")
+            raise DeviceURLError(
+                f"simulator parameter {key}: no servo {sid} in {profile.name} "
+                f"(servos {', '.join(map(str, profile.ids))})"
+            )
 
 
 def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> DxlSimParams:

@@ -20,8 +20,12 @@ def _sample(telemetry: AxisTelemetry) -> AxisSample | None:
     if not telemetry.answered:
         return None
     return AxisSample(
-        position=telemetry.position, target=telemetry.position_trajectory, current=telemetry.current_ma,
-        velocity=telemetry.velocity_rpm, voltage=telemetry.voltage_v, temperature=telemetry.temperature_c,
+        position=telemetry.position,
+        target=telemetry.position_trajectory,
+        current=telemetry.current_ma,
+        velocity=telemetry.velocity_rpm,
+        voltage=telemetry.voltage_v,
+        temperature=telemetry.temperature_c,
     )
 
 
@@ -49,14 +53,24 @@ class DynamixelSource:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "url": self.url, "model": self.model, "simulated": self.simulated, "family": "dynamixel",
-            "axes": list(self.fast_ids + self.context_ids), "fast_axes": list(self.fast_ids),
+            "url": self.url,
+            "model": self.model,
+            "simulated": self.simulated,
+            "family": "dynamixel",
+            "axes": list(self.fast_ids + self.context_ids),
+            "fast_axes": list(self.fast_ids),
             "context_axes": list(self.context_ids),
-            "units": {"position": "pulse (4096 a turn)", "target": "pulse (Position Trajectory)",
-                      "gap": "pulse", "current": "mA", "velocity": "rpm", "voltage": "V",
-                      "temperature": "deg C"},
+            "units": {
+                "position": "pulse (4096 a turn)",
+                "target": "pulse (Position Trajectory)",
+                "gap": "pulse",
+                "current": "mA",
+                "velocity": "rpm",
+                "voltage": "V",
+                "temperature": "deg C",
+            },
             "status_word": "Hardware Error Status (70): bit 0 voltage, 2 overheating, 3 encoder, "
-                           "4 electrical shock, 5 overload",
+            "4 electrical shock, 5 overload",
             "operating_modes": self.operating_modes,
         }
 

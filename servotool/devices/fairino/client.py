@@ -66,7 +66,11 @@ if TYPE_CHECKING:
 UNREADABLE_ANSWER: tuple[type[Exception], ...] = (ExpatError, xmlrpc.client.ResponseError, ValueError)
 # an optional call's failure, or a connect check's: no usable answer whatever the reason
 NO_ANSWER: tuple[type[Exception], ...] = (
-    OSError, http.client.HTTPException, xmlrpc.client.Error, *UNREADABLE_ANSWER)
+    OSError,
+    http.client.HTTPException,
+    xmlrpc.client.Error,
+    *UNREADABLE_ANSWER,
+)
 
 # what a UDP reply answers: a setpoint (ServoJ), else the controller's name of the command
 _CMD_NAMES = {
@@ -77,8 +81,12 @@ _CMD_NAMES = {
 
 
 # the XML-RPC calls behind the Arm methods, as a run's notes quote them
-COMMAND_NAMES = CommandNames(servo_start="ServoMoveStart", servo_end="ServoMoveEnd", disable="RobotEnable(0)",
-                             reset_faults="ResetAllError")
+COMMAND_NAMES = CommandNames(
+    servo_start="ServoMoveStart",
+    servo_end="ServoMoveEnd",
+    disable="RobotEnable(0)",
+    reset_faults="ResetAllError",
+)
 
 _TRACE = trace.logger("fairino")  # frames and calls at debug level (devices.trace)
 # what a real controller is asked for: fields of the vendor SDK's table alone (fields.VENDOR_FIELDS)
@@ -178,8 +186,15 @@ class FairinoArm:
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
         try:
             self._stream = StateStream(
-                host, cnde_port, period_ms=int(state_ms), now=now, silence_s=float(silence_s),
-                timeout_s=float(connect_timeout_s), on_lost=self._lose, label=self.url, watch=self._clock.now,
+                host,
+                cnde_port,
+                period_ms=int(state_ms),
+                now=now,
+                silence_s=float(silence_s),
+                timeout_s=float(connect_timeout_s),
+                on_lost=self._lose,
+                label=self.url,
+                watch=self._clock.now,
                 fields=tuple(state_fields or REAL_SUBSCRIPTION),
             )
             self._check_rpc(rpc_port, float(connect_timeout_s))
@@ -224,7 +239,7 @@ class FairinoArm:
 
     @property
     def joint_ranges_source(self) -> str:
-        """"controller" or "profile": where joint_ranges come from."""
+        """ "controller" or "profile": where joint_ranges come from."""
         return "controller" if self._controller_ranges else "profile"
 
     def _read_soft_limits(self) -> JointRanges | None:
@@ -375,8 +390,10 @@ class FairinoArm:
             except xmlrpc.client.Fault as exc:
                 raise DeviceError(f"{self.url}: {method} refused: {exc.faultString}") from None
             except UNREADABLE_ANSWER as exc:
-                raise DeviceError(f"{self.url}: {method} answered something that is not XML-RPC "
-                                  f"({type(exc).__name__}: {exc})") from None
+                raise DeviceError(
+                    f"{self.url}: {method} answered something that is not XML-RPC "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
             except (OSError, http.client.HTTPException, xmlrpc.client.ProtocolError) as exc:
                 timed_out = isinstance(exc, TimeoutError)
                 if after_loss:
@@ -696,8 +713,9 @@ def check_watchdog(url: str, state_ms: int, silence_s: float) -> None:
         )
 
 
-def client_kwargs(parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]],
-                   params: dict[str, str]) -> dict[str, Any]:
+def client_kwargs(
+    parsed: DeviceURL, table: dict[str, tuple[str, Callable[[str], Any]]], params: dict[str, str]
+) -> dict[str, Any]:
     """The FairinoArm keywords of the URL parameters in `table` (taken out of `params`). DeviceURLError
     naming the parameter and its bounds for a value that is not valid (before anything is opened)."""
     out: dict[str, Any] = {}
@@ -732,8 +750,9 @@ def real_url_settings(parsed: DeviceURL) -> tuple[str, str, dict[str, Any]]:
     model = client.pop("model", "fairino")
     if model != "fairino" and model not in PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown model {model!r} (known: {', '.join(PROFILES)})")
-    check_watchdog(parsed.raw, client.get("state_ms", DEFAULT_STATE_MS),
-                   client.get("silence_s", DEFAULT_SILENCE_S))
+    check_watchdog(
+        parsed.raw, client.get("state_ms", DEFAULT_STATE_MS), client.get("silence_s", DEFAULT_SILENCE_S)
+    )
     return host, model, client
 
 
@@ -752,8 +771,14 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
         prof = PROFILES[model]
         limits, ranges, lag_ms = prof.joint_speed_limits, prof.joint_ranges, prof.lag_ms
     return FairinoArm(
-        host, now=now, model=model, url=parsed.raw, joint_speed_limits=limits, joint_ranges=ranges,
-        nominal_lag_ms=lag_ms, **{**client, **kwargs},
+        host,
+        now=now,
+        model=model,
+        url=parsed.raw,
+        joint_speed_limits=limits,
+        joint_ranges=ranges,
+        nominal_lag_ms=lag_ms,
+        **{**client, **kwargs},
     )
 
 
@@ -780,6 +805,9 @@ def soft_limits_from_answer(answer: Any, n_joints: int = 6) -> JointRanges | Non
 
 if TYPE_CHECKING:
     # mypy proves here that the client implements the whole Arm interface and every capability
-    def _implements_arm(arm: FairinoArm) -> tuple[Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog,
-                                                   HasStatePeriod, HasClock, NamesCommands]:
+    def _implements_arm(
+        arm: FairinoArm,
+    ) -> tuple[
+        Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog, HasStatePeriod, HasClock, NamesCommands
+    ]:
         return arm, arm, arm, arm, arm, arm, arm, arm

@@ -22,8 +22,15 @@ CLIENT_KEYS = ("transport", "silence_ms", "timeout_ms", "clock")
 # ServoJ at 10 ms. The acceleration caps are calibrated on the runaway campaign (seed 000): the trigger is
 # a change of the per-command step near 1 deg (a_max * cmdT^2 at about 10,000 deg/s^2); 2,000 deg/s^2 keeps
 # the braked stop 5x below it, and a shaped probe may reach 20,000 on a test arm to find the ceiling.
-MOTION = MotionCaps(cmd_period_s=0.01, v_max=130.0, a_max=500.0, j_max=10000.0, a_cap=2000.0,
-                    a_probe_cap=20000.0, shapers=("accel", "otg"))
+MOTION = MotionCaps(
+    cmd_period_s=0.01,
+    v_max=130.0,
+    a_max=500.0,
+    j_max=10000.0,
+    a_cap=2000.0,
+    a_probe_cap=20000.0,
+    shapers=("accel", "otg"),
+)
 
 
 def _open(parsed: DeviceURL, **kwargs: Any) -> Any:
@@ -46,16 +53,36 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
             profile = profiles.with_overrides(parsed.target, params)
         except profiles.ProfileError as exc:
             raise DeviceURLError(f"{parsed.raw}: {exc}") from None
-        return DeviceFacts(parsed.raw, "fairino", ARM, profile.name, True, JOINT_NAMES, "deg",
-                           tuple(profile.joint_ranges), tuple(profile.joint_speed_limits), motion=MOTION)
+        return DeviceFacts(
+            parsed.raw,
+            "fairino",
+            ARM,
+            profile.name,
+            True,
+            JOINT_NAMES,
+            "deg",
+            tuple(profile.joint_ranges),
+            tuple(profile.joint_speed_limits),
+            motion=MOTION,
+        )
     from servotool.devices.fairino.client import real_url_settings  # the whole URL, as a run opens it
 
     _, model, _ = real_url_settings(parsed)
     known = profiles.PROFILES.get(model)
     ranges = known.joint_ranges if known else profiles.CONSERVATIVE_RANGES
     limits = known.joint_speed_limits if known else profiles.CONSERVATIVE_LIMITS
-    return DeviceFacts(parsed.raw, "fairino", ARM, model if known else "", False, JOINT_NAMES, "deg",
-                       tuple(ranges), tuple(limits), motion=MOTION)
+    return DeviceFacts(
+        parsed.raw,
+        "fairino",
+        ARM,
+        model if known else "",
+        False,
+        JOINT_NAMES,
+        "deg",
+        tuple(ranges),
+        tuple(limits),
+        motion=MOTION,
+    )
 
 
 def lock_keys(parsed: DeviceURL) -> list[str]:

@@ -38,10 +38,22 @@ Ranges = tuple[tuple[float, float], ...]
 # the shapes of a refusal of a state configuration naming a field the controller does not have
 CNDE_REFUSALS = ("types", "named", "bare")
 
-FR3_RANGES: Ranges = ((-175.0, 175.0), (-265.0, 85.0), (-150.0, 150.0), (-265.0, 85.0), (-175.0, 175.0),
-                      (-175.0, 175.0))
-FR20_RANGES: Ranges = ((-175.0, 175.0), (-265.0, 85.0), (-160.0, 160.0), (-265.0, 85.0), (-175.0, 175.0),
-                       (-175.0, 175.0))
+FR3_RANGES: Ranges = (
+    (-175.0, 175.0),
+    (-265.0, 85.0),
+    (-150.0, 150.0),
+    (-265.0, 85.0),
+    (-175.0, 175.0),
+    (-175.0, 175.0),
+)
+FR20_RANGES: Ranges = (
+    (-175.0, 175.0),
+    (-265.0, 85.0),
+    (-160.0, 160.0),
+    (-265.0, 85.0),
+    (-175.0, 175.0),
+    (-175.0, 175.0),
+)
 # a controller of unknown model: the intersection of the known ones
 CONSERVATIVE_RANGES: Ranges = tuple(
     (max(a[0], b[0]), min(a[1], b[1])) for a, b in zip(FR3_RANGES, FR20_RANGES, strict=True)
@@ -149,10 +161,10 @@ PARAM_HELP: dict[str, str] = {
     "cnde_clients": "state-stream clients served at once; more are cut off (0 = any number; a real one: 1?)",
     "joint_ranges": "joint soft limits the controller reports, deg: twelve comma-separated values lo1,hi1,..",
     "cnde_refusal": "how a state configuration naming an unknown field is refused: types (one type per "
-                    "field, NOT_FOUND where unknown), named (NOT_FOUND and the unknown names) or bare "
-                    "(NOT_FOUND)",
+    "field, NOT_FOUND where unknown), named (NOT_FOUND and the unknown names) or bare "
+    "(NOT_FOUND)",
     "sim_fields": "stream the simulator-only state fields (true/false; false: NOT_FOUND, as a real "
-                  "controller)",
+    "controller)",
     "rpc_close_after": "close the XML-RPC port once this many ServoJ setpoints were taken (0 = never)",
 }
 

@@ -28,13 +28,15 @@ def _rows(info: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     )
 
 
-def start(profile: str, params: Mapping[str, str], *, host: str, rpc_port: int, cnde_port: int,
-          udp_port: int) -> Served:
+def start(
+    profile: str, params: Mapping[str, str], *, host: str, rpc_port: int, cnde_port: int, udp_port: int
+) -> Served:
     """The controller simulator bound and serving (ProfileError for a parameter, SimError for a port)."""
     from servotool.devices.fairino.sim import FairinoSim
 
-    sim = FairinoSim(profile, host=host, rpc_port=rpc_port, cnde_port=cnde_port, udp_port=udp_port,
-                     overrides=dict(params))
+    sim = FairinoSim(
+        profile, host=host, rpc_port=rpc_port, cnde_port=cnde_port, udp_port=udp_port, overrides=dict(params)
+    )
     sim.start()
     info = sim.address()
 
@@ -47,8 +49,15 @@ def start(profile: str, params: Mapping[str, str], *, host: str, rpc_port: int, 
                 return out
             out.append(SimEvent("fault", event.t, event.text))
 
-    return Served(info["url"], info, info["profile"], "FAIRINO controller simulator", sim.stop,
-                  rows=_rows(info), events=events)
+    return Served(
+        info["url"],
+        info,
+        info["profile"],
+        "FAIRINO controller simulator",
+        sim.stop,
+        rows=_rows(info),
+        events=events,
+    )
 
 
 def _port(name: str, default: int, what: str) -> SimOption:
@@ -76,8 +85,13 @@ SERVE = SimServe(
         SimOption("lag_ms", float, None, "Commanded-to-measured delay L (ms).", param=True),
         SimOption("tau_ms", float, None, "First-order time constant after L (ms).", param=True),
         SimOption("noise_deg", float, None, "Encoder noise, std dev (deg).", param=True),
-        SimOption("state_ms", int, None, "State period for clients that ask for period 0 (others get what "
-                  "they ask).", param=True),
+        SimOption(
+            "state_ms",
+            int,
+            None,
+            "State period for clients that ask for period 0 (others get what they ask).",
+            param=True,
+        ),
     ),
     positional=False,
 )

@@ -190,16 +190,23 @@ class FairinoSim:
         self._rpc: _RpcServer | None = None
         self._cnde_sock: socket.socket | None = None
         self._udp_sock: socket.socket | None = None
-        self.stats = {"udp_frames": 0, "udp_bad": 0, "cnde_clients": 0, "rpc_calls": 0, "sender_switches": 0,
-                      "cnde_refused": 0}
+        self.stats = {
+            "udp_frames": 0,
+            "udp_bad": 0,
+            "cnde_clients": 0,
+            "rpc_calls": 0,
+            "sender_switches": 0,
+            "cnde_refused": 0,
+        }
         self._senders: dict[str, float] = {}  # ServoJ sender -> time of its last command (sim clock)
         self._last_sender: str | None = None
         self._taken = threading.Condition()  # lock-step: counts of what the UDP port took and answered
         self._datagrams = 0
         self._answered: dict[tuple[str, int], int] = {}
         # the state fields this controller has
-        self._fields = FIELDS if self.profile.sim_fields else {
-            k: v for k, v in FIELDS.items() if k not in SIM_FIELDS}
+        self._fields = (
+            FIELDS if self.profile.sim_fields else {k: v for k, v in FIELDS.items() if k not in SIM_FIELDS}
+        )
         self._rpc_closed = False
         self._servoj_taken = 0
 
@@ -676,9 +683,15 @@ class LockStep:
         arguments go to FairinoArm (model, transport, enable_wait_s, ...)."""
         ports = self.sim.ports
         arm = FairinoArm(
-            self.sim.host, rpc_port=ports.rpc, cnde_port=ports.cnde, udp_port=ports.udp,
-            state_ms=self.sim.profile.state_ms, clock=self.clock, url=self.sim.address()["url"],
-            state_fields=SIM_SUBSCRIPTION, **kwargs,
+            self.sim.host,
+            rpc_port=ports.rpc,
+            cnde_port=ports.cnde,
+            udp_port=ports.udp,
+            state_ms=self.sim.profile.state_ms,
+            clock=self.clock,
+            url=self.sim.address()["url"],
+            state_fields=SIM_SUBSCRIPTION,
+            **kwargs,
         )
         return self.add(arm)
 
@@ -736,11 +749,22 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
     link = LockStep(sim, clock) if clock is not None else None
     try:
         arm = FairinoArm(
-            "127.0.0.1", rpc_port=sim.ports.rpc, cnde_port=sim.ports.cnde, udp_port=sim.ports.udp,
-            state_ms=profile.state_ms, now=stamp, enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
-            model=profile.name, simulated=True, url=parsed.raw, joint_speed_limits=profile.joint_speed_limits,
-            joint_ranges=profile.joint_ranges, nominal_lag_ms=profile.lag_ms, sim=sim,
-            state_fields=SIM_SUBSCRIPTION, **{**client, **kwargs},
+            "127.0.0.1",
+            rpc_port=sim.ports.rpc,
+            cnde_port=sim.ports.cnde,
+            udp_port=sim.ports.udp,
+            state_ms=profile.state_ms,
+            now=stamp,
+            enable_wait_s=profile.enable_ms / 1000.0 + 0.02,
+            model=profile.name,
+            simulated=True,
+            url=parsed.raw,
+            joint_speed_limits=profile.joint_speed_limits,
+            joint_ranges=profile.joint_ranges,
+            nominal_lag_ms=profile.lag_ms,
+            sim=sim,
+            state_fields=SIM_SUBSCRIPTION,
+            **{**client, **kwargs},
         )
     except BaseException:
         sim.stop()

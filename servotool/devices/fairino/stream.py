@@ -120,15 +120,23 @@ class StateStream:
                 raise DeviceError(f"{self._label}: the controller refused the state configuration: {text!r}")
             required = [n for n in missing if n in REQUIRED_FIELDS]
             if required or all(n in REQUIRED_FIELDS for n in names):
-                raise DeviceError(f"{self._label}: the controller has not the state fields every run needs "
-                                  f"({', '.join(required or REQUIRED_FIELDS)}): {text[:200]!r}")
+                raise DeviceError(
+                    f"{self._label}: the controller has not the state fields every run needs "
+                    f"({', '.join(required or REQUIRED_FIELDS)}): {text[:200]!r}"
+                )
             # a refusal that names none of the fields asked for drops every optional one
-            names = [n for n in names if n not in missing] if missing else [
-                n for n in names if n in REQUIRED_FIELDS]
+            names = (
+                [n for n in names if n not in missing]
+                if missing
+                else [n for n in names if n in REQUIRED_FIELDS]
+            )
         self.missing = tuple(n for n in asked if n not in names)
         if self.missing:
-            _log.warning("%s: the controller answered NOT_FOUND: going on without the state field(s) %s",
-                         self._label, ", ".join(self.missing))
+            _log.warning(
+                "%s: the controller answered NOT_FOUND: going on without the state field(s) %s",
+                self._label,
+                ", ".join(self.missing),
+            )
         try:
             return tuple(names), p.StateLayout.from_types(names, text.split(","))
         except p.CndeFrameError as exc:

@@ -40,11 +40,18 @@ class FairinoSource:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "url": self.url, "model": self.model, "simulated": self.simulated, "family": "fairino",
+            "url": self.url,
+            "model": self.model,
+            "simulated": self.simulated,
+            "family": "fairino",
             "axes": [f"j{j + 1}" for j in range(int(self.arm.n_joints))],
             "status_axes": [CONTROLLER],
-            "units": {"position": "deg", "target": "deg (the setpoint the controller took)", "gap": "deg",
-                      "velocity": "deg/s"},
+            "units": {
+                "position": "deg",
+                "target": "deg (the setpoint the controller took)",
+                "gap": "deg",
+                "velocity": "deg/s",
+            },
             "status_word": "main_code << 16 | sub_code",
         }
 

@@ -81,8 +81,11 @@ class FakeArm:
         self.reply = reply
         self.lose_after = lose_after
         self.busy = busy
-        start = tuple(float(x) for x in pose) if pose is not None else tuple(
-            START_POSE[j] if j < len(START_POSE) else 0.0 for j in range(self.n_joints))
+        start = (
+            tuple(float(x) for x in pose)
+            if pose is not None
+            else tuple(START_POSE[j] if j < len(START_POSE) else 0.0 for j in range(self.n_joints))
+        )
         if len(start) != self.n_joints:
             raise ValueError(f"start pose has {len(start)} joints, the arm {self.n_joints}")
         t0 = self._now()
@@ -244,8 +247,9 @@ class FakeArm:
         if self.lose_after is not None and self.taken >= self.lose_after:
             self.lose(f"link lost after {self.lose_after} setpoints (simulated)")
 
-    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01,
-                timeout_s: float = 5.0) -> float:
+    def warm_up(
+        self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.01, timeout_s: float = 5.0
+    ) -> float:
         """The fake executes a stream from its first setpoint: nothing to wait for (0 s)."""
         self.calls.append("warm_up")
         self._check()
@@ -307,7 +311,14 @@ def open_fake_arm(url: str, params: ArmParams, clock: Clock | None, **kwargs: An
     if clock is not None:
         now = clock.now  # a FakeClock: simulated time; another clock: real time, stamped by it
     return FakeArm(
-        clock, now=now, url=url, n_joints=params.joints, lag_s=params.lag_s, state_s=params.state_s,
-        silence_s=params.silence_s, reply=params.reply or transport == "rpc", lose_after=params.lose_after,
+        clock,
+        now=now,
+        url=url,
+        n_joints=params.joints,
+        lag_s=params.lag_s,
+        state_s=params.state_s,
+        silence_s=params.silence_s,
+        reply=params.reply or transport == "rpc",
+        lose_after=params.lose_after,
         busy=BUSY_REASON if params.busy else None,
     )

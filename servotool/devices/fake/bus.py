@@ -57,8 +57,15 @@ class _Motion:
 class FakeBus:
     """A bus of position servos computed in-process; see the module docstring."""
 
-    def __init__(self, clock: Clock | None = None, *, url: str = "sim:fake-bus", servos: int = 4,
-                 silent: Iterable[int] = (), lose_after: int | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        url: str = "sim:fake-bus",
+        servos: int = 4,
+        silent: Iterable[int] = (),
+        lose_after: int | None = None,
+    ) -> None:
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self._url = url
         self._ids = tuple(range(1, int(servos) + 1))
@@ -125,8 +132,10 @@ class FakeBus:
         out = [int(sid) for sid in ids]
         stray = [sid for sid in out if sid not in self._servos]
         if stray:
-            raise ValueError(f"no servo {', '.join(map(str, stray))} on {self._url} (servos "
-                             f"{self._ids[0]}-{self._ids[-1]})")
+            raise ValueError(
+                f"no servo {', '.join(map(str, stray))} on {self._url} (servos "
+                f"{self._ids[0]}-{self._ids[-1]})"
+            )
         return out
 
     # -- commands --------------------------------------------------------------------------------------------
@@ -142,8 +151,11 @@ class FakeBus:
         for sid, pos in targets.items():
             if isinstance(pos, bool) or not isinstance(pos, int) or not lo <= pos <= hi:
                 raise ValueError(f"servo {sid} position {pos!r} outside {lo}-{hi} (whole units)")
-        if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or not \
-                0 <= duration_ms <= MAX_DURATION_MS:
+        if (
+            isinstance(duration_ms, bool)
+            or not isinstance(duration_ms, int)
+            or not 0 <= duration_ms <= MAX_DURATION_MS
+        ):
             raise ValueError(f"move duration {duration_ms!r} ms outside 0-{MAX_DURATION_MS}")
         now = self._command()
         for sid, pos in targets.items():

@@ -26,9 +26,19 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     p = params.bus_params(parsed)
     ids = tuple(range(1, p.servos + 1))
     lo, hi = params.POSITION_RANGE
-    return DeviceFacts(parsed.raw, NAME, BUS, NAME, True, tuple(f"servo {i}" for i in ids), "unit",
-                       tuple((float(lo), float(hi)) for _ in ids), joint_ids=ids,
-                       position_range=params.POSITION_RANGE, id_range=(1, params.MAX_SERVOS))
+    return DeviceFacts(
+        parsed.raw,
+        NAME,
+        BUS,
+        NAME,
+        True,
+        tuple(f"servo {i}" for i in ids),
+        "unit",
+        tuple((float(lo), float(hi)) for _ in ids),
+        joint_ids=ids,
+        position_range=params.POSITION_RANGE,
+        id_range=(1, params.MAX_SERVOS),
+    )
 
 
 def _open(parsed: DeviceURL, **kwargs: Any) -> Any:

@@ -15,8 +15,15 @@ from servotool.devices.url import DeviceURL, DeviceURLError, sim_clock
 NAME = "fake-arm"
 
 # the bounds of every arm run's defaults: the fake has no runaway of its own to calibrate caps on
-MOTION = MotionCaps(cmd_period_s=0.01, v_max=130.0, a_max=500.0, j_max=10000.0, a_cap=2000.0,
-                    a_probe_cap=20000.0, shapers=("accel", "otg"))
+MOTION = MotionCaps(
+    cmd_period_s=0.01,
+    v_max=130.0,
+    a_max=500.0,
+    j_max=10000.0,
+    a_cap=2000.0,
+    a_probe_cap=20000.0,
+    shapers=("accel", "otg"),
+)
 
 
 def _own(parsed: DeviceURL) -> None:
@@ -29,8 +36,18 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     _own(parsed)
     p = params.arm_params(parsed)
     names = tuple(f"J{j + 1}" for j in range(p.joints))
-    return DeviceFacts(parsed.raw, NAME, ARM, NAME, True, names, "deg", (params.JOINT_RANGE,) * p.joints,
-                       (params.JOINT_SPEED_LIMIT,) * p.joints, motion=MOTION)
+    return DeviceFacts(
+        parsed.raw,
+        NAME,
+        ARM,
+        NAME,
+        True,
+        names,
+        "deg",
+        (params.JOINT_RANGE,) * p.joints,
+        (params.JOINT_SPEED_LIMIT,) * p.joints,
+        motion=MOTION,
+    )
 
 
 def _open(parsed: DeviceURL, **kwargs: Any) -> Any:

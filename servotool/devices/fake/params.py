@@ -67,26 +67,43 @@ def _ids(text: str) -> tuple[int, ...]:
 _Spec = dict[str, tuple[str, Callable[[str], Any], str]]
 
 ARM_SPEC: _Spec = {
-    "joints": ("joints", bounded(1, MAX_JOINTS, integer=True),
-               f"number of joints, 1-{MAX_JOINTS} (default 6)"),
-    "lag_ms": ("lag_s", bounded(0, 1000, " ms", scale=1e-3),
-               "command-to-state lag: a setpoint is reached this long after it was sent, ms (default 50)"),
+    "joints": (
+        "joints",
+        bounded(1, MAX_JOINTS, integer=True),
+        f"number of joints, 1-{MAX_JOINTS} (default 6)",
+    ),
+    "lag_ms": (
+        "lag_s",
+        bounded(0, 1000, " ms", scale=1e-3),
+        "command-to-state lag: a setpoint is reached this long after it was sent, ms (default 50)",
+    ),
     "state_ms": ("state_s", bounded(1, 100, " ms", scale=1e-3), "state frame period, ms (default 8)"),
-    "silence_ms": ("silence_s", bounded(1, 10000, " ms", scale=1e-3),
-                   "lost-link watchdog: no state frame for this long is a lost link, ms (default 100)"),
-    "lose_after": ("lose_after", bounded(0, 1e9, integer=True),
-                   "the link goes down after this many setpoints: the next call raises ConnectionLost"),
+    "silence_ms": (
+        "silence_s",
+        bounded(1, 10000, " ms", scale=1e-3),
+        "lost-link watchdog: no state frame for this long is a lost link, ms (default 100)",
+    ),
+    "lose_after": (
+        "lose_after",
+        bounded(0, 1e9, integer=True),
+        "the link goes down after this many setpoints: the next call raises ConnectionLost",
+    ),
     "busy": ("busy", _flag, "1: another owner holds the arm (busy_reason says so; a run is refused)"),
     "reply": ("reply", _flag, "1: every setpoint is answered at once (a Reply), as a request/answer link is"),
 }
 
 BUS_SPEC: _Spec = {
-    "servos": ("servos", bounded(1, MAX_SERVOS, integer=True),
-               f"number of servos, ids 1-N, N at most {MAX_SERVOS} (default 4)"),
+    "servos": (
+        "servos",
+        bounded(1, MAX_SERVOS, integer=True),
+        f"number of servos, ids 1-N, N at most {MAX_SERVOS} (default 4)",
+    ),
     "silent": ("silent", _ids, "ids of servos that never answer, comma-separated"),
-    "lose_after": ("lose_after", bounded(0, 1e9, integer=True),
-                   "the link goes down after this many commands: commands raise ConnectionLost, reads answer "
-                   "None"),
+    "lose_after": (
+        "lose_after",
+        bounded(0, 1e9, integer=True),
+        "the link goes down after this many commands: commands raise ConnectionLost, reads answer None",
+    ),
 }
 
 
@@ -94,12 +111,15 @@ def _read(parsed: DeviceURL, spec: _Spec) -> dict[str, Any]:
     params = dict(parsed.params)
     clock = params.pop("clock", "host")
     if clock not in ("host", "sim"):
-        raise DeviceURLError(f"{parsed.raw}: clock={clock!r}: want clock=host (real time) or clock=sim "
-                             "(simulated time)")
+        raise DeviceURLError(
+            f"{parsed.raw}: clock={clock!r}: want clock=host (real time) or clock=sim (simulated time)"
+        )
     unknown = sorted(set(params) - set(spec))
     if unknown:
-        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: "
-                             f"{', '.join(sorted([*spec, 'clock']))}")
+        raise DeviceURLError(
+            f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: "
+            f"{', '.join(sorted([*spec, 'clock']))}"
+        )
     out: dict[str, Any] = {}
     for key, text in params.items():
         name, convert, _ = spec[key]
@@ -115,8 +135,10 @@ def arm_params(parsed: DeviceURL) -> ArmParams:
     watchdog that does not outlast two state periods (every healthy wait would read as a lost link)."""
     out = ArmParams(**_read(parsed, ARM_SPEC))
     if out.silence_s < 2 * out.state_s - 1e-12:
-        raise DeviceURLError(f"{parsed.raw}: silence_ms {out.silence_s * 1e3:g} is shorter than two state "
-                             f"periods (state_ms {out.state_s * 1e3:g})")
+        raise DeviceURLError(
+            f"{parsed.raw}: silence_ms {out.silence_s * 1e3:g} is shorter than two state "
+            f"periods (state_ms {out.state_s * 1e3:g})"
+        )
     return out
 
 
@@ -126,8 +148,9 @@ def bus_params(parsed: DeviceURL) -> BusParams:
     out = BusParams(**_read(parsed, BUS_SPEC))
     stray = [sid for sid in out.silent if not 1 <= sid <= out.servos]
     if stray:
-        raise DeviceURLError(f"{parsed.raw}: silent: no servo {', '.join(map(str, stray))} on the bus "
-                             f"(servos 1-{out.servos})")
+        raise DeviceURLError(
+            f"{parsed.raw}: silent: no servo {', '.join(map(str, stray))} on the bus (servos 1-{out.servos})"
+        )
     return out
 
 

@@ -56,9 +56,17 @@ def realtime_kernel() -> bool:
 class FrankaArm:
     """A Franka arm (or its simulator) through pylibfranka; see the module's docstring for the pacing."""
 
-    def __init__(self, url: str, host: str, model: str, simulated: bool, realtime_ignore: bool,
-                 torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
-                 force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS, on_close: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        host: str,
+        model: str,
+        simulated: bool,
+        realtime_ignore: bool,
+        torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
+        force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS,
+        on_close: Any = None,
+    ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
         parsed_facts = None
         self.n_joints = 7
@@ -69,13 +77,19 @@ class FrankaArm:
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
         self._on_close = on_close
         if not realtime_ignore and not realtime_kernel():
-            raise DeviceError(f"{url}: this kernel is not real-time and libfranka refuses to run on it; "
-                              "install a PREEMPT_RT kernel, or add ?realtime=ignore to the URL to run anyway")
+            raise DeviceError(
+                f"{url}: this kernel is not real-time and libfranka refuses to run on it; "
+                "install a PREEMPT_RT kernel, or add ?realtime=ignore to the URL to run anyway"
+            )
         config = pf.RealtimeConfig.kIgnore if realtime_ignore else pf.RealtimeConfig.kEnforce
         try:
             self._robot: Any = pf.Robot(host, config)
-            self._robot.set_collision_behavior(list(torque_thresholds), list(torque_thresholds),
-                                               list(force_thresholds), list(force_thresholds))
+            self._robot.set_collision_behavior(
+                list(torque_thresholds),
+                list(torque_thresholds),
+                list(force_thresholds),
+                list(force_thresholds),
+            )
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
             raise DeviceError(f"{url}: {exc}") from None
         del parsed_facts
@@ -92,17 +106,32 @@ class FrankaArm:
         t = time.monotonic()
         mode = state.robot_mode.name
         errors = _names(state.current_errors)
-        cycle = Cycle(t, float(state.time.to_sec()), tuple(state.q), tuple(state.q_d), tuple(state.dq),
-                      tuple(state.tau_J), mode, float(state.control_command_success_rate), errors,
-                      _names(state.last_motion_errors))
+        cycle = Cycle(
+            t,
+            float(state.time.to_sec()),
+            tuple(state.q),
+            tuple(state.q_d),
+            tuple(state.dq),
+            tuple(state.tau_J),
+            mode,
+            float(state.control_command_success_rate),
+            errors,
+            _names(state.last_motion_errors),
+        )
         self.cycles.append(cycle)
         fault = None
         if errors:
             fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
-        frame = StateFrame(t, tuple(math.degrees(x) for x in cycle.q), fault=fault, enabled=True,
-                           setpoint=tuple(math.degrees(x) for x in cycle.q_d), device_time_s=cycle.time_s,
-                           qd=tuple(math.degrees(x) for x in cycle.dq),
-                           motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")))
+        frame = StateFrame(
+            t,
+            tuple(math.degrees(x) for x in cycle.q),
+            fault=fault,
+            enabled=True,
+            setpoint=tuple(math.degrees(x) for x in cycle.q_d),
+            device_time_s=cycle.time_s,
+            qd=tuple(math.degrees(x) for x in cycle.dq),
+            motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
+        )
         self._unread.append(frame)
         self._latest = frame
         return frame
@@ -148,8 +177,9 @@ class FrankaArm:
             raise DeviceError(f"{self.url}: {exc}") from None
         return 0
 
-    def warm_up(self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.001,
-                timeout_s: float = 5.0) -> float:
+    def warm_up(
+        self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.001, timeout_s: float = 5.0
+    ) -> float:
         """Start the motion if needed and stream the held pose until the robot reports robot_mode Move;
         the seconds it took. DeviceError on a reflex or when it does not within timeout_s."""
         start = time.monotonic()

@@ -77,6 +77,11 @@ def flags_of(names: Sequence[str]) -> tuple[bool, ...]:
 
 # robot_mode as the arm vocabulary says it (devices.arm.MotionState values), one place to map
 MOTION_STATE_OF_MODE = {
-    "Other": "unknown", "Idle": "stopped", "Move": "moving", "Guiding": "hand_guided",
-    "Reflex": "protective_stop", "UserStopped": "emergency_stop", "AutomaticErrorRecovery": "recovering",
+    "Other": "unknown",
+    "Idle": "stopped",
+    "Move": "moving",
+    "Guiding": "hand_guided",
+    "Reflex": "protective_stop",
+    "UserStopped": "emergency_stop",
+    "AutomaticErrorRecovery": "recovering",
 }

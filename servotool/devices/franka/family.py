@@ -36,8 +36,15 @@ def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
     v = min(min(m.dq) for m in models)
     a = min(min(m.ddq) for m in models)
     j = min(min(m.dddq) for m in models)
-    return MotionCaps(cmd_period_s=0.001, v_max=math.degrees(v), a_max=math.degrees(a), j_max=math.degrees(j),
-                      a_cap=math.degrees(a), a_probe_cap=math.degrees(a), shapers=("otg", "accel"))
+    return MotionCaps(
+        cmd_period_s=0.001,
+        v_max=math.degrees(v),
+        a_max=math.degrees(a),
+        j_max=math.degrees(j),
+        a_cap=math.degrees(a),
+        a_probe_cap=math.degrees(a),
+        shapers=("otg", "accel"),
+    )
 
 
 ALL_MODELS = tuple(profiles.MODELS.values())
@@ -60,8 +67,9 @@ def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
     """(drop, seed, address) of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
     unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock"})
     if unknown:
-        raise DeviceURLError(f"{parsed.raw}: unknown parameter {unknown[0]} "
-                             f"(known: {', '.join(sorted(profiles.PARAM_HELP))})")
+        raise DeviceURLError(
+            f"{parsed.raw}: unknown parameter {unknown[0]} (known: {', '.join(sorted(profiles.PARAM_HELP))})"
+        )
     clock = parsed.params.get("clock", "host")
     if clock not in ("host", "sim"):
         raise DeviceURLError(f"{parsed.raw}: clock={clock!r}, want clock=host or clock=sim")
@@ -92,15 +100,37 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     if parsed.simulated:
         profile = _sim_profile(parsed)
         m = profile.model
-        return DeviceFacts(parsed.raw, NAME, ARM, profile.name, True, JOINT_NAMES, "deg", m.ranges_deg(),
-                           m.speeds_deg(), motion=motion_caps((m,)))
+        return DeviceFacts(
+            parsed.raw,
+            NAME,
+            ARM,
+            profile.name,
+            True,
+            JOINT_NAMES,
+            "deg",
+            m.ranges_deg(),
+            m.speeds_deg(),
+            motion=motion_caps((m,)),
+        )
     model = _model_of(parsed)
     models = (model,) if model else ALL_MODELS
-    ranges = tuple((max(m.ranges_deg()[j][0] for m in models), min(m.ranges_deg()[j][1] for m in models))
-                   for j in range(profiles.N_JOINTS))
+    ranges = tuple(
+        (max(m.ranges_deg()[j][0] for m in models), min(m.ranges_deg()[j][1] for m in models))
+        for j in range(profiles.N_JOINTS)
+    )
     speeds = tuple(min(m.speeds_deg()[j] for m in models) for j in range(profiles.N_JOINTS))
-    return DeviceFacts(parsed.raw, NAME, ARM, model.name if model else "", False, JOINT_NAMES, "deg", ranges,
-                       speeds, motion=motion_caps(models))
+    return DeviceFacts(
+        parsed.raw,
+        NAME,
+        ARM,
+        model.name if model else "",
+        False,
+        JOINT_NAMES,
+        "deg",
+        ranges,
+        speeds,
+        motion=motion_caps(models),
+    )
 
 
 def _open(parsed: DeviceURL, **kwargs: Any) -> Any:
@@ -111,8 +141,9 @@ def _open(parsed: DeviceURL, **kwargs: Any) -> Any:
         clock = sim_clock(dict(parsed.params), parsed.raw, kwargs.pop("clock", None))
         if isinstance(clock, FakeClock):
             # pylibfranka waits on real sockets in real time: no lock-step on a simulated clock
-            raise DeviceURLError(f"{parsed.raw}: the Franka simulator runs in real time only "
-                                 "(want clock=host)")
+            raise DeviceURLError(
+                f"{parsed.raw}: the Franka simulator runs in real time only (want clock=host)"
+            )
     try:
         import pylibfranka  # noqa: F401
     except ImportError:

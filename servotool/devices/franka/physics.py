@@ -71,15 +71,21 @@ class Joints:
                     name = "joint_motion_generator_velocity_discontinuity"
                 return Check(name, f"J{j + 1} at {v:.3f} rad/s")
             if abs(a) > m.ddq[j]:
-                name = "joint_motion_generator_acceleration_discontinuity" if abs(jerk) > m.dddq[j] else \
-                    "joint_motion_generator_velocity_discontinuity"
+                name = (
+                    "joint_motion_generator_acceleration_discontinuity"
+                    if abs(jerk) > m.dddq[j]
+                    else "joint_motion_generator_velocity_discontinuity"
+                )
                 return Check(name, f"J{j + 1} at {a:.2f} rad/s^2")
             if abs(jerk) > m.dddq[j]:
-                return Check("joint_motion_generator_acceleration_discontinuity",
-                             f"J{j + 1} jerk {jerk:.0f} rad/s^3")
+                return Check(
+                    "joint_motion_generator_acceleration_discontinuity", f"J{j + 1} jerk {jerk:.0f} rad/s^3"
+                )
             if finished and abs(v) > 1e-9:
-                return Check("joint_motion_generator_velocity_discontinuity",
-                             f"finish on a moving command (J{j + 1} at {v:.4f} rad/s)")
+                return Check(
+                    "joint_motion_generator_velocity_discontinuity",
+                    f"finish on a moving command (J{j + 1} at {v:.4f} rad/s)",
+                )
         return None
 
     def accept(self, q_c: Sequence[float]) -> None:

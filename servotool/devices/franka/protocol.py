@@ -143,7 +143,7 @@ def split_message(data: bytes) -> tuple[Header, bytes, bytes]:
     header = decode_header(data)
     if len(data) < header.size:
         raise FrankaProtocolError(f"message of {len(data)} bytes, its header says {header.size}")
-    return header, bytes(data[HEADER_SIZE:header.size]), bytes(data[header.size:])
+    return header, bytes(data[HEADER_SIZE : header.size]), bytes(data[header.size :])
 
 
 def _exact(payload: bytes, st: struct.Struct, what: str) -> tuple:
@@ -205,10 +205,14 @@ class MoveRequest:
 
 
 def encode_move_request(req: MoveRequest) -> bytes:
-    return _MOVE_REQ.pack(int(req.controller_mode), int(req.motion_generator_mode),
-                          *req.maximum_path_deviation,
-                          *req.maximum_goal_pose_deviation, req.use_async_motion_generator,
-                          *req.maximum_velocity)
+    return _MOVE_REQ.pack(
+        int(req.controller_mode),
+        int(req.motion_generator_mode),
+        *req.maximum_path_deviation,
+        *req.maximum_goal_pose_deviation,
+        req.use_async_motion_generator,
+        *req.maximum_velocity,
+    )
 
 
 def decode_move_request(payload: bytes) -> MoveRequest:
@@ -252,10 +256,20 @@ class CollisionBehavior:
 
 
 def encode_collision_behavior(cb: CollisionBehavior) -> bytes:
-    values = [x for arr in (cb.lower_torque_acceleration, cb.upper_torque_acceleration,
-                            cb.lower_torque_nominal, cb.upper_torque_nominal,
-                            cb.lower_force_acceleration, cb.upper_force_acceleration,
-                            cb.lower_force_nominal, cb.upper_force_nominal) for x in arr]
+    values = [
+        x
+        for arr in (
+            cb.lower_torque_acceleration,
+            cb.upper_torque_acceleration,
+            cb.lower_torque_nominal,
+            cb.upper_torque_nominal,
+            cb.lower_force_acceleration,
+            cb.upper_force_acceleration,
+            cb.lower_force_nominal,
+            cb.upper_force_nominal,
+        )
+        for x in arr
+    ]
     try:
         return _COLLISION.pack(*values)
     except struct.error as exc:
@@ -266,7 +280,7 @@ def decode_collision_behavior(payload: bytes) -> CollisionBehavior:
     v = _exact(payload, _COLLISION, "SetCollisionBehavior request")
     parts, at = [], 0
     for n in (7, 7, 7, 7, 6, 6, 6, 6):
-        parts.append(tuple(v[at:at + n]))
+        parts.append(tuple(v[at : at + n]))
         at += n
     return CollisionBehavior(*parts)
 
@@ -286,14 +300,47 @@ def decode_joint_impedance(payload: bytes) -> tuple[float, ...]:
 
 # the float fields of RobotState in wire order, with their counts
 STATE_FLOATS: tuple[tuple[str, int], ...] = (
-    ("O_T_EE", 16), ("O_T_EE_d", 16), ("F_T_EE", 16), ("EE_T_K", 16), ("F_T_NE", 16), ("NE_T_EE", 16),
-    ("m_ee", 1), ("I_ee", 9), ("F_x_Cee", 3), ("m_load", 1), ("I_load", 9), ("F_x_Cload", 3),
-    ("elbow", 2), ("elbow_d", 2), ("tau_J", 7), ("tau_J_d", 7), ("dtau_J", 7), ("q", 7), ("q_d", 7),
-    ("dq", 7), ("dq_d", 7), ("ddq_d", 7), ("joint_contact", 7), ("cartesian_contact", 6),
-    ("joint_collision", 7), ("cartesian_collision", 6), ("tau_ext_hat_filtered", 7), ("O_F_ext_hat_K", 6),
-    ("K_F_ext_hat_K", 6), ("O_dP_EE_d", 6), ("O_ddP_O", 3), ("elbow_c", 2), ("delbow_c", 2),
-    ("ddelbow_c", 2), ("O_T_EE_c", 16), ("O_dP_EE_c", 6), ("O_ddP_EE_c", 6), ("theta", 7), ("dtheta", 7),
-    ("accelerometer_top", 18), ("accelerometer_bottom", 18),
+    ("O_T_EE", 16),
+    ("O_T_EE_d", 16),
+    ("F_T_EE", 16),
+    ("EE_T_K", 16),
+    ("F_T_NE", 16),
+    ("NE_T_EE", 16),
+    ("m_ee", 1),
+    ("I_ee", 9),
+    ("F_x_Cee", 3),
+    ("m_load", 1),
+    ("I_load", 9),
+    ("F_x_Cload", 3),
+    ("elbow", 2),
+    ("elbow_d", 2),
+    ("tau_J", 7),
+    ("tau_J_d", 7),
+    ("dtau_J", 7),
+    ("q", 7),
+    ("q_d", 7),
+    ("dq", 7),
+    ("dq_d", 7),
+    ("ddq_d", 7),
+    ("joint_contact", 7),
+    ("cartesian_contact", 6),
+    ("joint_collision", 7),
+    ("cartesian_collision", 6),
+    ("tau_ext_hat_filtered", 7),
+    ("O_F_ext_hat_K", 6),
+    ("K_F_ext_hat_K", 6),
+    ("O_dP_EE_d", 6),
+    ("O_ddP_O", 3),
+    ("elbow_c", 2),
+    ("delbow_c", 2),
+    ("ddelbow_c", 2),
+    ("O_T_EE_c", 16),
+    ("O_dP_EE_c", 6),
+    ("O_ddP_EE_c", 6),
+    ("theta", 7),
+    ("dtheta", 7),
+    ("accelerometer_top", 18),
+    ("accelerometer_bottom", 18),
 )
 _N_FLOATS = sum(n for _, n in STATE_FLOATS)
 _STATE = struct.Struct(f"<Q{_N_FLOATS}fBB{N_ERRORS}?{N_ERRORS}?Bf")
@@ -325,9 +372,16 @@ def encode_state(state: RobotState) -> bytes:
         if len(arr) != n:
             raise FrankaProtocolError(f"RobotState.{name}: {len(arr)} values, want {n}")
         values.extend(arr)
-    return _STATE.pack(state.message_id, *values, state.motion_generator_mode, state.controller_mode,
-                       *state.errors, *state.reflex_reason, state.robot_mode,
-                       state.control_command_success_rate)
+    return _STATE.pack(
+        state.message_id,
+        *values,
+        state.motion_generator_mode,
+        state.controller_mode,
+        *state.errors,
+        *state.reflex_reason,
+        state.robot_mode,
+        state.control_command_success_rate,
+    )
 
 
 def decode_state(data: bytes) -> RobotState:
@@ -337,11 +391,11 @@ def decode_state(data: bytes) -> RobotState:
     v = _STATE.unpack(data)
     floats, at = {}, 1
     for name, n in STATE_FLOATS:
-        floats[name] = tuple(v[at:at + n])
+        floats[name] = tuple(v[at : at + n])
         at += n
     mg, ctrl = v[at], v[at + 1]
-    errors = tuple(bool(x) for x in v[at + 2:at + 2 + N_ERRORS])
-    reflex = tuple(bool(x) for x in v[at + 2 + N_ERRORS:at + 2 + 2 * N_ERRORS])
+    errors = tuple(bool(x) for x in v[at + 2 : at + 2 + N_ERRORS])
+    reflex = tuple(bool(x) for x in v[at + 2 + N_ERRORS : at + 2 + 2 * N_ERRORS])
     mode, rate = v[at + 2 + 2 * N_ERRORS], v[at + 3 + 2 * N_ERRORS]
     return RobotState(v[0], floats, mg, ctrl, errors, reflex, mode, rate)
 
@@ -370,9 +424,18 @@ class RobotCommand:
 
 def encode_command(cmd: RobotCommand) -> bytes:
     try:
-        return _COMMAND.pack(cmd.message_id, *cmd.q_c, *cmd.dq_c, *cmd.O_T_EE_c, *cmd.O_dP_EE_c, *cmd.elbow_c,
-                             cmd.valid_elbow, cmd.motion_generation_finished, *cmd.tau_J_d,
-                             cmd.torque_command_finished)
+        return _COMMAND.pack(
+            cmd.message_id,
+            *cmd.q_c,
+            *cmd.dq_c,
+            *cmd.O_T_EE_c,
+            *cmd.O_dP_EE_c,
+            *cmd.elbow_c,
+            cmd.valid_elbow,
+            cmd.motion_generation_finished,
+            *cmd.tau_J_d,
+            cmd.torque_command_finished,
+        )
     except struct.error as exc:
         raise FrankaProtocolError(f"RobotCommand: {exc}") from None
 
@@ -382,14 +445,25 @@ def decode_command(data: bytes) -> RobotCommand:
     if len(data) != COMMAND_SIZE:
         raise FrankaProtocolError(f"RobotCommand of {len(data)} bytes, want {COMMAND_SIZE}")
     v = _COMMAND.unpack(data)
-    cmd = RobotCommand(v[0], tuple(v[1:8]), tuple(v[8:15]), tuple(v[15:31]), tuple(v[31:37]), tuple(v[37:39]),
-                       bool(v[39]), bool(v[40]), tuple(v[41:48]), bool(v[48]))
+    cmd = RobotCommand(
+        v[0],
+        tuple(v[1:8]),
+        tuple(v[8:15]),
+        tuple(v[15:31]),
+        tuple(v[31:37]),
+        tuple(v[37:39]),
+        bool(v[39]),
+        bool(v[40]),
+        tuple(v[41:48]),
+        bool(v[48]),
+    )
     if not all(math.isfinite(x) for x in cmd.q_c + cmd.dq_c):
         raise FrankaProtocolError(f"RobotCommand {cmd.message_id}: a joint command is not finite")
     return cmd
 
 
 # -- GetRobotModel -------------------------------------------------------------------------------------
+
 
 def encode_robot_model_response(status: int, urdf: str) -> bytes:
     """The reply to GetRobotModel: a status byte, then the model's URDF text (the rest of the message)."""

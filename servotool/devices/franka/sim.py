@@ -152,9 +152,12 @@ class FrankaSim:
         elif cmd is p.Command.MOVE:
             req = p.decode_move_request(payload)
             with self._lock:
-                ok = (self.robot_mode == codes.MODE["Idle"] and self.motion is None
-                      and req.motion_generator_mode is p.MotionGeneratorMode.JOINT_POSITION
-                      and req.controller_mode is p.ControllerMode.JOINT_IMPEDANCE)
+                ok = (
+                    self.robot_mode == codes.MODE["Idle"]
+                    and self.motion is None
+                    and req.motion_generator_mode is p.MotionGeneratorMode.JOINT_POSITION
+                    and req.controller_mode is p.ControllerMode.JOINT_IMPEDANCE
+                )
                 if ok:
                     self.motion = Motion(cid)
                     self.joints.start()
@@ -258,8 +261,12 @@ class FrankaSim:
         if cmd is None:
             self.joints.miss()
             if self.joints.missed_in_row >= MAX_MISSED:
-                self._reflex(Check("communication_constraints_violation",
-                                   f"{self.joints.missed_in_row} commands in a row lost"))
+                self._reflex(
+                    Check(
+                        "communication_constraints_violation",
+                        f"{self.joints.missed_in_row} commands in a row lost",
+                    )
+                )
             return
         self._answered = cmd.message_id
         check = self.joints.check(cmd.q_c, cmd.motion_generation_finished)
@@ -292,23 +299,40 @@ class FrankaSim:
     def _state(self) -> p.RobotState:
         j = self.joints
         moving = self.motion is not None
-        floats = {"q": tuple(j.q), "q_d": tuple(j.q_d), "dq": tuple(j.dq), "dq_d": tuple(j.dq_d),
-                  "ddq_d": tuple(j.ddq_d), "theta": tuple(j.q), "dtheta": tuple(j.dq),
-                  "O_T_EE": _IDENTITY, "O_T_EE_d": _IDENTITY, "O_T_EE_c": _IDENTITY, "F_T_EE": _IDENTITY,
-                  "EE_T_K": _IDENTITY, "F_T_NE": _IDENTITY, "NE_T_EE": _IDENTITY}
+        floats = {
+            "q": tuple(j.q),
+            "q_d": tuple(j.q_d),
+            "dq": tuple(j.dq),
+            "dq_d": tuple(j.dq_d),
+            "ddq_d": tuple(j.ddq_d),
+            "theta": tuple(j.q),
+            "dtheta": tuple(j.dq),
+            "O_T_EE": _IDENTITY,
+            "O_T_EE_d": _IDENTITY,
+            "O_T_EE_c": _IDENTITY,
+            "F_T_EE": _IDENTITY,
+            "EE_T_K": _IDENTITY,
+            "F_T_NE": _IDENTITY,
+            "NE_T_EE": _IDENTITY,
+        }
         return p.RobotState(
-            self.message_id, floats,
+            self.message_id,
+            floats,
             motion_generator_mode=p.StateMotionMode.JOINT_POSITION if moving else p.StateMotionMode.IDLE,
-            controller_mode=p.ControllerMode.JOINT_IMPEDANCE, errors=self.errors,
-            reflex_reason=self.last_motion_errors, robot_mode=self.robot_mode,
-            control_command_success_rate=j.success_rate() if moving else 0.0)
+            controller_mode=p.ControllerMode.JOINT_IMPEDANCE,
+            errors=self.errors,
+            reflex_reason=self.last_motion_errors,
+            robot_mode=self.robot_mode,
+            control_command_success_rate=j.success_rate() if moving else 0.0,
+        )
 
 
 _IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
 
-def spawn(name: str, drop: float = 0.0, seed: int = 0, address: str = "",
-          timeout_s: float = 10.0) -> tuple[subprocess.Popen[str], str]:
+def spawn(
+    name: str, drop: float = 0.0, seed: int = 0, address: str = "", timeout_s: float = 10.0
+) -> tuple[subprocess.Popen[str], str]:
     """The simulator in a process of its own and the address it serves on; DeviceError when it does not
     start within timeout_s. Closing the process's stdin stops it."""
     argv = [sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed), address]
@@ -346,8 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits
     on the robot, so a simulator it talks to runs in a process of its own."""
     args = sys.argv[1:] if argv is None else argv
-    sim = start_sim(args[0], float(args[1]) if len(args) > 1 else 0.0, int(args[2]) if len(args) > 2 else 0,
-                    args[3] if len(args) > 3 else "")
+    sim = start_sim(
+        args[0],
+        float(args[1]) if len(args) > 1 else 0.0,
+        int(args[2]) if len(args) > 2 else 0,
+        args[3] if len(args) > 3 else "",
+    )
     print(sim.address, flush=True)
     try:
         sys.stdin.read()

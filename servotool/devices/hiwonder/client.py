@@ -287,8 +287,10 @@ class HiwonderBus:
         if server is None:
             return
         if not server.wait_done(self.stats.frames_sent, timeout_s):
-            raise DeviceError(f"{self.url}: simulator took {server.done} of "
-                              f"{self.stats.frames_sent} frames within {timeout_s} s")
+            raise DeviceError(
+                f"{self.url}: simulator took {server.done} of "
+                f"{self.stats.frames_sent} frames within {timeout_s} s"
+            )
 
     # --- lifetime ------------------------------------------------------------------------------------------
 
@@ -375,20 +377,39 @@ class _BoardOpener(SerialOpener[HiwonderBus]):
 
         return start_sim(profile, params, clock=clock)
 
-    def connect(self, path: str, parsed: DeviceURL, opts: dict[str, Any], profile: Any, *, simulated: bool,
-                server: Any, clock: Any) -> HiwonderBus:
+    def connect(
+        self,
+        path: str,
+        parsed: DeviceURL,
+        opts: dict[str, Any],
+        profile: Any,
+        *,
+        simulated: bool,
+        server: Any,
+        clock: Any,
+    ) -> HiwonderBus:
         port = _open_port(path, opts["baud"], parsed.raw)
-        bus = HiwonderBus(port, parsed.raw, profile, simulated=simulated, timeout_s=opts["timeout_s"],
-                          retries=opts["retries"], server=server)
+        bus = HiwonderBus(
+            port,
+            parsed.raw,
+            profile,
+            simulated=simulated,
+            timeout_s=opts["timeout_s"],
+            retries=opts["retries"],
+            server=server,
+        )
         if server is not None and isinstance(clock, Clock):  # a whole Clock: runs on this bus keep it
             bus.clock = clock
         return bus
 
-    def verify(self, bus: HiwonderBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any,
-               kwargs: dict[str, Any]) -> None:
+    def verify(
+        self, bus: HiwonderBus, parsed: DeviceURL, opts: dict[str, Any], profile: Any, kwargs: dict[str, Any]
+    ) -> None:
         if kwargs.get("probe", True) and not bus.answers():
-            raise NoBoardAnswer(f"no board answered on {parsed.target} (no servo of {profile.name} answered "
-                                f"a position read at {opts['baud']} baud: check power, cable and baud)")
+            raise NoBoardAnswer(
+                f"no board answered on {parsed.target} (no servo of {profile.name} answered "
+                f"a position read at {opts['baud']} baud: check power, cable and baud)"
+            )
 
     def served(self, path: str) -> bool:
         # `servotool sim hiwonder` serving this pty: a simulator all the same, announced and recorded as one

@@ -39,12 +39,33 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     arm = _profile(parsed)
     ranges = tuple((float(lo), float(hi)) for lo, hi in (arm.stored_limits[i] for i in arm.joint_ids))
     names = tuple(arm.joint_names.get(i, f"servo {i}") for i in arm.joint_ids)
-    profile = BusArm(arm.name, arm.joint_ids, arm.optional_ids, arm.poses, arm.reference_poses, arm.tuck_pose,
-                     arm.tuck_joints, arm.tuck_tolerance, arm.joint_names)
-    return DeviceFacts(parsed.raw, "hiwonder", BUS, arm.name, parsed.simulated, names, "pulse", ranges,
-                       joint_ids=arm.joint_ids, optional_ids=arm.optional_ids,
-                       position_range=(PULSE_MIN, PULSE_MAX), id_range=(0, 253), arm=profile,
-                       limits_node=LIMITS_NODE)
+    profile = BusArm(
+        arm.name,
+        arm.joint_ids,
+        arm.optional_ids,
+        arm.poses,
+        arm.reference_poses,
+        arm.tuck_pose,
+        arm.tuck_joints,
+        arm.tuck_tolerance,
+        arm.joint_names,
+    )
+    return DeviceFacts(
+        parsed.raw,
+        "hiwonder",
+        BUS,
+        arm.name,
+        parsed.simulated,
+        names,
+        "pulse",
+        ranges,
+        joint_ids=arm.joint_ids,
+        optional_ids=arm.optional_ids,
+        position_range=(PULSE_MIN, PULSE_MAX),
+        id_range=(0, 253),
+        arm=profile,
+        limits_node=LIMITS_NODE,
+    )
 
 
 def lock_keys(parsed: DeviceURL) -> list[str]:

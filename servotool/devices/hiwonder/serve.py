@@ -24,8 +24,13 @@ def start(profile: str, params: Mapping[str, str]) -> Served:
         unregister(entry)
         server.close()
 
-    info = {"path": server.path, "url": url, "profile": name, "simulated": True,
-            "params": describe(server.sim.params)}
+    info = {
+        "path": server.path,
+        "url": url,
+        "profile": name,
+        "simulated": True,
+        "params": describe(server.sim.params),
+    }
     return Served(url, info, name, "board", stop, where=server.path)
 
 
@@ -37,8 +42,10 @@ SERVE = SimServe(
     """,
     default_profile="rosorin-arm",
     profile_help="Arm profile (its servo ids, ranges and poses).",
-    param_help=("A simulator parameter as key=value, repeatable; per servo as key_ID (obstacle_2=562, "
-                "silent_10=1, crc_error_rate=0.05)."),
+    param_help=(
+        "A simulator parameter as key=value, repeatable; per servo as key_ID (obstacle_2=562, "
+        "silent_10=1, crc_error_rate=0.05)."
+    ),
     json_help="Print the pty path and parameters as JSON.",
     example="obstacle_2=562",
 )

@@ -174,8 +174,11 @@ class BoardSim:
                     s.step(self._t, dt, resting)
                 if all(s.still(self._t, resting) for s in self.servos.values()):
                     # nothing moves: jump ahead, but not past a servo's scheduled loss of power
-                    pending = [self.t0 + s.params.silent_after_s for s in self.servos.values()
-                               if not s.dead and s.params.silent_after_s is not None]
+                    pending = [
+                        self.t0 + s.params.silent_after_s
+                        for s in self.servos.values()
+                        if not s.dead and s.params.silent_after_s is not None
+                    ]
                     self._t = max(self._t, min([t, *[e - SUBSTEP_S for e in pending]]))
 
     def positions(self) -> dict[int, float]:
@@ -312,8 +315,9 @@ class PtyBoardServer(PtyServer):
                 self._count(replied=bool(out) and self.dropped_writes == dropped)
 
 
-def start_sim(profile: str | ArmProfile, params: Mapping[str, str] | None = None,
-              clock: _Now | None = None) -> PtyBoardServer:
+def start_sim(
+    profile: str | ArmProfile, params: Mapping[str, str] | None = None, clock: _Now | None = None
+) -> PtyBoardServer:
     """Resolve a profile and URL parameters, build the board and serve it on a new pty."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
     return PtyBoardServer(BoardSim(prof, parse_sim_params(prof, params or {}), clock))

@@ -248,8 +248,9 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
     for sid, defaults in servos.items():
         sp = replace(defaults, **{**all_servos, **per_servo.get(sid, {})})
         if not 0 <= sp.lo < sp.hi <= 1000:
-            raise DeviceURLError(f"simulator servo {sid}: stored limit {sp.lo}-{sp.hi} is not "
-                                 "0 <= lo < hi <= 1000")
+            raise DeviceURLError(
+                f"simulator servo {sid}: stored limit {sp.lo}-{sp.hi} is not 0 <= lo < hi <= 1000"
+            )
         servos[sid] = sp
     return SimParams(servos=servos, **board)
 
@@ -257,6 +258,7 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
 def describe(params: SimParams) -> dict:
     """A JSON-friendly view of resolved parameters (for `servotool sim hiwonder --json`)."""
     board = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "servos"}
-    board["servos"] = {sid: {f.name: getattr(p, f.name) for f in fields(p)}
-                       for sid, p in params.servos.items()}
+    board["servos"] = {
+        sid: {f.name: getattr(p, f.name) for f in fields(p)} for sid, p in params.servos.items()
+    }
     return board

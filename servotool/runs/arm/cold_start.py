@@ -47,8 +47,9 @@ def run_cold_ramp(
     Raises RunRefused on a device that is not a simulator, or for settings ramp mode refuses.
     """
     if not arm.simulated:
-        raise RunRefused(f"a cold start makes the controller run away; it runs on simulators only, "
-                         f"not {arm.url}")
+        raise RunRefused(
+            f"a cold start makes the controller run away; it runs on simulators only, not {arm.url}"
+        )
     s = settings
     check_settings(s, arm)
     clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
@@ -61,19 +62,32 @@ def run_cold_ramp(
         enable: Callable[..., None] = arm.enable
         enable(wait_window=False)
         arm.servo_start()
-        profile = ramp_profile(float(pose[s.joint]), s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s,
-                               ramp_s=s.ramp_s, settle_s=s.settle_s)
+        profile = ramp_profile(
+            float(pose[s.joint]),
+            s.sweep_deg,
+            s.speeds_deg_s,
+            dt=s.cmd_period_s,
+            ramp_s=s.ramp_s,
+            settle_s=s.settle_s,
+        )
         targets = np.tile(pose, (len(profile), 1))
         targets[:, s.joint] = profile.q
         rejects = int(math.ceil(COLD_REJECT_WINDOW_S / s.cmd_period_s))
         config = config_dict(s, [float(x) for x in pose], profile.notes)
         config["cold_start"] = True
         path, outcome = record_stream(
-            arm, clock, StreamPlan(targets, profile.pass_index, profile.phase), mode="ramp", out_dir=out_dir,
-            config=config, header={"realtime": "not asked (cold start)", "warm_up_s": 0.0}, command=command,
+            arm,
+            clock,
+            StreamPlan(targets, profile.pass_index, profile.phase),
+            mode="ramp",
+            out_dir=out_dir,
+            config=config,
+            header={"realtime": "not asked (cold start)", "warm_up_s": 0.0},
+            command=command,
             period_s=s.cmd_period_s,
             stop=StopSettings(a_max=s.a_max, v_max=s.v_max, max_consecutive_rejects=rejects),
-            on_tick=on_tick, on_pass=on_pass,
+            on_tick=on_tick,
+            on_pass=on_pass,
         )
     finally:
         notes += finish(arm, s.keep)

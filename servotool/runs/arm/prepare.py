@@ -30,8 +30,9 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
-def wait_for_state(arm: Arm, clock: Clock, timeout_s: float = 2.0,
-                   seen: list[list[float]] | None = None) -> StateFrame:
+def wait_for_state(
+    arm: Arm, clock: Clock, timeout_s: float = 2.0, seen: list[list[float]] | None = None
+) -> StateFrame:
     """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes. The
     receive times of the frames each poll read are appended to `seen`, one list per poll."""
     deadline = clock.now() + timeout_s
@@ -61,8 +62,9 @@ def prepare(arm: Arm, clock: Clock, period_s: float, warmup_timeout_s: float = 1
     st = wait_for_state(arm, clock, seen=seen)
     if st.fault is not None:
         code = arm.reset_faults()
-        notes.append(f"reset a fault latched before the run ({st.fault.name}), {names.reset_faults} answered "
-                     f"{code}")
+        notes.append(
+            f"reset a fault latched before the run ({st.fault.name}), {names.reset_faults} answered {code}"
+        )
     arm.enable()
     code = arm.servo_start()
     if code not in (0, None):

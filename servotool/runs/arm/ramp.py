@@ -103,7 +103,11 @@ class RampJob:
     def build(self, arm: Arm, prep: Prepared) -> StreamSetup:
         s, pose = self.settings, prep.pose
         profile = ramp_profile(
-            float(pose[s.joint]), s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s,
+            float(pose[s.joint]),
+            s.sweep_deg,
+            s.speeds_deg_s,
+            dt=s.cmd_period_s,
+            ramp_s=s.ramp_s,
             settle_s=s.settle_s,
         )
         targets = np.tile(pose, (len(profile), 1))

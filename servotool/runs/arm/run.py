@@ -200,15 +200,28 @@ class ArmRun:
         setup = self.job.build(arm, prep)
         header = {"realtime": realtime_outcome, "warm_up_s": round(prep.warm_up_s, 3), **setup.header}
         self._writer = open_run_csv(
-            arm, mode=self.job.mode, out_dir=self.out_dir, config=setup.config, header=header,
-            command=self.command, record_raw=setup.record_raw,
+            arm,
+            mode=self.job.mode,
+            out_dir=self.out_dir,
+            config=setup.config,
+            header=header,
+            command=self.command,
+            record_raw=setup.record_raw,
         )
         if setup.message:
             self.callbacks.say(setup.message)
         self._streamer = Streamer(
-            arm, self.clock, self._writer, period_s=opts.cmd_period_s, shaper=setup.shaper, guard=setup.guard,
-            stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max), record_raw=setup.record_raw,
-            on_tick=self.callbacks.on_tick, on_pass=self.callbacks.on_pass, signals=self.signals,
+            arm,
+            self.clock,
+            self._writer,
+            period_s=opts.cmd_period_s,
+            shaper=setup.shaper,
+            guard=setup.guard,
+            stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max),
+            record_raw=setup.record_raw,
+            on_tick=self.callbacks.on_tick,
+            on_pass=self.callbacks.on_pass,
+            signals=self.signals,
             state_period_s=prep.state_period_s,
         )
         self._outcome = self._streamer.run(setup.plan)
@@ -294,8 +307,9 @@ class ArmRun:
             return
         outcome, by_signal = self._outcome, self._stop_reason()
         if outcome is None:
-            self._writer.interrupt(by_signal or f"no stream: {type(self._cut_short).__name__} "
-                                               f"{self._cut_short or ''}")
+            self._writer.interrupt(
+                by_signal or f"no stream: {type(self._cut_short).__name__} {self._cut_short or ''}"
+            )
         elif not outcome.complete:
             if by_signal and outcome.status != RunStatus.INTERRUPTED:
                 # a lost link's stop comes before the end line: a signal during it decides the exit code
@@ -307,8 +321,10 @@ class ArmRun:
         try:
             self._writer.close()
         except OSError as exc:  # a full disk: the stop is done; the file ends without its end line
-            self.notes.append(f"the recording's end line could not be written ({exc.strerror or exc}): "
-                              "it reads back as interrupted")
+            self.notes.append(
+                f"the recording's end line could not be written ({exc.strerror or exc}): "
+                "it reads back as interrupted"
+            )
 
     # -- the whole run ---------------------------------------------------------------------------------------
 

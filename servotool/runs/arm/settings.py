@@ -60,8 +60,14 @@ MAX_STEP_DEG = 180.0
 # by a_max * period per tick, and past the first cap it is a jump, not a braked stop; a shaped step may probe
 # up to the second to find the clean ceiling (on a real arm only as a test-arm trial, like a raw step). A
 # family's own caps (MotionCaps.a_cap, a_probe_cap) replace them wherever the URL is known.
-GENERIC_CAPS = MotionCaps(cmd_period_s=CMD_PERIOD_S, v_max=V_MAX_DEG_S, a_max=A_MAX_DEG_S2,
-                          j_max=J_MAX_DEG_S3,                          a_cap=2000.0, a_probe_cap=20000.0)
+GENERIC_CAPS = MotionCaps(
+    cmd_period_s=CMD_PERIOD_S,
+    v_max=V_MAX_DEG_S,
+    a_max=A_MAX_DEG_S2,
+    j_max=J_MAX_DEG_S3,
+    a_cap=2000.0,
+    a_probe_cap=20000.0,
+)
 MAX_A_DEG_S2 = GENERIC_CAPS.a_cap
 MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
 # Both caps hold at their family's period. The trigger is a change of the per-command step, and a stream
@@ -157,8 +163,16 @@ def _num(x: object) -> float | None:
     return float(x)
 
 
-def _in(value: object, option: str, lo: float, hi: float, *, scale: float = 1.0, unit: str = "",
-        lo_open: bool = False) -> list[str]:
+def _in(
+    value: object,
+    option: str,
+    lo: float,
+    hi: float,
+    *,
+    scale: float = 1.0,
+    unit: str = "",
+    lo_open: bool = False,
+) -> list[str]:
     """One problem line when value * scale is not a finite number within lo..hi (lo excluded if lo_open)."""
     x = _num(value)
     shown = f"{value!r}" if x is None else f"{x * scale:g}"
@@ -214,8 +228,9 @@ def _step_change(period_s: object, a_max: object, cap: float, caps: MotionCaps) 
     if period <= base or a <= 0 or not over_bound(a, period, cap, base):
         return []
     # the advice is the bound of a run that is no probe, whatever the cap
-    most = f"the {cap * base**2:.3g} deg " + ("a shaped probe may reach" if cap > stop_cap
-                                              else "of the braked-stop bound")
+    most = f"the {cap * base**2:.3g} deg " + (
+        "a shaped probe may reach" if cap > stop_cap else "of the braked-stop bound"
+    )
     return [
         f"--a-max {a:g} at --cmd-ms {period * 1e3:g}: the setpoint's per-command step would change by up to "
         f"{a * period * period:.3g} deg (a_max x cmdT^2), above {most} (the runaway band starts at 1 deg per "
@@ -225,7 +240,11 @@ def _step_change(period_s: object, a_max: object, cap: float, caps: MotionCaps) 
 
 
 def _common(
-    period_s: object, a_max: object, v_max: object, warmup_s: object, a_cap: float | None = None,
+    period_s: object,
+    a_max: object,
+    v_max: object,
+    warmup_s: object,
+    a_cap: float | None = None,
     caps: MotionCaps = GENERIC_CAPS,
 ) -> list[str]:
     a_cap = caps.a_cap if a_cap is None else a_cap
@@ -293,8 +312,13 @@ def validate_lag(
     if _finite(s.sweep_deg) and s.sweep_deg == 0:
         problems.append("--sweep 0: must not be 0 (sign = direction)")
     else:
-        problems += _in(abs(s.sweep_deg) if _finite(s.sweep_deg) else s.sweep_deg, "--sweep", 0.0,
-                        MAX_SWEEP_DEG, unit=" deg in size")
+        problems += _in(
+            abs(s.sweep_deg) if _finite(s.sweep_deg) else s.sweep_deg,
+            "--sweep",
+            0.0,
+            MAX_SWEEP_DEG,
+            unit=" deg in size",
+        )
     problems += _in(s.ramp_s, "--ramp-ms", 0.0, MAX_RAMP_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
     problems += _in(s.settle_s, "--settle-ms", 0.0, MAX_SETTLE_S * 1e3, scale=1e3, unit=" ms")
     problems += _speeds(s, _speed_limit(s.joint, speed_limits))
@@ -381,7 +405,8 @@ def validate_step(
     # --v-max and --a-max are in the common checks already: one line per option, not one per wording
     said = {p.split(" ", 1)[0] for p in problems}
     problems += [
-        p for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap)
+        p
+        for p in validate_shaper(s.shaper, s.v_max, s.a_max, s.j_max, a_cap=a_cap)
         if p.split(" ", 1)[0] not in said
     ]
     if needs_test_arm_probe(s, caps) and not simulated and not test_arm:
@@ -394,8 +419,13 @@ def validate_step(
     if _finite(s.size_deg) and s.size_deg == 0:
         problems.append("--size 0: must not be 0")
     else:
-        problems += _in(abs(s.size_deg) if _finite(s.size_deg) else s.size_deg, "--size", 0.0,
-                        MAX_STEP_DEG, unit=" deg in size")
+        problems += _in(
+            abs(s.size_deg) if _finite(s.size_deg) else s.size_deg,
+            "--size",
+            0.0,
+            MAX_STEP_DEG,
+            unit=" deg in size",
+        )
     if isinstance(s.steps, bool) or not isinstance(s.steps, int) or not 1 <= s.steps <= MAX_STEPS:
         problems.append(f"--steps {s.steps!r}: must be a whole number within 1..{MAX_STEPS}")
     problems += _in(s.hold_s, "--hold-ms", 0.0, MAX_HOLD_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
@@ -480,8 +510,12 @@ def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, float]:
     give."""
     if motion is None:
         return {}
-    caps = {"cmd_ms": motion.cmd_period_s * 1e3, "v_max": motion.v_max, "a_max": motion.a_max,
-            "j_max": motion.j_max}
+    caps = {
+        "cmd_ms": motion.cmd_period_s * 1e3,
+        "v_max": motion.v_max,
+        "a_max": motion.a_max,
+        "j_max": motion.j_max,
+    }
     names = {f.name for f in fields(settings)}
     return {k: v for k, v in caps.items() if k in names and k not in settings.given}
 
@@ -491,21 +525,29 @@ class LagOptions:
     """`lag --ramp`'s settings in its options' units (deg, deg/s, ms, deg/s^2)."""
 
     joint: int = option(0, "--joint", "Joint index, 0 = J1 (the base).", "int", min=0)
-    sweep: float = option(LAG_SWEEP_DEG, "--sweep", "Degrees out from the current pose (sign = direction).",
-                          "float", unit="deg")
+    sweep: float = option(
+        LAG_SWEEP_DEG, "--sweep", "Degrees out from the current pose (sign = direction).", "float", unit="deg"
+    )
     speeds: tuple[float, ...] = option(
-        LAG_SPEEDS_DEG_S, "--speeds", "Cruise speeds, deg/s, comma-separated (two or more check that L is "
-        "constant).", "floats", unit="deg/s")
-    ramp_ms: float = option(LAG_RAMP_S * 1e3, "--ramp-ms", "Time to reach each cruise speed (ms).", "float",
-                            unit="ms")
-    settle_ms: float = option(LAG_SETTLE_S * 1e3, "--settle-ms", "Rest after each pass (ms).", "float",
-                              unit="ms")
+        LAG_SPEEDS_DEG_S,
+        "--speeds",
+        "Cruise speeds, deg/s, comma-separated (two or more check that L is constant).",
+        "floats",
+        unit="deg/s",
+    )
+    ramp_ms: float = option(
+        LAG_RAMP_S * 1e3, "--ramp-ms", "Time to reach each cruise speed (ms).", "float", unit="ms"
+    )
+    settle_ms: float = option(
+        LAG_SETTLE_S * 1e3, "--settle-ms", "Rest after each pass (ms).", "float", unit="ms"
+    )
     cmd_ms: float = option(CMD_PERIOD_S * 1e3, "--cmd-ms", CMD_MS_HELP, "float", unit="ms")
-    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Acceleration bound, deg/s² (stop, guard tuning).",
-                          "float",
-                          unit="deg/s^2")
-    v_max: float = option(V_MAX_DEG_S, "--v-max", "Speed bound, deg/s (refusal, guard tuning).", "float",
-                          unit="deg/s")
+    a_max: float = option(
+        A_MAX_DEG_S2, "--a-max", "Acceleration bound, deg/s² (stop, guard tuning).", "float", unit="deg/s^2"
+    )
+    v_max: float = option(
+        V_MAX_DEG_S, "--v-max", "Speed bound, deg/s (refusal, guard tuning).", "float", unit="deg/s"
+    )
     rpc: bool = option(False, "--rpc", "Send every setpoint as an XML-RPC call instead of UDP.", "bool")
     keep: bool = option(False, "--keep", "Leave the robot enabled at the end.", "bool")
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
@@ -521,16 +563,31 @@ class LagOptions:
         from servotool.runs.arm.ramp import RampSettings  # noqa: F811 (the run's module loads numpy)
 
         return RampSettings(
-            joint=self.joint, sweep_deg=self.sweep, speeds_deg_s=tuple(self.speeds),
+            joint=self.joint,
+            sweep_deg=self.sweep,
+            speeds_deg_s=tuple(self.speeds),
             ramp_s=self.ramp_ms / 1e3,
-            settle_s=self.settle_ms / 1e3, cmd_period_s=self.cmd_ms / 1e3, a_max=self.a_max, v_max=self.v_max,
-            keep=self.keep, realtime=self.realtime, transport="rpc" if self.rpc else "udp")
+            settle_s=self.settle_ms / 1e3,
+            cmd_period_s=self.cmd_ms / 1e3,
+            a_max=self.a_max,
+            v_max=self.v_max,
+            keep=self.keep,
+            realtime=self.realtime,
+            transport="rpc" if self.rpc else "udp",
+        )
 
-    def problems(self, *, n_joints: int = 6, speed_limits: Sequence[float] | None = None,
-                 ranges: Ranges | None = None, motion: MotionCaps | None = None) -> list[str]:
+    def problems(
+        self,
+        *,
+        n_joints: int = 6,
+        speed_limits: Sequence[float] | None = None,
+        ranges: Ranges | None = None,
+        motion: MotionCaps | None = None,
+    ) -> list[str]:
         """Every problem of these settings, one line each: the one check `lag` and campaign files run."""
-        return validate_lag(self.run_settings(), n_joints=n_joints, speed_limits=speed_limits, ranges=ranges,
-                            motion=motion)
+        return validate_lag(
+            self.run_settings(), n_joints=n_joints, speed_limits=speed_limits, ranges=ranges, motion=motion
+        )
 
 
 @dataclass(frozen=True)
@@ -543,28 +600,46 @@ class StepOptions:
     hold_ms: float = option(600.0, "--hold-ms", "How long each level is held (ms).", "float", unit="ms")
     cmd_ms: float = option(CMD_PERIOD_S * 1e3, "--cmd-ms", CMD_MS_HELP, "float", unit="ms")
     shaped: bool = option(
-        True, "--shaped/--raw", "Through the stream shaper (default), or raw one-tick jumps (the runaway "
+        True,
+        "--shaped/--raw",
+        "Through the stream shaper (default), or raw one-tick jumps (the runaway "
         "trigger: simulators and test arms only). --shaped and --raw exclude each other: both given is "
-        "refused.", "bool", key="raw", invert=True)
+        "refused.",
+        "bool",
+        key="raw",
+        invert=True,
+    )
     v_max: float = option(V_MAX_DEG_S, "--v-max", "Shaper speed bound, deg/s.", "float", unit="deg/s")
-    a_max: float = option(A_MAX_DEG_S2, "--a-max", "Shaper acceleration bound, deg/s².", "float",
-                          unit="deg/s^2")
+    a_max: float = option(
+        A_MAX_DEG_S2, "--a-max", "Shaper acceleration bound, deg/s².", "float", unit="deg/s^2"
+    )
     shaper: str = option(
-        ShaperKind.ACCEL.value, "--shaper", "accel: acceleration-bounded (C1 wire); otg: jerk-limited "
-        "trajectory generator (C2 wire).", "str")
-    j_max: float = option(J_MAX_DEG_S3, "--j-max", "Jerk bound of the otg shaper, deg/s³.", "float",
-                          unit="deg/s^3")
+        ShaperKind.ACCEL.value,
+        "--shaper",
+        "accel: acceleration-bounded (C1 wire); otg: jerk-limited trajectory generator (C2 wire).",
+        "str",
+    )
+    j_max: float = option(
+        J_MAX_DEG_S3, "--j-max", "Jerk bound of the otg shaper, deg/s³.", "float", unit="deg/s^3"
+    )
     lag_ms: float | None = option(
-        None, "--lag-ms", "Measured lag L to tune the guard with (ms; default: the device profile's).",
+        None,
+        "--lag-ms",
+        "Measured lag L to tune the guard with (ms; default: the device profile's).",
         "float",
-        unit="ms")
+        unit="ms",
+    )
     rpc: bool = option(False, "--rpc", "Send setpoints as XML-RPC calls: every reject is counted.", "bool")
     keep: bool = option(False, "--keep", "Leave the robot enabled at the end.", "bool")
-    test_arm: bool = option(False, "--test-arm", "Allow raw steps on a real arm (a test arm, e-stop in hand);"
-                            " "
-                            "a typed confirmation is still asked.", "bool")
-    guard: bool = option(True, "--guard/--no-guard", "Run the divergence guard alongside (always on for "
-                         "shaped steps).", "bool")
+    test_arm: bool = option(
+        False,
+        "--test-arm",
+        "Allow raw steps on a real arm (a test arm, e-stop in hand); a typed confirmation is still asked.",
+        "bool",
+    )
+    guard: bool = option(
+        True, "--guard/--no-guard", "Run the divergence guard alongside (always on for shaped steps).", "bool"
+    )
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
 
@@ -577,17 +652,43 @@ class StepOptions:
         from servotool.runs.arm.step import StepSettings  # noqa: F811 (the run's module loads numpy)
 
         return StepSettings(
-            joint=self.joint, size_deg=self.size, steps=self.steps, hold_s=self.hold_ms / 1e3,
-            cmd_period_s=self.cmd_ms / 1e3, shaped=self.shaped, shaper=self.shaper, v_max=self.v_max,
-            a_max=self.a_max, j_max=self.j_max, guard=self.guard, lag_ms=self.lag_ms, keep=self.keep,
-            test_arm=self.test_arm, realtime=self.realtime, transport="rpc" if self.rpc else "udp")
+            joint=self.joint,
+            size_deg=self.size,
+            steps=self.steps,
+            hold_s=self.hold_ms / 1e3,
+            cmd_period_s=self.cmd_ms / 1e3,
+            shaped=self.shaped,
+            shaper=self.shaper,
+            v_max=self.v_max,
+            a_max=self.a_max,
+            j_max=self.j_max,
+            guard=self.guard,
+            lag_ms=self.lag_ms,
+            keep=self.keep,
+            test_arm=self.test_arm,
+            realtime=self.realtime,
+            transport="rpc" if self.rpc else "udp",
+        )
 
-    def problems(self, *, n_joints: int = 6, simulated: bool = True, ranges: Ranges | None = None,
-                 speed_limits: Sequence[float] | None = None, motion: MotionCaps | None = None) -> list[str]:
+    def problems(
+        self,
+        *,
+        n_joints: int = 6,
+        simulated: bool = True,
+        ranges: Ranges | None = None,
+        speed_limits: Sequence[float] | None = None,
+        motion: MotionCaps | None = None,
+    ) -> list[str]:
         """Every problem of these settings, one line each: the one check `step` and campaign files run."""
-        problems = validate_step(self.run_settings(), n_joints=n_joints, simulated=simulated,
-                                 test_arm=self.test_arm, ranges=ranges, speed_limits=speed_limits,
-                                 motion=motion)
+        problems = validate_step(
+            self.run_settings(),
+            n_joints=n_joints,
+            simulated=simulated,
+            test_arm=self.test_arm,
+            ranges=ranges,
+            speed_limits=speed_limits,
+            motion=motion,
+        )
         if "j_max" in self.given and not (self.shaped and self.shaper == ShaperKind.OTG.value):
             problems.append(J_MAX_OTG_ONLY)
         return problems

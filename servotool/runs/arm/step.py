@@ -97,8 +97,13 @@ class StepRun(RunResult):
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        return {"run": d["run"], "notes": d["notes"], "guard": vars(self.guard) if self.guard else None,
-                "analysis": d["analysis"], "analysis_error": d["analysis_error"]}
+        return {
+            "run": d["run"],
+            "notes": d["notes"],
+            "guard": vars(self.guard) if self.guard else None,
+            "analysis": d["analysis"],
+            "analysis_error": d["analysis_error"],
+        }
 
 
 def raw_needs_confirmation(s: StepSettings, arm: Arm) -> bool:
@@ -114,8 +119,13 @@ def check_settings(s: StepSettings, arm: Arm | None = None) -> None:
     if arm is None:
         problems = validate_step(s)
     else:
-        problems = validate_step(s, n_joints=arm.n_joints, simulated=arm.simulated, test_arm=s.test_arm,
-                                 speed_limits=arm.joint_speed_limits)
+        problems = validate_step(
+            s,
+            n_joints=arm.n_joints,
+            simulated=arm.simulated,
+            test_arm=s.test_arm,
+            speed_limits=arm.joint_speed_limits,
+        )
         if not problems and raw_needs_confirmation(s, arm) and not s.confirmed:
             problems.append("a raw step on a real arm needs the confirmation typed on a terminal")
     if problems:
@@ -195,8 +205,6 @@ def build_plan(s: StepSettings, pose: np.ndarray) -> StreamPlan:
     return StreamPlan(targets, passes, phase)
 
 
-
-
 class StepJob:
     """The step cycle as a job of the run skeleton; `guard` is how the guard was tuned, once built."""
 
@@ -271,6 +279,10 @@ def run_step(
         job, clock=clock, out_dir=out_dir, command=command, callbacks=callbacks, signals=signals
     ).run(arm)
     return StepRun(
-        path=run.path, outcome=run.outcome, analysis=run.analysis, analysis_error=run.analysis_error,
-        notes=run.notes, guard=job.guard,
+        path=run.path,
+        outcome=run.outcome,
+        analysis=run.analysis,
+        analysis_error=run.analysis_error,
+        notes=run.notes,
+        guard=job.guard,
     )

@@ -331,8 +331,12 @@ class Streamer:
             self._recent.append((f.t, q))
             t = self._rel(f.t)
             codes = fault_codes(f.fault)
-            row = {"t": t, "event": "state", **dict(zip(FAULT_COLUMNS, codes, strict=True)),
-                   "dev_t": f.device_time_s}
+            row = {
+                "t": t,
+                "event": "state",
+                **dict(zip(FAULT_COLUMNS, codes, strict=True)),
+                "dev_t": f.device_time_s,
+            }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
             rows.append(row)
             if f.fault != self._latched:
@@ -377,8 +381,13 @@ class Streamer:
     def _cmd_row(
         self, t: float, pass_index: int, phase: str, q: np.ndarray, raw: np.ndarray | None
     ) -> dict[str, Any]:
-        row: dict[str, Any] = {"t": self._rel(t), "event": "cmd", "seq": self._seq, "pass": pass_index,
-                               "phase": phase}
+        row: dict[str, Any] = {
+            "t": self._rel(t),
+            "event": "cmd",
+            "seq": self._seq,
+            "pass": pass_index,
+            "phase": phase,
+        }
         row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
         if self.record_raw and raw is not None:
             row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
@@ -491,8 +500,9 @@ class Streamer:
         gap = self._stall_gap(k)
         if gap is not None:
             raise _StopRequest(
-                ERROR, f"the stream stalled: no setpoint went out for {gap * 1e3:.0f} ms (over "
-                f"{self.stall_s * 1e3:.0f} ms: the process was suspended or starved)"
+                ERROR,
+                f"the stream stalled: no setpoint went out for {gap * 1e3:.0f} ms (over "
+                f"{self.stall_s * 1e3:.0f} ms: the process was suspended or starved)",
             )
 
     def _tick(self, plan: StreamPlan, k: int, passes: np.ndarray, phases: np.ndarray) -> None:
@@ -581,8 +591,10 @@ class Streamer:
         outcome.rejects = self._rejects
         worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
         if self._stale_ticks and worth_saying and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
-            outcome.notes.append(f"{STALE_NOTE} {self._stale_ticks} ticks: the newest state frame was more "
-                                 f"than {self.fresh_s * 1e3:.0f} ms old (a stalled state stream)")
+            outcome.notes.append(
+                f"{STALE_NOTE} {self._stale_ticks} ticks: the newest state frame was more "
+                f"than {self.fresh_s * 1e3:.0f} ms old (a stalled state stream)"
+            )
         return outcome
 
     def _drain_tail(self, outcome: StreamOutcome) -> None:
@@ -735,8 +747,9 @@ def record_stream(
     """Stream `plan` into a new servotool-csv file `<mode>_<device>_<stamp>.csv` in out_dir (never
     overwriting), header extras `header`; a run that ends early gets the end line `interrupted: <reason>`.
     Returns the file and how the stream ended; streamer_kwargs go to Streamer (period_s, shaper, guard...)."""
-    with open_run_csv(arm, mode=mode, out_dir=out_dir, config=config, header=header, command=command,
-                      record_raw=record_raw) as writer:
+    with open_run_csv(
+        arm, mode=mode, out_dir=out_dir, config=config, header=header, command=command, record_raw=record_raw
+    ) as writer:
         outcome = Streamer(arm, clock, writer, record_raw=record_raw, **streamer_kwargs).run(plan)
         if not outcome.complete:
             writer.interrupt(outcome.reason or str(outcome.status))
@@ -763,15 +776,21 @@ def open_run_csv(
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
             return CsvLogWriter(
-                path, device=arm.url, simulated=arm.simulated, config=config,
-                units=units(arm.n_joints, raw=record_raw), columns=columns(arm.n_joints, raw=record_raw),
-                command=command, extra=header,
+                path,
+                device=arm.url,
+                simulated=arm.simulated,
+                config=config,
+                units=units(arm.n_joints, raw=record_raw),
+                columns=columns(arm.n_joints, raw=record_raw),
+                command=command,
+                extra=header,
             )
         except FileExistsError:
             continue
         except OSError as exc:
-            raise RecordingNotCreated(f"{out_dir}: cannot create the recording ({exc.strerror or exc}); "
-                                      "nothing was recorded") from None
+            raise RecordingNotCreated(
+                f"{out_dir}: cannot create the recording ({exc.strerror or exc}); nothing was recorded"
+            ) from None
     raise RecordingNotCreated(f"{out_dir}: every name for the recording was taken; nothing was recorded")
 
 

@@ -46,8 +46,9 @@ def abort_check(abort: Abort) -> Callable[[], bool]:
 
 def pulse_limits(limits: Mapping[int, tuple[int, int]]) -> JointLimits:
     """The limit checker of a servo limit table (pulses)."""
-    table: dict[Hashable, tuple[float, float]] = {sid: (float(lo), float(hi))
-                                                  for sid, (lo, hi) in limits.items()}
+    table: dict[Hashable, tuple[float, float]] = {
+        sid: (float(lo), float(hi)) for sid, (lo, hi) in limits.items()
+    }
     return JointLimits(table, unit="pulses")
 
 
@@ -87,9 +88,11 @@ def parse_goal(spec: str, poses: Mapping[str, Mapping[int, int]]) -> dict[int, i
     return goal
 
 
-def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
-                     configured: Mapping[int, tuple[int, int]] | None,
-                     span: tuple[int, int]) -> dict[int, tuple[int, int]]:
+def intersect_limits(
+    stored: Mapping[int, tuple[int, int] | None],
+    configured: Mapping[int, tuple[int, int]] | None,
+    span: tuple[int, int],
+) -> dict[int, tuple[int, int]]:
     """Per servo: the stored limit intersected with the configured one (if any), and with `span` (the bus's
     position range). A servo without a stored limit (silent) gets none. Refused
     when an intersection is empty."""
@@ -101,14 +104,17 @@ def intersect_limits(stored: Mapping[int, tuple[int, int] | None],
         if configured and sid in configured:
             lo, hi = max(lo, configured[sid][0]), min(hi, configured[sid][1])
         if lo > hi:
-            raise Refused(f"servo {sid}: configured limits {configured[sid] if configured else ''} do not "
-                          f"overlap its stored limits {pair}")
+            raise Refused(
+                f"servo {sid}: configured limits {configured[sid] if configured else ''} do not "
+                f"overlap its stored limits {pair}"
+            )
         out[sid] = (lo, hi)
     return out
 
 
-def read_limits(bus: Bus, configured: Mapping[int, tuple[int, int]] | None = None,
-                ids: Iterable[int] | None = None) -> dict[int, tuple[int, int]]:
+def read_limits(
+    bus: Bus, configured: Mapping[int, tuple[int, int]] | None = None, ids: Iterable[int] | None = None
+) -> dict[int, tuple[int, int]]:
     """The stored limits read from each servo, intersected with `configured` (see intersect_limits)."""
     ids = tuple(bus.ids if ids is None else ids)
     return intersect_limits({sid: bus.read_stored_limits(sid) for sid in ids}, configured, bus.position_range)
@@ -133,8 +139,10 @@ def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
     if joints:
-        raise Refused(f"joint servo(s) {', '.join(map(str, joints))} not answering: position unknown, "
-                      "nothing moves until they answer (check the cable)")
+        raise Refused(
+            f"joint servo(s) {', '.join(map(str, joints))} not answering: position unknown, "
+            "nothing moves until they answer (check the cable)"
+        )
     pose = {sid: int(v) for sid, v in raw.items() if v is not None}
     carried = {sid: int(bus.last_position[sid]) for sid in silent if sid in bus.last_position}
     return ArmPose(pose=pose, silent=silent, carried=carried)
@@ -163,8 +171,13 @@ class MoveLog:
     frames: int = 0
 
 
-def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping[int, tuple[int, int]],
-              speed: float, period_s: float = PERIOD_S) -> Trajectory:
+def plan_move(
+    start: Mapping[int, int],
+    goal: Mapping[int, int],
+    limits: Mapping[int, tuple[int, int]],
+    speed: float,
+    period_s: float = PERIOD_S,
+) -> Trajectory:
     """The minimum-jerk trajectory from start to goal, after checking the goal and every sample against the
     limits and the speed against MIN_SPEED <= speed <= MAX_SPEED. Raises Refused with the reason."""
     if not (math.isfinite(speed) and MIN_SPEED <= speed <= MAX_SPEED):
@@ -181,20 +194,28 @@ def plan_move(start: Mapping[int, int], goal: Mapping[int, int], limits: Mapping
     reason = check.check(as_pose(goal))
     if reason:
         raise Refused(f"goal refused: {reason.replace('joint', 'servo')}")
-    traj = Trajectory(as_pose({sid: start[sid] for sid in goal}), as_pose(goal), speed, 0.0,
-                      period=period_s)
+    traj = Trajectory(as_pose({sid: start[sid] for sid in goal}), as_pose(goal), speed, 0.0, period=period_s)
     reason = check.check_path(traj.samples(period_s))
     if reason:
-        raise Refused(f"move refused (is the current pose outside the limits?): "
-                      f"{reason.replace('joint', 'servo')}")
+        raise Refused(
+            f"move refused (is the current pose outside the limits?): {reason.replace('joint', 'servo')}"
+        )
     return traj
 
 
-def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[int, tuple[int, int]],
-            speed: float = DEFAULT_SPEED, period_s: float = PERIOD_S, settle_s: float = 0.2,
-            abort_requested: Abort = None,
-            on_progress: Callable[[float, dict[int, int]], None] | None = None,
-            log: MoveLog | None = None) -> MoveResult:
+def move_to(
+    bus: Bus,
+    clock: Clock,
+    goal: Mapping[int, int],
+    *,
+    limits: Mapping[int, tuple[int, int]],
+    speed: float = DEFAULT_SPEED,
+    period_s: float = PERIOD_S,
+    settle_s: float = 0.2,
+    abort_requested: Abort = None,
+    on_progress: Callable[[float, dict[int, int]], None] | None = None,
+    log: MoveLog | None = None,
+) -> MoveResult:
     """Move to `goal` ({servo id: pulse}) along a minimum-jerk trajectory capped at `speed` pulses/s.
 
     Everything is checked before the first frame (Refused: nothing was sent). Frames go out every period_s on
@@ -211,12 +232,16 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
         bus.require_position_mode(live_goal)
     latched = _latches(bus, live_goal)
     if latched:
-        raise MoveServoLatched(f"servo {_named(latched)}: hardware error latched, its torque stays off "
-                               "until a reboot (which a move never sends); nothing moved")
+        raise MoveServoLatched(
+            f"servo {_named(latched)}: hardware error latched, its torque stays off "
+            "until a reboot (which a move never sends); nothing moved"
+        )
     limp = bus.unpowered(live_goal) if isinstance(bus, TorqueGatedBus) else []
     if limp:
-        raise MoveServoUnpowered(f"servo {', '.join(map(str, limp))}: torque off, a goal would not move it; "
-                                 "nothing moved (`servotool servo hold` switches it on where it is)")
+        raise MoveServoUnpowered(
+            f"servo {', '.join(map(str, limp))}: torque off, a goal would not move it; "
+            "nothing moved (`servotool servo hold` switches it on where it is)"
+        )
     check = pulse_limits({sid: limits[sid] for sid in live_goal})
     aborted = abort_check(abort_requested)
     period_ms = int(round(period_s * 1000))
@@ -255,9 +280,18 @@ def move_to(bus: Bus, clock: Clock, goal: Mapping[int, int], *, limits: Mapping[
         raise
     _refuse_lost(bus, final)
     _refuse_latched(bus, final, live_goal)
-    return MoveResult(start={sid: armpose.pose[sid] for sid in live_goal}, goal=live_goal, final=final,
-                      duration_s=duration, frames=frames, silent=armpose.silent, carried=armpose.carried,
-                      skipped=skipped, limits={sid: limits[sid] for sid in live_goal}, aborted=stopped)
+    return MoveResult(
+        start={sid: armpose.pose[sid] for sid in live_goal},
+        goal=live_goal,
+        final=final,
+        duration_s=duration,
+        frames=frames,
+        silent=armpose.silent,
+        carried=armpose.carried,
+        skipped=skipped,
+        limits={sid: limits[sid] for sid in live_goal},
+        aborted=stopped,
+    )
 
 
 class MoveServoLost(ConnectionLost):
@@ -273,8 +307,10 @@ def _refuse_lost(bus: Bus, final: Mapping[int, int | None]) -> None:
         return
     with contextlib.suppress(Exception):
         bus.hold()
-    raise MoveServoLost(f"servo {', '.join(map(str, lost))} stopped answering during the move (not read "
-                        "back at its end); arm held")
+    raise MoveServoLost(
+        f"servo {', '.join(map(str, lost))} stopped answering during the move (not read "
+        "back at its end); arm held"
+    )
 
 
 class MoveServoLatched(Refused):
@@ -343,11 +379,15 @@ def hold(bus: Bus, ids: Iterable[int] | None = None) -> HoldResult:
     joints = [sid for sid in silent if sid not in bus.optional_ids]
     quiet = f"; servo {', '.join(map(str, joints))} not answering, not held" if joints else ""
     if latched:
-        raise HoldServoFault(f"servo {_named(latched)}: hardware error latched, its torque is off until a "
-                             f"reboot (never sent here), so it does not hold{quiet}; {others}")
+        raise HoldServoFault(
+            f"servo {_named(latched)}: hardware error latched, its torque is off until a "
+            f"reboot (never sent here), so it does not hold{quiet}; {others}"
+        )
     if joints:
-        raise HoldServoLost(f"servo {', '.join(map(str, joints))} not answering after the hold: not held "
-                            f"(position unknown; check its cable); {others}")
+        raise HoldServoLost(
+            f"servo {', '.join(map(str, joints))} not answering after the hold: not held "
+            f"(position unknown; check its cable); {others}"
+        )
     return HoldResult(held=held, silent=silent)
 
 
@@ -360,8 +400,9 @@ class RelaxResult:
     attempts: int
 
 
-def tuck_check(pose: Mapping[int, int | None], tuck: Mapping[int, int], joints: Iterable[int],
-               tolerance: int) -> str | None:
+def tuck_check(
+    pose: Mapping[int, int | None], tuck: Mapping[int, int], joints: Iterable[int], tolerance: int
+) -> str | None:
     """None when every tuck joint is within tolerance of the tuck pose, else the reason."""
     off = []
     for j in joints:
@@ -375,8 +416,17 @@ def tuck_check(pose: Mapping[int, int | None], tuck: Mapping[int, int], joints: 
     return None
 
 
-def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[int], tolerance: int,
-          force: bool = False, attempts: int = 3, sent: list[int] | None = None) -> RelaxResult:
+def relax(
+    bus: Bus,
+    clock: Clock,
+    *,
+    tuck: Mapping[int, int],
+    joints: Iterable[int],
+    tolerance: int,
+    force: bool = False,
+    attempts: int = 3,
+    sent: list[int] | None = None,
+) -> RelaxResult:
     """Switch torque off on every servo, verified by reading torque back, up to `attempts` times.
 
     Refused (nothing sent) unless the tuck joints are within `tolerance` pulses of the tuck pose (where the
@@ -389,8 +439,10 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
     if not force:
         reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
-            raise Refused(f"relax refused: {reason}; with torque off the arm would drop. Move to pretuck "
-                          "first (it lies within the tuck tolerance), or force it")
+            raise Refused(
+                f"relax refused: {reason}; with torque off the arm would drop. Move to pretuck "
+                "first (it lies within the tuck tolerance), or force it"
+            )
     optional = set(bus.optional_ids)
     torque: dict[int, bool | None] = {}
     n = 0
@@ -408,12 +460,18 @@ def relax(bus: Bus, clock: Clock, *, tuck: Mapping[int, int], joints: Iterable[i
     return RelaxResult(pose=pose, torque=torque, still_on=still_on, forced=force, attempts=n)
 
 
-def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]], ids: Iterable[int],
-                  reference_poses: Iterable[str] = (), *,
-                  span: tuple[int, int] | None,
-                  id_span: tuple[int, int] | None = None,
-                  mapped: Mapping[int, tuple[int, int]] | None = None,
-                  mapped_in: str = "the --limits file") -> list[str]:
+def move_problems(
+    to: str,
+    speed: float,
+    poses: Mapping[str, Mapping[int, int]],
+    ids: Iterable[int],
+    reference_poses: Iterable[str] = (),
+    *,
+    span: tuple[int, int] | None,
+    id_span: tuple[int, int] | None = None,
+    mapped: Mapping[int, tuple[int, int]] | None = None,
+    mapped_in: str = "the --limits file",
+) -> list[str]:
     """Every problem of a move request found without the bus, one sentence each: a speed not finite or
     outside [MIN_SPEED, MAX_SPEED], a goal that does not parse, names a reference pose (not a command
     target), a servo the arm does not have (when `ids` are known), an id outside `id_span` (no single servo
@@ -426,43 +484,68 @@ def move_problems(to: str, speed: float, poses: Mapping[str, Mapping[int, int]],
     name = to.strip()
     references = set(reference_poses)
     if name in references:
-        out.append(f"pose {name!r} is a reference (where the arm rests with torque off), not a command "
-                   "target; move to pretuck, then relax")
+        out.append(
+            f"pose {name!r} is a reference (where the arm rests with torque off), not a command "
+            "target; move to pretuck, then relax"
+        )
         return out
     try:  # an unknown name is answered with the poses a move can take: never a reference pose
         goal = parse_goal(to, {k: v for k, v in poses.items() if k not in references})
     except ValueError as exc:
         return [*out, str(exc)]
     known = set(ids)
-    out += [f"servo {sid} is not on this arm ({', '.join(map(str, sorted(known)))})"
-            for sid in goal if known and sid not in known]
+    out += [
+        f"servo {sid} is not on this arm ({', '.join(map(str, sorted(known)))})"
+        for sid in goal
+        if known and sid not in known
+    ]
     if id_span is not None:
-        out += [f"servo id {sid} outside {id_span[0]}-{id_span[1]}: no single servo has it (254 is the "
-                "broadcast id)" for sid in goal if not id_span[0] <= sid <= id_span[1]]
+        out += [
+            f"servo id {sid} outside {id_span[0]}-{id_span[1]}: no single servo has it (254 is the "
+            "broadcast id)"
+            for sid in goal
+            if not id_span[0] <= sid <= id_span[1]
+        ]
     if span is not None:
-        out += [f"servo {sid} goal {pulse} outside {span[0]}-{span[1]} pulses" for sid, pulse in goal.items()
-                if not span[0] <= pulse <= span[1]]
+        out += [
+            f"servo {sid} goal {pulse} outside {span[0]}-{span[1]} pulses"
+            for sid, pulse in goal.items()
+            if not span[0] <= pulse <= span[1]
+        ]
     return out + _mapped_problems(goal, mapped, mapped_in)
 
 
-def _mapped_problems(goal: Mapping[int, int], mapped: Mapping[int, tuple[int, int]] | None,
-                     where: str) -> list[str]:
+def _mapped_problems(
+    goal: Mapping[int, int], mapped: Mapping[int, tuple[int, int]] | None, where: str
+) -> list[str]:
     if mapped is None:
         return []
     out = []
     missing = [sid for sid in goal if sid not in mapped]
     if missing:
         keys = ", ".join(f"arm_limit_{sid}" for sid in missing)
-        out.append(f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
-                   "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits")
-    out += [f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"
-            for sid, pulse in goal.items() if sid in mapped
-            for lo, hi in [mapped[sid]] if not lo <= pulse <= hi]
+        out.append(
+            f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
+            "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits"
+        )
+    out += [
+        f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"
+        for sid, pulse in goal.items()
+        if sid in mapped
+        for lo, hi in [mapped[sid]]
+        if not lo <= pulse <= hi
+    ]
     return out
 
 
-def watch(bus: Bus, clock: Clock, period_s: float, on_records: Callable[[dict[int, ServoRecord]], None],
-          stop: Abort = None, rounds: int | None = None) -> int:
+def watch(
+    bus: Bus,
+    clock: Clock,
+    period_s: float,
+    on_records: Callable[[dict[int, ServoRecord]], None],
+    stop: Abort = None,
+    rounds: int | None = None,
+) -> int:
     """Read every servo (read_records) every period_s on absolute deadlines and hand each round to
     `on_records`, until `stop` is requested or `rounds` rounds are done. Read only: nothing but read
     requests is written, so the servos are left exactly as they were. Returns the rounds done."""

@@ -171,13 +171,24 @@ class SweepRun:
 
     def as_dict(self) -> dict:
         return {
-            "aborted": self.aborted, "error": self.error, "fault": self.fault,
+            "aborted": self.aborted,
+            "error": self.error,
+            "fault": self.fault,
             "exit_code": int(self.exit_code) if self.error else None,
             "start_pose": self.start_pose,
             "stored_limits": {k: list(v) for k, v in self.stored.items()},
             "limits_before": {k: list(v) for k, v in self.limits.items()},
-            "found": {k: {"lo": f.lo, "hi": f.hi, "lo_source": f.lo_source, "hi_source": f.hi_source,
-                          "lo_detail": f.lo_detail, "hi_detail": f.hi_detail} for k, f in self.found.items()},
+            "found": {
+                k: {
+                    "lo": f.lo,
+                    "hi": f.hi,
+                    "lo_source": f.lo_source,
+                    "hi_source": f.hi_source,
+                    "lo_detail": f.lo_detail,
+                    "hi_detail": f.hi_detail,
+                }
+                for k, f in self.found.items()
+            },
             "sweeps": [r.as_dict() for r in self.results],
         }
 
@@ -254,9 +265,15 @@ WriterFactory = Callable[[SweepResult], AbstractContextManager[RowWriter]]
 
 
 class _Sweeper:
-    def __init__(self, bus: Bus, clock: Clock, config: SweepConfig, abort: Callable[[], bool],
-                 on_event: Callable[[SweepEvent], None] | None,
-                 stop_reason: Callable[[], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        clock: Clock,
+        config: SweepConfig,
+        abort: Callable[[], bool],
+        on_event: Callable[[SweepEvent], None] | None,
+        stop_reason: Callable[[], str | None] | None = None,
+    ) -> None:
         self.bus, self.clock, self.cfg = bus, clock, config
         self.abort = abort
         self._stop_reason = stop_reason or (lambda: None)
@@ -282,8 +299,10 @@ class _Sweeper:
         span_lo, span_hi = self.span
         if not (max(lo, span_lo) <= pulse <= min(hi, span_hi)):
             self.bus.hold()
-            raise RunFault(f"refusing to command servo {joint} to {pulse}: outside stored limit "
-                           f"[{lo}, {hi}] or {span_lo}-{span_hi} (arm held)")
+            raise RunFault(
+                f"refusing to command servo {joint} to {pulse}: outside stored limit "
+                f"[{lo}, {hi}] or {span_lo}-{span_hi} (arm held)"
+            )
         self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
 
     def read_stop(self, joint: int) -> int | None:
@@ -331,8 +350,9 @@ class _Sweeper:
                     if elapsed - arrived_at >= cfg.settle_s:
                         return self.stop(res, writer, STOP_STORED)
                 if elapsed - reached_at >= cfg.limit_wait_s:
-                    res.notes.append(f"settled at {read}, {abs(read - res.bound)} pulses short of the "
-                                     "stored limit")
+                    res.notes.append(
+                        f"settled at {read}, {abs(read - res.bound)} pulses short of the stored limit"
+                    )
                     return self.stop(res, writer, STOP_STORED)
             k += 1
             self.clock.sleep_until(t_start + k * cfg.period_s)
@@ -353,8 +373,16 @@ class _Sweeper:
         writer.write(t=self.now(), event="stop", joint=res.joint, direction=res.direction, read=res.stop)
         if res.stop is not None and reason in LIMIT_REASONS:
             res.limit = limit_from_stop(res.stop, res.sign, res.inside)
-        self.on_event(SweepEvent("stop", res.joint, res.direction, t_hold, read=res.stop,
-                                 message=reason + (f": limit {res.limit}" if res.limit is not None else "")))
+        self.on_event(
+            SweepEvent(
+                "stop",
+                res.joint,
+                res.direction,
+                t_hold,
+                read=res.stop,
+                message=reason + (f": limit {res.limit}" if res.limit is not None else ""),
+            )
+        )
         if reason == STOP_ABORT:
             raise self.aborted("stop requested: the arm was held where it stopped")
 
@@ -366,10 +394,23 @@ class _Sweeper:
             raise SweepServoLost(f"servo {res.joint} went silent after its sweep; arm held")
         # a read can sit a pulse or two beyond the stored limit (noise): never command that
         here = min(max(here, lo, self.span[0]), hi, self.span[1])
-        traj = Trajectory(as_pose({res.joint: here}), as_pose({res.joint: res.start}), self.cfg.return_speed,
-                          0.0, period=self.cfg.period_s)
-        self.on_event(SweepEvent("return", res.joint, res.direction, self.now(), cmd=res.start,
-                                 message=f"back to {res.start} in {traj.T:.1f} s"))
+        traj = Trajectory(
+            as_pose({res.joint: here}),
+            as_pose({res.joint: res.start}),
+            self.cfg.return_speed,
+            0.0,
+            period=self.cfg.period_s,
+        )
+        self.on_event(
+            SweepEvent(
+                "return",
+                res.joint,
+                res.direction,
+                self.now(),
+                cmd=res.start,
+                message=f"back to {res.start} in {traj.T:.1f} s",
+            )
+        )
         t_start = self.clock.now()
         k = 0
         while True:
@@ -392,17 +433,25 @@ class _Sweeper:
 
 def check_pose(pose: Mapping[int, int], limits: Mapping[int, tuple[int, int]]) -> str | None:
     """None when every read servo with a limit is inside it, else the reason."""
-    reason = pulse_limits(limits).check(as_pose({k: v for k, v in pose.items() if k in limits})) \
-        if limits else "no limits known"
+    reason = (
+        pulse_limits(limits).check(as_pose({k: v for k, v in pose.items() if k in limits}))
+        if limits
+        else "no limits known"
+    )
     return None if reason is None else reason.replace("joint", "servo", 1)
 
 
-def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
-               configured: Mapping[int, tuple[int, int]] | None = None,
-               abort_requested: Abort = None,
-               writer_factory: WriterFactory | None = None,
-               on_event: Callable[[SweepEvent], None] | None = None,
-               stop_reason: Callable[[], str | None] | None = None) -> SweepRun:
+def run_sweeps(
+    bus: Bus,
+    clock: Clock,
+    config: SweepConfig,
+    *,
+    configured: Mapping[int, tuple[int, int]] | None = None,
+    abort_requested: Abort = None,
+    writer_factory: WriterFactory | None = None,
+    on_event: Callable[[SweepEvent], None] | None = None,
+    stop_reason: Callable[[], str | None] | None = None,
+) -> SweepRun:
     """Sweep each configured joint in each direction; see the module doc.
 
     Refused (nothing moved) when a swept servo is not on the arm, a joint servo is silent, a stored limit
@@ -418,8 +467,9 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
     sweeper = _Sweeper(bus, clock, config, abort, on_event, stop_reason)
     unknown = [j for j in config.joints if j not in bus.ids]
     if unknown:
-        raise Refused(f"servo(s) {', '.join(map(str, unknown))} not on this arm "
-                      f"({', '.join(map(str, bus.ids))})")
+        raise Refused(
+            f"servo(s) {', '.join(map(str, unknown))} not on this arm ({', '.join(map(str, bus.ids))})"
+        )
     armpose = read_arm(bus)
     stored_raw = {sid: bus.read_stored_limits(sid) for sid in bus.ids if sid in armpose.pose}
     missing = [j for j in config.joints if stored_raw.get(j) is None]
@@ -433,9 +483,11 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
         raise Refused(f"sweep refused: the arm starts outside the current limits: {reason}")
     limp = [sid for sid in bus.ids if sid in armpose.pose and bus.read_torque(sid) is False]
     if limp:
-        raise Refused(f"sweep refused: servo(s) {', '.join(map(str, limp))} have torque off (relaxed): "
-                      "a limp joint sags out of its limits once the arm moves; hold the arm first "
-                      "(servotool servo hold)")
+        raise Refused(
+            f"sweep refused: servo(s) {', '.join(map(str, limp))} have torque off (relaxed): "
+            "a limp joint sags out of its limits once the arm moves; hold the arm first "
+            "(servotool servo hold)"
+        )
     run = SweepRun(results=[], stored=stored, limits=limits, start_pose=dict(armpose.pose))
     factory = writer_factory or (lambda res: nullcontext(_NullWriter()))
     try:
@@ -462,31 +514,56 @@ def run_sweeps(bus: Bus, clock: Clock, config: SweepConfig, *,
     return run
 
 
-def _one(bus: Bus, sweeper: _Sweeper, run: SweepRun, joint: int, direction: str,
-         limits: Mapping[int, tuple[int, int]], factory: WriterFactory) -> None:
+def _one(
+    bus: Bus,
+    sweeper: _Sweeper,
+    run: SweepRun,
+    joint: int,
+    direction: str,
+    limits: Mapping[int, tuple[int, int]],
+    factory: WriterFactory,
+) -> None:
     cfg = sweeper.cfg
     armpose = read_arm(bus)
     reason = check_pose(armpose.pose, limits)
     if reason:
         # the whole arm was checked before anything moved: a pose out of limits now came up during the run
-        raise SweepFault(f"sweep of servo {joint} {direction} not started: the arm moved outside the current "
-                         f"limits during the run: {reason}; arm held")
+        raise SweepFault(
+            f"sweep of servo {joint} {direction} not started: the arm moved outside the current "
+            f"limits during the run: {reason}; arm held"
+        )
     sign = direction_sign(direction)
     lo, hi = run.stored[joint]
     bound = min(max(hi if sign > 0 else lo, sweeper.span[0]), sweeper.span[1])
     start = armpose.pose[joint]
-    res = SweepResult(joint=joint, direction=direction, speed=cfg.speed, inside=cfg.inside, start=start,
-                      bound=bound, stored=(lo, hi))
+    res = SweepResult(
+        joint=joint,
+        direction=direction,
+        speed=cfg.speed,
+        inside=cfg.inside,
+        start=start,
+        bound=bound,
+        stored=(lo, hi),
+    )
     run.results.append(res)
-    sweeper.on_event(SweepEvent("start", joint, direction, sweeper.now(), cmd=bound, read=start,
-                                message=f"servo {joint} {direction} from {start} toward stored limit "
-                                        f"{bound}"))
+    sweeper.on_event(
+        SweepEvent(
+            "start",
+            joint,
+            direction,
+            sweeper.now(),
+            cmd=bound,
+            read=start,
+            message=f"servo {joint} {direction} from {start} toward stored limit {bound}",
+        )
+    )
     with _recording(factory, res) as writer, _named_interrupt(writer):
         if sign * (bound - start) <= 0:
             res.reason, res.stop = STOP_AT_LIMIT, start
             res.limit = limit_from_stop(start, sign, cfg.inside)
-            sweeper.on_event(SweepEvent("stop", joint, direction, sweeper.now(), read=start,
-                                        message=STOP_AT_LIMIT))
+            sweeper.on_event(
+                SweepEvent("stop", joint, direction, sweeper.now(), read=start, message=STOP_AT_LIMIT)
+            )
             return
         sweeper.sweep(res, writer)
         if res.reason == STOP_SILENT:
@@ -515,12 +592,23 @@ class _NullWriter:
 def sweep_config_dict(config: SweepConfig) -> dict:
     """Every resolved setting, for the CSV header."""
     c = config.criterion
-    return {"mode": "sweep", "joints": list(config.joints), "directions": list(config.directions),
-            "speed": config.speed, "inside": config.inside, "period_s": config.period_s,
-            "return_speed": config.return_speed, "settle_s": config.settle_s, "limit_tol": config.limit_tol,
-            "limit_wait_s": config.limit_wait_s, "stall_window_s": c.window_s, "stall_follow_s": c.follow_s,
-            "stall_lead_min": c.lead_min, "stall_progress_frac": c.progress_frac,
-            "stall_progress_min": c.progress_min}
+    return {
+        "mode": "sweep",
+        "joints": list(config.joints),
+        "directions": list(config.directions),
+        "speed": config.speed,
+        "inside": config.inside,
+        "period_s": config.period_s,
+        "return_speed": config.return_speed,
+        "settle_s": config.settle_s,
+        "limit_tol": config.limit_tol,
+        "limit_wait_s": config.limit_wait_s,
+        "stall_window_s": c.window_s,
+        "stall_follow_s": c.follow_s,
+        "stall_lead_min": c.lead_min,
+        "stall_progress_frac": c.progress_frac,
+        "stall_progress_min": c.progress_min,
+    }
 
 
 def directions_for(choice: str) -> tuple[str, ...]:
@@ -530,4 +618,3 @@ def directions_for(choice: str) -> tuple[str, ...]:
     if choice not in DIRECTIONS:
         raise SettingsError(f"--direction {choice!r}: want up, down or both")
     return (choice,)
-

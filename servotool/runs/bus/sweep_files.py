@@ -104,8 +104,10 @@ def file_problems(files: SweepFiles, simulated: bool) -> list[str]:
     if files.update_limits and files.limits_path is None:
         out.append("--update-limits needs --limits FILE")
     if files.update_limits and simulated and not files.force_sim:
-        out.append("--update-limits with a simulated bus would write simulated limits into "
-                   f"{files.limits_path or 'the limits file'}; add --force-sim if that is what you want")
+        out.append(
+            "--update-limits with a simulated bus would write simulated limits into "
+            f"{files.limits_path or 'the limits file'}; add --force-sim if that is what you want"
+        )
     path = files.limits_path
     if files.update_limits and path is not None and path.exists() and not os.access(path, os.W_OK):
         out.append(f"{path}: not writable, so --update-limits cannot update it")
@@ -141,17 +143,26 @@ def _yaml_notes(found: dict[int, FoundLimit], stamp: str) -> dict[int, str]:
     return notes
 
 
-def _write_limits(bus: Bus, config: SweepConfig, files: SweepFiles, found: dict[int, FoundLimit],
-                  stem: str, when: datetime) -> tuple[dict[str, str], list[str]]:
+def _write_limits(
+    bus: Bus, config: SweepConfig, files: SweepFiles, found: dict[int, FoundLimit], stem: str, when: datetime
+) -> tuple[dict[str, str], list[str]]:
     """Merge the found limits into a copy of the limits file (or into it, with update_limits)."""
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    header = (f"arm_limit for servo(s) {', '.join(map(str, sorted(found)))} mapped {stamp} by servotool "
-              f"sweep on {bus.url}{' (SIMULATED)' if bus.simulated else ''}: {config.speed:g} pulses/s "
-              f"toward the stored limits, each limit {config.inside} pulses inside the stop read back")
+    header = (
+        f"arm_limit for servo(s) {', '.join(map(str, sorted(found)))} mapped {stamp} by servotool "
+        f"sweep on {bus.url}{' (SIMULATED)' if bus.simulated else ''}: {config.speed:g} pulses/s "
+        f"toward the stored limits, each limit {config.inside} pulses inside the stop read back"
+    )
     lf, path = files.limits, files.limits_path
     new = {j: (f.lo, f.hi) for j, f in found.items()}
-    text = merge_limits_text(lf.text if lf else None, new, _yaml_notes(found, stamp), header,
-                             str(path) if path else "<new>", node=limits_node(bus.url))
+    text = merge_limits_text(
+        lf.text if lf else None,
+        new,
+        _yaml_notes(found, stamp),
+        header,
+        str(path) if path else "<new>",
+        node=limits_node(bus.url),
+    )
     copy = unique_path(files.out_dir, f"{stem}_limits.yaml")
     if not (files.update_limits and path is not None and lf is not None):
         return {"yaml": str(write_atomic(copy, text))}, []
@@ -165,18 +176,29 @@ def _write_limits(bus: Bus, config: SweepConfig, files: SweepFiles, found: dict[
 def _plots(run: SweepRun, csv_paths: dict[int, Path], folder: Path, stem: str) -> dict[str, Any]:
     from servotool.plots.sweep import save_limits_summary, save_sweep_plot
 
-    out: dict[str, Any] = {"png": [str(save_sweep_plot(r, csv_paths[id(r)].with_suffix(".png")))
-                                   for r in run.results if id(r) in csv_paths and r.t]}
+    out: dict[str, Any] = {
+        "png": [
+            str(save_sweep_plot(r, csv_paths[id(r)].with_suffix(".png")))
+            for r in run.results
+            if id(r) in csv_paths and r.t
+        ]
+    }
     if run.results:
         summary = unique_path(folder, f"{stem}_limits.png")
         out["summary_png"] = str(save_limits_summary(run.results, run.found, run.stored, run.limits, summary))
     return out
 
 
-def sweep_and_write(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFiles, *,
-                  abort_requested: Abort = None,
-                  on_event: Callable[[SweepEvent], None] | None = None,
-                  stop_reason: Callable[[], str | None] | None = None) -> SweepRecord:
+def sweep_and_write(
+    bus: Bus,
+    clock: Clock,
+    config: SweepConfig,
+    files: SweepFiles,
+    *,
+    abort_requested: Abort = None,
+    on_event: Callable[[SweepEvent], None] | None = None,
+    stop_reason: Callable[[], str | None] | None = None,
+) -> SweepRecord:
     """Run the sweeps (runs.sweep.run_sweeps) and write every file of the run; see the module doc.
 
     Refused before anything moves when file_problems finds a problem. A limits file that changed on disk
@@ -192,18 +214,45 @@ def sweep_and_write(bus: Bus, clock: Clock, config: SweepConfig, files: SweepFil
     def writer_factory(res: SweepResult) -> CsvLogWriter:
         path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", bus.url, when))
         csv_paths[id(res)] = path
-        cfg = {**sweep_config_dict(config), "joint": res.joint, "direction": res.direction,
-               "start": res.start, "stored_limit": list(res.stored), "bound": res.bound}
-        return CsvLogWriter(path, device=bus.url, simulated=bus.simulated, config=cfg, units=CSV_UNITS,
-                            columns=CSV_COLUMNS, command=files.command, created=when)
+        cfg = {
+            **sweep_config_dict(config),
+            "joint": res.joint,
+            "direction": res.direction,
+            "start": res.start,
+            "stored_limit": list(res.stored),
+            "bound": res.bound,
+        }
+        return CsvLogWriter(
+            path,
+            device=bus.url,
+            simulated=bus.simulated,
+            config=cfg,
+            units=CSV_UNITS,
+            columns=CSV_COLUMNS,
+            command=files.command,
+            created=when,
+        )
 
-    run = run_sweeps(bus, clock, config, configured=files.limits.limits if files.limits else None,
-                     abort_requested=abort_requested, writer_factory=writer_factory, on_event=on_event,
-                     stop_reason=stop_reason)
+    run = run_sweeps(
+        bus,
+        clock,
+        config,
+        configured=files.limits.limits if files.limits else None,
+        abort_requested=abort_requested,
+        writer_factory=writer_factory,
+        on_event=on_event,
+        stop_reason=stop_reason,
+    )
     outputs: dict[str, Any] = {"csv": [str(csv_paths[id(r)]) for r in run.results if id(r) in csv_paths]}
-    result = {"device": bus.url, "simulated": bus.simulated, "created": when.isoformat(),
-              "command": files.command, "config": sweep_config_dict(config), **run.as_dict(),
-              "link": link_stats(bus)}
+    result = {
+        "device": bus.url,
+        "simulated": bus.simulated,
+        "created": when.isoformat(),
+        "command": files.command,
+        "config": sweep_config_dict(config),
+        **run.as_dict(),
+        "link": link_stats(bus),
+    }
     found = {j: f for j, f in run.found.items() if "sweep" in (f.lo_source, f.hi_source)}
     notes: list[str] = []
     try:  # the arm is held and back: a file that cannot be written now (a full disk) ends the run as a fault

@@ -22,14 +22,23 @@ class SweepOptions:
     """A limit sweep's settings: servo ids, direction (up, down, both), speed (pulses/s), inside (pulses)."""
 
     joints: tuple[int, ...] = option(
-        (), "--joint", "Servo id to sweep (repeat for several; default: every joint of the arm, not the "
-        "claw).", "ints")
+        (),
+        "--joint",
+        "Servo id to sweep (repeat for several; default: every joint of the arm, not the claw).",
+        "ints",
+    )
     direction: str = option("both", "--direction", "Which way to sweep each joint; both: down first.", "str")
     speed: float = option(
-        25.0, "--speed", "Command speed, pulses/s (1 to 300). A stall is called about 0.5 s after contact: "
-        "the command is then about half a second's travel past the stop.", "float", unit="pulses/s")
-    inside: int = option(20, "--inside", "Limit set this many pulses inside each stop (0-200).", "int",
-                         unit="pulses")
+        25.0,
+        "--speed",
+        "Command speed, pulses/s (1 to 300). A stall is called about 0.5 s after contact: "
+        "the command is then about half a second's travel past the stop.",
+        "float",
+        unit="pulses/s",
+    )
+    inside: int = option(
+        20, "--inside", "Limit set this many pulses inside each stop (0-200).", "int", unit="pulses"
+    )
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
 
     def swept(self, facts: DeviceFacts | None) -> tuple[int, ...]:
@@ -42,8 +51,13 @@ class SweepOptions:
         direction) when its checks refuse it."""
         # derived, never given: a bad speed is its own line, not a second one about the return speed
         back = max(RETURN_SPEED, self.speed) if MIN_SPEED <= self.speed <= MAX_SPEED else RETURN_SPEED
-        return SweepConfig(joints=self.swept(facts), directions=directions_for(self.direction),
-                           speed=self.speed, inside=self.inside, return_speed=back)
+        return SweepConfig(
+            joints=self.swept(facts),
+            directions=directions_for(self.direction),
+            speed=self.speed,
+            inside=self.inside,
+            return_speed=back,
+        )
 
     def problems(self, facts: DeviceFacts | None) -> list[str]:
         """Every problem of these settings on this device (its facts when the URL is known), one line each."""
@@ -51,8 +65,11 @@ class SweepOptions:
         if facts is not None and facts.joint_ids:
             known = facts.joint_ids + facts.optional_ids
             ids = ", ".join(map(str, known))
-            problems += [f"--joint {j}: servo {j} not on this arm ({facts.model}: {ids})"
-                         for j in self.swept(facts) if j not in known]
+            problems += [
+                f"--joint {j}: servo {j} not on this arm ({facts.model}: {ids})"
+                for j in self.swept(facts)
+                if j not in known
+            ]
         try:
             directions_for(self.direction)
         except ServotoolError as exc:

@@ -61,9 +61,16 @@ SWEEP_OPTIONS = campaign_keys(SweepOptions)
 OPTIONS = {"lag": LAG_OPTIONS, "step": STEP_OPTIONS, "sweep": SWEEP_OPTIONS}
 
 SAFETY_KEYS = {
-    "joints": "ints", "max_speed_deg_s": "float", "max_sweep_deg": "float", "max_step_deg": "float",
-    "max_a_max": "float", "max_speed_pulses_s": "float", "ramp_only": "bool", "raw_steps": "bool",
-    "faults_allowed": "bool", "simulators_only": "bool",
+    "joints": "ints",
+    "max_speed_deg_s": "float",
+    "max_sweep_deg": "float",
+    "max_step_deg": "float",
+    "max_a_max": "float",
+    "max_speed_pulses_s": "float",
+    "ramp_only": "bool",
+    "raw_steps": "bool",
+    "faults_allowed": "bool",
+    "simulators_only": "bool",
 }
 TOP_KEYS = ("name", "purpose", "device", "safety", "runs")
 RUN_KEYS = ("why", "command", "options")
@@ -111,8 +118,13 @@ class RunSpec:
         return f"run {self.index + 1} ({self.command})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "command": self.command, "options": dict(self.options), "why": self.why,
-                "line": self.line}
+        return {
+            "index": self.index,
+            "command": self.command,
+            "options": dict(self.options),
+            "why": self.why,
+            "line": self.line,
+        }
 
 
 @dataclass
@@ -128,8 +140,14 @@ class Campaign:
     device_line: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "purpose": self.purpose, "device": self.device, "file": str(self.path),
-                "safety": self.safety.to_dict(), "runs": [r.to_dict() for r in self.runs]}
+        return {
+            "name": self.name,
+            "purpose": self.purpose,
+            "device": self.device,
+            "file": str(self.path),
+            "safety": self.safety.to_dict(),
+            "runs": [r.to_dict() for r in self.runs],
+        }
 
 
 def device_facts(url: str) -> DeviceFacts:
@@ -175,8 +193,9 @@ def _as(kind: str, value: Any) -> Any:
         raise ValueError(f"expected a list of numbers, got {brief(value)}") from None
 
 
-def _typed(doc: YamlText, key: Key, raw: Any, spec: Mapping[str, str], what: str,
-           problems: list[str]) -> dict[str, Any]:
+def _typed(
+    doc: YamlText, key: Key, raw: Any, spec: Mapping[str, str], what: str, problems: list[str]
+) -> dict[str, Any]:
     """The mapping at `key` with each value converted per spec; unknown keys and bad values are problems."""
     if raw is None:
         return {}
@@ -238,16 +257,24 @@ def _command_problems(run: RunSpec, facts: DeviceFacts) -> list[str]:
     try:
         if run.command == "lag":
             lag_opts = lag_options(o, facts)
-            found = lag_opts.problems(n_joints=facts.n_joints, speed_limits=limits,
-                                      ranges=profile_ranges(facts.url), motion=facts.motion)
+            found = lag_opts.problems(
+                n_joints=facts.n_joints,
+                speed_limits=limits,
+                ranges=profile_ranges(facts.url),
+                motion=facts.motion,
+            )
             if not found:
                 check_ramp(lag_opts.run_settings(), cast(Arm, _ArmFacts(facts)))
             return found
         if run.command == "step":
             step_opts = step_options(o, facts)
-            found = step_opts.problems(n_joints=facts.n_joints, simulated=facts.simulated,
-                                       ranges=profile_ranges(facts.url), speed_limits=limits,
-                                       motion=facts.motion)
+            found = step_opts.problems(
+                n_joints=facts.n_joints,
+                simulated=facts.simulated,
+                ranges=profile_ranges(facts.url),
+                speed_limits=limits,
+                motion=facts.motion,
+            )
             step = step_opts.run_settings()
             step.confirmed = True  # the typed confirmation is asked when the run starts, not when checking
             if not found:
@@ -290,11 +317,13 @@ def _lag_rule_problems(s: Any, o: Mapping[str, Any], rules: SafetyRules) -> Foun
     if rules.max_speed_deg_s is not None and top > rules.max_speed_deg_s:
         out.append(("speeds", f"speed {top:g} deg/s is above max_speed_deg_s {rules.max_speed_deg_s:g}"))
     if o.get("cold_start") and not rules.simulators_only:
-        out.append(("cold_start", "cold_start (streaming inside the enable window) needs "
-                    "`simulators_only: true`"))
+        out.append(
+            ("cold_start", "cold_start (streaming inside the enable window) needs `simulators_only: true`")
+        )
     if o.get("cold_start") and not rules.faults_allowed:
-        out.append(("cold_start", "cold_start makes the controller run away: it needs "
-                    "`faults_allowed: true`"))
+        out.append(
+            ("cold_start", "cold_start makes the controller run away: it needs `faults_allowed: true`")
+        )
     return out
 
 
@@ -319,17 +348,25 @@ def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Foun
     sweep = run.command == "sweep"
     joints = from_campaign(SweepOptions, o).swept(facts) if sweep else (o.get("joint", 0),)
     if rules.joints is not None:
-        out += [("joints" if sweep else "joint",
-                 f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})")
-                for j in joints if j not in rules.joints]
+        out += [
+            (
+                "joints" if sweep else "joint",
+                f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})",
+            )
+            for j in joints
+            if j not in rules.joints
+        ]
     if run.command == "lag":
         out += _lag_rule_problems(ramp_settings(o, facts), o, rules)
     elif run.command == "step":
         out += _step_rule_problems(step_settings(o, facts), rules)
-    elif rules.max_speed_pulses_s is not None and (speed := from_campaign(SweepOptions, o).speed) > \
-            rules.max_speed_pulses_s:
-        out.append(("speed", f"speed {speed:g} pulses/s is above max_speed_pulses_s "
-                    f"{rules.max_speed_pulses_s:g}"))
+    elif (
+        rules.max_speed_pulses_s is not None
+        and (speed := from_campaign(SweepOptions, o).speed) > rules.max_speed_pulses_s
+    ):
+        out.append(
+            ("speed", f"speed {speed:g} pulses/s is above max_speed_pulses_s {rules.max_speed_pulses_s:g}")
+        )
     return out
 
 
@@ -368,12 +405,16 @@ def _parse_runs(doc: YamlText, problems: list[str]) -> list[RunSpec]:
             problems.append(f"{doc.where(key)}: run {i + 1} must be a mapping with why, command, options")
             continue
         for extra in sorted(set(item) - set(RUN_KEYS), key=str):
-            problems.append(f"{doc.where((*key, extra))}: run {i + 1}: unknown key {extra!r} "
-                            f"(known: {', '.join(RUN_KEYS)})")
+            problems.append(
+                f"{doc.where((*key, extra))}: run {i + 1}: unknown key {extra!r} "
+                f"(known: {', '.join(RUN_KEYS)})"
+            )
         command, why = item.get("command"), item.get("why")
         if command not in COMMANDS:
-            problems.append(f"{doc.where((*key, 'command'))}: run {i + 1}: command must be one of "
-                            f"{', '.join(COMMANDS)}, not {brief(command)}")
+            problems.append(
+                f"{doc.where((*key, 'command'))}: run {i + 1}: command must be one of "
+                f"{', '.join(COMMANDS)}, not {brief(command)}"
+            )
             continue
         if not isinstance(why, str) or not why.strip():
             problems.append(f"{doc.where(key)}: run {i + 1}: give a short `why:` (what this run shows)")
@@ -407,15 +448,18 @@ def parse_campaign(doc: YamlText) -> tuple[Campaign, list[str]]:
     given = _text_field(doc, "name", problems)
     name = given or doc.path.stem  # only to go on checking: a missing name is a problem already
     if given and not PLAIN_NAME.fullmatch(given):
-        problems.append(f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, "
-                        "digits, '_' and '-' only, starting with a letter or digit, at most 100 characters")
+        problems.append(
+            f"{doc.where(('name',))}: name {name!r} names the campaign's folder: letters, "
+            "digits, '_' and '-' only, starting with a letter or digit, at most 100 characters"
+        )
     purpose = _text_field(doc, "purpose", problems)
     device = _text_field(doc, "device", problems)
     rules = _typed(doc, ("safety",), doc.data.get("safety"), SAFETY_KEYS, "safety rule", problems)
     safety = SafetyRules(**rules)
     runs = _parse_runs(doc, problems)
-    campaign = Campaign(name, purpose, device, safety, runs, doc.path, doc.header, doc.text,
-                        device_line=doc.line(("device",)))
+    campaign = Campaign(
+        name, purpose, device, safety, runs, doc.path, doc.header, doc.text, device_line=doc.line(("device",))
+    )
     return campaign, problems
 
 
@@ -424,8 +468,10 @@ def validate(campaign: Campaign, robot: str | None = None) -> list[str]:
     device for every run). Empty when the campaign may start. An empty `robot` (a `--robot "$UNSET"`) is a
     problem, never the campaign's own device instead."""
     if robot is not None and not robot.strip():
-        return ["--robot '': an empty device URL; give one, or leave out --robot to run on the campaign's "
-                "own device"]
+        return [
+            "--robot '': an empty device URL; give one, or leave out --robot to run on the campaign's "
+            "own device"
+        ]
     url = robot or campaign.device
     if not url:
         return []

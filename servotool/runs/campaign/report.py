@@ -111,13 +111,34 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
         cfg = fa.meta.config
         fit, mid = r.fit, r.midpoint
         speeds = ",".join(f"{v:g}" for v in cfg.get("speeds_deg_s", []))
-        rows.append([_label(fa), f"J{r.joint + 1}", _transport(cfg), speeds, f"{cfg.get('sweep_deg', 0):g}",
-                     _f(fit.lag_ms, ".1f") if fit else "-", _f(fit.se_ms, ".2f") if fit else "-",
-                     _f(mid.mean_ms, ".1f") if mid else "-",
-                     ("constant" if r.model.constant else "varies") if r.model else "-",
-                     str(len(r.passes)), "yes" if fa.meta.complete else f"no: {fa.meta.end_reason}"])
-    headers = ["run", "joint", "transport", "speeds deg/s", "sweep deg", "L ms", "± ms", "midpoint L ms",
-               "L vs speed", "passes", "complete"]
+        rows.append(
+            [
+                _label(fa),
+                f"J{r.joint + 1}",
+                _transport(cfg),
+                speeds,
+                f"{cfg.get('sweep_deg', 0):g}",
+                _f(fit.lag_ms, ".1f") if fit else "-",
+                _f(fit.se_ms, ".2f") if fit else "-",
+                _f(mid.mean_ms, ".1f") if mid else "-",
+                ("constant" if r.model.constant else "varies") if r.model else "-",
+                str(len(r.passes)),
+                "yes" if fa.meta.complete else f"no: {fa.meta.end_reason}",
+            ]
+        )
+    headers = [
+        "run",
+        "joint",
+        "transport",
+        "speeds deg/s",
+        "sweep deg",
+        "L ms",
+        "± ms",
+        "midpoint L ms",
+        "L vs speed",
+        "passes",
+        "complete",
+    ]
     note = "L: delta = v * L fitted through the origin over the passes; midpoint: the crossing cross-check"
     return ReportTable("lag runs (ramps)", headers, rows, note)
 
@@ -130,15 +151,44 @@ def step_table(files: Sequence[FileAnalysis]) -> ReportTable:
         cfg = fa.meta.config
         kind = f"shaped a_max {cfg.get('a_max', 0):g}" if r.shaped else "raw"
         for m in r.steps:
-            rows.append([_label(fa), kind, _transport(cfg), f"{m.size_deg:+g}", _f(m.first_move_ms, ".0f"),
-                         _f(m.arrive_ms, ".0f"), _f(m.peak_delta_deg, ".2f"), _f(m.travel_deg, ".1f"),
-                         _f(m.travel_ratio, ".1f"), _f(m.peak_speed_deg_s, ".0f"), str(m.rejects),
-                         str(m.faults) + (f" ({m.fault_codes})" if m.fault_codes else ""), m.verdict])
+            rows.append(
+                [
+                    _label(fa),
+                    kind,
+                    _transport(cfg),
+                    f"{m.size_deg:+g}",
+                    _f(m.first_move_ms, ".0f"),
+                    _f(m.arrive_ms, ".0f"),
+                    _f(m.peak_delta_deg, ".2f"),
+                    _f(m.travel_deg, ".1f"),
+                    _f(m.travel_ratio, ".1f"),
+                    _f(m.peak_speed_deg_s, ".0f"),
+                    str(m.rejects),
+                    str(m.faults) + (f" ({m.fault_codes})" if m.fault_codes else ""),
+                    m.verdict,
+                ]
+            )
         if not r.steps:
-            rows.append([_label(fa), kind, _transport(cfg), f"{cfg.get('size_deg', 0):+g}"] + ["-"] * 6
-                        + [str(r.total_rejects), str(r.total_faults), "no step measured"])
-    headers = ["run", "kind", "transport", "size deg", "first move ms", "arrive ms", "peak Δ deg",
-               "travel deg", "x step", "peak deg/s", "rejects", "faults", "verdict"]
+            rows.append(
+                [_label(fa), kind, _transport(cfg), f"{cfg.get('size_deg', 0):+g}"]
+                + ["-"] * 6
+                + [str(r.total_rejects), str(r.total_faults), "no step measured"]
+            )
+    headers = [
+        "run",
+        "kind",
+        "transport",
+        "size deg",
+        "first move ms",
+        "arrive ms",
+        "peak Δ deg",
+        "travel deg",
+        "x step",
+        "peak deg/s",
+        "rejects",
+        "faults",
+        "verdict",
+    ]
     note = "arrive: first frame within 10 % of the target; travel: how far the joint went; x step: the ratio"
     return ReportTable("step runs", headers, rows, note)
 
@@ -155,10 +205,22 @@ def cold_table(files: Sequence[FileAnalysis]) -> ReportTable:
         ts, qs = rec.measured(j)
         travel = float(np.nanmax(np.abs(qs - start))) if len(qs) else math.nan
         speed = float(np.nanmax(np.abs(np.diff(qs) / np.diff(ts)))) if len(qs) > 2 else math.nan
-        rows.append([_label(fa), f"J{j + 1}", _f(gap, ".1f"), "yes" if math.isfinite(fault_t) else "no",
-                     _f(travel, ".1f"), _f(travel / gap if gap else math.nan, ".1f"), _f(speed, ".0f")])
-    return ReportTable("ramps from a disabled robot (cold start)",
-                 ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"], rows)
+        rows.append(
+            [
+                _label(fa),
+                f"J{j + 1}",
+                _f(gap, ".1f"),
+                "yes" if math.isfinite(fault_t) else "no",
+                _f(travel, ".1f"),
+                _f(travel / gap if gap else math.nan, ".1f"),
+                _f(speed, ".0f"),
+            ]
+        )
+    return ReportTable(
+        "ramps from a disabled robot (cold start)",
+        ["run", "joint", "gap at fault deg", "runaway", "travel deg", "x gap", "peak deg/s"],
+        rows,
+    )
 
 
 @dataclass
@@ -225,8 +287,18 @@ def _sweep_row(path: Path, meta: CsvMeta, df: pd.DataFrame) -> SweepRow:
 
 
 def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
-    rows = [[r.run, str(r.joint), r.direction, str(r.start), f"{r.stored[0]}..{r.stored[1]}",
-             _f(r.stop, ".0f"), "-" if r.limit is None else str(r.limit)] for r in sweeps]
+    rows = [
+        [
+            r.run,
+            str(r.joint),
+            r.direction,
+            str(r.start),
+            f"{r.stored[0]}..{r.stored[1]}",
+            _f(r.stop, ".0f"),
+            "-" if r.limit is None else str(r.limit),
+        ]
+        for r in sweeps
+    ]
     headers = ["run", "servo", "direction", "start", "stored limit", "stop (pulses)", "limit"]
     note = "limit: `inside` pulses back from the stop, as the sweep set it"
     return ReportTable("limit sweeps", headers, rows, note)
@@ -298,27 +370,40 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
     clean, v_max, faulted = clean_a_max(steps)
     a_max = clean if math.isfinite(clean) else DEFAULT_SHAPER.a_max
     period = float(lags[0].meta.config.get("cmd_period_s", 0.01)) if lags else 0.01
-    age = max((fa.result.state_period_s for fa in lags if isinstance(fa.result, LagResult)
-               and math.isfinite(fa.result.state_period_s)), default=0.0)
+    age = max(
+        (
+            fa.result.state_period_s
+            for fa in lags
+            if isinstance(fa.result, LagResult) and math.isfinite(fa.result.state_period_s)
+        ),
+        default=0.0,
+    )
     t = guard_advice(lag_s, a_max=a_max, v_max=v_max, noise_deg=noise, dt=period, frame_age_s=age)
-    block = "\n".join([
-        f"# guard tuning for {device}: L = {lag_s * 1e3:.1f} ms ({source})",
-        "stream_shaper:",
-        f"  v_max_deg_s: {t.v_max:g}",
-        f"  a_max_deg_s2: {t.a_max:g}",
-        "divergence_guard:",
-        f"  lag_s: {t.lag_s:.2f}",
-        f"  margin_deg: {t.margin_deg:.1f}",
-    ])
-    a_src = (f"the highest a_max of a clean shaped run ({clean:g} deg/s^2)" if math.isfinite(clean)
-             else f"the shaper's default a_max ({a_max:g} deg/s^2): no shaped run here")
+    block = "\n".join(
+        [
+            f"# guard tuning for {device}: L = {lag_s * 1e3:.1f} ms ({source})",
+            "stream_shaper:",
+            f"  v_max_deg_s: {t.v_max:g}",
+            f"  a_max_deg_s2: {t.a_max:g}",
+            "divergence_guard:",
+            f"  lag_s: {t.lag_s:.2f}",
+            f"  margin_deg: {t.margin_deg:.1f}",
+        ]
+    )
+    a_src = (
+        f"the highest a_max of a clean shaped run ({clean:g} deg/s^2)"
+        if math.isfinite(clean)
+        else f"the shaper's default a_max ({a_max:g} deg/s^2): no shaped run here"
+    )
     if math.isfinite(faulted):
         a_src += f"; the lowest a_max that faulted was {faulted:g} deg/s^2"
-    note = (f"lag_s is L rounded up to 10 ms; margin_deg = a_max * (L + age)^2 / 2 + peak noise at rest + "
-            f"v_max * (L + age - lag_s) when positive ({t.braking_deg:.3f} + {t.noise_deg:.4f} + "
-            f"{t.frame_age_deg:.3f} deg, age = one state period, {t.frame_age_ms:.1f} ms) rounded up to "
-            f"0.1 deg; a_max is {a_src}. The shaper trails a target "
-            f"moving at v_max by {t.trail_deg:.1f} deg ({t.trail_s * 1e3:.0f} ms).")
+    note = (
+        f"lag_s is L rounded up to 10 ms; margin_deg = a_max * (L + age)^2 / 2 + peak noise at rest + "
+        f"v_max * (L + age - lag_s) when positive ({t.braking_deg:.3f} + {t.noise_deg:.4f} + "
+        f"{t.frame_age_deg:.3f} deg, age = one state period, {t.frame_age_ms:.1f} ms) rounded up to "
+        f"0.1 deg; a_max is {a_src}. The shaper trails a target "
+        f"moving at v_max by {t.trail_deg:.1f} deg ({t.trail_s * 1e3:.0f} ms)."
+    )
     return block, note
 
 
@@ -335,8 +420,13 @@ def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
             if sel.sum() < 3 or m.size_deg == 0:
                 continue
             kind = "shaped" if r.shaped else "raw"
-            traces.append(StepTrace(f"{_label(fa)} {kind} {m.size_deg:+g}", (ts[sel] - m.t_step_s) * 1e3,
-                                    (qs[sel] - m.pre_deg) / (m.target_deg - m.pre_deg)))
+            traces.append(
+                StepTrace(
+                    f"{_label(fa)} {kind} {m.size_deg:+g}",
+                    (ts[sel] - m.t_step_s) * 1e3,
+                    (qs[sel] - m.pre_deg) / (m.target_deg - m.pre_deg),
+                )
+            )
     return traces[:limit]
 
 
@@ -356,8 +446,14 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
     for fa in lags:
         r = fa.result
         assert isinstance(r, LagResult)
-        series.append(LagSeries(f"{_label(fa)} J{r.joint + 1}", [p.speed_deg_s for p in r.passes],
-                                [p.delta_mean_deg for p in r.passes], r.fit.lag_ms if r.fit else math.nan))
+        series.append(
+            LagSeries(
+                f"{_label(fa)} J{r.joint + 1}",
+                [p.speed_deg_s for p in r.passes],
+                [p.delta_mean_deg for p in r.passes],
+                r.fit.lag_ms if r.fit else math.nan,
+            )
+        )
     travel, arrival = [], []
     for fa in steps:
         r = fa.result
@@ -368,22 +464,27 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
                 arrival.append(SizePoint(abs(m.size_deg), m.arrive_ms, f"a_max {cfg.get('a_max', 0):g}"))
             elif not r.shaped and math.isfinite(m.travel_deg) and m.verdict != "cut short":
                 travel.append(SizePoint(abs(m.size_deg), m.travel_deg, _transport(cfg)))
-    built = [("lag-fit", "lag fit", lag_fit_figure(series)),
-             ("step-responses", "step responses", step_response_figure(_traces(steps))),
-             ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel)),
-             ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival))]
+    built = [
+        ("lag-fit", "lag fit", lag_fit_figure(series)),
+        ("step-responses", "step responses", step_response_figure(_traces(steps))),
+        ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel)),
+        ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival)),
+    ]
     return [ReportFigure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
 
 
-def _intro(folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis],
-           sweeps: Sequence[SweepRow]) -> list[str]:
+def _intro(
+    folder: Path, campaign: Campaign | None, files: Sequence[FileAnalysis], sweeps: Sequence[SweepRow]
+) -> list[str]:
     lines = []
     if campaign is not None:
         lines.append(f"**{campaign.name}**: {campaign.purpose}")
         if campaign.header:
             lines.append(campaign.header.replace("\n", " "))
-    devices = sorted({f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files}
-                     | {s.device for s in sweeps})
+    devices = sorted(
+        {f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files}
+        | {s.device for s in sweeps}
+    )
     lines.append(f"Device: {', '.join(devices) if devices else '-'}. Folder: `{folder}`.")
     if campaign is not None:
         rules = ", ".join(f"{k}: {v}" for k, v in campaign.safety.to_dict().items() if v not in (None, False))
@@ -440,10 +541,14 @@ def build_report(folder: str | Path) -> Report:
     if files or not sweeps:
         report.tuning, report.tuning_note = tuning_block(lags, steps, device)
     report.figures = build_figures(lags, steps)
-    report.problems = [f"{p.path}: {p.reason}" for p in analysed.problems
-                       if not Path(p.path).name.startswith("sweep-")]
-    report.problems += [f"{fa.path}: left out of the report: {unusable[id(fa)]}" for fa in analysed.files
-                        if unusable[id(fa)] is not None]
+    report.problems = [
+        f"{p.path}: {p.reason}" for p in analysed.problems if not Path(p.path).name.startswith("sweep-")
+    ]
+    report.problems += [
+        f"{fa.path}: left out of the report: {unusable[id(fa)]}"
+        for fa in analysed.files
+        if unusable[id(fa)] is not None
+    ]
     report.problems += sweep_problems
     return report
 
@@ -454,8 +559,7 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
     for line in report.intro:
         out += [line, ""]
     for t in report.tables:
-        out += [f"## {t.title}", "", "| " + " | ".join(t.headers) + " |",
-                "|" + "---|" * len(t.headers)]
+        out += [f"## {t.title}", "", "| " + " | ".join(t.headers) + " |", "|" + "---|" * len(t.headers)]
         out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in t.rows]
         out += ["", t.note, ""] if t.note else [""]
     if report.figures:
@@ -463,8 +567,16 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
         out += [f"![{f.title}]({figure_dir}/{f.name}.png)" for f in report.figures]
         out.append("")
     if report.limits:
-        out += ["## Mapped limits", "", "For the arm's parameter file (`servotool sweep --limits FILE` "
-                "merges them into it):", "", "```yaml", report.limits, "```", ""]
+        out += [
+            "## Mapped limits",
+            "",
+            "For the arm's parameter file (`servotool sweep --limits FILE` merges them into it):",
+            "",
+            "```yaml",
+            report.limits,
+            "```",
+            "",
+        ]
     if report.tuning or report.tuning_note:
         out += ["## Guard tuning", ""]
     if report.tuning:
@@ -478,24 +590,33 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML page (figures inline as base64 PNG, no external resource)."""
     e = html.escape
-    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(report.title)}</title>",
-           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-           "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
-           "text-align:right}th{background:#f3f3f3}pre{background:#f6f6f6;padding:1em}"
-           "img{max-width:100%}</style></head><body>", f"<h1>{e(report.title)}</h1>"]
+    out = [
+        "<!DOCTYPE html>",
+        "<html><head><meta charset='utf-8'>",
+        f"<title>{e(report.title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
+        "text-align:right}th{background:#f3f3f3}pre{background:#f6f6f6;padding:1em}"
+        "img{max-width:100%}</style></head><body>",
+        f"<h1>{e(report.title)}</h1>",
+    ]
     for line in report.intro:
         out.append(f"<p>{e(line).replace('**', '')}</p>")
     for t in report.tables:
-        out += [f"<h2>{e(t.title)}</h2>", "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in t.headers)
-                + "</tr>"]
+        out += [
+            f"<h2>{e(t.title)}</h2>",
+            "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in t.headers) + "</tr>",
+        ]
         out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in t.rows]
         out.append("</table>" + (f"<p><small>{e(t.note)}</small></p>" if t.note else ""))
     if report.figures:
         out.append("<h2>Plots</h2>")
         for f in report.figures:
             data = base64.b64encode(f.png).decode("ascii")
-            out.append(f"<figure><img alt='{e(f.title)}' src='data:image/png;base64,{data}'>"
-                       f"<figcaption>{e(f.title)}</figcaption></figure>")
+            out.append(
+                f"<figure><img alt='{e(f.title)}' src='data:image/png;base64,{data}'>"
+                f"<figcaption>{e(f.title)}</figcaption></figure>"
+            )
     if report.limits:
         out.append(f"<h2>Mapped limits</h2><p>For the arm's parameter file:</p><pre>{e(report.limits)}</pre>")
     if report.tuning or report.tuning_note:
@@ -505,8 +626,9 @@ def render_html(report: Report) -> str:
     if report.tuning_note:
         out.append(f"<p>{e(report.tuning_note)}</p>")
     if report.problems:
-        out.append("<h2>Files not analysed</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.problems)
-                   + "</ul>")
+        out.append(
+            "<h2>Files not analysed</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.problems) + "</ul>"
+        )
     out.append("</body></html>")
     return "\n".join(out)
 

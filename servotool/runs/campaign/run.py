@@ -135,14 +135,20 @@ def _state_problem(raw: Any) -> str | None:
     for key in _STATE_TEXT:
         if not isinstance(raw.get(key), str) or not raw[key]:
             return f"{key} is not a text"
-    if not (_is_int(raw.get("total")) and _is_int(raw.get("next_index"))
-            and 0 <= raw["next_index"] <= raw["total"]):
+    if not (
+        _is_int(raw.get("total"))
+        and _is_int(raw.get("next_index"))
+        and 0 <= raw["next_index"] <= raw["total"]
+    ):
         return "next_index and total are not whole numbers with 0 <= next_index <= total"
     if any(raw.get(k) is not None and not isinstance(raw[k], str) for k in ("stopped", "stop_status")):
         return "stopped and stop_status are not texts"
     runs = raw.get("runs", [])
-    needed = {f.name for f in dataclasses.fields(RunRecord) if f.default is dataclasses.MISSING
-              and f.default_factory is dataclasses.MISSING}
+    needed = {
+        f.name
+        for f in dataclasses.fields(RunRecord)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
     if not isinstance(runs, list) or not all(isinstance(r, dict) and needed <= set(r) for r in runs):
         return "runs is not a list of run records"
     return None
@@ -165,8 +171,10 @@ def hold_folder(folder: Path) -> Iterator[None]:
         try:
             stack.enter_context(folder_lock(folder))
         except DeviceBusy as exc:
-            raise CampaignBusy(f"{folder} is being run by another servotool process ({exc.holder}); wait for "
-                               "it to end, or stop it, before resuming") from None
+            raise CampaignBusy(
+                f"{folder} is being run by another servotool process ({exc.holder}); wait for "
+                "it to end, or stop it, before resuming"
+            ) from None
         yield
 
 
@@ -197,8 +205,10 @@ def campaign_folder(out: Path, name: str, when: datetime | None = None) -> Path:
 def find_resumable(out: Path, name: str) -> Path:
     """The newest folder of this campaign under `out` that did not reach its end; Refused when none."""
     own = re.compile(re.escape(name) + r"_\d{8}T\d{6}Z(-\d+)?")  # not campaign <name>_more's folders
-    folders = sorted((p for p in out.glob(f"{name}_*")
-                      if own.fullmatch(p.name) and (p / STATE_FILE).is_file()), reverse=True)
+    folders = sorted(
+        (p for p in out.glob(f"{name}_*") if own.fullmatch(p.name) and (p / STATE_FILE).is_file()),
+        reverse=True,
+    )
     for folder in folders:
         state = CampaignState.load(folder)
         if not state.done:
@@ -232,8 +242,13 @@ def start_campaign(campaign: Campaign, out: Path, robot: str | None = None) -> C
     else:  # only a name that exists without existing (a dangling link in its place) comes back each time
         raise Refused(f"{folder}: cannot be made (something of that name is in the way); move it away")
     (folder / CAMPAIGN_COPY).write_text(campaign.text, encoding="utf-8")
-    state = CampaignState(name=campaign.name, file=str(campaign.path), device=robot or campaign.device,
-                          created=datetime.now(timezone.utc).isoformat(), total=len(campaign.runs))
+    state = CampaignState(
+        name=campaign.name,
+        file=str(campaign.path),
+        device=robot or campaign.device,
+        created=datetime.now(timezone.utc).isoformat(),
+        total=len(campaign.runs),
+    )
     state.save(folder)
     return CampaignRun(folder, state)
 
@@ -244,22 +259,28 @@ def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) 
     device it ran on."""
     state = CampaignState.load(folder)
     if state.name != campaign.name or state.total != len(campaign.runs):
-        raise Refused(f"{folder} holds campaign {state.name} ({state.total} runs), not {campaign.name} "
-                      f"({len(campaign.runs)} runs)")
+        raise Refused(
+            f"{folder} holds campaign {state.name} ({state.total} runs), not {campaign.name} "
+            f"({len(campaign.runs)} runs)"
+        )
     copy = folder / CAMPAIGN_COPY
     try:
         started_with = copy.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # removed or damaged: whether the file changed is unknown
         why = getattr(exc, "strerror", None) or exc
-        raise Refused(f"{folder}: its copy of the campaign ({CAMPAIGN_COPY}) cannot be read ({why}); run it "
-                      "afresh (without --resume)") from None
+        raise Refused(
+            f"{folder}: its copy of the campaign ({CAMPAIGN_COPY}) cannot be read ({why}); run it "
+            "afresh (without --resume)"
+        ) from None
     if started_with != campaign.text:
         raise Refused(f"{campaign.path} changed since {folder} started; run it afresh (without --resume)")
     if state.done:
         raise Refused(f"{folder}: campaign {state.name} already ran to its end{_missing_report(folder)}")
     if state.stop_status == FAULTED and not campaign.safety.faults_allowed:
-        raise Refused(f"{folder}: the campaign stopped on a fault ({state.stopped}); it does not go past a "
-                      "fault (safety: faults_allowed: false)")
+        raise Refused(
+            f"{folder}: the campaign stopped on a fault ({state.stopped}); it does not go past a "
+            "fault (safety: faults_allowed: false)"
+        )
     if robot and robot != state.device:
         raise Refused(f"{folder} ran on {state.device}; resume it on the same device, not {robot}")
     with hold_folder(folder):  # refused now when another process runs it (run_campaign holds it then)
@@ -324,16 +345,23 @@ def _confirmed_step(run: RunSpec, url: str, hooks: CampaignHooks) -> Any:
     return step
 
 
-def _run_arm(campaign: Campaign, run: RunSpec, url: str, folder: Path, hooks: CampaignHooks,
-             clock_factory: Callable[[], MonotonicClock]) -> RunRecord:
+def _run_arm(
+    campaign: Campaign,
+    run: RunSpec,
+    url: str,
+    folder: Path,
+    hooks: CampaignHooks,
+    clock_factory: Callable[[], MonotonicClock],
+) -> RunRecord:
     o = run.options
     step = _confirmed_step(run, url, hooks) if run.command == "step" else None
     clock = clock_factory()
     arm = _open_arm(url, clock, bool(o.get("rpc", False)))
     with contextlib.closing(arm):
         require_free(arm)
-        kwargs = dict(clock=clock, out_dir=folder, command=_command_line(campaign, run),
-                      **_progress(hooks, run))
+        kwargs = dict(
+            clock=clock, out_dir=folder, command=_command_line(campaign, run), **_progress(hooks, run)
+        )
         if step is not None or not o.get("cold_start"):
             kwargs["signals"] = hooks.signals
         if step is not None:
@@ -357,10 +385,25 @@ def _run_sweep(campaign: Campaign, run: RunSpec, url: str, folder: Path) -> RunR
     def writer(res: Any) -> CsvLogWriter:
         path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", url, when))
         files.append(str(path.relative_to(folder)))
-        cfg = {**sweep_config_dict(config), "mode": "sweep", "joint": res.joint, "direction": res.direction,
-               "start": res.start, "stored_limit": list(res.stored), "bound": res.bound}
-        return CsvLogWriter(path, device=url, simulated=bus.simulated, config=cfg, units=CSV_UNITS,
-                            columns=CSV_COLUMNS, command=_command_line(campaign, run), created=when)
+        cfg = {
+            **sweep_config_dict(config),
+            "mode": "sweep",
+            "joint": res.joint,
+            "direction": res.direction,
+            "start": res.start,
+            "stored_limit": list(res.stored),
+            "bound": res.bound,
+        }
+        return CsvLogWriter(
+            path,
+            device=url,
+            simulated=bus.simulated,
+            config=cfg,
+            units=CSV_UNITS,
+            columns=CSV_COLUMNS,
+            command=_command_line(campaign, run),
+            created=when,
+        )
 
     with contextlib.closing(bus):
         result = run_sweeps(bus, bus_clock(bus), config, writer_factory=writer)
@@ -380,8 +423,13 @@ def _partial_files(folder: Path) -> Iterator[set[Path]]:
         new.update(set(folder.glob("*.csv")) - before)
 
 
-def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignHooks,
-             clock_factory: Callable[[], MonotonicClock]) -> RunRecord:
+def _one_run(
+    campaign: Campaign,
+    run: RunSpec,
+    cr: CampaignRun,
+    hooks: CampaignHooks,
+    clock_factory: Callable[[], MonotonicClock],
+) -> RunRecord:
     """Run one campaign run and return its record; a run that did not finish has its CSVs set aside."""
     url = cr.state.device
     with _partial_files(cr.folder) as written:
@@ -404,8 +452,12 @@ def _one_run(campaign: Campaign, run: RunSpec, cr: CampaignRun, hooks: CampaignH
     return record
 
 
-def run_campaign(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks | None = None,
-                 clock_factory: Callable[[], Clock] | None = None) -> CampaignState:
+def run_campaign(
+    campaign: Campaign,
+    cr: CampaignRun,
+    hooks: CampaignHooks | None = None,
+    clock_factory: Callable[[], Clock] | None = None,
+) -> CampaignState:
     """Run the campaign's runs from cr.state.next_index on; returns the final state (also saved).
 
     Stops after a run that was interrupted, refused or lost its device, and after a faulted run unless the
@@ -439,11 +491,12 @@ def _set_aside_strays(folder: Path, state: CampaignState) -> None:
             shutil.move(str(path), str(path) + PARTIAL_SUFFIX)
 
 
-def _run_all(campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks,
-             make_clock: Callable[[], Any]) -> None:
+def _run_all(
+    campaign: Campaign, cr: CampaignRun, hooks: CampaignHooks, make_clock: Callable[[], Any]
+) -> None:
     """The runs from state.next_index on, the state saved after each; stops as run_campaign says."""
     state = cr.state
-    for run in campaign.runs[state.next_index:]:
+    for run in campaign.runs[state.next_index :]:
         if hooks.on_run_start:
             hooks.on_run_start(run, len(campaign.runs))
         record = _one_run(campaign, run, cr, hooks, make_clock)

@@ -196,10 +196,15 @@ def config_joint(meta: CsvMeta) -> int:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value != int(value):
-        raise RecordingError(f"config joint {json.dumps(value, default=str)} is not a joint index (a whole "
-                             "number)")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
+        raise RecordingError(
+            f"config joint {json.dumps(value, default=str)} is not a joint index (a whole number)"
+        )
     return int(value)
 
 
@@ -215,8 +220,10 @@ def config_period(meta: CsvMeta) -> float:
     value = _cfg(meta, "cmd_period_s", 0.01)
     lo, hi = PERIOD_BOUNDS_S
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise RecordingError(f"config cmd_period_s {json.dumps(value, default=str)} is not a command period "
-                             f"(a number of seconds in {lo:g}..{hi:g})")
+        raise RecordingError(
+            f"config cmd_period_s {json.dumps(value, default=str)} is not a command period "
+            f"(a number of seconds in {lo:g}..{hi:g})"
+        )
     return float(value)
 
 
@@ -287,8 +294,13 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
         raise NotAnalyzable(f"{path}: not a lag, step or sweep run ({what}); analyze reads {modes}")
     try:
         if meta.mode == "sweep":
-            sweep = SweepAnalysis(path, meta, analyze_sweep_file(
-                meta.config, table, None if meta.complete else (meta.end_reason or "no end line")))
+            sweep = SweepAnalysis(
+                path,
+                meta,
+                analyze_sweep_file(
+                    meta.config, table, None if meta.complete else (meta.end_reason or "no end line")
+                ),
+            )
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep
         joint = _joint_read(meta)

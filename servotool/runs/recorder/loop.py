@@ -132,10 +132,15 @@ class StopRequest:
 class _Loop:
     """One recording session's state; run_record drives it."""
 
-    def __init__(self, source: TelemetrySource, clock: Clock, settings: RecordSettings,
-                 on_progress: Callable[[RecordProgress], None] | None,
-                 publish: Callable[[Path, Capture], Path],
-                 on_warning: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        source: TelemetrySource,
+        clock: Clock,
+        settings: RecordSettings,
+        on_progress: Callable[[RecordProgress], None] | None,
+        publish: Callable[[Path, Capture], Path],
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
         self.source, self.clock, self.settings = source, clock, settings
         self.on_warning = on_warning
         self.warnings: list[str] = []
@@ -174,15 +179,18 @@ class _Loop:
                     path = self.publish(dest, cap)
                 except OSError as exc:
                     why = "not a folder" if dest.exists() and not dest.is_dir() else exc.strerror or str(exc)
-                    self.publish_errors.append(f"capture {cap.name} could not be published in {dest} "
-                                               f"({why}); recording stopped, captures already published are "
-                                               "kept")
+                    self.publish_errors.append(
+                        f"capture {cap.name} could not be published in {dest} "
+                        f"({why}); recording stopped, captures already published are "
+                        "kept"
+                    )
                     continue
                 self.captures.append(PublishedCapture(path, cap.header, (self.clock.now() - t0) * 1000.0))
             self.dest_seen = True
             if removed:
-                self.warn(f"capture folder {dest} was removed during the recording: made again for "
-                          f"{path.name}")
+                self.warn(
+                    f"capture folder {dest} was removed during the recording: made again for {path.name}"
+                )
 
     def frame(self) -> None:
         src, rec = self.source, self.rec
@@ -210,9 +218,19 @@ class _Loop:
 
     def progress(self, t0: float, new_events: list[RecorderEvent]) -> RecordProgress:
         rec = self.rec
-        return RecordProgress(self.clock.now() - t0, self.frames, self.last_fast, self.last_context,
-                              rec.latched, rec.window_open, rec.fast_count, rec.context_count,
-                              list(self.captures), new_events, self.overruns)
+        return RecordProgress(
+            self.clock.now() - t0,
+            self.frames,
+            self.last_fast,
+            self.last_context,
+            rec.latched,
+            rec.window_open,
+            rec.fast_count,
+            rec.context_count,
+            list(self.captures),
+            new_events,
+            self.overruns,
+        )
 
     def loop(self, stopped: Callable[[], bool]) -> None:
         period = 1.0 / self.settings.rate_hz
@@ -247,12 +265,17 @@ def _stopped(stop: StopRequest, signals: StopSignals) -> bool:
     return bool(stop)
 
 
-def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, *,
-               stop: StopRequest | None = None,
-               on_progress: Callable[[RecordProgress], None] | None = None,
-               on_warning: Callable[[str], None] | None = None,
-               publish: Callable[[Path, Capture], Path] = _publish,
-               handle_signals: bool = True) -> RecordOutcome:
+def run_record(
+    source: TelemetrySource,
+    clock: Clock,
+    settings: RecordSettings,
+    *,
+    stop: StopRequest | None = None,
+    on_progress: Callable[[RecordProgress], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+    publish: Callable[[Path, Capture], Path] = _publish,
+    handle_signals: bool = True,
+) -> RecordOutcome:
     """Record until the duration passes, `stop` is set, a signal comes (SIGINT, SIGTERM, SIGHUP: handled
     while the loop runs, in the main thread) or the device is lost; close the source whatever happens and
     publish what is still open after closing it. Never raises for a device failure or a signal: the
@@ -288,9 +311,20 @@ def run_record(source: TelemetrySource, clock: Clock, settings: RecordSettings, 
                     loop.events.extend(loop.rec.drain_events())
     if status == COMPLETE and loop.publish_errors:  # in the loop, or the capture still open at the ending
         status, reason = PUBLISH_FAILED, loop.publish_errors[0]
-    return RecordOutcome(status, reason, loop.frames, clock.now() - t0, loop.overruns, loop.captures,
-                         loop.events, warnings + loop.warnings, loop.publish_errors, loop.rec.latched,
-                         stop.signal if status == INTERRUPTED else None, t0)
+    return RecordOutcome(
+        status,
+        reason,
+        loop.frames,
+        clock.now() - t0,
+        loop.overruns,
+        loop.captures,
+        loop.events,
+        warnings + loop.warnings,
+        loop.publish_errors,
+        loop.rec.latched,
+        stop.signal if status == INTERRUPTED else None,
+        t0,
+    )
 
 
 def _signal_reason(signum: int | None) -> str:

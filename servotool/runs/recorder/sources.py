@@ -29,13 +29,16 @@ def open_source(url: str, kind: str, clock: Any) -> TelemetrySource:
 
     # refused before anything opens: the recorder watches in real time
     if asks_simulated_time(url):
-        raise Refused("the recorder watches in real time; a simulator in simulated time (clock=sim) only "
-                      "moves under a run")
+        raise Refused(
+            "the recorder watches in real time; a simulator in simulated time (clock=sim) only "
+            "moves under a run"
+        )
     fam = family_of(parse_url(url), kind)
     hook = fam.telemetry
     if hook is None:
-        raise Refused(f"the recorder cannot read {url} ({fam.title}); recordable: "
-                      f"{', '.join(recordable_urls())}")
+        raise Refused(
+            f"the recorder cannot read {url} ({fam.title}); recordable: {', '.join(recordable_urls())}"
+        )
     device: Any = open_arm(url, now=clock.now) if kind == "arm" else open_bus(url, clock=clock)
     try:
         source: TelemetrySource = hook(device)

@@ -132,8 +132,9 @@ def test_eeprom_writes_are_refused_before_anything_is_sent(bus_factory):
 
 
 @pytest.mark.parametrize("axis", [254, 253, 255, -1, 1000])
-def test_a_write_or_reboot_to_the_broadcast_or_an_invalid_id_is_refused_before_anything_is_sent(bus_factory,
-                                                                                               axis):
+def test_a_write_or_reboot_to_the_broadcast_or_an_invalid_id_is_refused_before_anything_is_sent(
+    bus_factory, axis
+):
     # write(254, ...) went out as a broadcast: every servo on the line took the goal or the torque switch
     bus = bus_factory("sim:microduck?clock=sim")
     sim = bus.sim
@@ -209,24 +210,27 @@ def test_a_missing_port_is_a_device_error():
         open_bus("dxl:///dev/does-not-exist?ids=1")
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("dxl:///dev/ttyUSB0?ids=10-", "ids"),
-    ("dxl:///dev/ttyUSB0?ids=10,10", "repeats"),
-    ("dxl:///dev/ttyUSB0?ids=300", "0-252"),
-    ("dxl:///dev/ttyUSB0?warp=1", "unknown parameters"),
-    ("dxl:///dev/ttyUSB0?latency_ms=0", "latency_ms"),
-    # a baud dynamixel-sdk cannot set was found out only after the port was opened (at 57600 baud)
-    ("dxl:///dev/ttyUSB0?baud=-5", "baud"),
-    ("dxl:///dev/ttyUSB0?baud=1234", "baud"),
-    ("dxl:///dev/ttyUSB0?baud=1_000_000", "baud"),
-    # int() read 10_1 as servo 101 and Arabic-Indic digits as 15
-    ("dxl:///dev/ttyUSB0?ids=10_1", "ids"),
-    ("dxl:///dev/ttyUSB0?ids=\u0661\u0665", "ids"),
-    ("dxl:///dev/ttyUSB0?ids=0x10", "ids"),
-    ("dxl:spy:///dev/ttyUSB0?ids=1", "a serial device path"),
-    ("dxl:///dev/ttyUSB0?profile=robot", "unknown Dynamixel profile"),
-    ("sim:microduck?overload=12@x", "overload"),
-])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("dxl:///dev/ttyUSB0?ids=10-", "ids"),
+        ("dxl:///dev/ttyUSB0?ids=10,10", "repeats"),
+        ("dxl:///dev/ttyUSB0?ids=300", "0-252"),
+        ("dxl:///dev/ttyUSB0?warp=1", "unknown parameters"),
+        ("dxl:///dev/ttyUSB0?latency_ms=0", "latency_ms"),
+        # a baud dynamixel-sdk cannot set was found out only after the port was opened (at 57600 baud)
+        ("dxl:///dev/ttyUSB0?baud=-5", "baud"),
+        ("dxl:///dev/ttyUSB0?baud=1234", "baud"),
+        ("dxl:///dev/ttyUSB0?baud=1_000_000", "baud"),
+        # int() read 10_1 as servo 101 and Arabic-Indic digits as 15
+        ("dxl:///dev/ttyUSB0?ids=10_1", "ids"),
+        ("dxl:///dev/ttyUSB0?ids=\u0661\u0665", "ids"),
+        ("dxl:///dev/ttyUSB0?ids=0x10", "ids"),
+        ("dxl:spy:///dev/ttyUSB0?ids=1", "a serial device path"),
+        ("dxl:///dev/ttyUSB0?profile=robot", "unknown Dynamixel profile"),
+        ("sim:microduck?overload=12@x", "overload"),
+    ],
+)
 def test_bad_urls_are_refused_before_anything_opens(url, why):
     with pytest.raises(DeviceURLError, match=why):
         open_bus(url)
@@ -240,9 +244,11 @@ def test_parse_ids_accepts_lists_and_ranges():
 
 
 def test_the_family_loads_dynamixel_sdk_only_when_a_bus_opens():
-    code = ("import sys, servotool.devices.dynamixel as d; "
-            "assert 'microduck' in d.PROFILES and callable(d.open_url) and callable(d.probe); "
-            "assert 'dynamixel_sdk' not in sys.modules")
+    code = (
+        "import sys, servotool.devices.dynamixel as d; "
+        "assert 'microduck' in d.PROFILES and callable(d.open_url) and callable(d.probe); "
+        "assert 'dynamixel_sdk' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
 
 

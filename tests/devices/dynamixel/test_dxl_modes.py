@@ -48,11 +48,17 @@ def test_hold_on_a_velocity_mode_servo_is_refused_and_nothing_turns():
 def test_every_powering_write_to_a_servo_in_another_mode_is_refused_before_it_is_sent():
     url = "sim:microduck?clock=sim&torque=0&mode=12:1,13:16,14:4,20:5,21:0"
     with open_bus(url) as bus:
-        for call in (lambda: bus.set_torque((10, 11, 12), True), lambda: bus.torque_on(13),
-                     lambda: bus.write(14, "Torque Enable", 1), lambda: bus.write(12, "Goal Velocity", 0),
-                     lambda: bus.write(13, ct.GOAL_PWM, 0), lambda: bus.write_goals({10: 2048, 20: 2048}),
-                     lambda: bus.write_many(ct.GOAL_CURRENT, {21: 0}), lambda: bus.move({14: 2100}, 40),
-                     lambda: bus.hold()):
+        for call in (
+            lambda: bus.set_torque((10, 11, 12), True),
+            lambda: bus.torque_on(13),
+            lambda: bus.write(14, "Torque Enable", 1),
+            lambda: bus.write(12, "Goal Velocity", 0),
+            lambda: bus.write(13, ct.GOAL_PWM, 0),
+            lambda: bus.write_goals({10: 2048, 20: 2048}),
+            lambda: bus.write_many(ct.GOAL_CURRENT, {21: 0}),
+            lambda: bus.move({14: 2100}, 40),
+            lambda: bus.hold(),
+        ):
             with pytest.raises(Refused, match="nothing was written to any servo"):
                 call()
         assert _writes(bus) == {}
@@ -64,14 +70,18 @@ def test_every_powering_write_to_a_servo_in_another_mode_is_refused_before_it_is
 
 
 def test_the_refusal_names_every_servo_and_its_mode_on_one_line():
-    with open_bus("sim:microduck?clock=sim&mode=12:1,13:16,14:4,20:5,21:0") as bus, \
-            pytest.raises(Refused) as info:
+    with (
+        open_bus("sim:microduck?clock=sim&mode=12:1,13:16,14:4,20:5,21:0") as bus,
+        pytest.raises(Refused) as info,
+    ):
         bus.hold()
     text = str(info.value)
     assert "\n" not in text
-    assert text.startswith("servo 12 in velocity (1) mode, servo 13 in PWM (16) mode, servo 14 in extended "
-                           "position (4) mode, servo 20 in current-based position (5) mode, servo 21 in "
-                           "current (0) mode: ")
+    assert text.startswith(
+        "servo 12 in velocity (1) mode, servo 13 in PWM (16) mode, servo 14 in extended "
+        "position (4) mode, servo 20 in current-based position (5) mode, servo 21 in "
+        "current (0) mode: "
+    )
     assert "position (3) mode only" in text and "never changes the mode (EEPROM)" in text
 
 
@@ -137,8 +147,11 @@ def test_servo_read_shows_each_mode_at_80_columns_and_in_json(servo):
     result = servo("read", "--bus", url)
     assert result.exit_code == 0, result.output
     assert all(len(line) <= 80 for line in result.stdout.splitlines()) and "…" not in result.stdout
-    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.split()[:1] in
-            (["10"], ["12"], ["20"], ["22"])}
+    rows = {
+        line.split()[0]: line.split()
+        for line in result.stdout.splitlines()
+        if line.split()[:1] in (["10"], ["12"], ["20"], ["22"])
+    }
     assert rows["10"][-1] == "position" and rows["12"][-2:] == ["velocity", "(1)"]
     assert rows["20"][-3:] == ["current-based", "position", "(5)"] and rows["22"] == ["22", "silent"]
     assert "servo 12 is in velocity (1) mode: move and hold refuse it" in result.stderr
@@ -199,11 +212,18 @@ def test_goal_velocity_and_pwm_are_ram_writes_within_their_limits():
     assert write(sim, 12, ct.GOAL_PWM, -886).error == ErrorNumber.DATA_LIMIT
 
 
-@pytest.mark.parametrize(("value", "match"), [
-    ("12:2", "not an X-series operating mode"), ("12:17", "not an X-series operating mode"),
-    ("99:1", "no servo 99"), ("12", "want ID:MODE"), ("12:1,12:3", "servo 12 given twice"),
-    ("12:x", "want ID:MODE"), ("-12:1", "want ID:MODE"),
-])
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("12:2", "not an X-series operating mode"),
+        ("12:17", "not an X-series operating mode"),
+        ("99:1", "no servo 99"),
+        ("12", "want ID:MODE"),
+        ("12:1,12:3", "servo 12 given twice"),
+        ("12:x", "want ID:MODE"),
+        ("-12:1", "want ID:MODE"),
+    ],
+)
 def test_a_bad_mode_parameter_is_refused_with_its_name(value, match):
     from servotool.devices.dynamixel.profiles import MICRODUCK
     from servotool.devices.dynamixel.sim_params import parse_sim_params

@@ -45,8 +45,7 @@ def test_packet_round_trip(pid, inst, params):
 
 
 @settled
-@given(st.lists(st.tuples(st.binary(max_size=30), st.binary(max_size=40)), max_size=6),
-       st.integers(1, 9))
+@given(st.lists(st.tuples(st.binary(max_size=30), st.binary(max_size=40)), max_size=6), st.integers(1, 9))
 def test_stream_parser_finds_every_packet_among_garbage(items, chunk):
     # garbage never contains a header here, so every packet must come out, whatever the chunking
     stream, want = b"", []
@@ -56,7 +55,7 @@ def test_stream_parser_finds_every_packet_among_garbage(items, chunk):
         want.append(p.Packet(3, p.Instruction.WRITE, params))
     parser, got = p.PacketParser(), []
     for i in range(0, len(stream), chunk):
-        got += parser.feed(stream[i:i + chunk])
+        got += parser.feed(stream[i : i + chunk])
     assert got == want
 
 
@@ -77,15 +76,21 @@ def test_a_truncated_packet_is_dropped_when_the_line_goes_quiet():
     assert parser.feed(good) == [p.Packet(7, p.Instruction.PING)]
 
 
-@pytest.mark.parametrize(("packet", "errnum"), [
-    (p.Packet(1, 0x7E), p.ErrorNumber.INSTRUCTION),
-    (p.Packet(1, p.STATUS, b"\x00"), p.ErrorNumber.INSTRUCTION),
-    (p.Packet(1, p.Instruction.READ, b"\x84\x00\x04"), p.ErrorNumber.DATA_LENGTH),
-    (p.Packet(1, p.Instruction.WRITE, b"\x40"), p.ErrorNumber.DATA_LENGTH),
-    (p.Packet(0xFE, p.Instruction.SYNC_WRITE, b"\x74\x00\x04\x00\x0a\x00\x00"), p.ErrorNumber.DATA_LENGTH),
-    (p.Packet(0xFE, p.Instruction.BULK_READ, b"\x0a\x84\x00\x04"), p.ErrorNumber.DATA_LENGTH),
-    (p.Packet(0xFE, p.Instruction.BULK_WRITE, b"\x0a\x74\x00\x04\x00\x01"), p.ErrorNumber.DATA_LENGTH),
-])
+@pytest.mark.parametrize(
+    ("packet", "errnum"),
+    [
+        (p.Packet(1, 0x7E), p.ErrorNumber.INSTRUCTION),
+        (p.Packet(1, p.STATUS, b"\x00"), p.ErrorNumber.INSTRUCTION),
+        (p.Packet(1, p.Instruction.READ, b"\x84\x00\x04"), p.ErrorNumber.DATA_LENGTH),
+        (p.Packet(1, p.Instruction.WRITE, b"\x40"), p.ErrorNumber.DATA_LENGTH),
+        (
+            p.Packet(0xFE, p.Instruction.SYNC_WRITE, b"\x74\x00\x04\x00\x0a\x00\x00"),
+            p.ErrorNumber.DATA_LENGTH,
+        ),
+        (p.Packet(0xFE, p.Instruction.BULK_READ, b"\x0a\x84\x00\x04"), p.ErrorNumber.DATA_LENGTH),
+        (p.Packet(0xFE, p.Instruction.BULK_WRITE, b"\x0a\x74\x00\x04\x00\x01"), p.ErrorNumber.DATA_LENGTH),
+    ],
+)
 def test_malformed_instructions_raise_with_the_device_error_number(packet, errnum):
     with pytest.raises(p.DxlPacketError) as info:
         p.decode_instruction(packet)
@@ -95,10 +100,12 @@ def test_malformed_instructions_raise_with_the_device_error_number(packet, errnu
 def test_instructions_decode():
     sync = p.decode_instruction(p.Packet(0xFE, 0x82, b"\x7e\x00\x15\x00\x0a\x0b"))
     assert sync == p.SyncRead(126, 21, (10, 11))
-    assert p.decode_instruction(p.Packet(0xFE, 0x92, b"\x0a\x84\x00\x04\x00\x1e\x46\x00\x01\x00")) == \
-        p.BulkRead(((10, 132, 4), (30, 70, 1)))
-    assert p.decode_instruction(p.Packet(0xFE, 0x83, b"\x40\x00\x01\x00\x0a\x01\x0b\x00")) == \
-        p.SyncWrite(64, 1, ((10, b"\x01"), (11, b"\x00")))
+    assert p.decode_instruction(
+        p.Packet(0xFE, 0x92, b"\x0a\x84\x00\x04\x00\x1e\x46\x00\x01\x00")
+    ) == p.BulkRead(((10, 132, 4), (30, 70, 1)))
+    assert p.decode_instruction(p.Packet(0xFE, 0x83, b"\x40\x00\x01\x00\x0a\x01\x0b\x00")) == p.SyncWrite(
+        64, 1, ((10, b"\x01"), (11, b"\x00"))
+    )
     assert p.decode_status(p.Packet(5, p.STATUS, b"\x80\x20")) == p.Status(5, 0x80, b"\x20")
     assert p.decode_status(p.Packet(5, p.STATUS, b"\x80")).alert
 
@@ -128,7 +135,7 @@ def _mutate(rng: random.Random, raw: bytes) -> bytes:
         elif op == 2 and data:
             del data[rng.randrange(len(data))]
         else:
-            data = data[:rng.randrange(len(data) + 1)]
+            data = data[: rng.randrange(len(data) + 1)]
     return bytes(data)
 
 

@@ -35,6 +35,7 @@ def line(monkeypatch):
     # enough): its answers get a latency timer of a second, which costs nothing when they come, so that
     # only a silent servo times out (test_silent_servo_times_out shortens it for that servo alone)
     monkeypatch.setattr(port_handler, "LATENCY_TIMER", SLACK_LATENCY_MS)
+
     def make(**params):
         clock = FakeClock()
         server = start_sim("microduck", {k: str(v) for k, v in params.items()}, clock=clock)

@@ -167,8 +167,13 @@ def test_deterministic_for_a_seed():
         out = []
         for _ in range(40):
             clock.advance(0.05)
-            out.append(sim.handle(p.Packet(0xFE, p.Instruction.SYNC_READ, struct.pack("<HH", 126, 21)
-                                           + bytes(MICRODUCK.ids))))
+            out.append(
+                sim.handle(
+                    p.Packet(
+                        0xFE, p.Instruction.SYNC_READ, struct.pack("<HH", 126, 21) + bytes(MICRODUCK.ids)
+                    )
+                )
+            )
         return out
 
     assert run(3) == run(3)
@@ -184,9 +189,17 @@ def test_bad_parameters_are_refused_with_their_name():
         make(drop_rate=2)
 
 
-@pytest.mark.parametrize("key, value", [("overload", "12@nan"), ("overload", "12@inf"), ("latched", "30@nan"),
-                                        ("overload_ramp_s", "inf"), ("overload_ma", "nan"),
-                                        ("reboot_ms", "inf")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("overload", "12@nan"),
+        ("overload", "12@inf"),
+        ("latched", "30@nan"),
+        ("overload_ramp_s", "inf"),
+        ("overload_ma", "nan"),
+        ("reboot_ms", "inf"),
+    ],
+)
 def test_numbers_that_are_not_finite_are_refused(key, value):
     # a fault at NaN seconds never fired, silently: the scheduled fault the run was rehearsing never came
     with pytest.raises(DeviceURLError, match=key):

@@ -8,8 +8,21 @@ runner = CliRunner()
 
 
 def test_sim_dynamixel_prints_its_pty_and_parameters():
-    result = runner.invoke(app, ["sim", "dynamixel", "--json", "--duration", "0.1", "overload=12@5.0",
-                                 "--param", "silent=22", "--seed", "3"])
+    result = runner.invoke(
+        app,
+        [
+            "sim",
+            "dynamixel",
+            "--json",
+            "--duration",
+            "0.1",
+            "overload=12@5.0",
+            "--param",
+            "silent=22",
+            "--seed",
+            "3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["path"].startswith("/dev/") and info["url"] == f"dxl://{info['path']}?baud=1000000"

@@ -48,8 +48,13 @@ def _clock(arm) -> Clock | None:
     return getattr(arm, "clock", None)
 
 
-def stream(arm, setpoints: Sequence[Sequence[float]], period: float = PERIOD, rec: Record | None = None,
-           clock: Clock | None = None) -> Record:
+def stream(
+    arm,
+    setpoints: Sequence[Sequence[float]],
+    period: float = PERIOD,
+    rec: Record | None = None,
+    clock: Clock | None = None,
+) -> Record:
     """Send each setpoint on an absolute deadline (sleep, then spin the last ms, like runs/ does), stamping
     each send before it goes out; collects replies (returned or asynchronous) and state frames. The clock is
     the arm's own in lock-step, else the host's."""
@@ -85,8 +90,14 @@ def hold(q: Sequence[float], n: int) -> list[tuple[float, ...]]:
     return [tuple(q)] * n
 
 
-def trapezoid(q0: Sequence[float], joint: int, speed: float, cruise_s: float, ramp_s: float = 0.2,
-              period: float = PERIOD) -> list[tuple[float, ...]]:
+def trapezoid(
+    q0: Sequence[float],
+    joint: int,
+    speed: float,
+    cruise_s: float,
+    ramp_s: float = 0.2,
+    period: float = PERIOD,
+) -> list[tuple[float, ...]]:
     """Setpoints of a velocity trapezoid on one joint: speed rises linearly over ramp_s (v/20 per tick at
     10 ms and 200 ms), cruises, falls. Never a velocity discontinuity."""
     n_ramp = round(ramp_s / period)
@@ -138,8 +149,14 @@ def wait_until(
 def fx():
     """The functions above, as one namespace."""
     return types.SimpleNamespace(
-        PERIOD=PERIOD, Record=Record, stream=stream, collect=collect, hold=hold, trapezoid=trapezoid,
-        measured_lag=measured_lag, wait_until=wait_until,
+        PERIOD=PERIOD,
+        Record=Record,
+        stream=stream,
+        collect=collect,
+        hold=hold,
+        trapezoid=trapezoid,
+        measured_lag=measured_lag,
+        wait_until=wait_until,
     )
 
 

@@ -57,8 +57,14 @@ def test_soft_limit_answers(answer, ok):
 
 
 def _frame(t, q=POSE, cmd=None, qd=None, servo=None, state=None):
-    return StateFrame(t, tuple(q), qd=qd, cmd_num=cmd, servo_active=servo,
-                      motion=motion_state(state) if state is not None else None)
+    return StateFrame(
+        t,
+        tuple(q),
+        qd=qd,
+        cmd_num=cmd,
+        servo_active=servo,
+        motion=motion_state(state) if state is not None else None,
+    )
 
 
 def test_busy_evidence():

@@ -62,8 +62,10 @@ def test_unknown_and_bad_url_parameters_are_refused_with_the_valid_ones():
         open_arm("fairino://127.0.0.1?lag_ms=3")
 
 
-@pytest.mark.parametrize("query", ["lag_ms=7_8", "lag_ms=\u0667\u0668", "state_ms=\uff18", "seed=1_2",
-                                   "joint_speed_limits=90,1_80"])
+@pytest.mark.parametrize(
+    "query",
+    ["lag_ms=7_8", "lag_ms=\u0667\u0668", "state_ms=\uff18", "seed=1_2", "joint_speed_limits=90,1_80"],
+)
 def test_simulator_numbers_not_in_plain_ascii_decimal_are_refused(query):
     with pytest.raises(DeviceURLError, match=query.split("=")[0]):
         open_arm(f"sim:fr3?clock=sim&{query}")
@@ -83,8 +85,10 @@ def test_an_xmlrpc_port_that_never_answers_times_out_instead_of_hanging():
     with FairinoSim("fr3", rpc_port=0, cnde_port=0, udp_port=0) as sim, socket.socket() as mute:
         mute.bind(("127.0.0.1", 0))
         mute.listen(1)  # connections complete in the backlog, nothing is ever answered
-        url = (f"fairino://127.0.0.1?cnde_port={sim.ports.cnde}&udp_port={sim.ports.udp}"
-               f"&rpc_port={mute.getsockname()[1]}")
+        url = (
+            f"fairino://127.0.0.1?cnde_port={sim.ports.cnde}&udp_port={sim.ports.udp}"
+            f"&rpc_port={mute.getsockname()[1]}"
+        )
         t0 = time.monotonic()
         with pytest.raises(DeviceError, match="XML-RPC"):
             open_arm(url, connect_timeout_s=0.3)
@@ -179,8 +183,10 @@ def test_raw_step_on_fr3_runs_away_then_recovers_after_reset(open_sim, fx):
     assert 14 * 2.5 - 0.5 < travel < 35 * 2.5 + 0.5
     assert travel == pytest.approx(event.travel_deg, abs=0.05)
     # speed on the controller's own sample clock (receive times jitter): the implied 250 deg/s, clamped
-    speeds = [(b.q[0] - a.q[0]) / (b.device_time_s - a.device_time_s)
-              for a, b in zip(after, after[1:], strict=False)]
+    speeds = [
+        (b.q[0] - a.q[0]) / (b.device_time_s - a.device_time_s)
+        for a, b in zip(after, after[1:], strict=False)
+    ]
     assert max(speeds) == pytest.approx(180.0, rel=0.02)
     assert max(x[-10:]) - min(x[-10:]) < 0.02  # stopped by itself
     # the controller takes commands again (from the pose it stopped at), codes latched until reset
@@ -342,8 +348,16 @@ def test_clock_sim_runs_the_simulator_client_and_arm_on_one_simulated_clock(open
         open_arm("fairino://127.0.0.1", clock=FakeClock())  # a real controller never runs on a fake clock
 
 
-@pytest.mark.parametrize("query", ["state_ms=200", "state_ms=51", "state_ms=150&silence_ms=100",
-                                   "silence_ms=15", "state_ms=600&silence_ms=1000"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "state_ms=200",
+        "state_ms=51",
+        "state_ms=150&silence_ms=100",
+        "silence_ms=15",
+        "state_ms=600&silence_ms=1000",
+    ],
+)
 def test_a_watchdog_shorter_than_two_state_periods_is_refused_before_anything_opens(query):
     """With state frames every 200 ms and the 100 ms watchdog, every healthy wait between two frames read as
     a lost link, after the robot had been enabled (exit 3, 'connection lost'): refused first (exit 2)."""
@@ -357,26 +371,32 @@ def test_a_watchdog_shorter_than_two_state_periods_is_refused_before_anything_op
     open_arm("sim:fr3?clock=sim&state_ms=500&silence_ms=1000").close()
 
 
-@pytest.mark.parametrize("query, word", [
-    ("silence_ms=nan", "silence_ms"),  # NaN never compares greater: the lost-link watchdog would never fire
-    ("silence_ms=inf", "silence_ms"),
-    ("silence_ms=1e9", "silence_ms"),
-    ("silence_ms=0", "silence_ms"),
-    ("silence_ms=-1", "silence_ms"),
-    ("timeout_ms=nan", "timeout_ms"),
-    ("timeout_ms=-5", "timeout_ms"),
-    ("timeout_ms=0", "timeout_ms"),
-    ("state_ms=0", "state_ms"),
-    ("state_ms=5000", "state_ms"),
-    ("udp_port=-1", "udp_port"),
-    ("udp_port=70000", "udp_port"),
-    ("rpc_port=0", "rpc_port"),
-    ("cnde_port=65536", "cnde_port"),
-    ("silence_ms=1_00", "silence_ms"),  # plain ASCII decimal only, as on the command line
-    ("timeout_ms=\uff11\uff10\uff10", "timeout_ms"),
-    ("state_ms=\u0668", "state_ms"),
-    ("rpc_port=2_0003", "rpc_port"),
-])
+@pytest.mark.parametrize(
+    "query, word",
+    [
+        (
+            "silence_ms=nan",
+            "silence_ms",
+        ),  # NaN never compares greater: the lost-link watchdog would never fire
+        ("silence_ms=inf", "silence_ms"),
+        ("silence_ms=1e9", "silence_ms"),
+        ("silence_ms=0", "silence_ms"),
+        ("silence_ms=-1", "silence_ms"),
+        ("timeout_ms=nan", "timeout_ms"),
+        ("timeout_ms=-5", "timeout_ms"),
+        ("timeout_ms=0", "timeout_ms"),
+        ("state_ms=0", "state_ms"),
+        ("state_ms=5000", "state_ms"),
+        ("udp_port=-1", "udp_port"),
+        ("udp_port=70000", "udp_port"),
+        ("rpc_port=0", "rpc_port"),
+        ("cnde_port=65536", "cnde_port"),
+        ("silence_ms=1_00", "silence_ms"),  # plain ASCII decimal only, as on the command line
+        ("timeout_ms=\uff11\uff10\uff10", "timeout_ms"),
+        ("state_ms=\u0668", "state_ms"),
+        ("rpc_port=2_0003", "rpc_port"),
+    ],
+)
 def test_client_parameters_out_of_bounds_are_refused_before_anything_opens(query, word):
     # 192.0.2.1 (TEST-NET-1) answers nothing: a parameter that got through would fail on the connection
     with pytest.raises(DeviceURLError, match=word):

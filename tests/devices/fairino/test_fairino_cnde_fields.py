@@ -23,8 +23,9 @@ STREAM_LOG = "servotool.devices.fairino.stream"
 def _connect(sim: FairinoSim, **kwargs) -> FairinoArm:
     """A client of `sim` by its address, as of a real controller (no simulator fields asked for)."""
     ports = sim.ports
-    return FairinoArm(sim.host, rpc_port=ports.rpc, cnde_port=ports.cnde, udp_port=ports.udp,
-                      silence_s=2.0, **kwargs)
+    return FairinoArm(
+        sim.host, rpc_port=ports.rpc, cnde_port=ports.cnde, udp_port=ports.udp, silence_s=2.0, **kwargs
+    )
 
 
 def _sim(**overrides) -> FairinoSim:
@@ -78,8 +79,13 @@ def test_a_refusal_of_the_required_fields_ends_the_connection(shape):
 
 def test_the_vendors_servo_state_is_no_evidence_of_another_client():
     # an aux drive enabled and moving (bits 0 and 1): not servo mode, not someone else's stream
-    values = {"actual_joint_pos": (0.0,) * 6, "main_code": 0, "sub_code": 0, "servo_state": 3,
-              "rbt_enable_state": 1}
+    values = {
+        "actual_joint_pos": (0.0,) * 6,
+        "main_code": 0,
+        "sub_code": 0,
+        "servo_state": 3,
+        "rbt_enable_state": 1,
+    }
     frames = [_frame(values, k * 0.008) for k in range(10)]
     assert all(f.servo_active is None for f in frames)
     assert busy_evidence(frames) is None

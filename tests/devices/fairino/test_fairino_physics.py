@@ -60,8 +60,17 @@ def test_profiles_hold_the_measured_figures():
 
 
 def test_overrides_parse_strings_and_refuse_unknown_names():
-    p = with_overrides("fr20", {"lag_ms": "70", "joint_speed_limits": "90", "runaway": "false", "seed": "4",
-                                "initial_pose": "1,2,3,4,5,6", "noise_deg": 0.01})
+    p = with_overrides(
+        "fr20",
+        {
+            "lag_ms": "70",
+            "joint_speed_limits": "90",
+            "runaway": "false",
+            "seed": "4",
+            "initial_pose": "1,2,3,4,5,6",
+            "noise_deg": 0.01,
+        },
+    )
     assert (p.lag_ms, p.joint_speed_limits, p.runaway, p.seed) == (70.0, (90.0,) * 6, False, 4)
     assert p.initial_pose == (1, 2, 3, 4, 5, 6) and p.noise_deg == 0.01
     with pytest.raises(ProfileError, match="valid: .*lag_ms"):
@@ -84,9 +93,11 @@ def test_measured_is_the_stream_delayed_by_the_lag_and_interpolated(profile):
     lag = m.p.lag_ms / 1000.0
     q0 = m.sample(t0).q
     sent = [(t0 + k * T, q0[0] + 0.2 * k) for k in range(1, 60)]  # 20 deg/s
-    probes = [(ta + frac * T + lag, xa + frac * (xb - xa))
-              for (ta, xa), (_, xb) in zip(sent[20:30], sent[21:31], strict=True)
-              for frac in (0.0, 0.25, 0.5, 0.9)]
+    probes = [
+        (ta + frac * T + lag, xa + frac * (xb - xa))
+        for (ta, xa), (_, xb) in zip(sent[20:30], sent[21:31], strict=True)
+        for frac in (0.0, 0.25, 0.5, 0.9)
+    ]
     # the model only moves forward: send and probe in time order
     events = sorted([(t, 0, x) for t, x in sent] + [(t, 1, x) for t, x in probes])
     for t, kind, x in events:

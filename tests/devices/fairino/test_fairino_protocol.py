@@ -149,8 +149,15 @@ def test_field_table_types():
     assert field_type("actual_joint_pos").size == 48
     assert field_type("robot_time") == FieldType("INT32", 7, True)
     assert field_type("timestamp_us").size == 8
-    for name in ("actual_joint_vel", "main_code", "sub_code", "robot_state", "rbt_enable_state",
-                 "last_servoJ_target", "servoJ_cmd_num"):
+    for name in (
+        "actual_joint_vel",
+        "main_code",
+        "sub_code",
+        "robot_state",
+        "rbt_enable_state",
+        "last_servoJ_target",
+        "servoJ_cmd_num",
+    ):
         assert name in FIELDS
     with pytest.raises(ValueError):
         FieldType.parse("QUAD")
@@ -256,8 +263,13 @@ def test_udp_encode_refuses_bad_input():
 finite = st.floats(min_value=-1e5, max_value=1e5, allow_nan=False)
 
 
-@given(st.lists(finite, min_size=6, max_size=6), st.lists(finite, min_size=4, max_size=4),
-       st.floats(0.001, 0.1), st.integers(0, 1000), st.booleans())
+@given(
+    st.lists(finite, min_size=6, max_size=6),
+    st.lists(finite, min_size=4, max_size=4),
+    st.floats(0.001, 0.1),
+    st.integers(0, 1000),
+    st.booleans(),
+)
 def test_servoj_content_round_trip_both_forms(joints, axes, cmd_t, ident, braces):
     cmd = p.ServoJCommand(tuple(joints), tuple(axes), cmd_t=cmd_t, id=ident)
     text = p.encode_servoj(cmd, braces=braces)

@@ -16,8 +16,10 @@ from servotool.devices.registry import open_arm
 
 
 def _response(value_xml: str) -> bytes:
-    return (f"<?xml version='1.0'?><methodResponse><params><param><value>{value_xml}</value></param>"
-            "</params></methodResponse>").encode()
+    return (
+        f"<?xml version='1.0'?><methodResponse><params><param><value>{value_xml}</value></param>"
+        "</params></methodResponse>"
+    ).encode()
 
 
 BODIES = {

@@ -49,8 +49,13 @@ def test_the_command_port_closing_as_the_stream_ends_is_a_lost_link_too(tmp_path
             arm.sim.close_rpc()
 
     try:
-        run = run_step(arm, StepSettings(steps=1, hold_s=0.3, realtime=False), clock=clock, out_dir=tmp_path,
-                       on_tick=close_at_end)
+        run = run_step(
+            arm,
+            StepSettings(steps=1, hold_s=0.3, realtime=False),
+            clock=clock,
+            out_dir=tmp_path,
+            on_tick=close_at_end,
+        )
         snap = arm.sim.snapshot()
     finally:
         arm.close()

@@ -105,8 +105,9 @@ def test_config_reply_lists_types_then_streams_at_the_period(timed):
 
 def test_unknown_field_is_not_found_and_the_sdk_default_list_is_served(sim):
     sock, splitter = cnde_connect(sim), p.FrameSplitter()
-    reply = exchange(sock, splitter, p.FrameType.OUTPUT_CONFIG,
-                     p.encode_output_config(8, ["main_code", "no_such_field"]))
+    reply = exchange(
+        sock, splitter, p.FrameType.OUTPUT_CONFIG, p.encode_output_config(8, ["main_code", "no_such_field"])
+    )
     status, text = p.decode_message(reply.data)
     assert status != 0 and text == "INT32,NOT_FOUND"
     refused = exchange(sock, splitter, p.FrameType.START)
@@ -126,8 +127,10 @@ def test_unknown_field_is_not_found_and_the_sdk_default_list_is_served(sim):
 
 def test_garbage_on_the_state_port_is_skipped(sim):
     sock, splitter = cnde_connect(sim), p.FrameSplitter()
-    sock.sendall(b"\x00\x5a\xa5junk" + p.encode_frame(p.FrameType.OUTPUT_CONFIG,
-                                                       p.encode_output_config(20, ["main_code"])))
+    sock.sendall(
+        b"\x00\x5a\xa5junk"
+        + p.encode_frame(p.FrameType.OUTPUT_CONFIG, p.encode_output_config(20, ["main_code"]))
+    )
     reply = read_frames(sock, splitter, 1)[0][0]
     assert p.decode_message(reply.data) == (0, "INT32")
     for bad in (p.encode_output_config(1001, ["main_code"]), b"\x08"):
@@ -180,8 +183,14 @@ def test_udp_commands_in_both_servoj_forms_are_answered(sim, fx):
 
 def test_faults_are_queued_and_passed_to_the_listener():
     seen = []
-    with FairinoSim("fr3", rpc_port=0, cnde_port=0, udp_port=0, on_fault=seen.append,
-                    overrides={"enable_ms": 0, "noise_deg": 0}) as s:
+    with FairinoSim(
+        "fr3",
+        rpc_port=0,
+        cnde_port=0,
+        udp_port=0,
+        on_fault=seen.append,
+        overrides={"enable_ms": 0, "noise_deg": 0},
+    ) as s:
         rpc = xmlrpc.client.ServerProxy(f"http://{s.host}:{s.ports.rpc}")
         rpc.RobotEnable(1)
         q = list(s.snapshot().q)

@@ -90,13 +90,14 @@ def test_vendor_sdk_connects_enables_streams_and_reads(tmp_path):
     try:
         script = tmp_path / "sdk_check.py"
         script.write_text(SCRIPT)
-        proc = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True,
-                              timeout=60, cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
     finally:
         sim.stop()
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-2000:]
-    out = json.loads(lines[-1][len("RESULT "):])
+    out = json.loads(lines[-1][len("RESULT ") :])
     assert out["connected"] and out["enable"] == 0 and out["mode"] == 0 and out["pos_err"] == 0
     assert out["pos"] == pytest.approx([0, -90, 90, -90, -90, 0], abs=0.05)
     assert out["in_window"] == 101

@@ -43,9 +43,17 @@ def test_a_latch_not_in_the_table_is_still_a_fault():
     assert describe_fault(7, 3) == "fault main 7 sub 3 (not in the table)"
 
 
-@pytest.mark.parametrize("raw,state", [(1, a.MotionState.STOPPED), (2, a.MotionState.MOVING),
-                                       (3, a.MotionState.PAUSED), (4, a.MotionState.HAND_GUIDED),
-                                       (0, a.MotionState.UNKNOWN), (99, a.MotionState.UNKNOWN)])
+@pytest.mark.parametrize(
+    "raw,state",
+    [
+        (1, a.MotionState.STOPPED),
+        (2, a.MotionState.MOVING),
+        (3, a.MotionState.PAUSED),
+        (4, a.MotionState.HAND_GUIDED),
+        (0, a.MotionState.UNKNOWN),
+        (99, a.MotionState.UNKNOWN),
+    ],
+)
 def test_robot_state_maps_to_the_motion_state(raw, state):
     assert motion_state(raw) is state
     assert set(MOTION_STATES) == {1, 2, 3, 4}
@@ -64,8 +72,16 @@ def test_the_client_is_a_context_manager_and_declares_every_capability(open_sim)
     arm = open_sim("sim:fr3", lockstep=True)
     with arm as same:
         assert same is arm and arm.connected
-        for capability in (a.Arm, a.ReportsJointRanges, a.ReportsOwner, a.WarmsUp, a.HasWatchdog,
-                           a.HasStatePeriod, a.HasClock, a.NamesCommands):
+        for capability in (
+            a.Arm,
+            a.ReportsJointRanges,
+            a.ReportsOwner,
+            a.WarmsUp,
+            a.HasWatchdog,
+            a.HasStatePeriod,
+            a.HasClock,
+            a.NamesCommands,
+        ):
             assert isinstance(arm, capability), capability.__name__
         assert a.clock_of(arm) is arm.clock and a.watchdog_of(arm) == arm.silence_s
         assert a.state_period_of(arm) == arm.state_period_s

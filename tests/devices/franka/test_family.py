@@ -24,9 +24,13 @@ def test_real_url_facts_per_model_and_the_narrowest_without_one():
 
 
 def test_unknown_parameters_and_models_are_refused():
-    for url in ("franka://172.16.0.2?model=panda2", "franka://172.16.0.2?no_such_key=1",
-                "franka://172.16.0.2?realtime=maybe", "sim:franka-fr3?no_such_key=1",
-                "sim:franka-fr3?drop=1.5"):
+    for url in (
+        "franka://172.16.0.2?model=panda2",
+        "franka://172.16.0.2?no_such_key=1",
+        "franka://172.16.0.2?realtime=maybe",
+        "sim:franka-fr3?no_such_key=1",
+        "sim:franka-fr3?drop=1.5",
+    ):
         with pytest.raises(DeviceURLError):
             FAMILY.open(parse_url(url))
 
@@ -46,8 +50,10 @@ def test_without_pylibfranka_one_line_names_the_extra(monkeypatch):
 
 
 def test_the_family_module_imports_nothing_optional():
-    code = ("import sys; import servotool.devices.franka.family; "
-            "print(sorted(m for m in ('numpy', 'pylibfranka', 'servotool.devices.franka.client', "
-            "'servotool.devices.franka.sim') if m in sys.modules))")
+    code = (
+        "import sys; import servotool.devices.franka.family; "
+        "print(sorted(m for m in ('numpy', 'pylibfranka', 'servotool.devices.franka.client', "
+        "'servotool.devices.franka.sim') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -30,8 +30,12 @@ def test_connect_checks_the_version():
 
 
 def test_move_round_trip():
-    req = p.MoveRequest(p.ControllerMode.JOINT_IMPEDANCE, p.MotionGeneratorMode.JOINT_POSITION,
-                        (10.0, 3.12, 2 * 3.12), (10.0, 3.12, 2 * 3.12))
+    req = p.MoveRequest(
+        p.ControllerMode.JOINT_IMPEDANCE,
+        p.MotionGeneratorMode.JOINT_POSITION,
+        (10.0, 3.12, 2 * 3.12),
+        (10.0, 3.12, 2 * 3.12),
+    )
     assert p.decode_move_request(p.encode_move_request(req)) == req
     status = p.MoveStatus.REFLEX_ABORTED
     assert p.decode_status(p.encode_status(status), p.MoveStatus) is status
@@ -49,11 +53,21 @@ def test_setters_round_trip():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.integers(0, 2**64 - 1), st.lists(f32, min_size=7, max_size=7), st.floats(0, 1, width=32),
-       st.lists(st.sampled_from(codes.ERROR_NAMES), max_size=3), st.integers(0, 6))
+@given(
+    st.integers(0, 2**64 - 1),
+    st.lists(f32, min_size=7, max_size=7),
+    st.floats(0, 1, width=32),
+    st.lists(st.sampled_from(codes.ERROR_NAMES), max_size=3),
+    st.integers(0, 6),
+)
 def test_state_round_trip(mid, q, rate, errors, mode):
-    state = p.RobotState(mid, {"q": tuple(q), "q_d": tuple(q)}, errors=codes.flags_of(errors),
-                         robot_mode=mode, control_command_success_rate=rate)
+    state = p.RobotState(
+        mid,
+        {"q": tuple(q), "q_d": tuple(q)},
+        errors=codes.flags_of(errors),
+        robot_mode=mode,
+        control_command_success_rate=rate,
+    )
     back = p.decode_state(p.encode_state(state))
     assert back.message_id == mid and back.get("q") == tuple(q) and back.get("q_d") == tuple(q)
     assert set(codes.flag_names(back.errors)) == set(errors) and back.robot_mode == mode
@@ -70,8 +84,15 @@ def test_command_round_trip(mid, q, finished):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=1500))
 def test_garbled_frames_raise_the_named_error_only(data):
-    for decode in (p.decode_state, p.decode_command, p.split_message, p.decode_connect_request,
-                   p.decode_move_request, p.decode_collision_behavior, p.decode_joint_impedance):
+    for decode in (
+        p.decode_state,
+        p.decode_command,
+        p.split_message,
+        p.decode_connect_request,
+        p.decode_move_request,
+        p.decode_collision_behavior,
+        p.decode_joint_impedance,
+    ):
         with contextlib.suppress(p.FrankaProtocolError):
             decode(data)
 
@@ -91,8 +112,10 @@ def test_a_non_finite_joint_command_is_refused():
 
 def test_the_reflex_table_names_every_flag_as_the_bindings_do():
     assert codes.N_ERRORS == 41 and len(set(codes.ERROR_NAMES)) == 41
-    assert codes.ERROR_NAMES[codes.ERROR_INDEX["communication_constraints_violation"]] == \
-        "communication_constraints_violation"
+    assert (
+        codes.ERROR_NAMES[codes.ERROR_INDEX["communication_constraints_violation"]]
+        == "communication_constraints_violation"
+    )
     assert codes.mode_name(4) == "Reflex" and codes.mode_name(99) == "Other"
     pylibfranka = pytest.importorskip("pylibfranka", reason="servotool[franka] is not installed")
     assert set(codes.ERROR_NAMES) == {a for a in dir(pylibfranka.Errors) if not a.startswith("_")}

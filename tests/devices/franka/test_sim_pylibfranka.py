@@ -27,8 +27,12 @@ def lossy_address() -> Iterator[str]:
 
 def _sim(*args: str) -> Iterator[str]:
     # a process of its own: pylibfranka holds the interpreter lock while it waits on the robot
-    proc = subprocess.Popen([sys.executable, "-m", "servotool.devices.franka.sim", "franka-fr3", *args],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool.devices.franka.sim", "franka-fr3", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdin is not None
     try:
         yield proc.stdout.readline().strip()
@@ -78,8 +82,10 @@ def test_a_discontinuous_command_raises_the_reflex_by_name(sim_address):
             control.writeOnce(pf.JointPositions(q))
     state = robot.read_once()
     assert state.robot_mode == pf.RobotMode.Reflex
-    assert state.current_errors.joint_motion_generator_velocity_discontinuity \
+    assert (
+        state.current_errors.joint_motion_generator_velocity_discontinuity
         or state.current_errors.joint_motion_generator_velocity_limits_violation
+    )
     robot.automatic_error_recovery()
     assert robot.read_once().robot_mode == pf.RobotMode.Idle
 

@@ -131,15 +131,29 @@ def test_real_address_that_fails_raises_and_never_falls_back():
     assert str(info.value) == f"cannot open {url} (No such file or directory)"
 
 
-@pytest.mark.parametrize("url", ["sim:rosorin-arm?warp=9", "sim:rosorin-arm?timeout_ms=fast",
-                                 "hiwonder:///dev/ttyAMA0?obstacle_2=5"])
+@pytest.mark.parametrize(
+    "url",
+    ["sim:rosorin-arm?warp=9", "sim:rosorin-arm?timeout_ms=fast", "hiwonder:///dev/ttyAMA0?obstacle_2=5"],
+)
 def test_bad_url_parameters_are_refused(url):
     with pytest.raises(DeviceURLError):
         open_bus(url)
 
 
-@pytest.mark.parametrize("query", ["timeout_ms=nan", "timeout_ms=inf", "timeout_ms=0", "timeout_ms=-1",
-                                   "timeout_ms=1e9", "retries=-1", "retries=1000", "baud=-1", "baud=0"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "timeout_ms=nan",
+        "timeout_ms=inf",
+        "timeout_ms=0",
+        "timeout_ms=-1",
+        "timeout_ms=1e9",
+        "retries=-1",
+        "retries=1000",
+        "baud=-1",
+        "baud=0",
+    ],
+)
 def test_client_parameters_out_of_bounds_are_refused_before_the_port_opens(query):
     # a NaN or infinite timeout would make a silent servo's read wait forever
     key = query.split("=")[0]
@@ -148,19 +162,46 @@ def test_client_parameters_out_of_bounds_are_refused_before_the_port_opens(query
             open_bus(url)
 
 
-@pytest.mark.parametrize("query", ["start_2=nan", "start=inf", "lag_ms=nan", "max_speed=inf", "sag=nan",
-                                   "silent_after_2=nan", "sag_stop=inf", "reply_ms=nan"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "start_2=nan",
+        "start=inf",
+        "lag_ms=nan",
+        "max_speed=inf",
+        "sag=nan",
+        "silent_after_2=nan",
+        "sag_stop=inf",
+        "reply_ms=nan",
+    ],
+)
 def test_simulator_numbers_that_are_not_finite_are_refused_before_it_starts(query):
     # a NaN start position crashed the simulator's thread on the first read, every servo then silent
     with pytest.raises(DeviceURLError, match=query.split("=")[0]):
         open_bus(f"sim:rosorin-arm?clock=sim&{query}")
 
 
-@pytest.mark.parametrize("query", ["noise=-1", "noise_2=-1", "voltage_2=-1", "voltage=70000",
-                                   "temperature_3=256", "temperature=-1", "reply_ms=1e9", "reply_ms=-5",
-                                   "crc_error_every=-1",
-                                   "lag_ms=-1", "max_speed=-1", "silent_after_2=-1", "start_2=40000",
-                                   "obstacle_2=-40000", "noise=1_0", "voltage=12e3"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "noise=-1",
+        "noise_2=-1",
+        "voltage_2=-1",
+        "voltage=70000",
+        "temperature_3=256",
+        "temperature=-1",
+        "reply_ms=1e9",
+        "reply_ms=-5",
+        "crc_error_every=-1",
+        "lag_ms=-1",
+        "max_speed=-1",
+        "silent_after_2=-1",
+        "start_2=40000",
+        "obstacle_2=-40000",
+        "noise=1_0",
+        "voltage=12e3",
+    ],
+)
 def test_simulator_numbers_out_of_range_are_refused_before_it_starts(query):
     # voltage_2=-1 or noise=-1 crashed the simulator's thread at the first read (a traceback, then every
     # servo silent, exit 0); reply_ms=1e9 hung the command; crc_error_every=-1 corrupted every reply
@@ -170,8 +211,10 @@ def test_simulator_numbers_out_of_range_are_refused_before_it_starts(query):
 
 
 def test_simulator_numbers_at_their_bounds_answer_every_read(bus_factory):
-    bus = bus_factory("sim:rosorin-arm?clock=sim&voltage=65535&temperature=255&noise=1000&start_2=-32768"
-                      "&reply_ms=0&crc_error_every=0&lag_ms=0&max_speed=0")
+    bus = bus_factory(
+        "sim:rosorin-arm?clock=sim&voltage=65535&temperature=255&noise=1000&start_2=-32768"
+        "&reply_ms=0&crc_error_every=0&lag_ms=0&max_speed=0"
+    )
     records = bus.read_all()
     assert not bus.silent
     assert records[1].voltage_mv == 65535 and records[1].temperature_c == 255
@@ -327,8 +370,16 @@ def test_a_signal_during_the_board_probe_closes_the_port(monkeypatch):
     assert closed == [True]
 
 
-@pytest.mark.parametrize("url", ["hiwonder:spy://{path}", "hiwonder:loop://", "hiwonder:socket://127.0.0.1:9",
-                                 "hiwonder:rfc2217://127.0.0.1:9", "hiwonder:hwgrep://pts"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "hiwonder:spy://{path}",
+        "hiwonder:loop://",
+        "hiwonder:socket://127.0.0.1:9",
+        "hiwonder:rfc2217://127.0.0.1:9",
+        "hiwonder:hwgrep://pts",
+    ],
+)
 def test_a_pyserial_url_in_place_of_a_device_path_is_refused_before_anything_opens(url, monkeypatch):
     # pyserial's serial_for_url opened them: spy:///dev/X reached the bus another command held, under a
     # lock key of its own (cwd/spy:/dev/X), and wrote a hold into a running move
@@ -358,8 +409,12 @@ def test_losing_the_pty_raises_connection_lost_whatever_the_command(command):
         assert bus.read_position(1) == 500
         server.close()
         assert wait_for(lambda: not server.running)
-        calls = {"move": lambda: bus.move({1: 510}, 40), "hold": bus.hold,
-                 "torque_off": lambda: bus.torque_off(10), "read_position": lambda: bus.read_position(1)}
+        calls = {
+            "move": lambda: bus.move({1: 510}, 40),
+            "hold": bus.hold,
+            "torque_off": lambda: bus.torque_off(10),
+            "read_position": lambda: bus.read_position(1),
+        }
         with pytest.raises(ConnectionLost) as info:
             for _ in range(3):
                 calls[command]()

@@ -49,7 +49,7 @@ def _mutate(raw: bytes, rng: random.Random) -> bytes:
         elif op == 1:  # insert noise
             data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         elif op == 2 and data:  # drop bytes
-            del data[at:at + rng.randint(1, 4)]
+            del data[at : at + rng.randint(1, 4)]
         elif op == 3:  # truncate
             del data[at:]
         elif op == 4:  # a false header
@@ -86,7 +86,7 @@ def test_100k_random_and_mutated_frames_resynchronise():
             found_sentinel = False
             while pos < len(stream):
                 step = rng.randint(1, 64)
-                for frame in parser.feed(stream[pos:pos + step]):
+                for frame in parser.feed(stream[pos : pos + step]):
                     _decode_all(frame)
                     if frame.data == bytes([p.SubCommand.READ_POSITION, 0xEE]):
                         found_sentinel = True
@@ -112,7 +112,7 @@ def test_random_bytes_in_any_chunking_never_raise(data, cuts):
     pos = i = 0
     while pos < len(data):
         step = cuts[i % len(cuts)]
-        for frame in parser.feed(data[pos:pos + step]):
+        for frame in parser.feed(data[pos : pos + step]):
             _decode_all(frame)
         pos += step
         i += 1

@@ -84,8 +84,9 @@ def _reply_values(sub):
 @given(st.data())
 def test_reply_round_trip(data):
     sub = data.draw(st.sampled_from(sorted(p.REPLY_FORMATS)))
-    reply = p.ServoReply(data.draw(ids), p.SubCommand(sub), data.draw(st.integers(-128, 127)),
-                         data.draw(_reply_values(sub)))
+    reply = p.ServoReply(
+        data.draw(ids), p.SubCommand(sub), data.draw(st.integers(-128, 127)), data.draw(_reply_values(sub))
+    )
     assert p.decode_reply(p.decode_frame(p.encode_reply(reply))) == reply
 
 
@@ -184,7 +185,7 @@ def test_stream_parser_resyncs_on_garbage(items, tail, chunk):
     parser = p.FrameParser()
     frames = []
     for i in range(0, len(stream), chunk):
-        frames += parser.feed(stream[i:i + chunk])
+        frames += parser.feed(stream[i : i + chunk])
     assert [p.decode_command(f) for f in frames] == [c for _, c in items]
 
 

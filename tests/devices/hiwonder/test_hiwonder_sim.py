@@ -33,7 +33,13 @@ def test_starts_at_rest_with_the_stored_limits_and_plausible_supply():
         assert 30 <= read(sim, p.SubCommand.READ_TEMPERATURE, sid) <= 42
         assert read(sim, p.SubCommand.READ_TORQUE, sid) == 1
     assert sorted(ROSORIN_ARM.stored_limits.items()) == [
-        (1, (10, 990)), (2, (80, 960)), (3, (10, 990)), (4, (0, 1000)), (5, (10, 990)), (10, (110, 670))]
+        (1, (10, 990)),
+        (2, (80, 960)),
+        (3, (10, 990)),
+        (4, (0, 1000)),
+        (5, (10, 990)),
+        (10, (110, 670)),
+    ]
 
 
 def test_a_move_arrives_in_its_duration():

@@ -8,8 +8,22 @@ runner = CliRunner()
 
 
 def test_sim_hiwonder_prints_its_pty_and_stops():
-    result = runner.invoke(app, ["sim", "hiwonder", "--json", "--duration", "0.1",
-                                 "--param", "obstacle_2=562", "--param", "silent_10=1", "--seed", "4"])
+    result = runner.invoke(
+        app,
+        [
+            "sim",
+            "hiwonder",
+            "--json",
+            "--duration",
+            "0.1",
+            "--param",
+            "obstacle_2=562",
+            "--param",
+            "silent_10=1",
+            "--seed",
+            "4",
+        ],
+    )
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["path"].startswith("/dev/") and info["url"] == f"hiwonder://{info['path']}"
@@ -39,8 +53,13 @@ def _standalone(family: str, tmp_path):
     import sys
 
     env = {**os.environ, "SERVOTOOL_LOCK_DIR": str(tmp_path / "locks")}
-    proc = subprocess.Popen([sys.executable, "-m", "servotool", "sim", family, "--json", "--duration", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "sim", family, "--json", "--duration", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())
 
@@ -74,8 +93,21 @@ def test_a_sweep_on_a_standalone_simulator_does_not_update_limits_without_force_
     before = limits.read_text()
     proc, info = _standalone("hiwonder", tmp_path)
     try:
-        result = runner.invoke(app, ["sweep", "--bus", info["url"], "--joint", "5", "--limits", str(limits),
-                                     "--update-limits", "--out", str(tmp_path / "out")])
+        result = runner.invoke(
+            app,
+            [
+                "sweep",
+                "--bus",
+                info["url"],
+                "--joint",
+                "5",
+                "--limits",
+                str(limits),
+                "--update-limits",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
