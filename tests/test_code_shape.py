@@ -42,7 +42,6 @@ SPAN_LIMIT = 80
 SPAN_PENDING = {
     ("servotool/motion/otg_profile.py", "stretch_to"),
     ("servotool/motion/otg_profile.py", "stretch_warm_axis"),
-    ("servotool/motion/ramp.py", "ramp_profile"),
 }
 
 
