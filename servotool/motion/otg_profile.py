@@ -1032,8 +1032,6 @@ def stretch_to(
                 else None
             )
     hi, g_hi = peak, best - duration
-    lo: float | None = None
-    g_lo = 0.0
     u: float | None = hint
     if not hinted:
         c = best - _brake_time(abs(peak), amax, jmax) - e / peak
@@ -1042,6 +1040,40 @@ def stretch_to(
         plan = _stretch_newton(duration, dx, v0, a0, u, peak, amax, jmax, tol)
         if plan is not None:
             return plan
+    done, plan, lo, g_lo, hi, g_hi = _secant_stretch(
+        duration, dx, v0, a0, u, peak, e, hi, g_hi, amax, jmax, tol
+    )
+    if done:
+        return plan
+    if lo is None:
+        bracket = _bracket_low(duration, dx, v0, a0, hi, g_hi, amax, jmax)
+        if bracket is None:
+            return None
+        lo, g_lo, hi, g_hi = bracket
+    args = (duration, dx, v0, a0, amax, jmax)
+    u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
+    return _stretched(u, duration, dx, v0, a0, amax, jmax)
+
+
+def _secant_stretch(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    u: float | None,
+    peak: float,
+    e: float,
+    hi: float,
+    g_hi: float,
+    amax: float,
+    jmax: float,
+    tol: float,
+) -> tuple[bool, Plan | None, float | None, float, float, float]:
+    """stretch_to's secant steps from the peak u: (True, the plan or None) when a step met `duration`
+    within tol, else (False, None) with the bracket (lo, g(lo), hi, g(hi)) they tightened (lo None: no
+    plan too slow was met)."""
+    lo: float | None = None
+    g_lo = 0.0
     u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
@@ -1054,7 +1086,7 @@ def stretch_to(
             break
         g = t + cruise - duration
         if abs(g) <= tol:
-            return _stretched(u, duration, dx, v0, a0, amax, jmax, s)
+            return True, _stretched(u, duration, dx, v0, a0, amax, jmax, s), lo, g_lo, hi, g_hi
         if g > 0.0:
             lo, g_lo = u, g
         else:
@@ -1065,23 +1097,25 @@ def stretch_to(
         else:
             u_next = u - g * (u - u_prev) / (g - g_prev) if g != g_prev else None
         u_prev, g_prev, u = u, g, u_next
-    if lo is None:
-        # No plan too slow yet: shrink the peak toward zero until there is one.
-        lo = 0.5 * hi
-        for _ in range(40):
-            s, t = _shape(v0, a0, lo, amax, jmax)
-            cruise = (dx - s) / lo
-            if cruise >= 0.0:
-                g_lo = t + cruise - duration
-                if g_lo > 0.0:
-                    break
-                hi, g_hi = lo, g_lo
-            lo *= 0.5
-        else:
-            return None
-    args = (duration, dx, v0, a0, amax, jmax)
-    u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
-    return _stretched(u, duration, dx, v0, a0, amax, jmax)
+    return False, None, lo, g_lo, hi, g_hi
+
+
+def _bracket_low(
+    duration: float, dx: float, v0: float, a0: float, hi: float, g_hi: float, amax: float, jmax: float
+) -> tuple[float, float, float, float] | None:
+    """No plan too slow yet: the peak shrunk toward zero until there is one, as (lo, g(lo), hi, g(hi)) with
+    hi the last too fast on the way; None when 40 halvings find none."""
+    lo = 0.5 * hi
+    for _ in range(40):
+        s, t = _shape(v0, a0, lo, amax, jmax)
+        cruise = (dx - s) / lo
+        if cruise >= 0.0:
+            g_lo = t + cruise - duration
+            if g_lo > 0.0:
+                return lo, g_lo, hi, g_hi
+            hi, g_hi = lo, g_lo
+        lo *= 0.5
+    return None
 
 
 def _half(z: float, amax: float, jmax: float) -> tuple[float, float, float]:
