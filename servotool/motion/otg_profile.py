@@ -1368,24 +1368,7 @@ def stretch_warm_axis(
             base, k, lead = w, k_same, lead_same
         else:
             base, k, lead = v_rd, k_other, lead_other
-        # H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u.
-        z = u - base
-        az = z if z >= 0.0 else -z
-        # tau(|z|) (2 rc, or q + a_max / j_max) is needed only where a plan is returned or refused.
-        held = az * jmax > a2
-        if not held:
-            rc = sqrt(az / jmax)
-            hc, dhc = z * rc, 1.5 * rc
-        else:
-            q = az / amax
-            hc, dhc = 0.5 * z * (q + ca), q + hca
-        if au * jmax <= a2:
-            ru = sqrt(au / jmax)
-            hu, dhu = u * ru, 1.5 * ru
-            held = False
-        else:
-            q = au / amax
-            hu, dhu = 0.5 * u * (q + ca), q + hca
+        z, az, held, rc, hc, dhc, hu, dhu = _warm_halves(u, au, base, lim)
         r = hc + hu + u * k + dx - lead
         if au >= hi:
             # The cruise at v_max: still too slow there (the time-optimal plan, when it cruises) or no
@@ -1403,14 +1386,7 @@ def stretch_warm_axis(
         else:
             hi = au
         slope = dhc + dhu + k
-        if held and (z >= 0.0) == (g > 0.0):
-            # Transfer and brake both hold a_max, z and u of one sign: G is exactly quadratic here
-            # (G'' = 2 g / a_max), so the step goes to its root nearest au (the one Newton's steps approach).
-            disc = slope * slope - 4.0 * gr / amax
-            den = (slope + sqrt(disc) if slope > 0.0 else slope - sqrt(disc)) if disc >= 0.0 else 0.0
-            step = 2.0 * gr / den if den != 0.0 else 0.0
-        else:
-            step = gr / slope if slope != 0.0 else 0.0
+        step = _warm_step(held and (z >= 0.0) == (g > 0.0), slope, gr, amax)
         if lo < au - step < hi:
             au -= step
         elif hi == vmax and not probed and au - step >= hi:
@@ -1419,6 +1395,45 @@ def stretch_warm_axis(
         else:
             au = 0.5 * (lo + hi)
     return None
+
+
+def _warm_halves(
+    u: float, au: float, base: float, lim: Axis
+) -> tuple[float, float, bool, float, float, float, float, float]:
+    """stretch_warm_axis's H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u
+    (au = |u|): (z, |z|, held, rc, H(z), H'(z), H(u), H'(u)). held: both hold a_max; rc = sqrt(|z| / j_max)
+    where |z| j_max <= a_max^2 (else 0.0, unused), for tau(|z|) = 2 rc, needed only where a plan is
+    returned or refused."""
+    _, amax, jmax, a2, ca, _, _, _, _, _, _, hca, _, _, _ = lim
+    z = u - base
+    az = z if z >= 0.0 else -z
+    held = az * jmax > a2
+    rc = 0.0
+    if not held:
+        rc = sqrt(az / jmax)
+        hc, dhc = z * rc, 1.5 * rc
+    else:
+        q = az / amax
+        hc, dhc = 0.5 * z * (q + ca), q + hca
+    if au * jmax <= a2:
+        ru = sqrt(au / jmax)
+        hu, dhu = u * ru, 1.5 * ru
+        held = False
+    else:
+        q = au / amax
+        hu, dhu = 0.5 * u * (q + ca), q + hca
+    return z, az, held, rc, hc, dhc, hu, dhu
+
+
+def _warm_step(quadratic: bool, slope: float, gr: float, amax: float) -> float:
+    """stretch_warm_axis's step in |u| from G g = gr with slope `slope`. quadratic: transfer and brake both
+    hold a_max, z and u of one sign, where G is exactly quadratic (G'' = 2 g / a_max), so the step goes to
+    its root nearest au (the one Newton's steps approach); else a Newton step (0.0 on a flat slope)."""
+    if quadratic:
+        disc = slope * slope - 4.0 * gr / amax
+        den = (slope + sqrt(disc) if slope > 0.0 else slope - sqrt(disc)) if disc >= 0.0 else 0.0
+        return 2.0 * gr / den if den != 0.0 else 0.0
+    return gr / slope if slope != 0.0 else 0.0
 
 
 def _warm_plan(
