@@ -180,8 +180,38 @@ def analyze(
     a --report folder holding a report servotool did not write.
     With --strict, exit 1 when any file holds a controller fault, a runaway or an interrupted run.
     """
-    from servotool.io.table import TableWriteError, check_table_path, write_table
+    from servotool.io.table import TableWriteError, write_table
     from servotool.runs.offline.analyze import TABLE_COLUMNS
+
+    _check_options(paths, table, plot_dir, make_report)
+    n_workers = workers or os.cpu_count() or 1
+    plot = plot or plot_dir is not None
+    # a compact document (stdout not a terminal) takes each file's JSON as its worker encoded it
+    # SIGTERM or SIGHUP raise like Ctrl-C, so the worker pool is shut down on the way out (killed outright,
+    # the command left its workers waiting for work forever)
+    try:
+        with StopSignals():
+            report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
+    except KeyboardInterrupt as exc:
+        fail(f"interrupted by {signal_label(exc)}", code=exit_code_of(exc))
+    if make_report:
+        _write_reports(paths)
+    plots: dict[str, str] = {}
+    if plot:
+        for fa in report.files:
+            plots[str(fa.path)] = str(save_plot(fa, plot_dir))
+    if table is not None:
+        try:
+            write_table(report.table(), TABLE_COLUMNS, table)
+        except TableWriteError as exc:
+            fail(str(exc))
+    _print_report(report, plots, table, json_out, wide)
+    _finish(report, strict)
+
+
+def _check_options(paths: list[Path], table: Path | None, plot_dir: Path | None, make_report: bool) -> None:
+    """Fails before any file is read when --table, --plot-dir or --report could not be written."""
+    from servotool.io.table import TableWriteError, check_table_path
 
     if table is not None:
         try:
@@ -196,17 +226,12 @@ def analyze(
         problems = [p for p in (report_problem(f) for f in paths if f.is_dir()) if p]
         if problems:
             refuse(problems)
-    n_workers = workers or os.cpu_count() or 1
-    plot = plot or plot_dir is not None
-    # a compact document (stdout not a terminal) takes each file's JSON as its worker encoded it
-    # SIGTERM or SIGHUP raise like Ctrl-C, so the worker pool is shut down on the way out (killed outright,
-    # the command left its workers waiting for work forever)
-    try:
-        with StopSignals():
-            report = _run(paths, n_workers, keep=plot, encode=json_out and not sys.stdout.isatty())
-    except KeyboardInterrupt as exc:
-        fail(f"interrupted by {signal_label(exc)}", code=exit_code_of(exc))
-    for folder in (p for p in paths if make_report and p.is_dir()):
+
+
+def _write_reports(paths: list[Path]) -> None:
+    """report.md and report.html into each folder given, from its CSVs; fails on the first that cannot
+    be written."""
+    for folder in (p for p in paths if p.is_dir()):
         from servotool.runs.campaign.report import write_report  # matplotlib: loaded only for a report
 
         try:
@@ -214,15 +239,13 @@ def analyze(
         except OSError as exc:
             fail(f"{folder}: cannot write the report ({exc.strerror or exc})")
         err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
-    plots: dict[str, str] = {}
-    if plot:
-        for fa in report.files:
-            plots[str(fa.path)] = str(save_plot(fa, plot_dir))
-    if table is not None:
-        try:
-            write_table(report.table(), TABLE_COLUMNS, table)
-        except TableWriteError as exc:
-            fail(str(exc))
+
+
+def _print_report(
+    report: AnalyzeReport, plots: dict[str, str], table: Path | None, json_out: bool, wide: bool
+) -> None:
+    """Everything analysed as one JSON document, or as the verdict line, a section per file and the
+    combined lag fits."""
     if json_out:
         data = report.to_dict(encoded=True)
         data["files"] = [
@@ -239,7 +262,6 @@ def analyze(
         _render_groups(report)
         if table is not None:
             console.print(f"\ntable: {escape(str(table))} ({len(report.table())} rows)", highlight=False)
-    _finish(report, strict)
 
 
 def _analyze_verdict(report: AnalyzeReport) -> str:

@@ -247,6 +247,41 @@ def _report(folder: Path) -> tuple[Report, list[Path]]:
         fail(f"{folder}: cannot write the report ({exc.strerror or exc}): {again}", ExitCode.FAULT)
 
 
+def _print_outcome(
+    campaign: Campaign,
+    state: CampaignState,
+    folder: Path,
+    file: Path,
+    out: Path | None,
+    json_out: bool,
+    wide: bool,
+) -> None:
+    """After the runs: the report written, the verdict, the summary tables, how to go on, where the
+    report is."""
+    from servotool.runs.campaign.run import FAULTED
+
+    summary, report = _report(folder)
+    if json_out:
+        print_json({"folder": str(folder), "report": [str(p) for p in report], **asdict(state)})
+    if state.stopped:
+        verdict = (
+            f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished run(s) kept "
+            f"in {folder}"
+        )
+    else:
+        verdict = f"[green]done[/]: {len(state.runs)} run(s) of {campaign.name} in {folder}"
+    (err_console if json_out else console).print(verdict, highlight=False)
+    if not json_out:
+        _render_summary(summary, wide)
+    if state.stopped and (state.stop_status != FAULTED or campaign.safety.faults_allowed):
+        err_console.print(
+            f"go on with: servotool campaign run {file} --resume" + (f" --out {out}" if out else ""),
+            highlight=False,
+        )
+    for path in report if not json_out else []:
+        console.print(f"report: {path}", highlight=False)
+
+
 @campaign_app.command("run")
 def run(
     file: Path = FileArg,
@@ -278,7 +313,7 @@ def run(
     Exit 0 done, 1 stopped on a fault, 2 invalid or refused, 3 device unreachable or lost, 130 Ctrl-C
     (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT).
     """
-    from servotool.runs.campaign.run import FAULTED, STOPPED, CampaignHooks, run_campaign
+    from servotool.runs.campaign.run import STOPPED, CampaignHooks, run_campaign
 
     campaign = _load(file, robot)
     if dry_run:
@@ -308,26 +343,7 @@ def run(
             state = run_campaign(campaign, cr, hooks)
         except Refused as exc:  # the folder taken by another process since it was checked: nothing written
             fail(str(exc))
-    summary, report = _report(cr.folder)
-    if json_out:
-        print_json({"folder": str(cr.folder), "report": [str(p) for p in report], **asdict(state)})
-    if state.stopped:
-        verdict = (
-            f"[bold red]stopped[/] at {escape(state.stopped)}; {len(state.runs)} finished run(s) kept "
-            f"in {cr.folder}"
-        )
-    else:
-        verdict = f"[green]done[/]: {len(state.runs)} run(s) of {campaign.name} in {cr.folder}"
-    (err_console if json_out else console).print(verdict, highlight=False)
-    if not json_out:
-        _render_summary(summary, wide)
-    if state.stopped and (state.stop_status != FAULTED or campaign.safety.faults_allowed):
-        err_console.print(
-            f"go on with: servotool campaign run {file} --resume" + (f" --out {out}" if out else ""),
-            highlight=False,
-        )
-    for path in report if not json_out else []:
-        console.print(f"report: {path}", highlight=False)
+    _print_outcome(campaign, state, cr.folder, file, out, json_out, wide)
     code = _exit_status(state)
     if state.stop_status == STOPPED:
         code = signals.exit_code() or code

@@ -9,6 +9,7 @@ as they were).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,6 +40,7 @@ from servotool.devices.url import asks_simulated_time
 from servotool.errors import ExitCode, Refused, exit_code_of, signal_label
 from servotool.io.devlock import DeviceLock
 from servotool.io.jsondoc import encode
+from servotool.io.limits_yaml import LimitsFile
 from servotool.io.sim_state import forget_sim_state, lock_key, lock_name_of
 from servotool.runs.bus.servo import (
     DEFAULT_SPEED,
@@ -295,6 +297,38 @@ def move_cmd(
     On a bus with Operating Modes, a goal servo not in position mode refuses the move (velocity and PWM
     modes turn, multi-turn modes span more than one turn); servotool never changes the mode (EEPROM).
     """
+    lf, to, poses, problems = _move_problems(goals, speed, limits, bus)
+    if problems:
+        fail_all(problems)
+    log = MoveLog()
+    with (
+        bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev,
+        StopSignals() as signals,
+    ):
+        goal = parse_goal(to, poses)
+        if lf is None:
+            err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
+        lim = read_limits(dev, lf.limits if lf else None)
+        with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
+            result = move_to(
+                dev,
+                bus_clock(dev),
+                goal,
+                limits=lim,
+                speed=speed,
+                abort_requested=lambda: signals.requested is not None,
+                log=log,
+            )
+    if result.aborted:
+        stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
+    _print_move(result, to, speed, bus, dev.simulated, json_out)
+
+
+def _move_problems(
+    goals: list[str], speed: float, limits: Path | None, bus: str
+) -> tuple[LimitsFile | None, str, dict[str, Mapping[int, int]], list[str]]:
+    """The limits file, the goal, the named poses and every reason to refuse the move, all known before
+    the bus opens."""
     lf, problems = limits_problem(limits, bus)
     to = goals[-1]
     if len(goals) > 1:  # typer would keep only the last: 2=500 then 2=900 moved to 900 without a word
@@ -335,29 +369,11 @@ def move_cmd(
         mapped=lf.limits if lf and not no_file else None,
         mapped_in=str(limits),
     )
-    if problems:
-        fail_all(problems)
-    log = MoveLog()
-    with (
-        bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev,
-        StopSignals() as signals,
-    ):
-        goal = parse_goal(to, poses)
-        if lf is None:
-            err_console.print("[yellow]no --limits file: checking against the servos' stored limits only[/]")
-        lim = read_limits(dev, lf.limits if lf else None)
-        with signals.latching():  # Ctrl-C, SIGTERM, SIGHUP: the move stops with a hold, then we exit
-            result = move_to(
-                dev,
-                bus_clock(dev),
-                goal,
-                limits=lim,
-                speed=speed,
-                abort_requested=lambda: signals.requested is not None,
-                log=log,
-            )
-    if result.aborted:
-        stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
+    return lf, to, poses, problems
+
+
+def _print_move(result: MoveResult, to: str, speed: float, bus: str, simulated: bool, json_out: bool) -> None:
+    """The move's verdict and table (or its JSON), then a note per silent servo it could not move."""
     notes = []
     for sid, pulse in result.skipped.items():
         at = result.carried.get(sid)
@@ -367,7 +383,7 @@ def move_cmd(
         print_json(
             {
                 "device": bus,
-                "simulated": dev.simulated,
+                "simulated": simulated,
                 "start": result.start,
                 "goal": result.goal,
                 "final": result.final,

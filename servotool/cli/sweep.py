@@ -313,6 +313,11 @@ def sweep(
     ) as dev:
         record, signals = _run(dev, config, files)
     _render(record, json_out)
+    _exit_if_stopped(record, signals)
+
+
+def _exit_if_stopped(record: SweepRecord, signals: StopSignals) -> None:
+    """Exits with the run's code when a fault, a signal or the key ended the sweeps; returns otherwise."""
     if record.run.error:
         fail(record.run.error, record.run.exit_code)
     if record.run.aborted and signals.requested is not None:

@@ -1032,8 +1032,6 @@ def stretch_to(
                 else None
             )
     hi, g_hi = peak, best - duration
-    lo: float | None = None
-    g_lo = 0.0
     u: float | None = hint
     if not hinted:
         c = best - _brake_time(abs(peak), amax, jmax) - e / peak
@@ -1042,6 +1040,40 @@ def stretch_to(
         plan = _stretch_newton(duration, dx, v0, a0, u, peak, amax, jmax, tol)
         if plan is not None:
             return plan
+    done, plan, lo, g_lo, hi, g_hi = _secant_stretch(
+        duration, dx, v0, a0, u, peak, e, hi, g_hi, amax, jmax, tol
+    )
+    if done:
+        return plan
+    if lo is None:
+        bracket = _bracket_low(duration, dx, v0, a0, hi, g_hi, amax, jmax)
+        if bracket is None:
+            return None
+        lo, g_lo, hi, g_hi = bracket
+    args = (duration, dx, v0, a0, amax, jmax)
+    u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
+    return _stretched(u, duration, dx, v0, a0, amax, jmax)
+
+
+def _secant_stretch(
+    duration: float,
+    dx: float,
+    v0: float,
+    a0: float,
+    u: float | None,
+    peak: float,
+    e: float,
+    hi: float,
+    g_hi: float,
+    amax: float,
+    jmax: float,
+    tol: float,
+) -> tuple[bool, Plan | None, float | None, float, float, float]:
+    """stretch_to's secant steps from the peak u: (True, the plan or None) when a step met `duration`
+    within tol, else (False, None) with the bracket (lo, g(lo), hi, g(hi)) they tightened (lo None: no
+    plan too slow was met)."""
+    lo: float | None = None
+    g_lo = 0.0
     u_prev = g_prev = 0.0
     for k in range(8):
         if u is None or not 0.0 < u / peak < 1.0:
@@ -1054,7 +1086,7 @@ def stretch_to(
             break
         g = t + cruise - duration
         if abs(g) <= tol:
-            return _stretched(u, duration, dx, v0, a0, amax, jmax, s)
+            return True, _stretched(u, duration, dx, v0, a0, amax, jmax, s), lo, g_lo, hi, g_hi
         if g > 0.0:
             lo, g_lo = u, g
         else:
@@ -1065,23 +1097,25 @@ def stretch_to(
         else:
             u_next = u - g * (u - u_prev) / (g - g_prev) if g != g_prev else None
         u_prev, g_prev, u = u, g, u_next
-    if lo is None:
-        # No plan too slow yet: shrink the peak toward zero until there is one.
-        lo = 0.5 * hi
-        for _ in range(40):
-            s, t = _shape(v0, a0, lo, amax, jmax)
-            cruise = (dx - s) / lo
-            if cruise >= 0.0:
-                g_lo = t + cruise - duration
-                if g_lo > 0.0:
-                    break
-                hi, g_hi = lo, g_lo
-            lo *= 0.5
-        else:
-            return None
-    args = (duration, dx, v0, a0, amax, jmax)
-    u = _root(_residual_stretch, args, hi, g_hi, lo, g_lo, 0.0, tol)
-    return _stretched(u, duration, dx, v0, a0, amax, jmax)
+    return False, None, lo, g_lo, hi, g_hi
+
+
+def _bracket_low(
+    duration: float, dx: float, v0: float, a0: float, hi: float, g_hi: float, amax: float, jmax: float
+) -> tuple[float, float, float, float] | None:
+    """No plan too slow yet: the peak shrunk toward zero until there is one, as (lo, g(lo), hi, g(hi)) with
+    hi the last too fast on the way; None when 40 halvings find none."""
+    lo = 0.5 * hi
+    for _ in range(40):
+        s, t = _shape(v0, a0, lo, amax, jmax)
+        cruise = (dx - s) / lo
+        if cruise >= 0.0:
+            g_lo = t + cruise - duration
+            if g_lo > 0.0:
+                return lo, g_lo, hi, g_hi
+            hi, g_hi = lo, g_lo
+        lo *= 0.5
+    return None
 
 
 def _half(z: float, amax: float, jmax: float) -> tuple[float, float, float]:
@@ -1334,24 +1368,7 @@ def stretch_warm_axis(
             base, k, lead = w, k_same, lead_same
         else:
             base, k, lead = v_rd, k_other, lead_other
-        # H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u.
-        z = u - base
-        az = z if z >= 0.0 else -z
-        # tau(|z|) (2 rc, or q + a_max / j_max) is needed only where a plan is returned or refused.
-        held = az * jmax > a2
-        if not held:
-            rc = sqrt(az / jmax)
-            hc, dhc = z * rc, 1.5 * rc
-        else:
-            q = az / amax
-            hc, dhc = 0.5 * z * (q + ca), q + hca
-        if au * jmax <= a2:
-            ru = sqrt(au / jmax)
-            hu, dhu = u * ru, 1.5 * ru
-            held = False
-        else:
-            q = au / amax
-            hu, dhu = 0.5 * u * (q + ca), q + hca
+        z, az, held, rc, hc, dhc, hu, dhu = _warm_halves(u, au, base, lim)
         r = hc + hu + u * k + dx - lead
         if au >= hi:
             # The cruise at v_max: still too slow there (the time-optimal plan, when it cruises) or no
@@ -1369,14 +1386,7 @@ def stretch_warm_axis(
         else:
             hi = au
         slope = dhc + dhu + k
-        if held and (z >= 0.0) == (g > 0.0):
-            # Transfer and brake both hold a_max, z and u of one sign: G is exactly quadratic here
-            # (G'' = 2 g / a_max), so the step goes to its root nearest au (the one Newton's steps approach).
-            disc = slope * slope - 4.0 * gr / amax
-            den = (slope + sqrt(disc) if slope > 0.0 else slope - sqrt(disc)) if disc >= 0.0 else 0.0
-            step = 2.0 * gr / den if den != 0.0 else 0.0
-        else:
-            step = gr / slope if slope != 0.0 else 0.0
+        step = _warm_step(held and (z >= 0.0) == (g > 0.0), slope, gr, amax)
         if lo < au - step < hi:
             au -= step
         elif hi == vmax and not probed and au - step >= hi:
@@ -1385,6 +1395,45 @@ def stretch_warm_axis(
         else:
             au = 0.5 * (lo + hi)
     return None
+
+
+def _warm_halves(
+    u: float, au: float, base: float, lim: Axis
+) -> tuple[float, float, bool, float, float, float, float, float]:
+    """stretch_warm_axis's H(z) = z tau(|z|) / 2 and its slope (see _half), for z = u - base and z = u
+    (au = |u|): (z, |z|, held, rc, H(z), H'(z), H(u), H'(u)). held: both hold a_max; rc = sqrt(|z| / j_max)
+    where |z| j_max <= a_max^2 (else 0.0, unused), for tau(|z|) = 2 rc, needed only where a plan is
+    returned or refused."""
+    _, amax, jmax, a2, ca, _, _, _, _, _, _, hca, _, _, _ = lim
+    z = u - base
+    az = z if z >= 0.0 else -z
+    held = az * jmax > a2
+    rc = 0.0
+    if not held:
+        rc = sqrt(az / jmax)
+        hc, dhc = z * rc, 1.5 * rc
+    else:
+        q = az / amax
+        hc, dhc = 0.5 * z * (q + ca), q + hca
+    if au * jmax <= a2:
+        ru = sqrt(au / jmax)
+        hu, dhu = u * ru, 1.5 * ru
+        held = False
+    else:
+        q = au / amax
+        hu, dhu = 0.5 * u * (q + ca), q + hca
+    return z, az, held, rc, hc, dhc, hu, dhu
+
+
+def _warm_step(quadratic: bool, slope: float, gr: float, amax: float) -> float:
+    """stretch_warm_axis's step in |u| from G g = gr with slope `slope`. quadratic: transfer and brake both
+    hold a_max, z and u of one sign, where G is exactly quadratic (G'' = 2 g / a_max), so the step goes to
+    its root nearest au (the one Newton's steps approach); else a Newton step (0.0 on a flat slope)."""
+    if quadratic:
+        disc = slope * slope - 4.0 * gr / amax
+        den = (slope + sqrt(disc) if slope > 0.0 else slope - sqrt(disc)) if disc >= 0.0 else 0.0
+        return 2.0 * gr / den if den != 0.0 else 0.0
+    return gr / slope if slope != 0.0 else 0.0
 
 
 def _warm_plan(

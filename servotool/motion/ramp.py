@@ -178,6 +178,40 @@ def _one_pass(
     return q, v, codes, peak, n_cruise, arrive
 
 
+def _ramp_settings(
+    start_deg: float,
+    sweep_deg: float,
+    speeds_deg_s: Sequence[float],
+    dt: float,
+    ramp_s: float,
+    settle_s: float,
+) -> tuple[float, float, float, float, float, list[float]]:
+    """ramp_profile's arguments checked (ValueError, see there): start, sweep, dt, ramp_s, settle_s and
+    the speeds, as floats."""
+    start = _finite(start_deg, "start_deg")
+    sweep = _finite(sweep_deg, "sweep_deg")
+    if sweep == 0:
+        raise ValueError("sweep_deg must be non-zero")
+    dt = _positive(dt, "dt")
+    ramp_s = _positive(ramp_s, "ramp_s")
+    settle_s = _finite(settle_s, "settle_s")
+    if settle_s < 0:
+        raise ValueError(f"settle_s must be >= 0, got {settle_s!r}")
+    speeds = [_positive(v, f"speed #{i + 1}") for i, v in enumerate(speeds_deg_s)]
+    if not speeds:
+        raise ValueError("speeds_deg_s must list at least one speed")
+    return start, sweep, dt, ramp_s, settle_s, speeds
+
+
+def _triangle_note(p: int, leg: int, speed: float, sweep: float, ramp_s: float, peak: float) -> str:
+    """The note of a pass too short for its ramps, whose peak was lowered."""
+    return (
+        f"pass {p} ({'out' if leg == 0 else 'back'} at {speed:g} deg/s): sweep "
+        f"{abs(sweep):g} deg is too short for {ramp_s:g} s ramps; peak lowered to "
+        f"{peak:.4g} deg/s (triangle, no cruise)"
+    )
+
+
 def ramp_profile(
     start_deg: float,
     sweep_deg: float,
@@ -200,18 +234,9 @@ def ramp_profile(
     speed, dt or ramp_s that is not finite and > 0, a negative or non-finite settle_s, a non-finite start_deg
     and a zero or non-finite sweep_deg.
     """
-    start = _finite(start_deg, "start_deg")
-    sweep = _finite(sweep_deg, "sweep_deg")
-    if sweep == 0:
-        raise ValueError("sweep_deg must be non-zero")
-    dt = _positive(dt, "dt")
-    ramp_s = _positive(ramp_s, "ramp_s")
-    settle_s = _finite(settle_s, "settle_s")
-    if settle_s < 0:
-        raise ValueError(f"settle_s must be >= 0, got {settle_s!r}")
-    speeds = [_positive(v, f"speed #{i + 1}") for i, v in enumerate(speeds_deg_s)]
-    if not speeds:
-        raise ValueError("speeds_deg_s must list at least one speed")
+    start, sweep, dt, ramp_s, settle_s, speeds = _ramp_settings(
+        start_deg, sweep_deg, speeds_deg_s, dt, ramp_s, settle_s
+    )
     n_ramp = max(1, _ticks(ramp_s, dt))
     n_settle = max(1, _ticks(settle_s, dt))
     end = start + sweep
@@ -225,11 +250,7 @@ def ramp_profile(
             direction = 1 if q_to > q_from else -1
             triangular = n_cruise == 0
             if triangular:
-                notes.append(
-                    f"pass {p} ({'out' if leg == 0 else 'back'} at {speed:g} deg/s): sweep "
-                    f"{abs(sweep):g} deg is too short for {ramp_s:g} s ramps; peak lowered to "
-                    f"{peak:.4g} deg/s (triangle, no cruise)"
-                )
+                notes.append(_triangle_note(p, leg, speed, sweep, ramp_s, peak))
             passes.append(
                 RampPass(
                     index=p,

@@ -165,23 +165,8 @@ class FairinoArm:
         self._clock: Clock = clock or MonotonicClock(spin_s=0.0)
         now = now or (clock.now if clock is not None else time.monotonic)
         self._now = now
-        self.datagrams_sent = 0  # UDP datagrams sent (a lock-step simulator waits until it took them all)
-        self.answers_received = 0  # UDP frames received from the controller, readable or not
-        self._rx = threading.Condition()
-        self._lock = threading.Lock()
-        self._rpc_lock = threading.Lock()
-        self._replies: collections.deque[Reply] = collections.deque(maxlen=65536)
-        self._codes: collections.deque[tuple[int, int]] = collections.deque(maxlen=256)  # (seq, errcode)
-        self._code_seq = 0
-        self._lost: str | None = None
-        self._closed = False
-        self._closing = threading.Event()
-        self._udp_count = 0
-        self.bad_replies = 0
+        self._init_link_state()
         self._stream: StateStream | None = None
-        self._udp: socket.socket | None = None
-        self._udp_reader: threading.Thread | None = None
-        self._udp_address: tuple[str, int] | None = None
         self._rpc_port = int(rpc_port)
         self._proxy, self._transport = server_proxy(host, rpc_port, rpc_timeout_s)
         try:
@@ -204,6 +189,26 @@ class FairinoArm:
         except BaseException:
             self.close()
             raise
+
+    def _init_link_state(self) -> None:
+        """The counters, locks, reply queues and (not yet open) sockets of the link, all set before it
+        connects so that close() can run from any point of the connection."""
+        self.datagrams_sent = 0  # UDP datagrams sent (a lock-step simulator waits until it took them all)
+        self.answers_received = 0  # UDP frames received from the controller, readable or not
+        self._rx = threading.Condition()
+        self._lock = threading.Lock()
+        self._rpc_lock = threading.Lock()
+        self._replies: collections.deque[Reply] = collections.deque(maxlen=65536)
+        self._codes: collections.deque[tuple[int, int]] = collections.deque(maxlen=256)  # (seq, errcode)
+        self._code_seq = 0
+        self._lost: str | None = None
+        self._closed = False
+        self._closing = threading.Event()
+        self._udp_count = 0
+        self.bad_replies = 0
+        self._udp: socket.socket | None = None
+        self._udp_reader: threading.Thread | None = None
+        self._udp_address: tuple[str, int] | None = None
 
     def _check_rpc(self, port: int, timeout_s: float) -> None:
         try:

@@ -203,6 +203,25 @@ def plan_move(
     return traj
 
 
+def _refuse_unmovable(bus: Bus, live_goal: Mapping[int, int]) -> None:
+    """Raises before the first frame when a goal servo would not go to its goal: not in position mode,
+    a hardware error latched, or its torque off."""
+    if isinstance(bus, ModeCheckedBus):  # a velocity- or PWM-mode servo would turn, not go to its goal
+        bus.require_position_mode(live_goal)
+    latched = _latches(bus, live_goal)
+    if latched:
+        raise MoveServoLatched(
+            f"servo {_named(latched)}: hardware error latched, its torque stays off "
+            "until a reboot (which a move never sends); nothing moved"
+        )
+    limp = bus.unpowered(live_goal) if isinstance(bus, TorqueGatedBus) else []
+    if limp:
+        raise MoveServoUnpowered(
+            f"servo {', '.join(map(str, limp))}: torque off, a goal would not move it; "
+            "nothing moved (`servotool servo hold` switches it on where it is)"
+        )
+
+
 def move_to(
     bus: Bus,
     clock: Clock,
@@ -228,20 +247,7 @@ def move_to(
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
     live_goal = {sid: int(p) for sid, p in goal.items() if sid not in armpose.silent}
     traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
-    if isinstance(bus, ModeCheckedBus):  # a velocity- or PWM-mode servo would turn, not go to its goal
-        bus.require_position_mode(live_goal)
-    latched = _latches(bus, live_goal)
-    if latched:
-        raise MoveServoLatched(
-            f"servo {_named(latched)}: hardware error latched, its torque stays off "
-            "until a reboot (which a move never sends); nothing moved"
-        )
-    limp = bus.unpowered(live_goal) if isinstance(bus, TorqueGatedBus) else []
-    if limp:
-        raise MoveServoUnpowered(
-            f"servo {', '.join(map(str, limp))}: torque off, a goal would not move it; "
-            "nothing moved (`servotool servo hold` switches it on where it is)"
-        )
+    _refuse_unmovable(bus, live_goal)
     check = pulse_limits({sid: limits[sid] for sid in live_goal})
     aborted = abort_check(abort_requested)
     period_ms = int(round(period_s * 1000))

@@ -189,27 +189,12 @@ def _plots(run: SweepRun, csv_paths: dict[int, Path], folder: Path, stem: str) -
     return out
 
 
-def sweep_and_write(
-    bus: Bus,
-    clock: Clock,
-    config: SweepConfig,
-    files: SweepFiles,
-    *,
-    abort_requested: Abort = None,
-    on_event: Callable[[SweepEvent], None] | None = None,
-    stop_reason: Callable[[], str | None] | None = None,
-) -> SweepRecord:
-    """Run the sweeps (runs.sweep.run_sweeps) and write every file of the run; see the module doc.
-
-    Refused before anything moves when file_problems finds a problem. A limits file that changed on disk
-    while the run went on is not overwritten: the merge goes to the output folder and a note says so."""
-    problems = file_problems(files, bus.simulated)
-    if problems:
-        raise Refused("; ".join(problems))
-    when = files.when or datetime.now(timezone.utc)
+def _csv_writers(
+    bus: Bus, config: SweepConfig, files: SweepFiles, when: datetime, csv_paths: dict[int, Path]
+) -> Callable[[SweepResult], CsvLogWriter]:
+    """The factory of one CSV writer per sweep, in files.out_dir; each path goes into csv_paths by the
+    sweep result's id."""
     folder = files.out_dir
-    stem = Path(run_file_name("sweep", bus.url, when)).stem
-    csv_paths: dict[int, Path] = {}
 
     def writer_factory(res: SweepResult) -> CsvLogWriter:
         path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", bus.url, when))
@@ -232,6 +217,33 @@ def sweep_and_write(
             command=files.command,
             created=when,
         )
+
+    return writer_factory
+
+
+def sweep_and_write(
+    bus: Bus,
+    clock: Clock,
+    config: SweepConfig,
+    files: SweepFiles,
+    *,
+    abort_requested: Abort = None,
+    on_event: Callable[[SweepEvent], None] | None = None,
+    stop_reason: Callable[[], str | None] | None = None,
+) -> SweepRecord:
+    """Run the sweeps (runs.sweep.run_sweeps) and write every file of the run; see the module doc.
+
+    Refused before anything moves when file_problems finds a problem. A limits file that changed on disk
+    while the run went on is not overwritten: the merge goes to the output folder and a note says so."""
+    problems = file_problems(files, bus.simulated)
+    if problems:
+        raise Refused("; ".join(problems))
+    when = files.when or datetime.now(timezone.utc)
+    folder = files.out_dir
+    stem = Path(run_file_name("sweep", bus.url, when)).stem
+    csv_paths: dict[int, Path] = {}
+
+    writer_factory = _csv_writers(bus, config, files, when, csv_paths)
 
     run = run_sweeps(
         bus,
