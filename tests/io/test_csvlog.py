@@ -209,10 +209,10 @@ def test_unique_path(tmp_path):
 
 @pytest.fixture(params=["arrow", "plain"])
 def reader(request, monkeypatch):
-    import servotool.io.csvlog as csvlog
+    from servotool.io.csvlog import arrow_reader
 
     if request.param == "plain":
-        monkeypatch.setattr(csvlog, "HAVE_ARROW", False)
+        monkeypatch.setattr(arrow_reader, "HAVE_ARROW", False)
     return request.param
 
 

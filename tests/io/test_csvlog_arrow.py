@@ -9,19 +9,19 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from servotool.io import csvlog  # noqa: E402
-from servotool.io.csvlog import CsvLogWriter  # noqa: E402
+from servotool.io.csvlog import CsvLogWriter, arrow_reader  # noqa: E402
 
 
 def test_float_chunks_with_nulls_and_offsets_match_pyarrow():
     col = pa.chunked_array(
         [pa.array([1.0, None, 3.0, None, 5.0]).slice(1), pa.array([None, 7.5]), pa.array([], pa.float64())]
     )
-    got = csvlog._chunks_to_numpy(col.chunks, np.float64, np.nan)
+    got = arrow_reader._chunks_to_numpy(col.chunks, np.float64, np.nan)
     assert np.array_equal(got, col.to_numpy(), equal_nan=True)
     codes = pa.chunked_array(
         [pa.array(["a", None, "b"]).dictionary_encode(), pa.array(["b", "c"]).dictionary_encode()]
     )
-    table = csvlog.ArrowColumns(pa.table({"event": codes}))
+    table = arrow_reader.ArrowColumns(pa.table({"event": codes}))
     c, names = table.codes("event")
     assert [names[k] if k >= 0 else None for k in c] == ["a", None, "b", "b", "c"]
 
@@ -102,8 +102,10 @@ def test_a_lazy_column_is_converted_when_first_read_and_only_then(tmp_path, monk
     rows = [{"t": i / 10, "event": "state", "q1": i, "errcode": i % 3} for i in range(5)]
     path = _recording(tmp_path / "lazy.csv", [*rows, {"t": 0.6, "event": "reply", "errcode": "1.5"}])
     parses = []
-    real = csvlog._arrow_read
-    monkeypatch.setattr(csvlog, "_arrow_read", lambda *a, **k: parses.append(a[2].include) or real(*a, **k))
+    real = arrow_reader._arrow_read
+    monkeypatch.setattr(
+        arrow_reader, "_arrow_read", lambda *a, **k: parses.append(a[2].include) or real(*a, **k)
+    )
     wanted = ["t", "event", "q1", "errcode"]
     cols = csvlog.read_columns(path, lambda m, h: wanted, lazy=("errcode", "info"))[1]
     assert parses == [("t", "event", "q1")]

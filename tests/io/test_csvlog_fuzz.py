@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import servotool.io.csvbody as csvbody
 import servotool.io.csvlog as csvlog
-from servotool.io.csvlog import CsvLogWriter, read_columns, read_csv
+from servotool.io.csvlog import CsvLogWriter, arrow_reader, read_columns, read_csv
 
 COLUMNS = ["t", "event", "seq", "pass", "phase", "q1", "q2", "errcode", "info"]
 N = len(COLUMNS)
@@ -121,8 +121,8 @@ READERS = ["arrow", "arrow-threads", "plain"]
 
 def _use(mp, reader: str) -> None:
     """Choose the reader: Arrow on one thread (a short file), Arrow on every core, or the plain one."""
-    mp.setattr(csvlog, "HAVE_ARROW", reader != "plain" and csvlog.HAVE_ARROW)
-    mp.setattr(csvlog, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
+    mp.setattr(arrow_reader, "HAVE_ARROW", reader != "plain" and arrow_reader.HAVE_ARROW)
+    mp.setattr(arrow_reader, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
     mp.setattr(csvbody, "MAX_ROW_BYTES", _MAX_ROW)
 
 

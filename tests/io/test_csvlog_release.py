@@ -11,7 +11,7 @@ a short `read_columns` script on a loaded machine, with a core dump showing the 
 import io
 import sys
 
-from servotool.io import csvlog
+from servotool.io.csvlog import arrow_reader, rows
 
 HEADER = ("t", "event", "seq", "q1", "info")
 
@@ -23,12 +23,12 @@ def _body(rows: int) -> bytes:
 
 def test_the_row_handler_is_released_before_a_threaded_read_returns():
     body = _body(200)
-    shape = csvlog._Shape(HEADER, None, ints=True)
+    shape = arrow_reader._Shape(HEADER, None, ints=True)
     held_after = 0
     for _ in range(300):
-        sink = csvlog._RowSink()
+        sink = rows._RowSink()
         before = sys.getrefcount(sink)
-        table, _ = csvlog._arrow_read(io.BytesIO(body), 0, shape, sink, True, count=False, short=True)
+        table, _ = arrow_reader._arrow_read(io.BytesIO(body), 0, shape, sink, True, count=False, short=True)
         held_after += sys.getrefcount(sink) > before
         assert table.num_rows == 200
     assert held_after == 0, f"pyarrow still held the row handler after {held_after} of 300 reads"
@@ -38,10 +38,10 @@ def test_an_empty_or_one_byte_body_is_handed_over_as_an_object_of_its_own(monkey
     # b"" and one-byte bytes are shared objects whose reference counts move with the rest of the program: a
     # read handed one would wait out RELEASE_WAIT_S; the body goes over as a bytearray of its own instead
     given = []
-    parse = csvlog._parse
-    monkeypatch.setattr(csvlog, "_parse", lambda body, *a: given.append(body) or parse(body, *a))
-    monkeypatch.setattr(csvlog, "RELEASE_WAIT_S", 600.0)  # a wait would show as the suite's timeout
-    shape = csvlog._Shape(HEADER, None, ints=True)
+    parse = arrow_reader._parse
+    monkeypatch.setattr(arrow_reader, "_parse", lambda body, *a: given.append(body) or parse(body, *a))
+    monkeypatch.setattr(arrow_reader, "RELEASE_WAIT_S", 600.0)  # a wait would show as the suite's timeout
+    shape = arrow_reader._Shape(HEADER, None, ints=True)
     for body in (b"", b"\n", b"1"):
-        csvlog._arrow_read(io.BytesIO(body), 0, shape, csvlog._RowSink(), True, count=False, short=True)
+        arrow_reader._arrow_read(io.BytesIO(body), 0, shape, rows._RowSink(), True, count=False, short=True)
     assert [type(b) for b in given] == [bytearray] * 3

@@ -79,10 +79,10 @@ def test_a_ramp_stamped_in_nanoseconds_is_answered_not_a_memory_error(tmp_path, 
 def test_two_recordings_joined_are_refused_where_the_second_starts(
     tmp_path, monkeypatch, recorded, mode, reader
 ):
-    from servotool.io import csvlog
+    from servotool.io.csvlog import arrow_reader
 
-    monkeypatch.setattr(csvlog, "HAVE_ARROW", reader != "plain" and csvlog.HAVE_ARROW)
-    monkeypatch.setattr(csvlog, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
+    monkeypatch.setattr(arrow_reader, "HAVE_ARROW", reader != "plain" and arrow_reader.HAVE_ARROW)
+    monkeypatch.setattr(arrow_reader, "THREADED_BYTES", -1 if reader == "arrow-threads" else 1 << 40)
     text = recorded[mode]
     # the first run cut off (no end line), the next appended to the same file: `cat a.csv b.csv > c.csv`
     first = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("# end:"))

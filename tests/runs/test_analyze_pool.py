@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import servotool.runs.offline.analyze as analyze
+import servotool.runs.offline.pool as pool
 from tests.cli.test_analyze_cli import write_ramp
 
 
@@ -27,33 +28,33 @@ def _lags(report):
 @pytest.mark.parametrize("method", ["fork", "forkserver"] if sys.platform.startswith("linux") else [None])
 def test_every_chunk_on_the_workers_once_they_answer(folder, monkeypatch, method):
     one = analyze.analyze_paths([folder], workers=1)
-    monkeypatch.setattr(analyze, "START_METHOD", method)
+    monkeypatch.setattr(pool, "START_METHOD", method)
     # the workers are waited for before the first chunk, and this process must not analyse any
-    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: self._up.wait(60)))
-    parent, real = os.getpid(), analyze._analyse_one
+    monkeypatch.setattr(pool._Workers, "up", property(lambda self: self._up.wait(60)))
+    parent, real = os.getpid(), pool._analyse_one
 
     def not_here(*args: object) -> object:
         if os.getpid() == parent:
             raise AssertionError("a file was analysed in the parent process")
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyze, "_analyse_one", not_here)  # forkserver workers import their own
+    monkeypatch.setattr(pool, "_analyse_one", not_here)  # forkserver workers import their own
     many = analyze.analyze_paths([folder], workers=2, keep_recordings=False)
     assert _lags(many) == _lags(one)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
 def test_workers_are_forked_from_a_single_threaded_process_only(monkeypatch):
-    monkeypatch.setattr(analyze, "START_METHOD", None)
-    monkeypatch.setattr(analyze.threading, "active_count", lambda: 1)
-    assert analyze._context().get_start_method() == "fork"
-    monkeypatch.setattr(analyze.threading, "active_count", lambda: 2)
-    assert analyze._context().get_start_method() == "forkserver"
+    monkeypatch.setattr(pool, "START_METHOD", None)
+    monkeypatch.setattr(pool.threading, "active_count", lambda: 1)
+    assert pool._context().get_start_method() == "fork"
+    monkeypatch.setattr(pool.threading, "active_count", lambda: 2)
+    assert pool._context().get_start_method() == "forkserver"
 
 
 def test_every_chunk_here_while_the_workers_start(folder, monkeypatch):
     one = analyze.analyze_paths([folder], workers=1)
-    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: False))
+    monkeypatch.setattr(pool._Workers, "up", property(lambda self: False))
     seen: list[int] = []
     many = analyze.analyze_paths([folder], workers=2, on_progress=lambda done, total, path: seen.append(done))
     assert _lags(many) == _lags(one) and seen == [1, 2, 3, 4, 5, 6]
@@ -79,15 +80,15 @@ def test_a_cold_start_or_faulted_ramp_stays_out_of_the_combined_fit(tmp_path):
 def test_the_pool_is_never_larger_than_the_chunks(folder, monkeypatch):
     # --workers 1000 on six files started a thousand processes
     sizes: list[int] = []
-    real = analyze._Workers
+    real = pool._Workers
 
     class Counted(real):  # type: ignore[misc, valid-type]
         def __init__(self, n: int) -> None:
             sizes.append(n)
             super().__init__(n)
 
-    monkeypatch.setattr(analyze, "_Workers", Counted)
-    monkeypatch.setattr(analyze._Workers, "up", property(lambda self: False))
+    monkeypatch.setattr(pool, "_Workers", Counted)
+    monkeypatch.setattr(pool._Workers, "up", property(lambda self: False))
     analyze.analyze_paths([folder], workers=1000)
     assert sizes and max(sizes) <= 6
 

@@ -1,0 +1,194 @@
+"""Writing servotool-csv: the header, one flushed row per event, the end line; run file names."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import re
+import shlex
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from servotool import __version__
+from servotool.io.csvlog.header import _END, _MAGIC, FORMAT_NAME, FORMAT_VERSION
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return format(value, ".10g")
+    if hasattr(value, "item"):  # numpy scalar
+        return _fmt(value.item())
+    # one row is one line: a line break or NUL in a text (a device's message) would split or spoil it
+    return str(value).translate(_ONE_LINE)
+
+
+_ONE_LINE = str.maketrans({"\n": " ", "\r": " ", "\x00": " "})
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "__dict__"):
+        return vars(obj)
+    return str(obj)
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as typed, shell-quoted, with the program shown as `servotool`."""
+    args = list(sys.argv if argv is None else argv)
+    if args:
+        args[0] = "servotool"
+    return " ".join(shlex.quote(a) for a in args)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _one_line(text: str) -> str:
+    """A header value kept on its line: control characters (a newline in an argument, a NUL) written as
+    escapes, so no value can end the header early or forge a header or end line."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
+def device_slug(device: str) -> str:
+    """A file-name-safe form of a device URL: sim:arm-x -> sim-arm-x, arm://10.0.0.2 -> arm-10.0.0.2."""
+    base = device.split("?", 1)[0]
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", base).strip("-")
+    return slug or "device"
+
+
+def run_file_name(mode: str, device: str, when: datetime | None = None) -> str:
+    """`<mode>_<device>_<UTC stamp>.csv`, the stamp to the millisecond (e.g. 20261129T223105.123Z)."""
+    when = (when or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    stamp = when.strftime("%Y%m%dT%H%M%S.") + f"{when.microsecond // 1000:03d}Z"
+    return f"{mode}_{device_slug(device)}_{stamp}.csv"
+
+
+def unique_path(folder: Path, name: str) -> Path:
+    """folder/name, with -2, -3 ... appended when a file of that name already exists (never overwrite)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    stem, suffix = path.stem, path.suffix
+    k = 2
+    while path.exists():
+        path = folder / f"{stem}-{k}{suffix}"
+        k += 1
+    return path
+
+
+class CsvLogWriter:
+    """Write one run as servotool-csv v1. Use as a context manager.
+
+    The header is written at construction. Leaving the `with` block normally writes `# end: complete`;
+    an exception writes `# end: interrupted: <reason>` (KeyboardInterrupt reads "Ctrl-C") and propagates.
+    `interrupt(reason)` marks the run interrupted explicitly (a controller fault that ended the run early).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str,
+        simulated: bool,
+        config: Mapping[str, Any],
+        units: Mapping[str, str],
+        columns: Sequence[str],
+        command: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        created: datetime | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.columns = list(columns)
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"duplicate CSV columns in {self.columns}")
+        self._interrupted: str | None = None
+        self._closed = False
+        self.rows_written = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # line buffering: every row reaches the OS when its newline is written
+        self._fh = open(self.path, "x", newline="", encoding="utf-8", buffering=1)  # noqa: SIM115
+        created = (created or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        lines = [
+            f"{_MAGIC}{FORMAT_VERSION}",
+            f"# created: {created.isoformat()}",
+            f"# tool: servotool {__version__}",
+            f"# command: {_one_line(command if command is not None else command_line())}",
+            f"# device: {_one_line(device)}{' (SIMULATED)' if simulated else ''}",
+        ]
+        for key, value in (extra or {}).items():
+            if key in {"config", "units", "end", "created", "tool", "command", "device", FORMAT_NAME}:
+                raise ValueError(f"extra header key {key!r} is reserved")
+            text = value if isinstance(value, str) else json.dumps(value, default=_json_default)
+            lines.append(f"# {key}: {_one_line(text)}")
+        lines.append("# config: " + json.dumps(dict(config), default=_json_default, sort_keys=False))
+        lines.append("# units: " + json.dumps(dict(units)))
+        self._fh.write("\n".join(lines) + "\n")
+        self._csv = csv.writer(self._fh, lineterminator="\n")
+        self._csv.writerow(self.columns)
+
+    def write(self, row: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+        """Append one row; unknown keys are refused, missing ones are left empty."""
+        if self._closed:
+            raise ValueError(f"{self.path}: write after close")
+        data = dict(row or {}, **fields)
+        unknown = set(data) - set(self.columns)
+        if unknown:
+            raise ValueError(f"{self.path}: unknown CSV columns {sorted(unknown)}")
+        self._csv.writerow([_fmt(data.get(c)) for c in self.columns])
+        self.rows_written += 1
+
+    def write_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.write(row)
+
+    def interrupt(self, reason: str) -> None:
+        """Mark the run interrupted; the end line will say so with this reason."""
+        self._interrupted = _one_line(" ".join(str(reason).split())) or "unknown"
+
+    @property
+    def interrupted(self) -> str | None:
+        return self._interrupted
+
+    def close(self) -> None:
+        """Write the end line and close the file. The file is closed even when the end line cannot be
+        written (OSError, raised after): such a file reads back as interrupted."""
+        if self._closed:
+            return
+        self._closed = True
+        end = "complete" if self._interrupted is None else f"interrupted: {self._interrupted}"
+        try:
+            self._fh.write(f"{_END}{end}\n")
+            self._fh.flush()
+        finally:
+            with contextlib.suppress(OSError):  # the buffer could not be flushed: the write's error is raised
+                self._fh.close()
+
+    def __enter__(self) -> CsvLogWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is not None and self._interrupted is None:
+            if issubclass(exc_type, KeyboardInterrupt):
+                self.interrupt("Ctrl-C")
+            else:
+                self.interrupt(f"{exc_type.__name__}: {exc}")
+        self.close()
