@@ -87,7 +87,8 @@ class DeviceFacts:
     range any position command of a bus must lie in; id_range: the ids a bus's servos may have;
     motion: an arm family's bounds (None for a bus); arm: the arm profile a bus URL names (None: its
     servos make no known arm); limits_node: the node name under which a ROS 2 limits parameter file in
-    this bus's units holds its limits (None: no limits file applies to the bus, its units are others).
+    this bus's units holds its limits (None: no limits file applies to the bus, its units are others);
+    the registry fills it from `Family.limits_node`, a family's facts hook leaves it out.
     """
 
     url: str

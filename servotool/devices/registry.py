@@ -9,6 +9,7 @@ A real address that fails raises; nothing ever falls back to a simulator.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -57,9 +58,11 @@ def family_named(name: str) -> Family:
 
 def url_facts(url: str, kind: str | None = None) -> DeviceFacts:
     """What the URL's family knows of the device from the URL alone (nothing is opened). DeviceURLError
-    for a URL that names no known device (of `kind`, when given) or parameters its family refuses."""
+    for a URL that names no known device (of `kind`, when given) or parameters its family refuses. The
+    family's limits node is carried on the facts (one definition: `Family.limits_node`)."""
     parsed = parse_url(url)
-    return family_of(parsed, kind).facts(parsed)
+    family = family_of(parsed, kind)
+    return dataclasses.replace(family.facts(parsed), limits_node=family.limits_node or None)
 
 
 def lock_keys(url: str) -> list[str]:

@@ -64,7 +64,6 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         position_range=(PULSE_MIN, PULSE_MAX),
         id_range=(0, 253),
         arm=profile,
-        limits_node=LIMITS_NODE,
     )
 
 

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from servotool.devices.arm import Arm
 from servotool.devices.family import DeviceFacts
-from servotool.devices.registry import DeviceURLError, family_of, parse_url
+from servotool.devices.registry import DeviceURLError, family_of, parse_url, url_facts
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
@@ -157,7 +157,7 @@ def device_facts(url: str) -> DeviceFacts:
     family = family_of(parsed)
     if not family.campaigns:
         raise DeviceURLError(f"{url}: campaigns do not drive {family.title} devices ({family.name})")
-    return family.facts(parsed)
+    return url_facts(url)
 
 
 # ---------------------------------------------------------------------------------------------------------
