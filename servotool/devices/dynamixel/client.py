@@ -547,7 +547,17 @@ class DxlBus:
         return None if lo is None or hi is None else (lo, hi)
 
     def read_pose(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
-        return {sid: self.read_position(sid) for sid in (self._ids if ids is None else ids)}
+        """Present Position of each servo (all by default) in one sync read: a silent servo costs one
+        packet timeout for the whole read, so a move can read its servos every period."""
+        reg = ct.PRESENT_POSITION
+        _, _, axes, answers = self._sync_read(ids, reg.address, reg.size)
+        out: dict[int, int | None] = {}
+        for sid in axes:
+            got = answers.get(sid)
+            out[sid] = None if got is None else ct.decode_value(reg, got[1])
+            if out[sid] is not None:
+                self._last_position[sid] = int(out[sid] or 0)
+        return out
 
     def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
         """Every servo of targets to its goal, arriving after about duration_ms: Profile Velocity is set per
