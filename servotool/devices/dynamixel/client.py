@@ -596,6 +596,15 @@ class DxlBus:
         for sid in goals:
             self.write(sid, ct.TORQUE_ENABLE, 1)
 
+    def overwrite_goal(self, servo_id: int) -> int | None:
+        """Goal Position (RAM) = Present Position for one servo, if it answers: a servo that took goals
+        while its answers were lost (or held on a stalled line) goes no further. The position written,
+        once the servo acknowledged it; None when it does not answer either exchange."""
+        pos = self.read_position(servo_id)
+        if pos is None or not self.write(servo_id, ct.GOAL_POSITION, pos):
+            return None
+        return pos
+
     def unpowered(self, ids: Iterable[int]) -> list[int]:
         """Servos among `ids` that answer with Torque Enable off: a goal sent to them goes nowhere. Read only;
         a silent servo is not in it."""
