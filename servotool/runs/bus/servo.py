@@ -715,12 +715,34 @@ def watch(
 ) -> int:
     """Read every servo (read_records) every period_s on absolute deadlines and hand each round to
     `on_records`, until `stop` is requested or `rounds` rounds are done. Read only: nothing but read
-    requests is written, so the servos are left exactly as they were. Returns the rounds done."""
+    requests is written, so the servos are left exactly as they were. Returns the rounds done; BusSilent
+    (exit 3) once no servo has answered LOST_READS rounds in a row."""
     stopped = abort_check(stop)
     t0 = clock.now()
-    n = 0
+    n = quiet = 0
     while not stopped() and (rounds is None or n < rounds):
-        on_records(read_records(bus))
+        records = read_records(bus)
+        on_records(records)
+        quiet = quiet + 1 if all(r.silent for r in records.values()) else 0
+        if quiet >= LOST_READS:
+            raise BusSilent(
+                f"no servo answered {LOST_READS} reads in a row (every {period_s:g} s): servo "
+                f"{_ids(records)} not answering; the bus is lost (check its power and cable)"
+            )
         n += 1
         clock.sleep_until(t0 + n * period_s)
     return n
+
+
+class BusSilent(ConnectionLost):
+    """No servo of the bus answers: the device is lost (exit 3)."""
+
+
+def refuse_silent_bus(records: Mapping[int, ServoRecord]) -> None:
+    """BusSilent, naming every servo, when none of `records` answered: a bus where nobody answers is a
+    device that could not be reached, not a read that is done."""
+    if records and all(r.silent for r in records.values()):
+        raise BusSilent(
+            f"no servo answered: servo {_ids(records)} not answering (check the bus's power, cable, "
+            "baud rate and ids)"
+        )

@@ -7,6 +7,9 @@ recorder wants one, the status read when due, then -- where a control loop would
 captures whose tail is complete are published. Connecting only inspects the destination (its size and any
 leftover temporary files, as warnings); the folder is created by the first publication.
 
+A device where no axis answers for a second (silence.py) is a lost device; an axis that stops answering,
+or answers again, is a warning.
+
 Every ending (duration reached, a stop request from Ctrl-C or SIGTERM, a lost device, a capture that could
 not be written -- a full disk, a file where the folder was --, an error of our own) goes through one path:
 the recorder is told the connection is closing, the device is closed (the driver's disconnect attempt), then
@@ -20,7 +23,7 @@ import dataclasses
 import math
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,7 @@ from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError,
 from servotool.io.captures import inspect_destination, publish_capture
 from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
 from servotool.recorder.source import StatusUnsupported, TelemetrySource
+from servotool.runs.recorder.silence import Silence
 from servotool.runs.signals import StopSignals
 
 COMPLETE = "complete"
@@ -161,6 +165,7 @@ class _Loop:
         self.overruns = 0
         self.last_fast: Sweep | None = None
         self.last_context: Sweep | None = None
+        self.silence = Silence(clock.now())
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)
@@ -196,15 +201,18 @@ class _Loop:
         src, rec = self.source, self.rec
         now = self.clock.now()
         plan = rec.plan(now, leg_sweep=True)
+        answered: dict[Any, bool] = {}  # which axes answered this frame (an axis not read is not in it)
         fast = src.read_fast()
         if fast is not None:
             rec.on_sweep(fast)
             self.last_fast = fast
+            _book(answered, fast.axes)
         if plan.context:
             ctx = src.read_context()
             if ctx is not None:
                 rec.on_sweep(ctx)
                 self.last_context = ctx
+                _book(answered, ctx.axes)
         if plan.status or src.status_every_frame:
             try:
                 answers = src.read_status()
@@ -212,9 +220,12 @@ class _Loop:
                 rec.status_unsupported(self.clock.now(), str(exc))
             else:
                 rec.on_status(self.clock.now(), answers)
+                _book(answered, answers)
         # read only: no goals are written here; this is where a control loop writes its goals
         self.publish_all(rec.after_goal_write(self.clock.now()))
         self.frames += 1
+        for text in self.silence.frame(self.clock.now(), answered):  # DeviceSilent: the device is lost
+            self.warn(text)
 
     def progress(self, t0: float, new_events: list[RecorderEvent]) -> RecordProgress:
         rec = self.rec
@@ -253,6 +264,11 @@ class _Loop:
                 k += missed
                 deadline = t0 + k * period
             self.clock.sleep_until(min(deadline, end))
+
+
+def _book(answered: dict[Any, bool], values: Mapping[Any, Any]) -> None:
+    for axis, value in values.items():
+        answered[axis] = answered.get(axis, False) or value is not None
 
 
 def _publish(dest: Path, cap: Capture) -> Path:
