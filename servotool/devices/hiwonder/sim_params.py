@@ -22,6 +22,7 @@ Per-servo keys (`key` or `key_ID`):
 | obstacle | whole pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
 | silent | 1: the servo never answers and does not move | 0 |
 | silent_after | sim seconds (>= 0) after which the servo goes silent (it loses power) | never |
+| silent_until | sim seconds after which a servo silent since silent_after answers again (limp) | never |
 | noise | read-back noise amplitude, whole pulses 0-1000 (uniform, seeded) | 0 |
 | lag_ms | time constant of the servo following its own interpolated command (0-1e5) | 30 |
 | max_speed | the servo's top speed, pulses/s (0-1e6; 0: it cannot move) | 1000 |
@@ -57,6 +58,7 @@ class ServoParams:
     obstacles: tuple[int, ...] = ()
     silent: bool = False
     silent_after_s: float | None = None
+    silent_until_s: float | None = None
     noise: int = 0
     lag_ms: float = 30.0
     max_speed: float = 1000.0
@@ -126,6 +128,7 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "obstacle": ("obstacles", _pulses),
     "silent": ("silent", _switch),
     "silent_after": ("silent_after_s", _opt_after),
+    "silent_until": ("silent_until_s", _opt_after),
     "noise": ("noise", bounded(0, 1000, integer=True)),
     "lag_ms": ("lag_ms", bounded(0, 1e5)),
     "max_speed": ("max_speed", bounded(0, 1e6)),
@@ -168,6 +171,8 @@ PARAM_HELP: dict[str, str] = {
     "sag_stop": "per servo: pulse where a sagging joint comes to rest (default: the profile's)",
     "silent": "per servo: 1: it never answers and does not move",
     "silent_after": "per servo: sim seconds (>= 0) after which it goes silent (it loses power)",
+    "silent_until": "per servo: sim seconds after which one silent since silent_after answers again "
+    "(power back, torque off)",
     "start": "per servo: start pulse, -32768..32767 (default: from the start pose)",
     "temperature": "per servo: temperature reading, deg C (0-255; default: the profile's)",
     "torque": "per servo: 0: it starts with torque off (limp; default 1)",

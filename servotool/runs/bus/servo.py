@@ -141,12 +141,17 @@ class ArmPose:
 
 
 def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
-    read)."""
+    """Read every servo. BusSilent (exit 3) when none answers; Refused if a joint servo is silent; a silent
+    optional servo is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
     raw = {sid: bus.read_position(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
+    if silent and len(silent) == len(raw):  # nobody answers: the bus is lost, not a move to refuse
+        raise BusSilent(
+            f"no servo answered: servo {_ids(silent)} not answering, nothing sent (check the bus's power, "
+            "cable, baud rate and ids)"
+        )
     joints = [sid for sid in silent if sid not in optional]
     if joints:
         raise Refused(
@@ -424,6 +429,58 @@ def _recover(
     return out, unheld
 
 
+@dataclass
+class LostHold:
+    """How an arm that lost servos was left: `held` confirmed holding (answered the hold's read-back, no
+    hardware error latched; a lost servo that answered again with its pending goal overwritten and torque
+    on), `not_held` the others, `recovered` {lost servo that answered again: the position its goal was set
+    to}, and `text` saying so servo by servo."""
+
+    held: list[int]
+    not_held: list[int]
+    recovered: dict[int, int]
+    text: str
+
+
+def hold_lost(
+    bus: Bus,
+    clock: Clock,
+    lost: list[int],
+    sent: Mapping[int, int],
+    *,
+    recover_s: float = RECOVER_S,
+    period_s: float = PERIOD_S,
+) -> LostHold:
+    """After servos were lost mid-motion: hold every other servo and read each back, give the lost ones
+    recover_s to answer again (their pending goal overwritten then, see _recover), and say which servo
+    holds and which does not. `sent` is the last goal each servo was sent (named for a lost one whose goal
+    may still be pending)."""
+    held, not_held = _confirmed_hold(bus, [sid for sid in bus.ids if sid not in lost])
+    recovered, unheld = _recover(bus, clock, lost, recover_s, period_s)
+    gone = [sid for sid in lost if sid not in recovered and sid not in unheld]
+    parts = [f"servos {_ids(held)} held" if held else "no servo held"]
+    if not_held:
+        parts.append(f"servo {_ids(not_held)} did not answer the hold: not held")
+    again = (
+        "its pending goal overwritten by its position {pos}, held"
+        if isinstance(bus, GoalKeepingBus)
+        else "held at its position {pos}"
+    )
+    parts += [f"servo {sid} answered again: " + again.format(pos=pos) for sid, pos in recovered.items()]
+    parts += [
+        f"servo {sid} answered again: its pending goal overwritten by its position {pos}, but its torque "
+        "is off or a hardware error latched: not held"
+        for sid, pos in unheld.items()
+    ]
+    parts += [_not_held(bus, sid, sent.get(sid)) for sid in gone]
+    return LostHold(
+        held=held + list(recovered),
+        not_held=not_held + list(unheld) + gone,
+        recovered={**recovered, **unheld},
+        text="; ".join(parts),
+    )
+
+
 def _lose(
     bus: Bus,
     clock: Clock,
@@ -433,36 +490,17 @@ def _lose(
     recover_s: float,
     period_s: float,
 ) -> MoveServoLost:
-    """The end of a move that lost joints: stop, hold every other servo and confirm it, give the lost ones
-    recover_s to answer again (see _recover), and say which servo holds and which does not."""
+    """The end of a move that lost joints: stopped there, the arm held as hold_lost says."""
     now = clock.now()
     detected = {sid: now - silence.first_miss.get(sid, now) for sid in lost}
-    held, not_held = _confirmed_hold(bus, [sid for sid in bus.ids if sid not in lost])
-    recovered, unheld = _recover(bus, clock, lost, recover_s, period_s)
-    gone = [sid for sid in lost if sid not in recovered and sid not in unheld]
-    parts = [
-        f"servo {_ids(lost)} stopped answering {silence.first_miss.get(lost[0], now) - t0:.2f} s into the "
-        f"move ({LOST_READS} reads missed in a row): the move stopped there",
-        f"servos {_ids(held)} held" if held else "no servo held",
-    ]
-    if not_held:
-        parts.append(f"servo {_ids(not_held)} did not answer the hold: not held")
-    parts += [
-        f"servo {sid} answered again: its pending goal overwritten by its position {pos}, held"
-        for sid, pos in recovered.items()
-    ]
-    parts += [
-        f"servo {sid} answered again: its pending goal overwritten by its position {pos}, but its torque "
-        "is off or a hardware error latched: not held"
-        for sid, pos in unheld.items()
-    ]
-    parts += [_not_held(bus, sid, silence.sent.get(sid)) for sid in gone]
+    after = hold_lost(bus, clock, lost, silence.sent, recover_s=recover_s, period_s=period_s)
     return MoveServoLost(
-        "; ".join(parts),
+        f"servo {_ids(lost)} stopped answering {silence.first_miss.get(lost[0], now) - t0:.2f} s into the "
+        f"move ({LOST_READS} reads missed in a row): the move stopped there; {after.text}",
         lost=lost,
-        held=held + list(recovered),
-        not_held=not_held + list(unheld) + gone,
-        recovered={**recovered, **unheld},
+        held=after.held,
+        not_held=after.not_held,
+        recovered=after.recovered,
         detected_s=detected,
     )
 
