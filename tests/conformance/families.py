@@ -121,6 +121,35 @@ BUS_LOSSES: dict[str, BusLoss] = {
     "fake-bus": BusLoss(lambda facts: "lose_after=1", _one_command),
 }
 
+# -- a servo lost mid-move, and one that comes back --------------------------------------------------------
+
+SERVO_LOSS_AT_S = 0.2  # simulated seconds after opening: early in a move of about a second
+SERVO_BACK_AT_S = 0.5  # when a servo lost at SERVO_LOSS_AT_S answers again
+
+
+@dataclass(frozen=True)
+class ServoLoss:
+    """URL parameters that silence one servo (`sid`) from SERVO_LOSS_AT_S on (`back`: until SERVO_BACK_AT_S,
+    then it answers again)."""
+
+    params: Callable[[int, bool], str]
+
+
+def _dxl_silence(sid: int, back: bool) -> str:
+    until = f"-{SERVO_BACK_AT_S:g}" if back else ""
+    return f"latency_ms=1&silent={sid}@{SERVO_LOSS_AT_S:g}{until}"
+
+
+def _board_silence(sid: int, back: bool) -> str:
+    until = f"&silent_until_{sid}={SERVO_BACK_AT_S:g}" if back else ""
+    return f"silent_after_{sid}={SERVO_LOSS_AT_S:g}{until}&timeout_ms=20&retries=0"
+
+
+SERVO_LOSSES: dict[str, ServoLoss] = {
+    "dynamixel": ServoLoss(_dxl_silence),
+    "hiwonder": ServoLoss(_board_silence),
+}
+
 # -- another owner ---------------------------------------------------------------------------------------
 
 ARM_BUSY: dict[str, str] = {"fake-arm": "busy=1"}
