@@ -4,8 +4,12 @@ every axis named); one that comes back within LOST_AFTER_S is recorded on, with 
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from typer.testing import CliRunner
+
+from servotool.cli.app import app
 from servotool.clock import FakeClock
 from servotool.errors import ExitCode
 from servotool.runs.recorder.loop import RecordSettings, run_record
@@ -53,3 +57,13 @@ def test_one_servo_that_stops_answering_is_named_and_the_others_are_recorded(tmp
         "axis 22 stopped answering 3.00 s into the recording",
         "axis 22 answered again after 0.50 s without an answer",
     ]
+
+
+def test_record_on_a_bus_where_nobody_answers_exits_3_naming_every_servo(tmp_path):
+    url = "sim:microduck?latency_ms=1&silent=" + ",".join(map(str, IDS))
+    args = ["record", "--bus", url, "--duration", "5", "--dest", str(tmp_path / "caps"), "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 3, res.output
+    data = json.loads(res.stdout[res.stdout.index("{") :])
+    assert data["status"] == "connection-lost" and f"axes {NAMED} not answering" in data["reason"]
+    assert data["warnings"]

@@ -5,7 +5,9 @@ answers again has its pending goal overwritten by the position it reads then."""
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
+from servotool.cli.app import app
 from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.registry import open_bus
 from servotool.runs.bus.servo import LOST_READS, PERIOD_S, MoveServoLost, move_to, read_limits
@@ -77,3 +79,12 @@ def test_a_board_servo_that_loses_power_mid_move_is_named_not_held():
         assert lost.lost == [2] and lost.detected_s[2] <= (LOST_READS - 1) * PERIOD_S + 1e-6
         assert sorted(lost.held) == [1, 3, 4, 5, 10] and lost.not_held == [2]
         assert "position unknown" in str(lost)
+
+
+def test_servo_move_on_a_frozen_line_exits_3_before_its_planned_end_and_holds_nothing_it_cannot_read():
+    url = f"{DXL}&freeze=0.5"
+    res = CliRunner().invoke(app, ["servo", "move", "--bus", url, "--to", "22=2300", "--speed", "30"])
+    assert res.exit_code == 3, res.output
+    err = " ".join(res.stderr.split())
+    assert "servo 22 stopped answering 0.5" in err and "no servo held" in err and "arm held" not in err
+    assert "servo 22 not answering: not held, and its last goal" in err
