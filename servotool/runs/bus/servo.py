@@ -455,10 +455,17 @@ def hold_lost(
     recover_s to answer again (their pending goal overwritten then, see _recover), and say which servo
     holds and which does not. `sent` is the last goal each servo was sent (named for a lost one whose goal
     may still be pending)."""
-    held, not_held = _confirmed_hold(bus, [sid for sid in bus.ids if sid not in lost])
-    recovered, unheld = _recover(bus, clock, lost, recover_s, period_s)
+    held, quiet = _confirmed_hold(bus, [sid for sid in bus.ids if sid not in lost])
+    # those that did not answer the hold either (a stalled line) get the same second as the lost ones
+    recovered, unheld = _recover(bus, clock, [*lost, *quiet], recover_s, period_s)
+    late = [sid for sid in quiet if sid in recovered]
+    held = [sid for sid in held + late if sid not in unheld]
+    not_held = [sid for sid in quiet if sid not in recovered and sid not in unheld]
     gone = [sid for sid in lost if sid not in recovered and sid not in unheld]
+    recovered = {sid: pos for sid, pos in recovered.items() if sid in lost}
     parts = [f"servos {_ids(held)} held" if held else "no servo held"]
+    if late:
+        parts[0] += f" ({_ids(late)} once they answered again)"
     if not_held:
         parts.append(f"servo {_ids(not_held)} did not answer the hold: not held")
     again = (
