@@ -274,6 +274,17 @@ class WarmsUp(Protocol):
 
 
 @runtime_checkable
+class StopsAfterPartialLoss(Protocol):
+    """An arm whose link has channels that can fail apart (a command channel beside the setpoint and state
+    channels): a lost link may leave the channels a braked stop needs."""
+
+    def open_stop_channel(self) -> str | None:
+        """After a lost link: where the setpoint and state channels still answer, let setpoints and state
+        reads through from now on (nothing else) and say over what, in a few words; else None."""
+        ...
+
+
+@runtime_checkable
 class HasWatchdog(Protocol):
     """An arm with a lost-link watchdog on its state stream."""
 

@@ -46,6 +46,7 @@ from servotool.devices.arm import (
     Fault,
     Reply,
     StateFrame,
+    StopsAfterPartialLoss,
     clock_of,
     fault_codes,
     watchdog_of,
@@ -638,7 +639,11 @@ class Streamer:
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest, outcome.link_lost = None, True
-            return
+            # a link lost on its command channel alone can still carry the braking ticks
+            channel = self.arm.open_stop_channel() if isinstance(self.arm, StopsAfterPartialLoss) else None
+            if channel is None:
+                return
+            outcome.notes.append(f"the braked stop went out over {channel}")
         if self._prev_setpoint is None:
             start = self.arm.latest_state()
             if start is None:
