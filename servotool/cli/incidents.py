@@ -16,6 +16,7 @@ from servotool.cli.common import console, err_console, fail, print_json
 from servotool.cli.render import compact_table, write_plot
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture, recover_leftovers
+from servotool.io.paths import link_problem, out_file_problem
 from servotool.recorder.capture import capture_stamp
 from servotool.recorder.summary import AxisSummary, summarize
 
@@ -224,12 +225,18 @@ def plot(
     """A PNG of one capture: current, gap and temperature around the detection (bracket shaded)."""
     from servotool.plots.incidents import incident_figure
 
-    if out is not None and out.is_dir():
-        fail(f"--out {out}: a folder; give the PNG's path (e.g. {out / 'capture.png'})")
-    if out is not None and out.suffix.lower() != ".png":  # never a capture, a recording or another format
-        fail(f"--out {out}: the plot is written as .png, not {out.suffix or 'no suffix'!r}")
+    if out is not None:
+        # resolved before anything is read: a dangling link, a link loop, a link to a folder
+        if problem := link_problem(out, "--out", "file"):
+            fail(problem)
+        if out.is_dir():
+            fail(f"--out {out}: a folder; give the PNG's path (e.g. {out / 'capture.png'})")
+        if out.suffix.lower() != ".png":  # never a capture, a recording or another format
+            fail(f"--out {out}: the plot is written as .png, not {out.suffix or 'no suffix'!r}")
     path, header, samples = _load(ref, dest)
     target = out or path.with_suffix(".png")
+    if problem := out_file_problem(target, "--out" if out is not None else "the plot next to the capture"):
+        fail(problem)  # its folder probed too, before the figure is drawn
 
     def save(png: Path) -> Path:
         incident_figure(header, samples).savefig(png, dpi=110, format="png")
