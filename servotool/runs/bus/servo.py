@@ -8,6 +8,9 @@ Rules kept here:
   not answer is carried at its last known pulse, left out of the move and reported;
 * moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on
   absolute deadlines; a requested abort holds the arm at once;
+* the moving servos are read after every frame: a joint that misses LOST_READS reads in a row is lost, the
+  move stops there, the others are held and read back, and only those are said to hold (hold_lost); a bus
+  where no servo answers is a lost device (BusSilent, exit 3), never a move to refuse;
 * torque off only when the arm rests on itself (the tuck pose, within a tolerance on the tuck joints), or
   forced.
 """
