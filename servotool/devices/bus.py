@@ -186,6 +186,16 @@ class TorqueGatedBus(Protocol):
 
 
 @runtime_checkable
+class PoseAtOnceBus(Protocol):
+    """A bus that reads the positions of many servos in one exchange (a sync read): a silent servo costs
+    one timeout for all of them, so a move can read every moving servo after each frame."""
+
+    def read_pose_at_once(self, ids: Iterable[int]) -> dict[int, int | None]:
+        """Positions of `ids` in one exchange (None where a servo did not answer); last_position kept."""
+        ...
+
+
+@runtime_checkable
 class GoalKeepingBus(Protocol):
     """A bus whose servos keep the last goal they took while they do not answer (the line lost, the servo
     still powered): one that answers again goes on to that goal unless it is overwritten first."""

@@ -9,8 +9,16 @@ from typer.testing import CliRunner
 
 from servotool.cli.app import app
 from servotool.devices.dynamixel import control_table as ct
+from servotool.devices.hiwonder import protocol as p
 from servotool.devices.registry import open_bus
-from servotool.runs.bus.servo import LOST_READS, PERIOD_S, MoveServoLost, move_to, read_limits
+from servotool.runs.bus.servo import (
+    LOST_READS,
+    PERIOD_S,
+    READS_PER_FRAME,
+    MoveServoLost,
+    move_to,
+    read_limits,
+)
 
 DXL = "sim:microduck?clock=sim&latency_ms=1&noise=0"
 GOAL = {22: 2300}  # about 9 s at 30 pulses/s: a loss at 0.5 s is long before the planned end
@@ -89,3 +97,23 @@ def test_servo_move_on_a_frozen_line_exits_3_before_its_planned_end_and_holds_no
     err = " ".join(res.stderr.split())
     assert "servo 22 stopped answering 0.5" in err and "no servo held" in err and "arm held" not in err
     assert "servo 22 not answering: not held, and its last goal" in err
+
+
+def test_a_board_reads_two_moving_servos_per_frame_and_still_finds_a_lost_one_within_a_few_of_its_reads():
+    # the board reads one servo per exchange: reading all four after every 40 ms frame would make the frames
+    # late, so they are read two at a time in turn, each every second frame
+    goal = {1: 600, 2: 700, 3: 300, 4: 300}
+    with open_bus("sim:rosorin-arm?clock=sim&silent_after_2=0.3&timeout_ms=20") as bus:
+        clock = bus.clock
+        with pytest.raises(MoveServoLost) as info:
+            move_to(bus, clock, goal, limits=read_limits(bus), speed=100, recover_s=0.2)
+        lost = info.value
+        assert lost.lost == [2]
+        every = -(-len(goal) // READS_PER_FRAME)  # frames between two reads of one servo
+        assert lost.detected_s[2] <= (LOST_READS - 1) * every * PERIOD_S + 1e-6
+        kinds = [type(r.command) for r in bus.sim.received]
+        moves = [i for i, k in enumerate(kinds) if k is p.Move]
+        between = zip(moves, moves[1:], strict=False)
+        reads = [sum(1 for k in kinds[a + 1 : b] if k is p.ServoRequest) for a, b in between]
+        # position reads between two frames while every servo answers (a silent one's read is retried)
+        assert reads[:5] == [READS_PER_FRAME] * 5

@@ -596,6 +596,10 @@ class DxlBus:
         for sid in goals:
             self.write(sid, ct.TORQUE_ENABLE, 1)
 
+    def read_pose_at_once(self, ids: Iterable[int]) -> dict[int, int | None]:
+        """Present Position of `ids` in one sync read (PoseAtOnceBus): read_pose, which is one already."""
+        return self.read_pose(ids)
+
     def overwrite_goal(self, servo_id: int) -> int | None:
         """Goal Position (RAM) = Present Position for one servo, if it answers: a servo that took goals
         while its answers were lost (or held on a stalled line) goes no further. The position written,

@@ -30,6 +30,7 @@ from servotool.devices.bus import (
     GoalKeepingBus,
     LatchingBus,
     ModeCheckedBus,
+    PoseAtOnceBus,
     ServoRecord,
     TorqueGatedBus,
     read_records,
@@ -44,6 +45,7 @@ DEFAULT_SPEED = 250.0
 PERIOD_S = 0.04
 LOST_READS = 3  # reads in a row a moving joint may miss before it is lost: one lost answer is no lost servo
 RECOVER_S = 1.0  # how long a lost servo is given to answer again, so its pending goal can be overwritten
+READS_PER_FRAME = 2  # servos read after each frame on a bus that reads one servo per exchange
 
 Abort = Callable[[], bool] | threading.Event | None
 
@@ -250,12 +252,20 @@ class _Silence:
     misses: dict[int, int] = field(default_factory=dict)
     first_miss: dict[int, float] = field(default_factory=dict)
     sent: dict[int, int] = field(default_factory=dict)
+    turn: int = 0  # where the next read of a bus that reads one servo per exchange starts
 
     def read(self, bus: Bus, now: float) -> list[int]:
-        """Read the moving servos once (one read of them all); the joints that have now missed LOST_READS
-        reads in a row."""
-        pose = bus.read_pose(self.ids)
-        for sid in self.joints:
+        """Read the moving servos once: all of them in one exchange on a PoseAtOnceBus, else the next
+        READS_PER_FRAME joints in turn (each read costs an exchange of its own, and the frames must keep
+        their period). The joints that have now missed LOST_READS of their reads in a row."""
+        if isinstance(bus, PoseAtOnceBus):
+            pose, asked = bus.read_pose_at_once(self.ids), self.joints
+        else:
+            n = len(self.joints)
+            asked = tuple(self.joints[(self.turn + i) % n] for i in range(min(READS_PER_FRAME, n)))
+            self.turn = (self.turn + len(asked)) % max(n, 1)
+            pose = bus.read_pose(asked)
+        for sid in asked:
             if pose.get(sid) is None:
                 self.misses[sid] = self.misses.get(sid, 0) + 1
                 self.first_miss.setdefault(sid, now)
