@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -38,12 +39,32 @@ campaign_app = typer.Typer(
     no_args_is_help=True,
 )
 
-FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. one of `servotool campaign list`.")
+FileArg = typer.Argument(
+    ..., help="Campaign file (YAML), or the name of a shipped one as `servotool campaign list` shows it."
+)
 RobotOption = typer.Option(
     None,
     "--robot",
     help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then the arm).",
 )
+
+
+def campaign_path(given: Path) -> Path:
+    """The campaign file a FILE argument names: the file itself when it exists, else the shipped campaign of
+    that name (`campaign list`'s names, with or without .yaml). One error line and exit 2 when neither is,
+    naming the closest shipped names."""
+    if given.exists() or given.parent != Path("."):
+        return given  # a path: read as given (a missing one is said when it is read)
+    shipped = {p.stem: p for p in shipped_campaign_files()}
+    name = given.stem if given.suffix.lower() in (".yaml", ".yml") else given.name
+    if name in shipped:
+        return shipped[name]
+    close = difflib.get_close_matches(name, list(shipped), n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    fail(
+        f"{given}: no such file, and no shipped campaign of that name ({hint}`servotool campaign list` "
+        "shows them)"
+    )
 
 
 def _load(path: Path, robot: str | None) -> Campaign:
@@ -78,6 +99,7 @@ def check(
 ) -> None:
     """Validate a campaign file completely: every run against its command's own checks and the campaign's
     safety rules. One error line per problem, with file:line. Exit 0 valid, 2 not. Opens no device."""
+    file = campaign_path(file)
     campaign = _load(file, robot)
     if json_out:
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
@@ -315,6 +337,7 @@ def run(
     """
     from servotool.runs.campaign.run import STOPPED, CampaignHooks, run_campaign
 
+    file = campaign_path(file)
     campaign = _load(file, robot)
     if dry_run:
         console.print(

@@ -22,7 +22,7 @@ from rich.text import Text
 from servotool.cli.common import announce_device, console, err_console, fail, print_json
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.devices.registry import ARM, BUS, FAMILIES, DeviceURLError, default_url, sim_names
+from servotool.devices.registry import ARM, BUS, FAMILIES, DeviceURLError, check_url, default_url, sim_names
 from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import RecorderEvent, Sweep
@@ -249,6 +249,10 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
     line and its exit code (130/143/129), with nothing written."""
     clock = MonotonicClock()
     out: RecordOutcome | None = None
+    try:
+        check_url(url, BUS if kind == "bus" else ARM)  # one line naming the URLs of the kind meant
+    except DeviceURLError as exc:
+        fail(str(exc))
     try:
         # handlers from the start: SIGTERM or SIGHUP while the device opens would kill us without a word
         with StopSignals() as signals, claim(url) if kind == "bus" else _no_claim():

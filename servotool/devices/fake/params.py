@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servotool.devices.family import SimParam
-from servotool.devices.url import DeviceURL, DeviceURLError, bounded, plain, url_flag
+from servotool.devices.url import DeviceURL, DeviceURLError, bounded, guessed, plain, url_flag
 
 CLOCK_HELP = "host (default: real time) or sim (simulated time: the device runs in lock-step on a FakeClock)"
 
@@ -117,7 +117,7 @@ def _read(parsed: DeviceURL, spec: _Spec) -> dict[str, Any]:
     unknown = sorted(set(params) - set(spec))
     if unknown:
         raise DeviceURLError(
-            f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: "
+            f"{parsed.raw}: unknown parameter(s) {guessed(unknown, [*spec, 'clock'])}; valid: "
             f"{', '.join(sorted([*spec, 'clock']))}"
         )
     out: dict[str, Any] = {}

@@ -42,7 +42,7 @@ from typing import Any
 
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError
-from servotool.devices.url import bounded, url_flag
+from servotool.devices.url import bounded, did_you_mean, url_flag
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,8 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
                 raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
         else:
             raise DeviceURLError(
-                f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)}, per servo as key_ID)"
+                f"unknown simulator parameter {key!r}{did_you_mean(key, KNOWN_KEYS)} "
+                f"(known: {', '.join(KNOWN_KEYS)}, per servo as key_ID)"
             )
     pose = board.get("pose") or profile.start_pose
     if pose not in profile.poses:
