@@ -19,6 +19,7 @@ from servotool.devices.registry import ARM, known_urls
 from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of, signal_label
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir, out_dir_problem
+from servotool.runs.options import joint_name
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matplotlib) load when one runs
@@ -86,7 +87,8 @@ def _plan_table(campaign: Campaign) -> Table:
     for col in ("#", "command", "options", "why"):
         table.add_column(col, justify="right" if col == "#" else "left", overflow="fold")
     for run in campaign.runs:
-        opts = ", ".join(f"{k}={v}" for k, v in run.options.items())
+        # an arm joint by its name (J1), as the file and the command line write it
+        opts = ", ".join(f"{k}={joint_name(v) if k == 'joint' else v}" for k, v in run.options.items())
         table.add_row(str(run.index + 1), run.command, escape(opts), escape(run.why))
     return table
 

@@ -127,7 +127,7 @@ class RunProgress:
 
         def cb(index: int) -> None:
             if self._progress is not None and self._task is not None and index >= 0:
-                self._progress.update(self._task, description=f"{label} {index}")
+                self._progress.update(self._task, description=f"{label} {index + 1}")
 
         return cb
 

@@ -214,12 +214,12 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
     result = sweep(
-        "--joint", "7", "--speed", "nan", "--inside", "500", "--update-limits", "--out", str(tmp_path)
+        "--servo", "7", "--speed", "nan", "--inside", "500", "--update-limits", "--out", str(tmp_path)
     )
     assert result.exit_code == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 5, result.stderr  # the fifth: --update-limits on a simulated bus
-    for text in ("--joint 7", "sweep speed nan", "inside 500", "--update-limits needs --limits"):
+    for text in ("--servo 7", "sweep speed nan", "inside 500", "--update-limits needs --limits"):
         assert any(text in ln for ln in lines), (text, lines)
     result = sweep("--speed", "inf", "--out", str(tmp_path))
     assert result.exit_code == 2 and "sweep speed inf" in result.stderr

@@ -532,7 +532,7 @@ def _mapped_problems(
         keys = ", ".join(f"arm_limit_{sid}" for sid in missing)
         out.append(
             f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
-            "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits"
+            "the stored limits alone; map them (servotool sweep --servo ID) or leave out --limits"
         )
     out += [
         f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"
