@@ -124,7 +124,7 @@ def settings_from(cls: type[T], ctx: typer.Context, options: Mapping[str, Any]) 
             also_given.add(name)
             if not given(ctx, name):
                 current[name] = v
-    values = {
+    values: dict[str, Any] = {
         k: (v.value if isinstance(v, Enum) else tuple(v) if isinstance(v, list) else v)
         for k, v in current.items()
         if not (v is None and isinstance(_default(cls, k), tuple))

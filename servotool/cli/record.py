@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.cli.common import announce_device, console, err_console, fail, print_json, renamed
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.devices.registry import ARM, BUS, FAMILIES, DeviceURLError, check_url, default_url, sim_names
@@ -197,9 +197,15 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
 
 
 def record(
+    ctx: typer.Context,
     bus: Annotated[
-        str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; {_BUS_EXAMPLES}).")
-    ] = None,
+        str,
+        typer.Option(
+            "--bus",
+            envvar="SERVOTOOL_BUS",
+            help=f"Servo bus URL (default {DEFAULT_BUS}; {_BUS_EXAMPLES}).",
+        ),
+    ] = DEFAULT_BUS,
     robot: Annotated[
         str | None,
         typer.Option(
@@ -209,16 +215,17 @@ def record(
     duration: Annotated[
         float | None, typer.Option("--duration", help="Seconds to record (default: until Ctrl-C).")
     ] = None,
-    dest: Annotated[
+    out: Annotated[
         Path | None,
         typer.Option(
-            "--dest",
+            "--out",
             help="Capture folder (default: "
             "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
             "servotool/captures).",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
+    dest: Annotated[Path | None, typer.Option("--dest", hidden=True)] = None,  # the former --out
 ) -> None:
     """Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
 
@@ -230,16 +237,20 @@ def record(
     Exit 0 done, 1 a capture could not be published, 2 bad usage, 3 device unreachable or lost,
     130 / 143 / 129 / 131 Ctrl-C / SIGTERM / SIGHUP / SIGQUIT.
     """
-    if bus is not None and robot is not None:
+    # the bus from the environment or the config file is a default: --robot alone records the arm
+    typed = ctx.get_parameter_source("bus")
+    if robot is not None and typed is not None and typed.name == "COMMANDLINE":
         fail("give --bus or --robot, not both")
-    kind, url = ("arm", robot) if robot is not None else ("bus", DEFAULT_BUS if bus is None else bus)
+    kind, url = ("arm", robot) if robot is not None else ("bus", bus)
+    if dest is not None:
+        renamed("--dest", "--out")
     try:
-        settings = RecordSettings(dest=default_dest(dest), duration_s=duration)
+        settings = RecordSettings(dest=default_dest(out if out is not None else dest), duration_s=duration)
     except ServotoolError as exc:
         fail(str(exc))
     problem = dest_problem(settings.dest)
     if problem:
-        fail(f"captures cannot be published: {problem} (choose another --dest)")
+        fail(f"captures cannot be published: {problem} (choose another --out)")
     out = _record(url, kind, settings, json_out)
     _report(out, settings.dest, json_out)
 
