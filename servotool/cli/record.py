@@ -251,8 +251,8 @@ def record(
     problem = dest_problem(settings.dest)
     if problem:
         fail(f"captures cannot be published: {problem} (choose another --out)")
-    out = _record(url, kind, settings, json_out)
-    _report(out, settings.dest, json_out)
+    outcome = _record(url, kind, settings, json_out)
+    _report(outcome, settings.dest, json_out)
 
 
 def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> RecordOutcome:

@@ -56,7 +56,7 @@ def family_named(name: str) -> Family:
     raise KeyError(f"unknown device family {name!r} (known: {', '.join(f.name for f in FAMILIES)})")
 
 
-def _kind_hint(text: str, kind: str) -> str:
+def _kind_hint(text: str, kind: str | None) -> str:
     """The URLs of the kind a text with no scheme may have meant: a device path (`/dev/ttyUSB0`) with each
     serial family's scheme in front, a host with each network family's, then every form the kind opens."""
     fams = _families(kind)
@@ -64,15 +64,15 @@ def _kind_hint(text: str, kind: str) -> str:
         meant = [f"{scheme}://{text}" for fam in fams if fam.kind == BUS for scheme in fam.schemes]
     else:
         meant = [f"{scheme}://{text}" for fam in fams if fam.kind == ARM for scheme in fam.schemes]
-    forms = ", ".join(known_urls(kind))
+    forms = ", ".join(known_urls(kind) if kind else known_urls(ARM) + known_urls(BUS))
     guess = f"for this {'port' if text.startswith('/') else 'host'}: {' or '.join(meant)}; " if meant else ""
-    return f"{guess}{_a(kind)} URL is one of: {forms}"
+    return f"{guess}{_a(kind or 'device')} URL is one of: {forms}"
 
 
-def check_url(url: str, kind: str) -> DeviceURL:
-    """The URL read for a command that opens a device of `kind` (ARM or BUS): DeviceURLError when it cannot
-    be read, naming the URLs of that kind (a bus command suggests bus URLs, an arm command arm URLs), or
-    when it opens a device of the other kind."""
+def check_url(url: str, kind: str | None) -> DeviceURL:
+    """The URL read for a command that opens a device of `kind` (ARM or BUS; None: either): DeviceURLError
+    when it cannot be read, naming the URLs of that kind (a bus command suggests bus URLs, an arm command arm
+    URLs), or when it opens a device of the other kind."""
     try:
         parsed = parse_url(url)
     except NoSchemeError as exc:
@@ -85,7 +85,7 @@ def url_facts(url: str, kind: str | None = None) -> DeviceFacts:
     """What the URL's family knows of the device from the URL alone (nothing is opened). DeviceURLError
     for a URL that names no known device (of `kind`, when given) or parameters its family refuses. The
     family's limits node is carried on the facts (one definition: `Family.limits_node`)."""
-    parsed = parse_url(url) if kind is None else check_url(url, kind)
+    parsed = check_url(url, kind)
     family = family_of(parsed, kind)
     return dataclasses.replace(family.facts(parsed), limits_node=family.limits_node or None)
 

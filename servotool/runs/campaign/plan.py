@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from servotool.devices.arm import Arm
 from servotool.devices.family import DeviceFacts
-from servotool.devices.registry import DeviceURLError, family_of, parse_url, url_facts
+from servotool.devices.registry import DeviceURLError, check_url, family_of, parse_url, url_facts
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
@@ -154,7 +154,7 @@ class Campaign:
 def device_facts(url: str) -> DeviceFacts:
     """The registry's facts of a device URL; raises DeviceURLError when the URL names no known device or
     parameters its family refuses, or a family whose campaigns hold no run of any kind."""
-    parsed = parse_url(url)
+    parsed = check_url(url, None)  # a text with no scheme: the URLs of every kind named
     family = family_of(parsed)
     if not family.campaigns:
         raise DeviceURLError(f"{url}: campaigns do not drive {family.title} devices ({family.name})")
