@@ -180,7 +180,7 @@ def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_
         (tmp_path / "fig.PDF", ".png"),
     ]:
         before = out.read_bytes() if out.is_file() else None
-        res = runner.invoke(app, ["incidents", "plot", "last", "--out", str(captures), "--out", str(out)])
+        res = runner.invoke(app, ["incidents", "plot", "last", "--out", str(captures), "--plot", str(out)])
         assert res.exit_code == 2, (out, res.output)
         assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
         assert word in res.stderr
