@@ -48,6 +48,17 @@ RobotOption = typer.Option(
     "--robot",
     help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then the arm).",
 )
+BusOption = typer.Option(
+    None, "--bus", help="Replace a bus campaign's device for every run (as --robot does an arm's)."
+)
+
+
+def device_given(robot: str | None, bus: str | None) -> str | None:
+    """The device that replaces the campaign's: --robot (an arm) or --bus (a bus), one of them (exit 2 when
+    both are given). Either is checked against the campaign's runs like the file's own device."""
+    if robot is not None and bus is not None:
+        fail("give --robot or --bus, not both: a campaign runs on one device")
+    return robot if robot is not None else bus
 
 
 def campaign_path(given: Path) -> Path:
@@ -98,10 +109,12 @@ def check(
     file: Path = FileArg,
     robot: str | None = RobotOption,
     json_out: bool = typer.Option(False, "--json", help="Print the checked campaign as JSON."),
+    bus: str | None = BusOption,
 ) -> None:
     """Validate a campaign file completely: every run against its command's own checks and the campaign's
     safety rules. One error line per problem, with file:line. Exit 0 valid, 2 not. Opens no device."""
     file = campaign_path(file)
+    robot = device_given(robot, bus)
     campaign = _load(file, robot)
     if json_out:
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
@@ -310,6 +323,7 @@ def _print_outcome(
 def run(
     file: Path = FileArg,
     robot: str | None = RobotOption,
+    bus: str | None = BusOption,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -340,6 +354,7 @@ def run(
     from servotool.runs.campaign.run import STOPPED, CampaignHooks, run_campaign
 
     file = campaign_path(file)
+    robot = device_given(robot, bus)
     campaign = _load(file, robot)
     if dry_run:
         console.print(

@@ -164,3 +164,15 @@ def test_passes_count_from_1():
     assert profile.notes[0].startswith("pass 3 (out at 40 deg/s)")
     first = LAG_COLUMNS[0]
     assert first.header == "pass" and first.cell(profile.passes[0]) == "1"
+
+
+def test_a_bus_campaign_takes_its_device_with_bus():
+    result = runner.invoke(
+        app, ["campaign", "check", "rosorin-arm-limits", "--bus", "sim:rosorin-arm?clock=sim"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "on sim:rosorin-arm?clock=sim" in result.stdout
+    both = runner.invoke(
+        app, ["campaign", "check", "rosorin-arm-limits", "--bus", "sim:rosorin-arm", "--robot", "sim:fr3"]
+    )
+    assert both.exit_code == 2 and "not both" in both.stderr
