@@ -225,7 +225,7 @@ def record(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
-    dest: Annotated[Path | None, typer.Option("--dest", hidden=True)] = None,  # the former --out
+    dest: Annotated[Path | None, typer.Option("--dest", hidden=True)] = None,  # the former spelling of --out
 ) -> None:
     """Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
 
