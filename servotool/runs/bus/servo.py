@@ -130,12 +130,15 @@ class ArmPose:
     carried: dict[int, int] = field(default_factory=dict)
 
 
-def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
-    read)."""
+def read_arm(
+    bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
+) -> ArmPose:
+    """Read every servo (through `read`, a checked read, when given). Refused if a joint servo is silent; a
+    silent optional servo is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
-    raw = {sid: bus.read_position(sid) for sid in ids}
+    read = read or bus.read_position
+    raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
     if joints:

@@ -281,4 +281,6 @@ def sweep_and_write(
         if run.error is None:
             run.error = f"the run's files could not all be written ({exc.strerror or exc}: {exc.filename})"
             run.exit_code = ExitCode.FAULT
+    if run.bad_note:
+        notes = [run.bad_note, *notes]
     return SweepRecord(run=run, result=result, outputs=outputs, found=found, notes=notes)
