@@ -11,10 +11,13 @@ Pure Python (no numpy): every layer imports it, `servotool --help` included.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # no position a device reports, in degrees or servo units, is this large (1e6 deg is 2,800 turns)
 PHYSICAL_BOUND = 1e6
@@ -39,6 +42,17 @@ def sig(value: object, digits: int = 4) -> str:
     if x == int(x) and abs(x) < 1e6:
         return str(int(x))  # a whole servo unit reads as it came (15496, not 1.55e+04)
     return f"{x:.{digits}g}"
+
+
+def fixed(value: object, places: int = 3, digits: int = 4) -> str:
+    """`places` decimals for an ordinary number (`4.000`), `sig` for a huge one (`1e+300`), so that a
+    message keeps its usual look and never grows past a few digits."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError):
+            x = float(value)
+            if math.isfinite(x) and abs(x) < 1e6:
+                return f"{x:.{places}f}"
+    return sig(value, digits)
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,29 @@ class Readable:
         return None
 
 
+# the recording header key that holds a run's readable spans, per joint ([[lo, hi], ...], in its units)
+HEADER_KEY = "readable"
+
+
+def header_spans(readable: Readable) -> list[list[float]]:
+    """The spans as a recording's header holds them (HEADER_KEY)."""
+    return [[lo, hi] for lo, hi in (readable.span(i) for i in range(len(readable.spans)))]
+
+
+def from_header(text: object) -> Readable:
+    """The Readable a recording's header states (HEADER_KEY's JSON text); the physical bound alone when
+    it states none or something that is no list of finite [lo, hi] pairs (a file from before, a damaged
+    one): a reader never refuses a file for it."""
+    try:
+        value: Any = json.loads(text) if isinstance(text, str) else text
+        spans = tuple((float(lo), float(hi)) for lo, hi in value)
+    except (TypeError, ValueError, RecursionError):
+        return Readable()
+    if not all(math.isfinite(lo) and math.isfinite(hi) and lo <= hi for lo, hi in spans):
+        return Readable()
+    return Readable(spans)
+
+
 def padded(spans: Sequence[Span], margin: float) -> tuple[Span, ...]:
     """Each span widened by `margin` on both sides (what a device reading can be beyond its soft range)."""
     return tuple((float(lo) - margin, float(hi) + margin) for lo, hi in spans)
@@ -102,4 +139,16 @@ class BadFrames:
         return f"{self.count} bad frame{plural} left out (impossible readings: {', '.join(self.examples)})"
 
 
-__all__ = ["ARM_MARGIN_DEG", "PHYSICAL_BOUND", "BadFrames", "Readable", "Span", "padded", "sig"]
+__all__ = [
+    "HEADER_KEY",
+    "from_header",
+    "header_spans",
+    "fixed",
+    "ARM_MARGIN_DEG",
+    "PHYSICAL_BOUND",
+    "BadFrames",
+    "Readable",
+    "Span",
+    "padded",
+    "sig",
+]

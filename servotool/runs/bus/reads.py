@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from servotool.devices.bus import Bus
-from servotool.devices.family import readable
-from servotool.devices.registry import DeviceURLError, url_facts
 from servotool.readings import BadFrames, Readable
+from servotool.runs.readable import device_readable
 
 # a bad read is read again at most this many times: a servo that answers nothing else is silent to the run
 READ_TRIES = 3
@@ -21,10 +20,7 @@ READ_TRIES = 3
 def bus_readable(bus: Bus) -> Readable:
     """What a position read of the bus can be: its family's fact, the physical bound when its URL is none
     the registry knows (a test double)."""
-    try:
-        return readable(url_facts(bus.url))
-    except DeviceURLError:
-        return Readable()
+    return device_readable(bus.url)
 
 
 class CheckedReads:

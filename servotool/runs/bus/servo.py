@@ -26,6 +26,7 @@ from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord,
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
+from servotool.runs.bus.reads import CheckedReads
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
@@ -133,11 +134,12 @@ class ArmPose:
 def read_arm(
     bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
 ) -> ArmPose:
-    """Read every servo (through `read`, a checked read, when given). Refused if a joint servo is silent; a
-    silent optional servo is carried (if ever read)."""
+    """Read every servo through the range check (`read`, a run's own CheckedReads, when given): an
+    impossible value is left out and read again. Refused if a joint servo is silent; a silent optional servo
+    is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
-    read = read or bus.read_position
+    read = read or CheckedReads(bus).position
     raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
@@ -280,7 +282,7 @@ def move_to(
         duration = clock.now() - t0
         if not stopped:
             clock.sleep(settle_s)
-        final = {sid: bus.read_position(sid) for sid in live_goal}
+        final = CheckedReads(bus).pose(live_goal)
     except BaseException:
         # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
         # the original error

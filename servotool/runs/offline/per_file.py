@@ -32,6 +32,7 @@ from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 from servotool.io.jsondoc import JsonText
 from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
+from servotool.readings import HEADER_KEY, Readable, from_header
 from servotool.runs.arm.settings import CMD_PERIOD_RANGE_S
 
 MODES = ("ramp", "step", "sweep")
@@ -94,6 +95,7 @@ class _Analysed:
             "malformed_lines": [{"line": b.line, "reason": b.reason} for b in m.bad_rows],
             "no_time": int(skipped.get("no_time", 0)),
             "nan_joint": int(skipped.get("nan_joint", 0)),
+            "absurd_joint": int(skipped.get("absurd_joint", 0)),
         }
 
     def flags(self) -> dict[str, bool]:
@@ -261,11 +263,18 @@ def _columns_read(meta: CsvMeta, header: list[str]) -> list[str] | None:
     return [*columns_for(header, [joint], raw=meta.mode == "step"), *READ_WHEN_SORTED]
 
 
+def file_readable(meta: CsvMeta) -> Readable:
+    """What the recorded device could report, as the file's header says (`readable`); the physical bound
+    alone for a file that says nothing of it."""
+    return from_header(meta.extra.get(HEADER_KEY))
+
+
 def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
     """Read one servotool-csv file and analyse it according to its header's mode (ramp, step or sweep).
 
     An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why);
-    malformed rows and rows with non-finite values are left out and counted (skipped_rows()). Raises
+    malformed rows and rows with non-finite or impossible values (past what the device can report: the
+    header's `readable` spans, else the physical bound) are left out and counted (skipped_rows()). Raises
     NotAnalyzable naming the file for a foreign, damaged or unsupported file. Of a lag or step run only
     the analysed joint is read (FileAnalysis.recording holds NaN for the others, and only that joint's
     non-finite values leave a row out).
@@ -291,7 +300,9 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep
         joint = _joint_read(meta)
-        rec = recording_from_frame(table, None if joint is None else [joint], raw=meta.mode == "step")
+        rec = recording_from_frame(
+            table, None if joint is None else [joint], raw=meta.mode == "step", readable=file_readable(meta)
+        )
         del table
         skipped = dict(rec.skipped, faults=len(rec.fault_t))
         fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)
