@@ -13,7 +13,7 @@ from servotool.motion.guard import DivergenceGuard
 from servotool.motion.shaper import StreamShaper
 from servotool.recorder import AxisSample, Sweep
 from servotool.recorder.summary import value
-from servotool.runs.arm.stream import COMPLETE, Streamer, StreamPlan, columns, units
+from servotool.runs.arm.stream import COMPLETE, DEVICE_ERROR, Streamer, StreamPlan, columns, units
 from servotool.runs.recorder.loop import RecordSettings, run_record
 from tests.recorder.helpers import ScriptedSource
 
@@ -80,3 +80,29 @@ def test_the_recorder_leaves_an_impossible_position_out_of_its_captures_and_coun
     assert len(fast) > 20 and None in positions  # the impossible ones left out, the sweep kept
     assert all(p is None or p == 2048.0 for p in positions)
     assert all(value(header, s, "12", "current") is not None for s in fast)
+
+
+class _RunawayArm(FakeArm):
+    """Joint 1 runs away at 2000 deg/s from 0.3 s: within a tick or two it reads past every range."""
+
+    def measured(self, t: float) -> tuple[float, ...]:
+        out = super().measured(t)
+        return (out[0] + 2000.0 * max(0.0, t - 0.3), *out[1:]) if t > 0.3 else out
+
+
+def test_a_run_of_impossible_frames_ends_the_run_braked_never_a_blind_guard(tmp_path):
+    # a lone impossible frame is left out; frames that stay past what the arm can report leave its pose
+    # unknown: the run ends through the braked stop (or the guard trips first), it never streams on blind
+    clock = FakeClock()
+    arm = _RunawayArm(clock, state_s=T, lag_s=0.05)
+    n = 200
+    plan = StreamPlan(np.tile(POSE, (n, 1)), np.zeros(n, dtype=int), np.array(["hold"] * n, dtype=object))
+    path = tmp_path / "run.csv"
+    with CsvLogWriter(
+        path, device=arm.url, simulated=True, config={"mode": "test"}, units=units(6, False),
+        columns=columns(6, False), command="test",
+    ) as writer:  # fmt: skip
+        outcome = Streamer(arm, clock, writer, period_s=T).run(plan)  # no guard: the range check alone
+    assert outcome.status == DEVICE_ERROR and outcome.exit_code == 3
+    assert "5 state frames in a row read what the arm cannot report" in (outcome.reason or "")
+    assert outcome.ticks_sent < n and outcome.stop_ticks > 0

@@ -67,6 +67,9 @@ SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
 STALE_NOTE = "the guard left unjudged"
+# this many bad state frames in a row end the run: the pose is unknown (a runaway past every range must not
+# leave the guard blind), while a lone impossible frame is only left out
+BAD_RUN_MAX = 5
 # a note counts the unjudged ticks when the link was lost, or when this many in a row were (a tick or two of
 # a late frame on a loaded host is no news: the next fresh frame is judged)
 STALE_NOTE_RUN = 5
@@ -286,6 +289,7 @@ class Streamer:
         # the guard's, the rest check's or the braked stop's pose
         self.readable = device_readable(arm.url)
         self.bad = BadFrames()
+        self._bad_run = 0  # bad state frames in a row
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
@@ -359,6 +363,9 @@ class Streamer:
         j = self.readable.first_bad(list(q)[: self.n_joints])
         if j is not None:
             self.bad.add(f"q{j + 1}", q[j])
+            self._bad_run += 1
+        else:
+            self._bad_run = 0
         return j is None
 
     def _write_frames(
@@ -488,6 +495,12 @@ class Streamer:
             raise _StopRequest(FAULT, f"controller fault {self._fault.name}")
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
+        if self._bad_run >= BAD_RUN_MAX:
+            raise _StopRequest(
+                DEVICE_ERROR,
+                f"{self._bad_run} state frames in a row read what the arm cannot report "
+                f"({self.bad.examples[-1]}): its pose is unknown",
+            )
         if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
             raise _StopRequest(
                 REJECTED,
