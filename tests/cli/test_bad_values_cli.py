@@ -128,3 +128,24 @@ def test_the_guard_trip_message_for_an_absurd_pose_is_a_few_digits():
     assert "1e+300" in verdict.reason
     huge = DivergenceGuard(0.9, 0.06).check([0.0], [-1.7976931348623157e308], [1e308])
     assert huge is not None and len(huge.reason) < 160, huge.reason
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_analyze_of_a_sweep_file_leaves_out_impossible_read_backs_and_counts_them(tmp_path):
+    out = tmp_path / "out"
+    args = ["--bus", "sim:rosorin-arm?clock=sim", "--joint", "4", "--direction", "down"]
+    result = runner.invoke(app, ["sweep", *args, "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    (clean,) = json.loads(result.stdout)["outputs"]["csv"]
+    lines = Path(clean).read_text().splitlines()
+    assert "# readable: [[-250.0, 1250.0]]" in lines  # what the board's servos can report
+    states = [i for i, line in enumerate(lines) if ",state," in line]
+    for i in states[10:13]:
+        lines[i] = ",".join([*lines[i].split(",")[:5], "15496"])
+    crafted = tmp_path / "crafted.csv"
+    crafted.write_text("\n".join(lines) + "\n")
+    one, _ = _analyze(crafted)
+    assert one["skipped_rows"]["absurd_joint"] == 3
+    (sw,) = one["result"]["sweeps"]
+    assert sw["limit"] == 20 and sw["verdict"].startswith("stopped at 0, limit 20")
+    assert "3 impossible read-back(s) left out" in sw["verdict"]

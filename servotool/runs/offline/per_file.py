@@ -27,7 +27,7 @@ from servotool.analysis.recording import (
     recording_from_frame,
 )
 from servotool.analysis.step import StepResult, analyze_step
-from servotool.analysis.sweep_files import SweepFileResult, analyze_sweep_file
+from servotool.analysis.sweep_files import READ_RANGE, SweepFileResult, analyze_sweep_file
 from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 from servotool.io.jsondoc import JsonText
@@ -164,6 +164,10 @@ class SweepAnalysis(_Analysed):
     rows: list[dict[str, Any]] = field(default_factory=list)
     encoded: JsonText | None = None  # to_dict encoded ahead (by the worker that analysed the file)
 
+    def skipped_rows(self) -> dict[str, Any]:
+        """As every file's, with the read-backs no servo could report counted as `absurd_joint`."""
+        return {**super().skipped_rows(), "absurd_joint": sum(s.left_out for s in self.result.sweeps)}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self._header_dict(),
@@ -269,6 +273,13 @@ def file_readable(meta: CsvMeta) -> Readable:
     return from_header(meta.extra.get(HEADER_KEY))
 
 
+def sweep_readable(meta: CsvMeta) -> tuple[float, float]:
+    """The span a sweep file's read-backs can be in: its header's (every servo of a bus shares it), else
+    what the wire carries."""
+    spans = from_header(meta.extra.get(HEADER_KEY)).spans
+    return spans[0] if len(spans) == 1 else READ_RANGE
+
+
 def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
     """Read one servotool-csv file and analyse it according to its header's mode (ramp, step or sweep).
 
@@ -294,7 +305,10 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
                 path,
                 meta,
                 analyze_sweep_file(
-                    meta.config, table, None if meta.complete else (meta.end_reason or "no end line")
+                    meta.config,
+                    table,
+                    None if meta.complete else (meta.end_reason or "no end line"),
+                    sweep_readable(meta),
                 ),
             )
             sweep.rows = sweep.result.rows(_row_base(sweep))
