@@ -106,3 +106,27 @@ def test_a_run_of_impossible_frames_ends_the_run_braked_never_a_blind_guard(tmp_
     assert outcome.status == DEVICE_ERROR and outcome.exit_code == 3
     assert "5 state frames in a row read what the arm cannot report" in (outcome.reason or "")
     assert outcome.ticks_sent < n and outcome.stop_ticks > 0
+
+
+def test_a_checked_bus_read_leaves_an_impossible_position_out_and_reads_again(arm):
+    from servotool.runs.bus.reads import CheckedReads
+    from servotool.runs.bus.servo import move_to, read_arm, read_limits
+
+    bus, clock = arm("bad_read=15496&bad_read_every=2&lag_ms=0")
+    reads = CheckedReads(bus)
+    rest = {1: 500, 2: 776, 3: 211, 4: 161, 5: 500, 10: 499}
+    # every servo answers 15496 to every other read: in two reads of the arm each meets one at least
+    assert read_arm(bus, read=reads.position).pose == read_arm(bus, read=reads.position).pose == rest
+    assert len(rest) <= reads.bad.count <= 2 * len(rest)
+    assert reads.bad.examples[0].endswith("position = 15496")
+    # a move starts from the true pose and ends where it was sent, never from an impossible one
+    result = move_to(bus, clock, {1: 600}, limits=read_limits(bus), speed=250)
+    assert result.start[1] == 500 and result.final[1] == 600
+
+
+def test_a_servo_that_answers_only_impossible_values_is_silent_to_the_run(arm):
+    from servotool.runs.bus.reads import CheckedReads
+
+    bus, _ = arm("bad_read_3=15496&bad_read_every_3=1")
+    reads = CheckedReads(bus)
+    assert reads.position(3) is None and reads.bad.count == 3 and reads.position(1) == 500

@@ -446,7 +446,7 @@ def relax(
     signal) cut short can say which servos may be limp.
     """
     joints = tuple(joints)
-    pose = bus.read_pose()
+    pose = CheckedReads(bus).pose(bus.ids)  # an impossible read is no evidence of the tuck pose
     if not force:
         reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
