@@ -130,3 +130,19 @@ def test_a_servo_that_answers_only_impossible_values_is_silent_to_the_run(arm):
     bus, _ = arm("bad_read_3=15496&bad_read_every_3=1")
     reads = CheckedReads(bus)
     assert reads.position(3) is None and reads.bad.count == 3 and reads.position(1) == 500
+
+
+def test_a_start_pose_is_never_an_impossible_frame(tmp_path):
+    from servotool.devices.arm import DeviceError
+    from servotool.runs.arm.prepare import wait_for_state
+
+    clock = FakeClock()
+    arm = FakeArm(clock, state_s=T, bad_q1=(1e300, 1))  # every frame after the first reads 1e300
+    clock.advance(0.05)
+    first = arm.latest_state()
+    assert first is not None and first.q[0] == 1e300
+    with pytest.raises(DeviceError, match=r"with a pose it can report \(q1 = 1e\+300\)"):
+        wait_for_state(arm, clock, timeout_s=0.1)
+    good = FakeArm(clock, state_s=T, bad_q1=(1e300, 2))  # every other frame: the next good one is taken
+    clock.advance(0.02)
+    assert wait_for_state(good, clock).q[0] == POSE[0]
