@@ -161,6 +161,7 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
         ],
         "warnings": out.warnings,
         "publish_errors": out.publish_errors,
+        "bad_frames_left_out": out.bad_frames,
     }
 
 
@@ -322,6 +323,8 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
                 f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
                 highlight=False,
             )
+    if out.bad_note:
+        err_console.print(f"[yellow]{escape(out.bad_note)}[/]", highlight=False, soft_wrap=True)
     for e in out.publish_errors:
         err_console.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
     if code:

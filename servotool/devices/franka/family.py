@@ -15,6 +15,7 @@ from servotool.devices.franka import profiles
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError, guessed
 from servotool.errors import SettingsError
+from servotool.readings import ARM_MARGIN_DEG, Readable, padded
 
 NAME = "franka"
 SCHEME = "franka"
@@ -123,6 +124,11 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         for j in range(profiles.N_JOINTS)
     )
     speeds = tuple(min(m.speeds_deg()[j] for m in models) for j in range(profiles.N_JOINTS))
+    # what a joint can read: the widest of the models it may be (the narrowest would call a real read bad)
+    widest = tuple(
+        (min(m.ranges_deg()[j][0] for m in models), max(m.ranges_deg()[j][1] for m in models))
+        for j in range(profiles.N_JOINTS)
+    )
     return DeviceFacts(
         parsed.raw,
         NAME,
@@ -134,6 +140,7 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         ranges,
         speeds,
         motion=motion_caps(models),
+        readable=Readable(padded(widest, ARM_MARGIN_DEG), units="deg"),
     )
 
 

@@ -26,6 +26,7 @@ from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord,
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
+from servotool.runs.bus.reads import CheckedReads
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
@@ -130,12 +131,16 @@ class ArmPose:
     carried: dict[int, int] = field(default_factory=dict)
 
 
-def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
-    read)."""
+def read_arm(
+    bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
+) -> ArmPose:
+    """Read every servo through the range check (`read`, a run's own CheckedReads, when given): an
+    impossible value is left out and read again. Refused if a joint servo is silent; a silent optional servo
+    is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
-    raw = {sid: bus.read_position(sid) for sid in ids}
+    read = read or CheckedReads(bus).position
+    raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
     if joints:
@@ -277,7 +282,7 @@ def move_to(
         duration = clock.now() - t0
         if not stopped:
             clock.sleep(settle_s)
-        final = {sid: bus.read_position(sid) for sid in live_goal}
+        final = CheckedReads(bus).pose(live_goal)
     except BaseException:
         # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
         # the original error
@@ -441,7 +446,7 @@ def relax(
     signal) cut short can say which servos may be limp.
     """
     joints = tuple(joints)
-    pose = bus.read_pose()
+    pose = CheckedReads(bus).pose(bus.ids)  # an impossible read is no evidence of the tuck pose
     if not force:
         reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
