@@ -54,8 +54,8 @@ def _refused(argv: list[str], monkeypatch, capsys) -> str:
 FOLDER_COMMANDS = {
     "lag --out": ["lag", "--robot", "sim:fr3?clock=sim", "--out"],
     "step --out": ["step", "--robot", "sim:fr3?clock=sim", "--out"],
-    "sweep --out": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "1", "--out"],
-    "record --dest": ["record", "--bus", "sim:rosorin-arm", "--duration", "0.5", "--dest"],
+    "sweep --out": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--servo", "1", "--out"],
+    "record --out": ["record", "--bus", "sim:rosorin-arm", "--duration", "0.5", "--out"],
     "campaign run --out": ["campaign", "run", str(CAMPAIGN), "--out"],
 }
 
@@ -161,9 +161,7 @@ PNG_WHY = {
 
 
 @pytest.mark.parametrize("kind", list(PNG_WHY))
-def test_incidents_plot_out_naming_a_bad_link_is_one_line_exit_2(
-    kind, a_capture, tmp_path, monkeypatch, capsys
-):
+def test_incidents_plot_naming_a_bad_link_is_one_line_exit_2(kind, a_capture, tmp_path, monkeypatch, capsys):
     links = {
         "dangling": tmp_path / "dangling.png",
         "loop": tmp_path / "loop1.png",
@@ -176,8 +174,8 @@ def test_incidents_plot_out_naming_a_bad_link_is_one_line_exit_2(
     (tmp_path / "a-folder").mkdir()
     links["to-a-folder"].symlink_to(tmp_path / "a-folder")
     (tmp_path / "gone").symlink_to(tmp_path / "no-folder")
-    argv = ["incidents", "plot", "1", "--dest", str(a_capture), "--out", str(links[kind])]
+    argv = ["incidents", "plot", "1", "--out", str(a_capture), "--plot", str(links[kind])]
     line = _refused(argv, monkeypatch, capsys)
-    assert "--out" in line and PNG_WHY[kind] in line, line
+    assert "--plot" in line and PNG_WHY[kind] in line, line
     assert not (tmp_path / "nowhere.png").exists() and not (tmp_path / "no-folder").exists()
     assert list((tmp_path / "a-folder").iterdir()) == []  # nothing written through the link

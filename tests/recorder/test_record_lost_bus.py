@@ -61,7 +61,7 @@ def test_one_servo_that_stops_answering_is_named_and_the_others_are_recorded(tmp
 
 def test_record_on_a_bus_where_nobody_answers_exits_3_naming_every_servo(tmp_path):
     url = "sim:microduck?latency_ms=1&silent=" + ",".join(map(str, IDS))
-    args = ["record", "--bus", url, "--duration", "5", "--dest", str(tmp_path / "caps"), "--json"]
+    args = ["record", "--bus", url, "--duration", "5", "--out", str(tmp_path / "caps"), "--json"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 3, res.output
     data = json.loads(res.stdout[res.stdout.index("{") :])

@@ -38,6 +38,7 @@ from servotool.devices.bus import (
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory
+from servotool.runs.bus.reads import CheckedReads, bus_readable
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
@@ -145,12 +146,16 @@ class ArmPose:
     carried: dict[int, int] = field(default_factory=dict)
 
 
-def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. BusSilent (exit 3) when none answers; Refused if a joint servo is silent; a silent
-    optional servo is carried (if ever read)."""
+def read_arm(
+    bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
+) -> ArmPose:
+    """Read every servo through the range check (`read`, a run's own CheckedReads, when given): an
+    impossible value is left out and read again. BusSilent (exit 3) when none answers; Refused if a joint
+    servo is silent; a silent optional servo is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
-    raw = {sid: bus.read_position(sid) for sid in ids}
+    read = read or CheckedReads(bus).position
+    raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     if silent and len(silent) == len(raw):  # nobody answers: the bus is lost, not a move to refuse
         raise BusSilent(
@@ -265,8 +270,10 @@ class _Silence:
             asked = tuple(self.joints[(self.turn + i) % n] for i in range(min(READS_PER_FRAME, n)))
             self.turn = (self.turn + len(asked)) % max(n, 1)
             pose = bus.read_pose(asked)
+        readable = bus_readable(bus)  # a value no servo could report is no answer to count on
         for sid in asked:
-            if pose.get(sid) is None:
+            value = pose.get(sid)
+            if value is None or not readable.admits(value):
                 self.misses[sid] = self.misses.get(sid, 0) + 1
                 self.first_miss.setdefault(sid, now)
             else:
@@ -356,7 +363,7 @@ def move_to(
         duration = clock.now() - t0
         if not stopped and not lost:
             clock.sleep(settle_s)
-        final = {} if lost else {sid: bus.read_position(sid) for sid in live_goal}
+        final = {} if lost else CheckedReads(bus).pose(live_goal)
     except BaseException:
         # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
         # the original error
@@ -660,7 +667,7 @@ def relax(
     signal) cut short can say which servos may be limp.
     """
     joints = tuple(joints)
-    pose = bus.read_pose()
+    pose = CheckedReads(bus).pose(bus.ids)  # an impossible read is no evidence of the tuck pose
     if not force:
         reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
@@ -751,7 +758,7 @@ def _mapped_problems(
         keys = ", ".join(f"arm_limit_{sid}" for sid in missing)
         out.append(
             f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
-            "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits"
+            "the stored limits alone; map them (servotool sweep --servo ID) or leave out --limits"
         )
     out += [
         f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"
