@@ -88,6 +88,7 @@ class FrankaSim:
         self.last_motion_errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
         self.motion: Motion | None = None
         self.reflexes: list[Check] = []
+        self.refused = 0  # clients refused while another one was connected
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._tcp: socket.socket | None = None
@@ -122,24 +123,36 @@ class FrankaSim:
     # -- TCP service -----------------------------------------------------------------------------------
 
     def _serve_tcp(self) -> None:
+        """Accept clients while one is served (in a thread of its own): a second is closed at once."""
         while not self._stop.is_set():
             try:
                 conn, _ = self._listen.accept()
             except OSError:
                 return
-            if self._tcp is not None:
-                conn.close()  # one client per robot
-                continue
-            self._tcp = conn
-            try:
-                self._session(conn)
-            except (OSError, p.FrankaProtocolError):
-                pass
-            finally:
+            with self._lock:
+                busy = self._tcp is not None
+                if not busy:
+                    self._tcp = conn
+            if busy:
+                self.refused += 1
                 with contextlib.suppress(OSError):
-                    conn.close()
-                with self._lock:
-                    self._tcp, self._peer, self.motion = None, None, None
+                    conn.close()  # one client per robot
+                continue
+            t = threading.Thread(
+                target=self._serve_client, args=(conn,), daemon=True, name="franka-sim-client"
+            )
+            t.start()
+
+    def _serve_client(self, conn: socket.socket) -> None:
+        try:
+            self._session(conn)
+        except (OSError, p.FrankaProtocolError):
+            pass  # the client went away: serve the next one
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+            with self._lock:
+                self._tcp, self._peer, self.motion = None, None, None
 
     def _session(self, conn: socket.socket) -> None:
         buf = b""
