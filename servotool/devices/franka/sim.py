@@ -109,6 +109,8 @@ class FrankaSim:
 
     def close(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self._listen.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
         for sock in (self._listen, self._tcp, self._udp):
             if sock is not None:
                 with contextlib.suppress(OSError):
