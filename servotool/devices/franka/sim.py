@@ -85,8 +85,9 @@ class FrankaSim:
         self.joints = Joints(profile)
         self.message_id = 0
         self.robot_mode = codes.MODE[START_MODES[mode]]
-        self.errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
-        self.last_motion_errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
+        # a robot that starts in Reflex has a reflex latched (a contact before the run)
+        self.errors: tuple[bool, ...] = codes.flags_of(["joint_reflex"] if mode == "reflex" else [])
+        self.last_motion_errors: tuple[bool, ...] = self.errors
         self.motion: Motion | None = None
         self.reflexes: list[Check] = []
         self.refused = 0  # clients refused while another one was connected
