@@ -260,13 +260,10 @@ class FrankaSim:
                 continue
             if peer is not None:
                 self.cycle(peer)
-            next_tick += 0.001
-            if self.lockstep:
-                # simulated time owes the wall clock nothing: a late cycle is never caught up in a burst
-                next_tick = max(next_tick, time.monotonic() + 0.0005)
+            # a cycle this process was late for is never caught up in a burst of states (the robot's
+            # time is its message count: a stall of the simulator slows its time, it loses no cycle)
+            next_tick = max(next_tick + 0.001, time.monotonic() + (0.0005 if self.lockstep else 0.0))
             self._drain_until(next_tick)
-            if time.monotonic() - next_tick > 0.05:
-                next_tick = time.monotonic()  # the host stalled: resume without a burst
 
     def _lockstep_cycle(self, peer: tuple[str, int]) -> None:
         """One cycle of simulated time: wait for the answer to the last state, then step 1 ms; a state the
