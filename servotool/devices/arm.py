@@ -23,7 +23,7 @@ module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -109,7 +109,8 @@ class StateFrame:
     The fields below are None when the controller does not stream them:
     qd: measured joint speeds (deg/s); motion: the controller's motion state; cmd_num: the count of
     streamed setpoints the controller has taken; servo_active: the controller is in streaming mode,
-    whoever put it there.
+    whoever put it there; extra: the other values of that cycle the controller streams, by the CSV
+    column the arm names for each (ReportsStateColumns), numbers or short texts.
     """
 
     t: float
@@ -122,6 +123,7 @@ class StateFrame:
     motion: MotionState | None = None
     cmd_num: int | None = None
     servo_active: bool | None = None
+    extra: Mapping[str, float | str] | None = None
 
     @property
     def codes(self) -> tuple[int, ...]:
@@ -301,6 +303,21 @@ class HasClock(Protocol):
 
 
 @runtime_checkable
+class ReportsStateColumns(Protocol):
+    """An arm whose state frames carry more per-cycle values (StateFrame.extra) than the common fields."""
+
+    @property
+    def state_columns(self) -> Mapping[str, str]:
+        """The CSV column of each extra value, in order, and its unit (or what a text holds)."""
+        ...
+
+
+def state_columns_of(arm: object) -> Mapping[str, str]:
+    """The extra per-cycle columns of the arm's state frames (ReportsStateColumns), else none."""
+    return arm.state_columns if isinstance(arm, ReportsStateColumns) else {}
+
+
+@runtime_checkable
 class NamesCommands(Protocol):
     """An arm whose calls have names of their own (CommandNames)."""
 
@@ -354,12 +371,14 @@ __all__ = [
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
+    "ReportsStateColumns",
     "SETPOINT",
     "StateFrame",
     "WarmsUp",
     "clock_of",
     "command_names",
     "fault_codes",
+    "state_columns_of",
     "state_period_of",
     "watchdog_of",
 ]

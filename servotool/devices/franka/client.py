@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import platform
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,32 @@ def _names(errors: Any) -> tuple[str, ...]:
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
 
 
+# the newest states kept as Cycles (for the warm-up and the held pose): a bounded window, flat in memory
+CYCLES_KEPT = 4096
+# the per-cycle values a run's CSV records besides q and the robot's clock (dev_t), by the robot's names
+JOINT_VALUES = (("q_d", "deg (the commanded position the robot echoes)"), ("dq", "deg/s"), ("tau_J", "Nm"))
+STATE_COLUMNS: dict[str, str] = {
+    **{f"{name}{j + 1}": unit for name, unit in JOINT_VALUES for j in range(7)},
+    "robot_mode": "the robot's mode by its libfranka name (Idle, Move, Reflex, ...)",
+    "control_command_success_rate": "fraction of the last 100 commands the robot received (0..1)",
+    "current_errors": "the error flags set now, by libfranka name, space-separated",
+    "last_motion_errors": "the error flags that ended the last motion, by libfranka name, space-separated",
+}
+
+
+def state_extra(cycle: Cycle) -> dict[str, float | str]:
+    """A cycle's values under STATE_COLUMNS: joints in degrees (tau_J in Nm), flags by name."""
+    out: dict[str, float | str] = {}
+    for name, values in (("q_d", cycle.q_d), ("dq", cycle.dq)):
+        out.update({f"{name}{j + 1}": math.degrees(x) for j, x in enumerate(values)})
+    out.update({f"tau_J{j + 1}": x for j, x in enumerate(cycle.tau_J)})
+    out["robot_mode"] = cycle.robot_mode
+    out["control_command_success_rate"] = cycle.control_command_success_rate
+    out["current_errors"] = " ".join(cycle.current_errors)
+    out["last_motion_errors"] = " ".join(cycle.last_motion_errors)
+    return out
+
+
 def realtime_kernel() -> bool:
     """The running kernel is a real-time (PREEMPT_RT) one, as libfranka's kEnforce requires."""
     return "PREEMPT_RT" in platform.version() or "PREEMPT RT" in platform.version()
@@ -66,8 +93,10 @@ class FrankaArm:
         torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
         force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS,
         on_close: Any = None,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
+        self._now = now
         parsed_facts = None
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
@@ -95,15 +124,20 @@ class FrankaArm:
         del parsed_facts
         self._control: Any = None
         self._last_q: list[float] | None = None
-        self.cycles: list[Cycle] = []
+        self.cycles: deque[Cycle] = deque(maxlen=CYCLES_KEPT)
         self._unread: list[StateFrame] = []
         self._latest: StateFrame | None = None
         self._closed = False
 
     # -- state ------------------------------------------------------------------------------------------
 
+    @property
+    def state_columns(self) -> dict[str, str]:
+        """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
+        return STATE_COLUMNS
+
     def _record(self, state: Any) -> StateFrame:
-        t = time.monotonic()
+        t = self._now()
         mode = state.robot_mode.name
         errors = _names(state.current_errors)
         cycle = Cycle(
@@ -131,6 +165,7 @@ class FrankaArm:
             device_time_s=cycle.time_s,
             qd=tuple(math.degrees(x) for x in cycle.dq),
             motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
+            extra=state_extra(cycle),
         )
         self._unread.append(frame)
         self._latest = frame
@@ -258,11 +293,11 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     parameters checked by the family first)."""
     f = facts(parsed)
     if parsed.simulated:
-        from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.family import sim_reflex, sim_settings
         from servotool.devices.franka.sim import spawn, stop
 
         drop, seed, address = sim_settings(parsed)
-        proc, host = spawn(parsed.target, drop, seed, address)
+        proc, host = spawn(parsed.target, drop, seed, address, reflex=sim_reflex(parsed))
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
         except BaseException:

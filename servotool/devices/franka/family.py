@@ -11,7 +11,7 @@ from typing import Any
 
 from servotool.clock import FakeClock
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
-from servotool.devices.franka import profiles
+from servotool.devices.franka import codes, profiles
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import SettingsError
@@ -86,10 +86,30 @@ def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
     return drop, seed, address
 
 
+def sim_reflex(parsed: DeviceURL) -> tuple[str, float] | None:
+    """(reflex name, seconds after the connection) a sim: URL schedules, None when it schedules none;
+    DeviceURLError for a name libfranka does not have or a time that is not a number >= 0."""
+    if "reflex_at" not in parsed.params:
+        if "reflex" in parsed.params:
+            raise DeviceURLError(f"{parsed.raw}: reflex= needs reflex_at= (the seconds after connecting)")
+        return None
+    name = parsed.params.get("reflex", "joint_reflex")
+    if name not in codes.ERROR_INDEX:
+        raise DeviceURLError(f"{parsed.raw}: reflex={name!r} is not a libfranka error name")
+    try:
+        at = float(parsed.params["reflex_at"])
+    except ValueError:
+        at = math.nan
+    if not (math.isfinite(at) and at >= 0):
+        raise DeviceURLError(f"{parsed.raw}: reflex_at={parsed.params['reflex_at']!r}, want seconds >= 0")
+    return name, at
+
+
 def _sim_profile(parsed: DeviceURL) -> profiles.Profile:
     if parsed.target not in profiles.PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown profile (known: {', '.join(profiles.PROFILES)})")
     sim_settings(parsed)
+    sim_reflex(parsed)
     return profiles.PROFILES[parsed.target]
 
 
@@ -160,6 +180,12 @@ def lock_keys(parsed: DeviceURL) -> list[str]:
     return host_keys(NAME, parsed.target, [("port", COMMAND_PORT)])
 
 
+def _telemetry(arm: Any) -> Any:
+    from servotool.devices.franka.telemetry import telemetry
+
+    return telemetry(arm)
+
+
 def sim_params() -> tuple[SimParam, ...]:
     return tuple(SimParam(key, text) for key, text in sorted(profiles.PARAM_HELP.items()))
 
@@ -177,4 +203,5 @@ FAMILY = Family(
     lock_keys=lock_keys,
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
+    telemetry=_telemetry,
 )

@@ -51,9 +51,19 @@ class Motion:
 class FrankaSim:
     """The simulator of one profile; `start()` serves until `close()`. `address` is where to dial it."""
 
-    def __init__(self, profile: Profile, drop: float = 0.0, seed: int = 0, address: str = "") -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        drop: float = 0.0,
+        seed: int = 0,
+        address: str = "",
+        reflex: tuple[str, float] | None = None,
+    ) -> None:
         self.profile = profile
         self.drop = drop
+        # a reflex raised at a time after the connection (its name, seconds): rehearses a recorder
+        self.scheduled_reflex = reflex
+        self._reflex_due: float | None = None
         self._rng = random.Random(seed)
         if address:
             self._listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -148,6 +158,8 @@ class FrankaSim:
             if status is p.ConnectStatus.SUCCESS:
                 with self._lock:
                     self._peer = (conn.getpeername()[0], udp_port)
+                    if self.scheduled_reflex is not None and self._reflex_due is None:
+                        self._reflex_due = time.monotonic() + self.scheduled_reflex[1]
             self._reply(cmd, cid, p.encode_connect_response(status))
         elif cmd is p.Command.MOVE:
             req = p.decode_move_request(payload)
@@ -250,6 +262,7 @@ class FrankaSim:
             cmd, self._pending = self._pending, None
             if self.motion is not None and self.robot_mode == codes.MODE["Move"] and self.message_id > 0:
                 self._judge(cmd)
+            self._scheduled()
             self.joints.step()
             self.message_id += 1
             state = self._state()
@@ -279,6 +292,15 @@ class FrankaSim:
             self.robot_mode = codes.MODE["Idle"]
             if motion is not None:
                 self._send_move_result(motion.command_id, p.MoveStatus.SUCCESS)
+
+    def _scheduled(self) -> None:
+        """Raise the scheduled reflex once its time has come (once per simulator)."""
+        due, scheduled = self._reflex_due, self.scheduled_reflex
+        if due is None or scheduled is None or time.monotonic() < due:
+            return
+        self._reflex_due = None
+        self.scheduled_reflex = None
+        self._reflex(Check(scheduled[0], f"scheduled {scheduled[1]:g} s after the connection"))
 
     def _reflex(self, check: Check) -> None:
         self.reflexes.append(check)
@@ -331,11 +353,18 @@ _IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.
 
 
 def spawn(
-    name: str, drop: float = 0.0, seed: int = 0, address: str = "", timeout_s: float = 10.0
+    name: str,
+    drop: float = 0.0,
+    seed: int = 0,
+    address: str = "",
+    timeout_s: float = 10.0,
+    reflex: tuple[str, float] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
     """The simulator in a process of its own and the address it serves on; DeviceError when it does not
     start within timeout_s. Closing the process's stdin stops it."""
     argv = [sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed), address]
+    if reflex is not None:
+        argv += [reflex[0], repr(reflex[1])]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
@@ -358,23 +387,30 @@ def stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") -> FrankaSim:
+def start_sim(
+    name: str,
+    drop: float = 0.0,
+    seed: int = 0,
+    address: str = "",
+    reflex: tuple[str, float] | None = None,
+) -> FrankaSim:
     """A running simulator of the profile `name` (KeyError names the known ones)."""
     if name not in PROFILES:
         raise KeyError(f"unknown Franka profile {name!r} (known: {', '.join(PROFILES)})")
-    return FrankaSim(PROFILES[name], drop, seed, address).start()
+    return FrankaSim(PROFILES[name], drop, seed, address, reflex).start()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes;
-    the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits
-    on the robot, so a simulator it talks to runs in a process of its own."""
+    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address] [reflex reflex_at]`: serve
+    until stdin closes; the first line printed is the address to dial. pylibfranka holds the interpreter
+    lock while it waits on the robot, so a simulator it talks to runs in a process of its own."""
     args = sys.argv[1:] if argv is None else argv
     sim = start_sim(
         args[0],
         float(args[1]) if len(args) > 1 else 0.0,
         int(args[2]) if len(args) > 2 else 0,
         args[3] if len(args) > 3 else "",
+        (args[4], float(args[5])) if len(args) > 5 else None,
     )
     print(sim.address, flush=True)
     try:

@@ -30,7 +30,7 @@ import gc
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,7 @@ from servotool.devices.arm import (
     StateFrame,
     clock_of,
     fault_codes,
+    state_columns_of,
     watchdog_of,
 )
 from servotool.errors import Refused, signal_label
@@ -118,22 +119,24 @@ __all__ = [
 ]
 
 
-def columns(n_joints: int, raw: bool) -> list[str]:
-    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target."""
+def columns(n_joints: int, raw: bool, extra: Sequence[str] = ()) -> list[str]:
+    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
+    then the arm's extra per-cycle state columns (filled on state rows only), before `info`."""
     cols = ["t", "event", "seq", "pass", "phase"]
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
-    cols += ["errcode", *FAULT_COLUMNS, "dev_t", "info"]
+    cols += ["errcode", *FAULT_COLUMNS, "dev_t", *extra, "info"]
     return cols
 
 
-def units(n_joints: int, raw: bool) -> dict[str, str]:
-    """The units line of a streamed run's CSV header."""
+def units(n_joints: int, raw: bool, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The units line of a streamed run's CSV header (the arm's extra state columns with theirs)."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
         u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
+    u.update(extra or {})
     return u
 
 
@@ -338,6 +341,8 @@ class Streamer:
                 "dev_t": f.device_time_s,
             }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            if f.extra:
+                row.update(f.extra)
             rows.append(row)
             if f.fault != self._latched:
                 if f.fault is not None:
@@ -772,6 +777,7 @@ def open_run_csv(
     if clock_of(arm) is not None:
         # every time of the file (lateness included) is simulated time: the header says so
         header = {**header, "clock": SIMULATED_CLOCK}
+    extra = state_columns_of(arm)
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
@@ -780,8 +786,8 @@ def open_run_csv(
                 device=arm.url,
                 simulated=arm.simulated,
                 config=config,
-                units=units(arm.n_joints, raw=record_raw),
-                columns=columns(arm.n_joints, raw=record_raw),
+                units=units(arm.n_joints, raw=record_raw, extra=extra),
+                columns=columns(arm.n_joints, raw=record_raw, extra=tuple(extra)),
                 command=command,
                 extra=header,
             )

@@ -148,6 +148,7 @@ class _Loop:
         rec_settings = settings.recorder
         if source.status_every_frame:  # the status rides in every frame: no poll to schedule or defer
             rec_settings = dataclasses.replace(rec_settings, status_period_s=0.0)
+        rec_settings = cycle_ring(rec_settings, source.sweep_rate_hz)
         self.rec = FlightRecorder(rec_settings)
         self.on_progress = on_progress
         self.publish = publish
@@ -197,9 +198,9 @@ class _Loop:
         now = self.clock.now()
         plan = rec.plan(now, leg_sweep=True)
         fast = src.read_fast()
-        if fast is not None:
-            rec.on_sweep(fast)
-            self.last_fast = fast
+        for sweep in [fast] if isinstance(fast, Sweep) else fast or ():
+            rec.on_sweep(sweep)
+            self.last_fast = sweep
         if plan.context:
             ctx = src.read_context()
             if ctx is not None:
@@ -253,6 +254,14 @@ class _Loop:
                 k += missed
                 deadline = t0 + k * period
             self.clock.sleep_until(min(deadline, end))
+
+
+def cycle_ring(settings: RecorderSettings, sweep_rate_hz: float | None) -> RecorderSettings:
+    """The recorder's settings for a source handing over `sweep_rate_hz` sweeps a second (None: one a
+    frame, unchanged): a fast ring keeping the same seconds of lead-up as the nominal one."""
+    if sweep_rate_hz is None or sweep_rate_hz <= settings.nominal_rate_hz:
+        return settings
+    return dataclasses.replace(settings, fast_len=math.ceil(settings.fast_span_s * sweep_rate_hz))
 
 
 def _publish(dest: Path, cap: Capture) -> Path:
