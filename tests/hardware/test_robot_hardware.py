@@ -12,6 +12,7 @@ import pytest
 
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import open_arm
+from servotool.runs.arm.prepare import wait_for_state
 from servotool.runs.arm.ramp import RampSettings, run_ramp
 
 URL = os.environ.get("SERVOTOOL_TEST_ROBOT")
@@ -35,9 +36,9 @@ def arm():
 
 
 def test_state_stream_arrives_with_a_full_pose(arm):
-    a, _ = arm
+    a, clock = arm
     assert not a.simulated
-    frame = a.wait_state(timeout_s=1.0)
+    frame = wait_for_state(a, clock, timeout_s=1.0)
     assert len(frame.q) == a.n_joints
     assert all(math.isfinite(x) for x in frame.q)
     assert frame.fault is None or all(isinstance(c, int) for c in frame.fault.codes)
