@@ -204,4 +204,5 @@ FAMILY = Family(
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
     telemetry=_telemetry,
+    docs="franka.md",
 )
