@@ -135,9 +135,13 @@ class FrankaSource:
                 "velocity": "deg/s (dq)",
                 "time_s": "s (the robot's own clock)",
             },
-            "status_word": "current_errors, last_motion_errors: bit n is flag n of status_bits; "
+            "status_word": "current_errors, last_motion_errors: bit n is flag n of libfranka's errors; "
             "robot_mode: 1 while Reflex",
-            "status_bits": list(codes.ERROR_NAMES),
+            "status_bits": {
+                CURRENT_ERRORS: list(codes.ERROR_NAMES),
+                LAST_MOTION_ERRORS: list(codes.ERROR_NAMES),
+                ROBOT_MODE: ["Reflex"],
+            },
         }
 
     def _read_forever(self) -> None:

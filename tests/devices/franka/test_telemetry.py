@@ -177,7 +177,8 @@ def test_a_scheduled_reflex_is_one_capture_with_lead_up_tail_and_names(tmp_path:
     header = json.loads(lines[0])
     assert header["trigger_axes"][0] == CURRENT_ERRORS
     assert set(header["trigger_axes"]) <= {CURRENT_ERRORS, LAST_MOTION_ERRORS, ROBOT_MODE}
-    assert header["device"]["family"] == "franka" and "joint_reflex" in header["device"]["status_bits"]
+    assert header["device"]["family"] == "franka"
+    assert header["device"]["status_bits"][CURRENT_ERRORS] == list(codes.ERROR_NAMES)
     bits = {t["axis"]: t["bits"] for t in header["trigger"]}
     assert word_names(bits[CURRENT_ERRORS]) == ("joint_reflex",)
     # a loaded host loses some cycles in real time, never seconds of them
@@ -189,3 +190,38 @@ def test_a_scheduled_reflex_is_one_capture_with_lead_up_tail_and_names(tmp_path:
     assert all(s["state"]["robot_mode"] == "Idle" and not s["state"]["current_errors"] for s in before)
     assert all(s["state"]["current_errors"] == ["joint_reflex"] for s in after)
     assert all(s["state"]["robot_mode"] == "Reflex" for s in after)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_record_on_the_simulator_from_the_command_line(tmp_path: Path, monkeypatch):
+    pytest.importorskip("pylibfranka", reason="pylibfranka (servotool[franka]) is not installed")
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    dest = tmp_path / "captures"
+    runner = CliRunner()
+    url = "sim:franka-fr3?reflex_at=1.5&reflex=joint_motion_generator_velocity_discontinuity"
+    res = runner.invoke(app, ["record", "--robot", url, "--duration", "5", "--json", "--dest", str(dest)])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output[res.output.index("{") :])
+    assert out["status"] == "complete" and len(out["captures"]) == 1
+    assert out["captures"][0]["trigger_axes"][0] == CURRENT_ERRORS
+    shown = runner.invoke(app, ["incidents", "show", out["captures"][0]["path"]])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())  # the lines wrap at the terminal's width
+    assert "current_errors (0x4000 (joint_motion_generator_velocity_discontinuity))" in text
+    assert "robot_mode (0x01 (Reflex))" in text
+
+
+def test_the_recorder_refuses_the_simulator_on_a_simulated_clock(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    res = CliRunner().invoke(
+        app, ["record", "--robot", "sim:franka-fr3?clock=sim", "--duration", "1", "--dest", str(tmp_path)]
+    )
+    assert res.exit_code == 2 and "real time" in res.output
