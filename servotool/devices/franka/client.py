@@ -52,7 +52,7 @@ def _names(errors: Any) -> tuple[str, ...]:
 # the newest states kept as Cycles (for the warm-up and the held pose): a bounded window, flat in memory
 CYCLES_KEPT = 4096
 # the per-cycle values a run's CSV records besides q and the robot's clock (dev_t), by the robot's names
-JOINT_VALUES = (("q_d", "deg (the commanded position the robot echoes)"), ("dq", "deg/s"), ("tau_J", "Nm"))
+JOINT_VALUES = (("q_d", "deg"), ("dq", "deg/s"), ("tau_J", "Nm"))  # q_d: the command the robot echoes
 STATE_COLUMNS: dict[str, str] = {
     **{f"{name}{j + 1}": unit for name, unit in JOINT_VALUES for j in range(7)},
     "robot_mode": "the robot's mode by its libfranka name (Idle, Move, Reflex, ...)",
