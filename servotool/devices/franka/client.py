@@ -15,10 +15,9 @@ from __future__ import annotations
 import math
 import platform
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pylibfranka as pf
 
@@ -48,9 +47,9 @@ NOT_READY = {
 }
 
 
-@dataclass(frozen=True)
-class Cycle:
-    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names."""
+class Cycle(NamedTuple):
+    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names (a tuple: one is
+    made every millisecond)."""
 
     t: float
     time_s: float
@@ -65,6 +64,8 @@ class Cycle:
 
 
 def _names(errors: Any) -> tuple[str, ...]:
+    if not errors:  # libfranka's Errors is true when any flag is set: the 41 look-ups only then
+        return ()
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
 
 
@@ -81,12 +82,19 @@ STATE_COLUMNS: dict[str, str] = {
 }
 
 
-def state_extra(cycle: Cycle) -> dict[str, float | str]:
-    """A cycle's values under STATE_COLUMNS: joints in degrees (tau_J in Nm), flags by name."""
-    out: dict[str, float | str] = {}
-    for name, values in (("q_d", cycle.q_d), ("dq", cycle.dq)):
-        out.update({f"{name}{j + 1}": math.degrees(x) for j, x in enumerate(values)})
-    out.update({f"tau_J{j + 1}": x for j, x in enumerate(cycle.tau_J)})
+_Q_D, _DQ, _TAU_J = ([f"{name}{j + 1}" for j in range(7)] for name, _ in JOINT_VALUES)
+
+
+def state_extra(
+    cycle: Cycle, q_d_deg: Sequence[float] | None = None, dq_deg: Sequence[float] | None = None
+) -> dict[str, float | str]:
+    """A cycle's values under STATE_COLUMNS: joints in degrees (tau_J in Nm), flags by name. q_d_deg and
+    dq_deg: the cycle's q_d and dq already in degrees (the state frame's), converted here when not given."""
+    q_d = q_d_deg if q_d_deg is not None else tuple(map(math.degrees, cycle.q_d))
+    dq = dq_deg if dq_deg is not None else tuple(map(math.degrees, cycle.dq))
+    out: dict[str, float | str] = dict(zip(_Q_D, q_d, strict=True))
+    out.update(zip(_DQ, dq, strict=True))
+    out.update(zip(_TAU_J, cycle.tau_J, strict=True))
     out["robot_mode"] = cycle.robot_mode
     out["control_command_success_rate"] = cycle.control_command_success_rate
     out["current_errors"] = " ".join(cycle.current_errors)
@@ -103,6 +111,11 @@ def _device_error(url: str, exc: BaseException) -> DeviceError:
     if isinstance(exc, pf.NetworkException):
         return ConnectionLost(f"{url}: {exc}")
     return DeviceError(f"{url}: {exc}")
+
+
+_MOTION: dict[str, MotionState] = defaultdict(
+    lambda: MotionState.UNKNOWN, {m: MotionState(v) for m, v in codes.MOTION_STATE_OF_MODE.items()}
+)
 
 
 def realtime_kernel() -> bool:
@@ -196,16 +209,17 @@ class FrankaArm:
         fault = None
         if errors:
             fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
+        setpoint, qd = tuple(map(math.degrees, cycle.q_d)), tuple(map(math.degrees, cycle.dq))
         frame = StateFrame(
             t,
-            tuple(math.degrees(x) for x in cycle.q),
+            tuple(map(math.degrees, cycle.q)),
             fault=fault,
             enabled=True,
-            setpoint=tuple(math.degrees(x) for x in cycle.q_d),
+            setpoint=setpoint,
             device_time_s=cycle.time_s,
-            qd=tuple(math.degrees(x) for x in cycle.dq),
-            motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
-            extra=state_extra(cycle),
+            qd=qd,
+            motion=_MOTION[mode],
+            extra=state_extra(cycle, setpoint, qd),
         )
         self._unread.append(frame)
         self._latest = frame
