@@ -3,7 +3,7 @@
 
 Read only by default: a connect, a second of every-cycle state, nothing commanded. The motion tests also
 need SERVOTOOL_TEST_ALLOW_MOTION=1: a small, slow lag ramp and a jerk-limited step of a few degrees on the
-joint named by SERVOTOOL_TEST_JOINT (default 6, J7: the smallest motion envelope), out and back.
+joint named by SERVOTOOL_TEST_JOINT (default 5, J6: a wrist joint, a small motion envelope), out and back.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from servotool.clock import MonotonicClock
 
 URL = os.environ.get("SERVOTOOL_TEST_ROBOT", "")
 MOTION = os.environ.get("SERVOTOOL_TEST_ALLOW_MOTION") == "1"
-JOINT = int(os.environ.get("SERVOTOOL_TEST_JOINT", "6"))
+JOINT = int(os.environ.get("SERVOTOOL_TEST_JOINT", "5"))
 IS_FRANKA = URL.startswith("franka://")
 
 pytestmark = [
@@ -29,6 +29,12 @@ pytestmark = [
 needs_motion = pytest.mark.skipif(
     not MOTION, reason="set SERVOTOOL_TEST_ALLOW_MOTION=1 to let the test move the arm"
 )
+
+
+def _motion():
+    from servotool.devices.registry import ARM, url_facts
+
+    return url_facts(URL, ARM).motion
 
 
 @pytest.fixture
@@ -72,10 +78,12 @@ def test_a_read_only_connect_gives_every_cycle_with_the_robots_names(arm):
 
 @needs_motion
 def test_a_small_lag_ramp_measures_lag_and_keeps_every_command(arm, tmp_path):
-    from servotool.runs.arm.ramp import RampSettings, run_ramp
+    from servotool.runs.arm.ramp import run_ramp
+    from servotool.runs.arm.settings import LagOptions
 
     a, clock = arm
-    settings = RampSettings(joint=JOINT, sweep_deg=3.0, speeds_deg_s=(3.0, 6.0), keep=True)
+    # as `servotool lag --ramp --sweep 3 --speeds 3,6` builds them: the family's period and bounds
+    settings = LagOptions(joint=JOINT, sweep=3.0, speeds=(3.0, 6.0)).for_device(_motion()).run_settings()
     run = run_ramp(a, settings, clock=clock, out_dir=tmp_path, command="pytest hardware franka")
     assert run.outcome.complete, run.outcome.reason
     assert run.analysis is not None
@@ -86,10 +94,14 @@ def test_a_small_lag_ramp_measures_lag_and_keeps_every_command(arm, tmp_path):
 
 @needs_motion
 def test_a_generator_step_of_a_few_degrees_lands_without_a_reflex(arm, tmp_path):
-    from servotool.runs.arm.step import StepSettings, run_step
+    from servotool.runs.arm.settings import StepOptions
+    from servotool.runs.arm.step import run_step
 
     a, clock = arm
-    settings = StepSettings(joint=JOINT, size_deg=3.0, steps=2, shaper="otg", keep=True)
+    # as `servotool step --size 3 --steps 4 --shaper otg` builds them: the jerk-limited generator
+    options = StepOptions(joint=JOINT, size=3.0, steps=4, shaper="otg")
+    settings = options.for_device(_motion()).run_settings()
+    assert settings.shaped and settings.shaper == "otg"
     run = run_step(a, settings, clock=clock, out_dir=tmp_path, command="pytest hardware franka")
     assert run.outcome.complete, run.outcome.reason
     assert run.outcome.fault is None
