@@ -25,13 +25,15 @@ from servotool.clock import Clock, DeviceTime, FakeClock
 from servotool.devices import trace
 from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
 from servotool.devices.franka import codes
-from servotool.devices.franka.family import facts
+from servotool.devices.franka.family import (
+    DEFAULT_FORCE_THRESHOLDS,
+    DEFAULT_TORQUE_THRESHOLDS,
+    collision_of,
+    facts,
+)
 from servotool.devices.url import DeviceURL
 from servotool.errors import DeviceError
 
-# set_collision_behavior defaults (Nm per joint, N/Nm per axis): the run's settings override them
-DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
-DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
 CYCLE_S = 0.001  # the robot's state and command cycle
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
@@ -71,32 +73,27 @@ def _names(errors: Any) -> tuple[str, ...]:
 
 # the newest states kept as Cycles (for the warm-up and the held pose): a bounded window, flat in memory
 CYCLES_KEPT = 4096
-# the per-cycle values a run's CSV records besides q and the robot's clock (dev_t), by the robot's names
-JOINT_VALUES = (("q_d", "deg"), ("dq", "deg/s"), ("tau_J", "Nm"))  # q_d: the command the robot echoes
+# the per-cycle values a run's CSV records besides q, the robot's clock (dev_t), the echoed command q_d and
+# the success rate (the e and success columns every echoing arm has), by the robot's names
+JOINT_VALUES = (("dq", "deg/s"), ("tau_J", "Nm"))
 STATE_COLUMNS: dict[str, str] = {
     **{f"{name}{j + 1}": unit for name, unit in JOINT_VALUES for j in range(7)},
     "robot_mode": "the robot's mode by its libfranka name (Idle, Move, Reflex, ...)",
-    "control_command_success_rate": "fraction of the last 100 commands the robot received (0..1)",
     "current_errors": "the error flags set now, by libfranka name, space-separated",
     "last_motion_errors": "the error flags that ended the last motion, by libfranka name, space-separated",
 }
 
 
-_Q_D, _DQ, _TAU_J = ([f"{name}{j + 1}" for j in range(7)] for name, _ in JOINT_VALUES)
+_DQ, _TAU_J = ([f"{name}{j + 1}" for j in range(7)] for name, _ in JOINT_VALUES)
 
 
-def state_extra(
-    cycle: Cycle, q_d_deg: Sequence[float] | None = None, dq_deg: Sequence[float] | None = None
-) -> dict[str, float | str]:
-    """A cycle's values under STATE_COLUMNS: joints in degrees (tau_J in Nm), flags by name. q_d_deg and
-    dq_deg: the cycle's q_d and dq already in degrees (the state frame's), converted here when not given."""
-    q_d = q_d_deg if q_d_deg is not None else tuple(map(math.degrees, cycle.q_d))
+def state_extra(cycle: Cycle, dq_deg: Sequence[float] | None = None) -> dict[str, float | str]:
+    """A cycle's values under STATE_COLUMNS: dq in deg/s, tau_J in Nm, the mode and the flags by name.
+    dq_deg: the cycle's dq already in degrees (the state frame's), converted here when not given."""
     dq = dq_deg if dq_deg is not None else tuple(map(math.degrees, cycle.dq))
-    out: dict[str, float | str] = dict(zip(_Q_D, q_d, strict=True))
-    out.update(zip(_DQ, dq, strict=True))
+    out: dict[str, float | str] = dict(zip(_DQ, dq, strict=True))
     out.update(zip(_TAU_J, cycle.tau_J, strict=True))
     out["robot_mode"] = cycle.robot_mode
-    out["control_command_success_rate"] = cycle.control_command_success_rate
     out["current_errors"] = " ".join(cycle.current_errors)
     out["last_motion_errors"] = " ".join(cycle.last_motion_errors)
     return out
@@ -104,6 +101,16 @@ def state_extra(
 
 def _rounded(values: Sequence[float]) -> list[float]:
     return [round(x, 6) for x in values]
+
+
+def _refused(url: str, host: str, exc: BaseException) -> DeviceError:
+    """A connection the robot did not take, with libfranka's own words: the robot serves one client."""
+    if isinstance(exc, pf.NetworkException):
+        return DeviceError(
+            f"{url}: {host} refused the connection ({exc}); the robot takes one client at a time: is another "
+            "program connected to it (busy)?"
+        )
+    return DeviceError(f"{url}: {exc}")
 
 
 def _device_error(url: str, exc: BaseException) -> DeviceError:
@@ -140,6 +147,7 @@ class FrankaArm:
         clock: Clock | None = None,
     ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
+        self.host = host
         self.clock: Clock | None = clock if isinstance(clock, FakeClock) else None
         self._device_time = DeviceTime(clock) if isinstance(clock, FakeClock) else None
         self._now = clock.now if clock is not None else now or time.monotonic
@@ -166,7 +174,7 @@ class FrankaArm:
                 list(force_thresholds),
             )
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
-            raise _device_error(url, exc) from None
+            raise _refused(url, host, exc) from None
         self._control: Any = None
         self._last_q: list[float] | None = None
         self.cycles: deque[Cycle] = deque(maxlen=CYCLES_KEPT)
@@ -175,6 +183,19 @@ class FrankaArm:
         self._closed = False
 
     # -- state ------------------------------------------------------------------------------------------
+
+    def device_settings(self) -> dict[str, Any]:
+        """What this arm set or waived on the robot, for a run's CSV header."""
+        torque, force = self.collision_thresholds
+        return {
+            "realtime": self.realtime,
+            "collision_behavior": {"torque_thresholds_nm": list(torque), "force_thresholds": list(force)},
+        }
+
+    @property
+    def echoes_setpoints(self) -> bool:
+        """Every state carries q_d (the command the robot executes) and control_command_success_rate."""
+        return True
 
     @property
     def cycle_s(self) -> float:
@@ -219,7 +240,8 @@ class FrankaArm:
             device_time_s=cycle.time_s,
             qd=qd,
             motion=_MOTION[mode],
-            extra=state_extra(cycle, setpoint, qd),
+            success_rate=cycle.control_command_success_rate,
+            extra=state_extra(cycle, qd),
         )
         self._unread.append(frame)
         self._latest = frame
@@ -359,6 +381,8 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
     parameters checked by the family first)."""
     f = facts(parsed)
+    collision = collision_of(parsed)
+    kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
         from servotool.devices.franka.family import sim_reflex, sim_settings
         from servotool.devices.franka.sim import spawn, stop
@@ -377,6 +401,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
             arm.sim_process = proc
+            arm.realtime = "not needed (a simulator)"
         except BaseException:
             stop(proc)
             raise

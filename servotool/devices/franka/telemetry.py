@@ -80,7 +80,7 @@ def sweep_of(frame: StateFrame) -> Sweep:
     state = {
         "time_s": frame.device_time_s,
         ROBOT_MODE: extra.get(ROBOT_MODE),
-        "control_command_success_rate": extra.get("control_command_success_rate"),
+        "control_command_success_rate": frame.success_rate,
         CURRENT_ERRORS: _names(extra, CURRENT_ERRORS),
         LAST_MOTION_ERRORS: _names(extra, LAST_MOTION_ERRORS),
     }

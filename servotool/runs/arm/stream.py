@@ -55,6 +55,8 @@ from servotool.devices.arm import (
     StateFrame,
     clock_of,
     device_cycle_of,
+    device_settings_of,
+    echoes_setpoints,
     fault_codes,
     state_columns_of,
     watchdog_of,
@@ -129,23 +131,31 @@ __all__ = [
 ]
 
 
-def columns(n_joints: int, raw: bool, extra: Sequence[str] = ()) -> list[str]:
+def columns(n_joints: int, raw: bool, echo: bool = False, extra: Sequence[str] = ()) -> list[str]:
     """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
-    then the arm's extra per-cycle state columns (filled on state rows only), before `info`."""
+    with echo, e = the controller's echo of the setpoint it executes and success = the share of recent
+    setpoints it received (state rows); then the arm's extra per-cycle state columns (state rows only)."""
     cols = ["t", "event", "seq", "pass", "phase"]
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
+    if echo:
+        cols += [*(f"e{j + 1}" for j in range(n_joints)), "success"]
     cols += ["errcode", *FAULT_COLUMNS, "dev_t", *extra, "info"]
     return cols
 
 
-def units(n_joints: int, raw: bool, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def units(
+    n_joints: int, raw: bool, echo: bool = False, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The units line of a streamed run's CSV header (the arm's extra state columns with theirs)."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
         u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
+    if echo:
+        u.update({f"e{j + 1}": "deg (the setpoint the controller executes)" for j in range(n_joints)})
+        u["success"] = "share 0..1 of the recent setpoints the controller received"
     u.update(extra or {})
     return u
 
@@ -299,6 +309,7 @@ class Streamer:
         self.catch_sigint = catch_sigint
         self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
+        self.record_echo = echoes_setpoints(arm)
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
@@ -359,6 +370,10 @@ class Streamer:
                 "dev_t": f.device_time_s,
             }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            if self.record_echo:
+                echo = f.setpoint or ()
+                row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
+                row["success"] = f.success_rate
             if f.extra:
                 row.update(f.extra)
             rows.append(row)
@@ -836,6 +851,9 @@ def open_run_csv(
     cycle = device_cycle_of(arm)
     if cycle is not None:
         header = {**header, "pacing": DEVICE_PACED.format(ms=cycle * 1e3)}
+    settings = device_settings_of(arm)
+    if settings:
+        header = {**header, "device_settings": settings}
     extra = state_columns_of(arm)
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
@@ -845,8 +863,8 @@ def open_run_csv(
                 device=arm.url,
                 simulated=arm.simulated,
                 config=config,
-                units=units(arm.n_joints, raw=record_raw, extra=extra),
-                columns=columns(arm.n_joints, raw=record_raw, extra=tuple(extra)),
+                units=units(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=extra),
+                columns=columns(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=tuple(extra)),
                 command=command,
                 extra=header,
             )

@@ -30,7 +30,6 @@ def _frame(t: float, mode: str = "Idle", errors: str = "", motion_errors: str = 
     extra.update(
         {
             "robot_mode": mode,
-            "control_command_success_rate": 0.0,
             "current_errors": errors,
             "last_motion_errors": motion_errors,
         }
@@ -41,6 +40,7 @@ def _frame(t: float, mode: str = "Idle", errors: str = "", motion_errors: str = 
         setpoint=tuple(10.0 * j + 0.1 for j in range(7)),
         device_time_s=t,
         qd=(0.0,) * 7,
+        success_rate=0.0,
         extra=extra,
     )
 
