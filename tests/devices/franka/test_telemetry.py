@@ -169,7 +169,7 @@ def test_a_scheduled_reflex_is_one_capture_with_lead_up_tail_and_names(tmp_path:
     arm = FrankaArm("sim:franka-fr3", host, "fr3", True, True, on_close=lambda: stop(proc), now=clock.now)
     source = FrankaSource(arm)
     settings = RecordSettings(
-        dest=tmp_path, duration_s=4.0, recorder=RecorderSettings(tail_s=1.0, max_tail_s=1.0)
+        dest=tmp_path, duration_s=6.0, recorder=RecorderSettings(tail_s=1.0, max_tail_s=1.0)
     )
     out = run_record(source, clock, settings, handle_signals=False)
     assert out.status == COMPLETE and len(out.captures) == 1
@@ -182,7 +182,8 @@ def test_a_scheduled_reflex_is_one_capture_with_lead_up_tail_and_names(tmp_path:
     bits = {t["axis"]: t["bits"] for t in header["trigger"]}
     assert word_names(bits[CURRENT_ERRORS]) == ("joint_reflex",)
     # a loaded host loses some cycles in real time, never seconds of them
-    assert header["lead_up_s"] > 1.0 and header["tail_observed_s"] > 0.8
+    assert header["end"] == "tail-complete"
+    assert header["lead_up_s"] > 1.0 and header["tail_observed_s"] > 0.5
     fast = [json.loads(x) for x in lines[1:] if '"ring":"fast"' in x.replace(" ", "")]
     before = [s for s in fast if s["t"] < -0.05]
     after = [s for s in fast if s["t"] > 0.05]
@@ -204,7 +205,7 @@ def test_record_on_the_simulator_from_the_command_line(tmp_path: Path, monkeypat
     dest = tmp_path / "captures"
     runner = CliRunner()
     url = "sim:franka-fr3?reflex_at=1.5&reflex=joint_motion_generator_velocity_discontinuity"
-    res = runner.invoke(app, ["record", "--robot", url, "--duration", "5", "--json", "--dest", str(dest)])
+    res = runner.invoke(app, ["record", "--robot", url, "--duration", "8", "--json", "--dest", str(dest)])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output[res.output.index("{") :])
     assert out["status"] == "complete" and len(out["captures"]) == 1
