@@ -14,7 +14,7 @@ between two robot cycles: for servotool the generator, the guard, the CSV row, t
 Then the ratio servotool / bare, and the resident memory (RSS) of the process sampled once a second in
 each loop: start (after its first second) and end, to show it flat. Usage:
 
-    python benchmarks/franka_loop.py [--seconds 60] [--step-deg 2] [--hold-s 1.0] [--json]
+    python benchmarks/franka_loop.py [--seconds 60] [--step-deg 2] [--hold-s 1.0] [--lockstep] [--json]
 """
 
 from __future__ import annotations
@@ -72,12 +72,16 @@ def rss_mb() -> float:
 
 
 class Timing:
-    """What one loop did per cycle: the robot's time of each state, the compute between cycles, RSS."""
+    """What one loop did per cycle: the robot's time of each state, the compute between cycles, RSS. The
+    arrays are allocated and touched up front, so the measurement itself adds nothing to the RSS it
+    samples (cycles beyond `capacity` are counted, not kept)."""
 
-    def __init__(self) -> None:
-        self.robot_t: list[float] = []
-        self.compute_s: list[float] = []
-        self.rss: list[tuple[float, float]] = []  # (s since the first state, MB)
+    def __init__(self, capacity: int) -> None:
+        self.robot_t = np.full(capacity, np.nan)
+        self.compute_s = np.full(capacity, np.nan)
+        self.n_t = self.n_c = 0
+        self.rss: list[tuple[float, float]] = [(0.0, 0.0)] * 1000  # (s since the first state, MB)
+        self.n_rss = 0
         self.success_rate = math.nan
         self._returned: float | None = None  # when the last readOnce returned
         self._write_s = 0.0  # writeOnce's own time since then
@@ -85,28 +89,32 @@ class Timing:
 
     def read_called(self) -> None:
         now = time.perf_counter()
-        if self._returned is not None:
-            self.compute_s.append(now - self._returned - self._write_s)
+        if self._returned is not None and self.n_c < len(self.compute_s):
+            self.compute_s[self.n_c] = now - self._returned - self._write_s
+            self.n_c += 1
 
     def read_returned(self, state: Any) -> None:
         now = time.perf_counter()
         self._returned, self._write_s = now, 0.0
-        self.robot_t.append(float(state.time.to_sec()))
+        if self.n_t < len(self.robot_t):
+            self.robot_t[self.n_t] = state.time.to_sec()
+            self.n_t += 1
         self.success_rate = float(state.control_command_success_rate)
         if self._t0 is None:
             self._t0 = now
-        if len(self.robot_t) % 1000 == 0:
-            self.rss.append((now - self._t0, rss_mb()))
+        if self.n_t % 1000 == 0 and self.n_rss < len(self.rss):
+            self.rss[self.n_rss] = (now - self._t0, rss_mb())
+            self.n_rss += 1
 
     def wrote(self, seconds: float) -> None:
         self._write_s += seconds
 
     def summary(self) -> dict[str, Any]:
-        t = np.asarray(self.robot_t)
+        t = self.robot_t[: self.n_t]
         gaps = np.round(np.diff(t) / CYCLE_S).astype(int) if len(t) > 1 else np.zeros(0, int)
-        c = np.asarray(self.compute_s) * 1e6
+        c = self.compute_s[: self.n_c] * 1e6
         p50, p99 = np.percentile(c, [50, 99]) if len(c) else (math.nan, math.nan)
-        after_first = [mb for s, mb in self.rss if s >= 1.0]
+        after_first = [mb for s, mb in self.rss[: self.n_rss] if s >= 1.0]
         return {
             "cycles": len(t),
             "missed": int(np.sum(np.maximum(gaps - 1, 0))),
@@ -117,6 +125,11 @@ class Timing:
                 "end": after_first[-1] if after_first else math.nan,
             },
         }
+
+
+def capacity(seconds: float) -> int:
+    """Cycles a loop of `seconds` may take, its warm-up, settling and finish included."""
+    return int(seconds / CYCLE_S * 1.2) + 20_000
 
 
 class TimedControl:
@@ -161,21 +174,24 @@ _REAL_ROBOT = pf.Robot
 
 def servotool_loop(url: str, seconds: float, step_deg: float, hold_s: float) -> dict[str, Any]:
     """`servotool step` on J6 for about `seconds`: generator, guard and CSV, timed at the bindings."""
-    from servotool.clock import MonotonicClock
+    from servotool.clock import FakeClock, MonotonicClock
     from servotool.devices.registry import ARM, open_arm, url_facts
     from servotool.runs.arm.settings import StepOptions
     from servotool.runs.arm.step import run_step
 
-    timing = Timing()
+    timing = Timing(capacity(seconds))
     pf.Robot = TimedRobot  # the client opens its robot through the module: it gets the timed one
     TimedRobot.timing = timing
-    clock = MonotonicClock()
+    lockstep = url.endswith("clock=sim")
+    clock: Any = FakeClock() if lockstep else MonotonicClock()
     steps = max(4, 4 * math.ceil(seconds / hold_s / 4))
-    # as `servotool step --joint 5 --size S --steps N --hold-ms H` builds them: the family's period and bounds
-    options = StepOptions(joint=5, size=step_deg, steps=steps, hold_ms=hold_s * 1e3)
+    # as `servotool step --joint 5 --size S --steps N --hold-ms H --shaper otg` builds them: the family's
+    # period and bounds, the jerk-limited generator
+    options = StepOptions(joint=5, size=step_deg, steps=steps, hold_ms=hold_s * 1e3, shaper="otg")
     settings = options.for_device(url_facts(url, ARM).motion).run_settings()
     try:
-        with tempfile.TemporaryDirectory() as tmp, open_arm(url, now=clock.now) as arm:
+        opened = open_arm(url, clock=clock) if lockstep else open_arm(url, now=clock.now)
+        with tempfile.TemporaryDirectory() as tmp, opened as arm:
             sim = raise_simulators()
             run = run_step(arm, settings, clock=clock, out_dir=Path(tmp), command="bench franka_loop")
     finally:
@@ -191,7 +207,7 @@ def bare_loop(host: str, seconds: float) -> dict[str, Any]:
     """pylibfranka alone: each state's q_d written back, for `seconds`, then a finish on the same pose."""
     from servotool.runs.arm.realtime import realtime
 
-    timing = Timing()
+    timing = Timing(capacity(seconds))
     sim = raise_simulators()
     robot = _REAL_ROBOT(host, pf.RealtimeConfig.kIgnore)
     status, reason = "complete", None
@@ -217,16 +233,24 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="seconds of each loop (default 60)")
     ap.add_argument("--step-deg", type=float, default=2.0, help="servotool's step size on J6 (deg)")
     ap.add_argument("--hold-s", type=float, default=1.0, help="servotool's hold at each level (s)")
+    ap.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="the simulator waits for every answer (clock=sim): on a loaded host no cycle is lost and no "
+        "loop ends early; compute and memory are measured as in real time, missed cycles are 0 by design",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     from servotool.devices.franka.sim import spawn, stop
 
-    proc, host = spawn("franka-fr3")  # the bare loop's robot: its own simulator, dialled directly
+    # the bare loop's robot: its own simulator, dialled directly
+    proc, host = spawn("franka-fr3", lockstep=args.lockstep)
     try:
         bare = bare_loop(host, args.seconds)
     finally:
         stop(proc)
-    ours = servotool_loop("sim:franka-fr3", args.seconds, args.step_deg, args.hold_s)
+    url = "sim:franka-fr3?clock=sim" if args.lockstep else "sim:franka-fr3"
+    ours = servotool_loop(url, args.seconds, args.step_deg, args.hold_s)
     report(ours, bare, args)
 
 
@@ -235,7 +259,8 @@ def report(ours: dict[str, Any], bare: dict[str, Any], args: argparse.Namespace)
     if args.json:
         print(json.dumps({"servotool": ours, "bare": bare, "ratio": ratio}, indent=2))
         return
-    print(f"{args.seconds:g} s per loop against sim:franka-fr3 at 1 kHz (load {os.getloadavg()[0]:.1f})")
+    pace = "in lock-step (clock=sim)" if args.lockstep else "at 1 kHz in real time"
+    print(f"{args.seconds:g} s per loop against sim:franka-fr3 {pace} (load {os.getloadavg()[0]:.1f})")
     head = f"{'loop':<30} {'cycles':>7} {'missed':>7} {'rate':>6} {'p50 us':>8} {'p99 us':>8} {'max us':>8}"
     print(head + f" {'RSS MB start':>13} {'end':>6}")
     for name, r in (("servotool (otg, guard, CSV)", ours), ("bare pylibfranka echo", bare)):

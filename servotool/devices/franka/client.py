@@ -71,8 +71,9 @@ def _names(errors: Any) -> tuple[str, ...]:
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
 
 
-# the newest states kept as Cycles (for the warm-up and the held pose): a bounded window, flat in memory
-CYCLES_KEPT = 4096
+# the newest states kept as Cycles (the readiness check, the warm-up and the held pose read the last one):
+# a short window, so a long run's memory stays flat from its first cycles
+CYCLES_KEPT = 64
 # the per-cycle values a run's CSV records besides q, the robot's clock (dev_t), the echoed command q_d and
 # the success rate (the e and success columns every echoing arm has), by the robot's names
 JOINT_VALUES = (("dq", "deg/s"), ("tau_J", "Nm"))
