@@ -177,6 +177,7 @@ class FrankaArm:
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
             raise _refused(url, host, exc) from None
         self._control: Any = None
+        self._ended: str | None = None  # why the robot ended the last motion (a reflex), once it did
         self._last_q: list[float] | None = None
         self.cycles: deque[Cycle] = deque(maxlen=CYCLES_KEPT)
         self._unread: list[StateFrame] = []
@@ -294,6 +295,7 @@ class FrankaArm:
     def servo_start(self) -> int:
         try:
             self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
+            self._ended = None
         except Exception as exc:
             raise _device_error(self.url, exc) from None
         return 0
@@ -324,6 +326,10 @@ class FrankaArm:
         if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
             raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
         if self._control is None:
+            if self._ended is not None:
+                raise DeviceError(
+                    f"{self.url}: the motion has ended ({self._ended}); the robot holds the arm"
+                )
             raise DeviceError(f"{self.url}: servo_j before servo_start")
         self._write([math.radians(x) for x in q], finished=False)
         return None
@@ -339,8 +345,20 @@ class FrankaArm:
             self._control.writeOnce(command)
         except Exception as exc:
             self._control = None
-            raise _device_error(self.url, exc) from None
+            error = _device_error(self.url, exc)
+            self._ended = str(exc)
+            if not isinstance(error, ConnectionLost):
+                self._record_reflex()
+            raise error from None
         self._last_q = q_rad
+
+    def _record_reflex(self) -> None:
+        """After the robot ended a motion: its state once, so that the reflex it latched is recorded by its
+        flag's name (a fault frame). Nothing when the state cannot be read."""
+        try:
+            self._record(self._robot.read_once())
+        except Exception:  # the motion's own error is the one reported
+            return
 
     def servo_end(self) -> int:
         """Finish the motion on the last setpoint (the held pose when none was sent)."""

@@ -709,8 +709,9 @@ class Streamer:
         if self._stopping:
             return
         self._stopping = True
-        if outcome.status == CONNECTION_LOST:
-            self._record_unpolled()  # before the stop row: they came before it
+        if outcome.status in (CONNECTION_LOST, DEVICE_ERROR):
+            # before the stop row: they came before it (a refusing device's last state names why)
+            self._record_unpolled()
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest, outcome.link_lost = None, True
