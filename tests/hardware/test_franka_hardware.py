@@ -27,7 +27,8 @@ pytestmark = [
     ),
 ]
 needs_motion = pytest.mark.skipif(
-    not MOTION, reason="set SERVOTOOL_TEST_ALLOW_MOTION=1 to let the test move the arm"
+    not (IS_FRANKA and MOTION),
+    reason="set SERVOTOOL_TEST_ROBOT=franka://HOST and SERVOTOOL_TEST_ALLOW_MOTION=1 to let it move the arm",
 )
 
 
