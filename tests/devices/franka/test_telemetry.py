@@ -226,3 +226,39 @@ def test_the_recorder_refuses_the_simulator_on_a_simulated_clock(tmp_path: Path)
         app, ["record", "--robot", "sim:franka-fr3?clock=sim", "--duration", "1", "--dest", str(tmp_path)]
     )
     assert res.exit_code == 2 and "real time" in res.output
+
+
+def test_each_new_reflex_is_one_capture_and_a_latch_at_connection_is_none(tmp_path: Path):
+    """The record loop's frames driven by hand on a fake clock: a reflex latched before the recorder came
+    is logged only; once cleared, every new one opens its own capture with its flags."""
+    from servotool.clock import FakeClock
+    from servotool.recorder import RecorderSettings
+    from servotool.runs.recorder.loop import RecordSettings, _Loop
+
+    clock = FakeClock()
+    arm = QueueArm()
+    source = FrankaSource(arm)
+    published: list = []
+    settings = RecordSettings(dest=tmp_path, recorder=RecorderSettings(tail_s=0.05, max_tail_s=0.05))
+    loop = _Loop(source, clock, settings, None, lambda dest, cap: published.append(cap) or dest)
+    loop.rec.connect(clock.now(), source.describe())
+    script = ["joint_reflex"] * 3 + [""] * 30 + ["cartesian_reflex"] * 5 + [""] * 30 + ["joint_reflex"] * 5
+    script += [""] * 30
+    try:
+        for flags in script:  # one frame of the loop per 5 ms, 5 robot cycles each
+            t = clock.now()
+            mode = "Reflex" if flags else "Idle"
+            arm.feed(*(_frame(t + k * 0.001, mode, flags) for k in range(5)))
+            loop.frame()
+            clock.advance(0.005)
+        published.extend(loop.rec.on_disconnect(clock.now()))
+        kinds = [e.kind for e in loop.rec.drain_events()]
+    finally:
+        source.close()
+    assert len(published) == 2
+    first, second = (cap.header for cap in published)
+    assert [t["axis"] for t in first["trigger"]] == [CURRENT_ERRORS, ROBOT_MODE]
+    assert word_names(first["trigger"][0]["bits"]) == ("cartesian_reflex",)
+    assert word_names(second["trigger"][0]["bits"]) == ("joint_reflex",)
+    assert kinds[:2] == ["baseline-latch", "baseline-latch"] and "recovered" in kinds
+    assert all(len(cap.samples) > 5 * 30 for cap in published)  # every cycle of the lead-up and tail
