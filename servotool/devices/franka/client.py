@@ -155,7 +155,7 @@ class FrankaArm:
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
         self.joint_ranges: tuple[tuple[float, float], ...] = ()
-        self.nominal_lag_ms: float | None = 1.3 if simulated else None
+        self.nominal_lag_ms: float | None = None  # a simulator's is its profile's (open_url)
         self.realtime = "ignore" if realtime_ignore else "enforce"
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
         self._on_close = on_close
@@ -404,6 +404,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
         from servotool.devices.franka.family import sim_reflex, sim_settings
+        from servotool.devices.franka.profiles import PROFILES
         from servotool.devices.franka.sim import spawn, stop
 
         sim = sim_settings(parsed)
@@ -421,6 +422,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
             arm.sim_process = proc
             arm.realtime = "not needed (a simulator)"
+            arm.nominal_lag_ms = PROFILES[parsed.target].ramp_lag_ms
         except BaseException:
             stop(proc)
             raise

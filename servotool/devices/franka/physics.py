@@ -3,7 +3,8 @@ dynamics, and the robot's checks on every joint position command. Pure: no I/O, 
 
 One `step(q_c)` is one 1 ms cycle. q_d echoes the previous cycle's command; q follows the command `dead`
 cycles late through a critically damped joint (omega_n, zeta of the profile), so on a ramp it trails q_c by
-about 1.3 ms. A command that breaks a limit raises the reflex by libfranka's name: the caller latches it.
+about 6.7 ms (Profile.ramp_lag_ms). A command that breaks a limit raises the reflex by libfranka's name:
+the caller latches it.
 """
 
 from __future__ import annotations
