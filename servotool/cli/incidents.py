@@ -59,8 +59,21 @@ def _num(x: Any, fmt: str = ".1f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def _bits(b: Any) -> str:
-    return "-" if b is None else f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
+def _bits(b: Any, names: Any = None) -> str:
+    """A status word as the capture's device names its bits (device.status_bits of that axis: `0x40
+    (joint_reflex)`), else in hex, a word above 16 bits as its high/low halves (a code pair)."""
+    if b is None:
+        return "-"
+    if isinstance(names, list) and isinstance(b, int):
+        named = [str(n) for i, n in enumerate(names) if b >> i & 1]
+        return f"0x{b:02x} ({' '.join(named)})" if named else f"0x{b:02x}"
+    return f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
+
+
+def _axis_bits(h: dict[str, Any], t: dict[str, Any]) -> str:
+    """A trigger axis's bits, named where the capture's device names that axis's bits."""
+    table = (h.get("device") or {}).get("status_bits")
+    return _bits(t.get("bits"), table.get(str(t.get("axis"))) if isinstance(table, dict) else None)
 
 
 @incidents_app.command("list")
@@ -106,7 +119,7 @@ def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestO
             capture_stamp(str(h.get("id"))),
             *device,
             ", ".join(str(a) for a in h.get("trigger_axes") or []),
-            ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
+            ", ".join(_axis_bits(h, t) for t in h.get("trigger") or []),
             _num(h.get("lead_up_s")),
             _num(h.get("tail_observed_s")),
             str(h.get("end")),
@@ -140,7 +153,7 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     dev = h.get("device") or {}
     counts = h.get("counts") or {}
     sim = ", SIMULATED" if dev.get("simulated") else ""
-    axes = ", ".join(f"{t['axis']} ({_bits(t['bits'])})" for t in h.get("trigger") or []) or "no axis"
+    axes = ", ".join(f"{t['axis']} ({_axis_bits(h, t)})" for t in h.get("trigger") or []) or "no axis"
     console.print(
         f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
         f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
@@ -157,7 +170,7 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     for t in h.get("trigger") or []:
         clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
         console.print(
-            f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "
+            f"axis {t['axis']}: bits {_axis_bits(h, t)}, last clean answer at {clean} s, "
             f"detected at {seen} s",
             highlight=False,
         )

@@ -88,16 +88,17 @@ def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
     return rows
 
 
-def render_view(p: RecordProgress, unit: str = "") -> Group:
+def render_view(p: RecordProgress, unit: str = "", current_unit: str = "mA") -> Group:
     """The live view at 80 columns: one row per axis (fast and context groups) with positions in `unit` (the
-    device's: deg on an arm, pulse on a bus), then the recorder's state on two short lines."""
+    device's: deg on an arm, pulse on a bus) and currents in `current_unit` (an arm may report its joint
+    torque there, in Nm), then the recorder's state on two short lines."""
     table = Table(show_header=True, header_style="bold", box=None)
     for col in (
         "axis",
         "group",
         f"position\n{unit}",
         f"gap\n{unit}",
-        "current\nmA",
+        f"current\n{current_unit}",
         "temp\nC",
         "volts\nV",
         "latch",
@@ -123,10 +124,11 @@ def render_view(p: RecordProgress, unit: str = "") -> Group:
     return Group(table, counts, Text.from_markup(window))
 
 
-def position_unit(describe: dict[str, Any]) -> str:
-    """The unit of a source's positions for a column header: deg (an arm), pulse (a bus), "" unknown."""
+def position_unit(describe: dict[str, Any], field: str = "position") -> str:
+    """The unit of a source's positions (or another field) for a column header: deg (an arm), pulse (a
+    bus), "" unknown."""
     units = describe.get("units")
-    text = str(units.get("position", "")) if isinstance(units, dict) else ""
+    text = str(units.get(field, "")) if isinstance(units, dict) else ""
     return text.split(" ")[0]
 
 
@@ -169,6 +171,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
     shown_captures = 0
     view_t = -math.inf
     unit = position_unit(source.describe())
+    current_unit = position_unit(source.describe(), "current") or "mA"
     console.print(f"captures go to {settings.dest}", highlight=False, soft_wrap=True)
     with Live(console=console, refresh_per_second=5, transient=False) as live:
 
@@ -185,7 +188,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
                 )
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
-                live.update(render_view(p, unit))
+                live.update(render_view(p, unit, current_unit))
                 view_t = p.t
 
         return run_record(

@@ -23,7 +23,7 @@ module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -110,7 +110,8 @@ class StateFrame:
     qd: measured joint speeds (deg/s); motion: the controller's motion state; cmd_num: the count of
     streamed setpoints the controller has taken; servo_active: the controller is in streaming mode,
     whoever put it there; success_rate: the share (0..1) of the recent cycles' setpoints the controller
-    received in time.
+    received in time; extra: the other values of that cycle the controller streams, by the CSV column the
+    arm names for each (ReportsStateColumns), numbers or short texts.
     """
 
     t: float
@@ -124,6 +125,7 @@ class StateFrame:
     cmd_num: int | None = None
     servo_active: bool | None = None
     success_rate: float | None = None
+    extra: Mapping[str, float | str] | None = None
 
     @property
     def codes(self) -> tuple[int, ...]:
@@ -314,6 +316,21 @@ class HasClock(Protocol):
 
 
 @runtime_checkable
+class ReportsStateColumns(Protocol):
+    """An arm whose state frames carry more per-cycle values (StateFrame.extra) than the common fields."""
+
+    @property
+    def state_columns(self) -> Mapping[str, str]:
+        """The CSV column of each extra value, in order, and its unit (or what a text holds)."""
+        ...
+
+
+def state_columns_of(arm: object) -> Mapping[str, str]:
+    """The extra per-cycle columns of the arm's state frames (ReportsStateColumns), else none."""
+    return arm.state_columns if isinstance(arm, ReportsStateColumns) else {}
+
+
+@runtime_checkable
 class PacedByDevice(Protocol):
     """An arm whose controller sets the pace: every servo_j waits for the controller's next state cycle and
     answers it (the controller's own cycle, its state frames carrying the controller's time), so a run
@@ -424,6 +441,7 @@ __all__ = [
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
+    "ReportsStateColumns",
     "SETPOINT",
     "StateFrame",
     "WarmsUp",
@@ -433,6 +451,7 @@ __all__ = [
     "device_settings_of",
     "echoes_setpoints",
     "fault_codes",
+    "state_columns_of",
     "state_period_of",
     "watchdog_of",
 ]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import platform
 import time
+from collections import defaultdict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pylibfranka as pf
 
@@ -49,9 +49,9 @@ NOT_READY = {
 }
 
 
-@dataclass(frozen=True)
-class Cycle:
-    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names."""
+class Cycle(NamedTuple):
+    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names (a tuple: one is
+    made every millisecond)."""
 
     t: float
     time_s: float
@@ -66,7 +66,38 @@ class Cycle:
 
 
 def _names(errors: Any) -> tuple[str, ...]:
+    if not errors:  # libfranka's Errors is true when any flag is set: the 41 look-ups only then
+        return ()
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
+
+
+# the newest states kept as Cycles (the readiness check, the warm-up and the held pose read the last one):
+# a short window, so a long run's memory stays flat from its first cycles
+CYCLES_KEPT = 64
+# the per-cycle values a run's CSV records besides q, the robot's clock (dev_t), the echoed command q_d and
+# the success rate (the e and success columns every echoing arm has), by the robot's names
+JOINT_VALUES = (("dq", "deg/s"), ("tau_J", "Nm"))
+STATE_COLUMNS: dict[str, str] = {
+    **{f"{name}{j + 1}": unit for name, unit in JOINT_VALUES for j in range(7)},
+    "robot_mode": "the robot's mode by its libfranka name (Idle, Move, Reflex, ...)",
+    "current_errors": "the error flags set now, by libfranka name, space-separated",
+    "last_motion_errors": "the error flags that ended the last motion, by libfranka name, space-separated",
+}
+
+
+_DQ, _TAU_J = ([f"{name}{j + 1}" for j in range(7)] for name, _ in JOINT_VALUES)
+
+
+def state_extra(cycle: Cycle, dq_deg: Sequence[float] | None = None) -> dict[str, float | str]:
+    """A cycle's values under STATE_COLUMNS: dq in deg/s, tau_J in Nm, the mode and the flags by name.
+    dq_deg: the cycle's dq already in degrees (the state frame's), converted here when not given."""
+    dq = dq_deg if dq_deg is not None else tuple(map(math.degrees, cycle.dq))
+    out: dict[str, float | str] = dict(zip(_DQ, dq, strict=True))
+    out.update(zip(_TAU_J, cycle.tau_J, strict=True))
+    out["robot_mode"] = cycle.robot_mode
+    out["current_errors"] = " ".join(cycle.current_errors)
+    out["last_motion_errors"] = " ".join(cycle.last_motion_errors)
+    return out
 
 
 def _rounded(values: Sequence[float]) -> list[float]:
@@ -88,6 +119,11 @@ def _device_error(url: str, exc: BaseException) -> DeviceError:
     if isinstance(exc, pf.NetworkException):
         return ConnectionLost(f"{url}: {exc}")
     return DeviceError(f"{url}: {exc}")
+
+
+_MOTION: dict[str, MotionState] = defaultdict(
+    lambda: MotionState.UNKNOWN, {m: MotionState(v) for m, v in codes.MOTION_STATE_OF_MODE.items()}
+)
 
 
 def realtime_kernel() -> bool:
@@ -143,7 +179,7 @@ class FrankaArm:
         self._control: Any = None
         self._ended: str | None = None  # why the robot ended the last motion (a reflex), once it did
         self._last_q: list[float] | None = None
-        self.cycles: list[Cycle] = []
+        self.cycles: deque[Cycle] = deque(maxlen=CYCLES_KEPT)
         self._unread: list[StateFrame] = []
         self._latest: StateFrame | None = None
         self._closed = False
@@ -168,6 +204,11 @@ class FrankaArm:
         """The robot's cycle (s): each servo_j waits for the next state and answers it."""
         return CYCLE_S
 
+    @property
+    def state_columns(self) -> dict[str, str]:
+        """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
+        return STATE_COLUMNS
+
     def _record(self, state: Any) -> StateFrame:
         robot_t = float(state.time.to_sec())
         t = self._device_time.follow(robot_t) if self._device_time is not None else self._now()
@@ -191,16 +232,18 @@ class FrankaArm:
         fault = None
         if errors:
             fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
+        setpoint, qd = tuple(map(math.degrees, cycle.q_d)), tuple(map(math.degrees, cycle.dq))
         frame = StateFrame(
             t,
-            tuple(math.degrees(x) for x in cycle.q),
+            tuple(map(math.degrees, cycle.q)),
             fault=fault,
             enabled=True,
-            setpoint=tuple(math.degrees(x) for x in cycle.q_d),
+            setpoint=setpoint,
             device_time_s=cycle.time_s,
-            qd=tuple(math.degrees(x) for x in cycle.dq),
-            motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
+            qd=qd,
+            motion=_MOTION[mode],
             success_rate=cycle.control_command_success_rate,
+            extra=state_extra(cycle, qd),
         )
         self._unread.append(frame)
         self._latest = frame
@@ -360,13 +403,21 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     collision = collision_of(parsed)
     kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
-        from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.family import sim_reflex, sim_settings
         from servotool.devices.franka.profiles import PROFILES
         from servotool.devices.franka.sim import spawn, stop
 
         sim = sim_settings(parsed)
         lockstep = isinstance(kwargs.get("clock"), FakeClock)
-        proc, host = spawn(parsed.target, sim.drop, sim.seed, sim.address, lockstep=lockstep, mode=sim.mode)
+        proc, host = spawn(
+            parsed.target,
+            sim.drop,
+            sim.seed,
+            sim.address,
+            lockstep=lockstep,
+            mode=sim.mode,
+            reflex=sim_reflex(parsed),
+        )
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
             arm.sim_process = proc

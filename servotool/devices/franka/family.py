@@ -12,7 +12,7 @@ from typing import Any
 
 from servotool.clock import FakeClock
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
-from servotool.devices.franka import profiles
+from servotool.devices.franka import codes, profiles
 from servotool.devices.franka.serve import SERVE
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError, guessed
@@ -159,10 +159,30 @@ def sim_settings(parsed: DeviceURL) -> SimSettings:
     return SimSettings(drop, seed, address, mode)
 
 
+def sim_reflex(parsed: DeviceURL) -> tuple[str, float] | None:
+    """(reflex name, seconds after the connection) a sim: URL schedules, None when it schedules none;
+    DeviceURLError for a name libfranka does not have or a time that is not a number >= 0."""
+    if "reflex_at" not in parsed.params:
+        if "reflex" in parsed.params:
+            raise DeviceURLError(f"{parsed.raw}: reflex= needs reflex_at= (the seconds after connecting)")
+        return None
+    name = parsed.params.get("reflex", "joint_reflex")
+    if name not in codes.ERROR_INDEX:
+        raise DeviceURLError(f"{parsed.raw}: reflex={name!r} is not a libfranka error name")
+    try:
+        at = float(parsed.params["reflex_at"])
+    except ValueError:
+        at = math.nan
+    if not (math.isfinite(at) and at >= 0):
+        raise DeviceURLError(f"{parsed.raw}: reflex_at={parsed.params['reflex_at']!r}, want seconds >= 0")
+    return name, at
+
+
 def _sim_profile(parsed: DeviceURL) -> profiles.Profile:
     if parsed.target not in profiles.PROFILES:
         raise DeviceURLError(f"{parsed.raw}: unknown profile (known: {', '.join(profiles.PROFILES)})")
     sim_settings(parsed)
+    sim_reflex(parsed)
     return profiles.PROFILES[parsed.target]
 
 
@@ -238,6 +258,12 @@ def lock_keys(parsed: DeviceURL) -> list[str]:
     return host_keys(NAME, parsed.target, [("port", COMMAND_PORT)])
 
 
+def _telemetry(arm: Any) -> Any:
+    from servotool.devices.franka.telemetry import telemetry
+
+    return telemetry(arm)
+
+
 COLLISION_HELP = {
     "collision_torque": "collision thresholds per joint, Nm: one value or 7 (set_collision_behavior)",
     "collision_force": "collision thresholds per Cartesian axis, N and Nm: one value or 6",
@@ -263,4 +289,6 @@ FAMILY = Family(
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
     serve=SERVE,
+    telemetry=_telemetry,
+    docs="franka.md",
 )

@@ -72,6 +72,9 @@ PARAM_HELP = {
     "drop": "the fraction of command packets the simulator loses, seeded (0..1, default 0)",
     "seed": "the seed of the packet loss draw (default 0)",
     "mode": "the robot_mode the simulated arm starts in: idle (ready), user_stopped, reflex, other (FCI off)",
+    "reflex_at": "raise a reflex this many seconds after a client connects (rehearses the recorder; "
+    "default: never)",
+    "reflex": "the reflex reflex_at raises, by its libfranka name (default joint_reflex)",
 }
 
 

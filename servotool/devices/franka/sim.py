@@ -70,10 +70,14 @@ class FrankaSim:
         address: str = "",
         lockstep: bool = False,
         mode: str = "idle",
+        reflex: tuple[str, float] | None = None,
     ) -> None:
         self.profile = profile
         self.drop = drop
         self.lockstep = lockstep
+        # a reflex raised at a time after the connection (its name, seconds): rehearses a recorder
+        self.scheduled_reflex = reflex
+        self._reflex_due: int | None = None  # the message id it is due at
         self._rng = random.Random(seed)
         if address:
             self._listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -191,6 +195,9 @@ class FrankaSim:
             if status is p.ConnectStatus.SUCCESS:
                 with self._lock:
                     self._peer = (conn.getpeername()[0], udp_port)
+                    if self.scheduled_reflex is not None and self._reflex_due is None:
+                        # counted in robot cycles: the same in real time and in lock-step
+                        self._reflex_due = self.message_id + round(self.scheduled_reflex[1] / 0.001)
             self._reply(cmd, cid, p.encode_connect_response(status))
         elif cmd is p.Command.MOVE:
             req = p.decode_move_request(payload)
@@ -332,6 +339,7 @@ class FrankaSim:
             moving = self.motion is not None and self.robot_mode == codes.MODE["Move"]
             if moving and self._in_loop and self.message_id > 0:
                 self._judge(cmd)
+            self._scheduled()
             self.joints.step()
             self.message_id += 1
             state = self._state()
@@ -363,6 +371,15 @@ class FrankaSim:
             self.robot_mode = codes.MODE["Idle"]
             if motion is not None:
                 self._send_move_result(motion.command_id, p.MoveStatus.SUCCESS)
+
+    def _scheduled(self) -> None:
+        """Raise the scheduled reflex once its time has come (once per simulator)."""
+        due, scheduled = self._reflex_due, self.scheduled_reflex
+        if due is None or scheduled is None or self.message_id < due:
+            return
+        self._reflex_due = None
+        self.scheduled_reflex = None
+        self._reflex(Check(scheduled[0], f"scheduled {scheduled[1]:g} s after the connection"))
 
     def _reflex(self, check: Check) -> None:
         self.reflexes.append(check)
@@ -422,11 +439,14 @@ def spawn(
     timeout_s: float = 10.0,
     lockstep: bool = False,
     mode: str = "idle",
+    reflex: tuple[str, float] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
     """The simulator in a process of its own and the address it serves on; DeviceError when it does not
     start within timeout_s. Closing the process's stdin stops it."""
     argv = [sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed), address]
     argv += ["lockstep" if lockstep else "realtime", mode]
+    if reflex is not None:
+        argv += [reflex[0], repr(reflex[1])]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
@@ -450,21 +470,27 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def start_sim(
-    name: str, drop: float = 0.0, seed: int = 0, address: str = "", lockstep: bool = False, mode: str = "idle"
+    name: str,
+    drop: float = 0.0,
+    seed: int = 0,
+    address: str = "",
+    lockstep: bool = False,
+    mode: str = "idle",
+    reflex: tuple[str, float] | None = None,
 ) -> FrankaSim:
     """A running simulator of the profile `name` (KeyError names the known ones)."""
     if name not in PROFILES:
         raise KeyError(f"unknown Franka profile {name!r} (known: {', '.join(PROFILES)})")
     if mode not in START_MODES:
         raise KeyError(f"unknown start mode {mode!r} (known: {', '.join(START_MODES)})")
-    return FrankaSim(PROFILES[name], drop, seed, address, lockstep, mode).start()
+    return FrankaSim(PROFILES[name], drop, seed, address, lockstep, mode, reflex).start()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address] [lockstep|realtime] [mode]`:
-    serve until stdin closes;
-    the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits
-    on the robot, so a simulator it talks to runs in a process of its own."""
+    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address] [lockstep|realtime] [mode]
+    [reflex reflex_at]`: serve until stdin closes; the first line printed is the address to dial.
+    pylibfranka holds the interpreter lock while it waits on the robot, so a simulator it talks to runs in
+    a process of its own."""
     args = sys.argv[1:] if argv is None else argv
     sim = start_sim(
         args[0],
@@ -473,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         args[3] if len(args) > 3 else "",
         len(args) > 4 and args[4] == "lockstep",
         args[5] if len(args) > 5 else "idle",
+        (args[6], float(args[7])) if len(args) > 7 else None,
     )
     print(sim.address, flush=True)
     try:

@@ -37,7 +37,7 @@ import gc
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +59,7 @@ from servotool.devices.arm import (
     device_settings_of,
     echoes_setpoints,
     fault_codes,
+    state_columns_of,
     watchdog_of,
 )
 from servotool.errors import Refused, signal_label
@@ -136,22 +137,24 @@ __all__ = [
 ]
 
 
-def columns(n_joints: int, raw: bool, echo: bool = False) -> list[str]:
+def columns(n_joints: int, raw: bool, echo: bool = False, extra: Sequence[str] = ()) -> list[str]:
     """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
     with echo, e = the controller's echo of the setpoint it executes and success = the share of recent
-    setpoints it received (state rows)."""
+    setpoints it received (state rows); then the arm's extra per-cycle state columns (state rows only)."""
     cols = ["t", "event", "seq", "pass", "phase"]
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
     if echo:
         cols += [*(f"e{j + 1}" for j in range(n_joints)), "success"]
-    cols += ["errcode", *FAULT_COLUMNS, "dev_t", "info"]
+    cols += ["errcode", *FAULT_COLUMNS, "dev_t", *extra, "info"]
     return cols
 
 
-def units(n_joints: int, raw: bool, echo: bool = False) -> dict[str, str]:
-    """The units line of a streamed run's CSV header."""
+def units(
+    n_joints: int, raw: bool, echo: bool = False, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The units line of a streamed run's CSV header (the arm's extra state columns with theirs)."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
@@ -159,6 +162,7 @@ def units(n_joints: int, raw: bool, echo: bool = False) -> dict[str, str]:
     if echo:
         u.update({f"e{j + 1}": "deg (the setpoint the controller executes)" for j in range(n_joints)})
         u["success"] = "share 0..1 of the recent setpoints the controller received"
+    u.update(extra or {})
     return u
 
 
@@ -382,6 +386,8 @@ class Streamer:
                 echo = f.setpoint or ()
                 row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
                 row["success"] = f.success_rate
+            if f.extra:
+                row.update(f.extra)
             rows.append(row)
             if f.fault != self._latched:
                 if f.fault is not None:
@@ -888,6 +894,7 @@ def open_run_csv(
     settings = device_settings_of(arm)
     if settings:
         header = {**header, "device_settings": settings}
+    extra = state_columns_of(arm)
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
@@ -896,8 +903,8 @@ def open_run_csv(
                 device=arm.url,
                 simulated=arm.simulated,
                 config=config,
-                units=units(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm)),
-                columns=columns(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm)),
+                units=units(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=extra),
+                columns=columns(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=tuple(extra)),
                 command=command,
                 extra=header,
             )

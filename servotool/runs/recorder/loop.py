@@ -158,6 +158,7 @@ class _Loop:
         rec_settings = settings.recorder
         if source.status_every_frame:  # the status rides in every frame: no poll to schedule or defer
             rec_settings = dataclasses.replace(rec_settings, status_period_s=0.0)
+        rec_settings = cycle_ring(rec_settings, source.sweep_rate_hz)
         self.rec = FlightRecorder(rec_settings)
         self.on_progress = on_progress
         self.publish = publish
@@ -234,11 +235,14 @@ class _Loop:
         now = self.clock.now()
         plan = rec.plan(now, leg_sweep=True)
         answered: dict[Any, bool] = {}  # which axes answered this frame (an axis not read is not in it)
-        fast = self.checked(src.read_fast())
-        if fast is not None:
-            rec.on_sweep(fast)
-            self.last_fast = fast
-            _book(answered, fast.axes)
+        fast = src.read_fast()
+        for sweep in [fast] if isinstance(fast, Sweep) else fast or ():
+            checked = self.checked(sweep)
+            if checked is None:
+                continue
+            rec.on_sweep(checked)
+            self.last_fast = checked
+            _book(answered, checked.axes)
         if plan.context:
             ctx = self.checked(src.read_context())
             if ctx is not None:
@@ -301,6 +305,14 @@ class _Loop:
 def _book(answered: dict[Any, bool], values: Mapping[Any, Any]) -> None:
     for axis, value in values.items():
         answered[axis] = answered.get(axis, False) or value is not None
+
+
+def cycle_ring(settings: RecorderSettings, sweep_rate_hz: float | None) -> RecorderSettings:
+    """The recorder's settings for a source handing over `sweep_rate_hz` sweeps a second (None: one a
+    frame, unchanged): a fast ring keeping the same seconds of lead-up as the nominal one."""
+    if sweep_rate_hz is None or sweep_rate_hz <= settings.nominal_rate_hz:
+        return settings
+    return dataclasses.replace(settings, fast_len=math.ceil(settings.fast_span_s * sweep_rate_hz))
 
 
 def _publish(dest: Path, cap: Capture) -> Path:

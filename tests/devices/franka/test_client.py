@@ -66,3 +66,45 @@ def test_enforce_refuses_a_kernel_that_is_not_real_time(sim_address, monkeypatch
     monkeypatch.setattr(client, "realtime_kernel", lambda: False)
     with pytest.raises(DeviceError, match="realtime=ignore"):
         _arm(sim_address, realtime_ignore=False)
+
+
+def test_every_state_row_of_a_run_carries_the_cycle_by_the_robots_names(sim_address, tmp_path):
+    import numpy as np
+
+    from servotool.clock import MonotonicClock
+    from servotool.devices.franka import codes
+    from servotool.devices.franka.client import STATE_COLUMNS, FrankaArm
+    from servotool.io.csvlog import read_csv
+    from servotool.runs.arm.stream import StreamPlan, record_stream
+
+    clock = MonotonicClock()
+    with FrankaArm("sim", sim_address, "fr3", True, realtime_ignore=True, now=clock.now) as arm:
+        arm.enable()
+        hold = arm.latest_state().q
+        arm.servo_start()
+        path, outcome = record_stream(
+            arm,
+            clock,
+            StreamPlan(np.tile(hold, (100, 1))),
+            mode="hold",
+            out_dir=tmp_path,
+            config={},
+            header={},
+            command="pytest",
+            period_s=0.001,
+            catch_sigint=False,
+        )
+        arm.servo_end()
+    meta, df = read_csv(path)
+    assert set(STATE_COLUMNS) <= set(df.columns)
+    assert all(meta.units.get(c) == u for c, u in STATE_COLUMNS.items())
+    states = df[df["event"] == "state"]
+    assert outcome.complete, outcome.reason  # in lock-step no cycle is lost to the machine's load
+    assert len(states) >= 100
+    assert set(states["robot_mode"]) <= set(codes.ROBOT_MODES) and "Move" in set(states["robot_mode"])
+    assert states["e1"].notna().all() and states["tau_J7"].notna().all() and states["dq4"].notna().all()
+    for text in states["current_errors"].fillna(""):
+        assert set(text.split()) <= set(codes.ERROR_NAMES)
+    assert float(states["success"].iloc[-1]) > 0.5
+    cmds = df[df["event"] == "cmd"]
+    assert cmds["robot_mode"].isna().all()  # the robot's values ride on its state rows only
