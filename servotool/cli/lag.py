@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import math
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +26,11 @@ from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
 from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.arm.settings import LagOptions
+
+if TYPE_CHECKING:
+    from servotool.analysis.lag import LagResult
+    from servotool.runs.arm.ramp import RampSettings
+    from servotool.runs.outcome import StreamOutcome
 
 RampOpt = Annotated[
     bool,
@@ -105,8 +111,32 @@ def lag(
                 **progress.callbacks("pass"),
             )
 
-        def render() -> None:
-            if run.analysis is not None and isinstance(run.analysis.result, LagResult):
-                render_lag(run.analysis.result, title=f"lag, J{joint + 1} ({robot})", wide=wide)
+        result = run.analysis.result if run.analysis is not None else None
+        lag_result = result if isinstance(result, LagResult) else None
+        early = None if run.outcome.complete else ended_early(run.outcome, lag_result, settings)
 
-        finish_live(run, signals, plot=plot, json_out=json_out, render=render)
+        def render() -> None:
+            if lag_result is not None:
+                title = f"lag, J{joint + 1} ({robot})"
+                render_lag(lag_result, title=title, wide=wide, ended_early=early)
+
+        unmeasured = None
+        if lag_result is not None and lag_result.fit is None:
+            unmeasured = "L not measurable: no pass had a cruise long enough (see the notes)"
+        finish_live(run, signals, plot=plot, json_out=json_out, render=render, unmeasured=unmeasured)
+
+
+def ended_early(outcome: StreamOutcome, result: LagResult | None, settings: RampSettings) -> str:
+    """The first line of a run that ended early: how it ended and how far it got (passes measured of those
+    planned, seconds streamed of the plan), and that its figures are partial and tune nothing."""
+    from servotool.motion.ramp import ramp_profile
+
+    s = settings
+    profile = ramp_profile(0.0, s.sweep_deg, s.speeds_deg_s, s.cmd_period_s, s.ramp_s, s.settle_s)
+    measured = sum(1 for p in result.passes if math.isfinite(p.lag_ms)) if result is not None else 0
+    reason = outcome.reason or str(outcome.status)
+    return (
+        f"RUN ENDED EARLY ({reason}): {measured} of {len(profile.passes)} passes measured, "
+        f"{outcome.t_end:.1f} of {len(profile) * s.cmd_period_s:.1f} s streamed; the figures below are "
+        "partial and no guard tuning follows from them"
+    )

@@ -103,6 +103,12 @@ def _transport(cfg: dict[str, Any]) -> str:
     return "rpc" if cfg.get("transport") == "rpc" else "udp"
 
 
+def _ci95(fit: Any) -> str:
+    """The fit's 95 % confidence interval, `78.04 to 78.18` (ms), or "-" for a fit of one pass."""
+    lo, hi = fit.ci95_ms
+    return f"{lo:.2f} to {hi:.2f}" if math.isfinite(lo) and math.isfinite(hi) else "-"
+
+
 def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
     rows = []
     for fa in files:
@@ -119,7 +125,7 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
                 speeds,
                 f"{cfg.get('sweep_deg', 0):g}",
                 _f(fit.lag_ms, ".1f") if fit else "-",
-                _f(fit.se_ms, ".2f") if fit else "-",
+                _ci95(fit) if fit else "-",
                 _f(mid.mean_ms, ".1f") if mid else "-",
                 ("constant" if r.model.constant else "varies") if r.model else "-",
                 str(len(r.passes)),
@@ -133,13 +139,16 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
         "speeds deg/s",
         "sweep deg",
         "L ms",
-        "± ms",
+        "95 % CI ms",
         "midpoint L ms",
         "L vs speed",
         "passes",
         "complete",
     ]
-    note = "L: delta = v * L fitted through the origin over the passes; midpoint: the crossing cross-check"
+    note = (
+        "L: delta = v * L fitted through the origin over the passes, with its 95 % confidence interval; "
+        "midpoint: the crossing cross-check"
+    )
     return ReportTable("lag runs (ramps)", headers, rows, note)
 
 
