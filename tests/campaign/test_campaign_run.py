@@ -111,6 +111,15 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
     assert "| run 2 | raw |" in md.read_text()
     html = page.read_text()
     assert html.count("data:image/png;base64,") == len(report.figures) and "src='http" not in html
+    # the report opens with what was measured, SIMULATED first; the tuning block carries the mark too
+    lines = md.read_text().splitlines()
+    assert lines[2] == "## Outcome" and lines[4].startswith("* **SIMULATED**")
+    assert re.match(r"\* \*\*Lag: L = 78\.\d\d ms\*\* \(95 % CI ", lines[5]), lines[5]
+    assert any("Raw steps: 1 runaway(s)" in line for line in lines[5:9])
+    assert "(SIMULATED)" in report.tuning.splitlines()[0]
+    # the page is the Markdown rendered: no raw Markdown left in it
+    assert "`" not in html and "**" not in html and "<table>" in html and "<code>" in html
+    assert "<h2>Outcome</h2>" in html and html.index("Outcome") < html.index("lag runs")
 
 
 def test_raw_step_on_an_arm_asks_before_anything_opens(write_campaign, tmp_path, monkeypatch):
