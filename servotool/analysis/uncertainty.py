@@ -16,8 +16,14 @@ def ci95_text(lo: float, hi: float, unit: str = "ms", spec: str = ".2f") -> str:
 
 
 def stderr_text(se: float | None, unit: str = "ms", spec: str = ".2f") -> str:
-    """`standard error 0.02 ms`, or "" when the fit gives none for the figure."""
-    return f"standard error {se:{spec}} {unit}" if se is not None and math.isfinite(se) else ""
+    """`standard error 0.02 ms`, or "" when the fit gives none for the figure. One that `spec` would round
+    to zero is given to one significant digit (`standard error 0.004 ms`), never as a zero."""
+    if se is None or not math.isfinite(se):
+        return ""
+    text = f"{se:{spec}}"
+    if se > 0 and float(text) == 0:
+        text = f"{se:.1g}"
+    return f"standard error {text} {unit}"
 
 
 def with_stderr(value: str, se: float | None, unit: str, spec: str = ".2f") -> str:
