@@ -391,9 +391,13 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
 
     The margin follows the rules `servotool lag` tunes by (analysis.lag.guard_advice): the braking
     transient seen through a state frame one state period old, plus the peak noise at rest."""
-    lag_s, source, noise = _lag_source(lags)
+    whole = [fa for fa in lags if fa.meta.complete]  # a ramp run that ended early tunes nothing
+    lag_s, source, noise = _lag_source(whole)
     if not math.isfinite(lag_s):
+        if len(whole) < len(lags):
+            return "", "no ramp run here ran its whole sweep, so no guard tuning follows from this folder"
         return "", "no ramp run measured a lag here, so no guard tuning follows from this folder"
+    lags = whole
     clean, v_max, faulted = clean_a_max(steps)
     a_max = clean if math.isfinite(clean) else DEFAULT_SHAPER.a_max
     period = float(lags[0].meta.config.get("cmd_period_s", 0.01)) if lags else 0.01
