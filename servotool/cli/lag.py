@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -20,7 +19,7 @@ from servotool.cli.live import (
     preflight_or_refuse,
 )
 from servotool.cli.options import derive_options, settings_from
-from servotool.cli.render import render_lag
+from servotool.cli.render import ended_early_line, render_lag
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
@@ -133,10 +132,5 @@ def ended_early(outcome: StreamOutcome, result: LagResult | None, settings: Ramp
 
     s = settings
     profile = ramp_profile(0.0, s.sweep_deg, s.speeds_deg_s, s.cmd_period_s, s.ramp_s, s.settle_s)
-    measured = sum(1 for p in result.passes if math.isfinite(p.lag_ms)) if result is not None else 0
-    reason = outcome.reason or str(outcome.status)
-    return (
-        f"RUN ENDED EARLY ({reason}): {measured} of {len(profile.passes)} passes measured, "
-        f"{outcome.t_end:.1f} of {len(profile) * s.cmd_period_s:.1f} s streamed; the figures below are "
-        "partial and no guard tuning follows from them"
-    )
+    streamed = f"{outcome.t_end:.1f} of {len(profile) * s.cmd_period_s:.1f} s streamed"
+    return ended_early_line(result, outcome.reason or str(outcome.status), len(profile.passes), streamed)

@@ -234,6 +234,14 @@ def _model_lines(result: LagResult) -> list[str]:
     return lines
 
 
+def ended_early_line(result: LagResult | None, reason: str, planned: int, streamed: str = "") -> str:
+    """The first line of a lag run that ended early: why, how far it got (passes measured of those planned,
+    and `streamed`, e.g. `2.1 of 4.6 s streamed`, when known) and that nothing is tuned from it."""
+    measured = sum(1 for p in result.passes if math.isfinite(p.lag_ms)) if result is not None else 0
+    got = f"{measured} of {planned} passes measured" + (f", {streamed}" if streamed else "")
+    return f"RUN ENDED EARLY ({reason}): {got}; the figures below are partial and tune no guard"
+
+
 def render_lag(
     result: LagResult,
     title: str = "",
