@@ -105,8 +105,8 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
     assert steps[1][1].startswith("shaped") and steps[1][10] == "0" and steps[1][11] == "0"
     # fr3: L = 78 ms, lag_s rounded up to 0.08; a loaded host adds a few ms of scheduling delay (0.09)
     assert "divergence_guard:" in report.tuning and re.search(r"lag_s: 0\.0[89]\b", report.tuning)
-    expected = {"lag-fit", "step-responses", "runaway-travel", "shaped-arrival"}
-    assert {f.name for f in report.figures} >= expected
+    # one shaped step size: arrival against size would be a single column of points, so it is left out
+    assert {f.name for f in report.figures} == {"lag-fit", "step-responses", "runaway-travel"}
     md, page = write_report(cr.folder)
     assert "| run 2 | raw |" in md.read_text()
     html = page.read_text()
