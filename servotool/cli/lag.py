@@ -72,14 +72,15 @@ def lag(
     """Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.
 
     Per pass: the cruise delta and L = delta / v at every state frame, the guard-view delta, the midpoint
-    lag and the overshoot. Summary: delta = v * L through the origin with its 95 % CI, the midpoint
-    cross-check and the model check (it needs two speeds or more), a dead time + first-order lag + friction
-    fit over the whole sweep, the noise at rest and the guard tuning. Everything is recorded in a CSV that
-    `servotool analyze` reads back. Every setting is checked before the arm is opened, the sweep against
-    the joint's range.
+    lag and the overshoot. Summary: delta = v * L through the origin with its 95 % confidence interval,
+    the midpoint cross-check and the model check (it needs two speeds or more), a dead time + first-order
+    lag + friction fit over the whole sweep, the noise at rest and the guard tuning. Everything is recorded
+    in a CSV that `servotool analyze` reads back. Every setting is checked before the arm is opened, the
+    sweep against the joint's range.
 
-    Exit 0 complete, 1 fault or guard, 2 refused before anything moved, 3 device unreachable or lost,
-    130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT (after the braked stop).
+    Exit 0 complete, 1 fault, guard or no lag measured, 2 refused before anything moved (a sweep that
+    leaves no cruise included), 3 device unreachable or lost, 130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT
+    (after the braked stop). A run that ended early opens with how far it got and tunes no guard.
     """
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult
