@@ -98,3 +98,16 @@ def test_the_html_page_is_the_markdown_rendered_with_text_kept_as_text():
     assert "<code>/tmp/x</code>" in page and "&lt;name&gt;" in page and "&amp;" in page
     assert "<strong>Lag: L = 78.00 ms</strong>" in page and "<td>78.0</td>" in page
     assert "<pre><code" in page and "# SIMULATED: mapped on sim:rosorin-arm" in page
+
+
+def test_a_cold_start_outcome_counts_the_runaways():
+    from types import SimpleNamespace
+
+    from servotool.runs.campaign.report import _cold_outcome
+
+    cold = [SimpleNamespace(recording=SimpleNamespace(fault_t=[1.0])) for _ in range(2)]
+    cold.append(SimpleNamespace(recording=SimpleNamespace(fault_t=[])))
+    assert _cold_outcome(cold) == [
+        "**Ramps from a disabled robot: 2 of 3 ran away** (see the cold-start table)."
+    ]
+    assert _cold_outcome([]) == []

@@ -461,35 +461,52 @@ def _lag_outcome(lags: Sequence[FileAnalysis]) -> list[str]:
             f"**Lag: L = {fit.lag_ms:.2f} ms** ({ci}, {where})."]  # fmt: skip
 
 
+def _shaped_outcome(shaped: Sequence[FileAnalysis]) -> str:
+    """The shaped runs' answer: the a_max ceiling where an a_max faulted, else how high they stayed clean."""
+    clean, _v_max, faulted = clean_a_max(shaped)
+    tried = sorted({float(fa.meta.config.get("a_max", DEFAULT_SHAPER.a_max)) for fa in shaped})
+    sizes = sorted(
+        {abs(m.size_deg) for fa in shaped if isinstance(fa.result, StepResult) for m in fa.result.steps}
+    )
+    at = f"a_max {tried[0]:g} deg/s²" if len(tried) == 1 else f"a_max {tried[0]:g} to {tried[-1]:g} deg/s²"
+    span = f"{len(shaped)} shaped run(s) at {at}"
+    if sizes:
+        lo, hi = sizes[0], sizes[-1]
+        span += f", {lo:g} deg steps" if lo == hi else f", steps {lo:g} to {hi:g} deg"
+    if math.isfinite(clean) and math.isfinite(faulted):
+        return (
+            f"**a_max ceiling: {clean:g} deg/s²**: the highest a_max with no fault and no reject; the first "
+            f"fault came at {faulted:g} deg/s² ({span})."
+        )
+    if math.isfinite(clean):
+        return f"**Shaped steps: clean up to a_max {clean:g} deg/s²**, no fault and no reject ({span})."
+    return f"**Shaped steps: every run faulted or was rejected** ({span})."
+
+
 def _step_outcome(steps: Sequence[FileAnalysis]) -> list[str]:
     """The shaped steps' a_max ceiling (the highest clean a_max, the lowest that faulted) and the raw
-    steps' runaways."""
-    lines = []
+    steps' runaways, faults and travel."""
     shaped = [fa for fa in steps if isinstance(fa.result, StepResult) and fa.result.shaped]
-    raw = [fa for fa in steps if isinstance(fa.result, StepResult) and not fa.result.shaped]
-    if shaped:
-        clean, _v_max, faulted = clean_a_max(shaped)
-        tried = sorted({float(fa.meta.config.get("a_max", DEFAULT_SHAPER.a_max)) for fa in shaped})
-        span = f"{len(shaped)} shaped run(s) at a_max {tried[0]:g} to {tried[-1]:g} deg/s²"
-        if math.isfinite(clean) and math.isfinite(faulted):
-            lines.append(
-                f"**a_max ceiling: {clean:g} deg/s²**: the highest a_max with no fault and no reject; the "
-                f"first fault came at {faulted:g} deg/s² ({span})."
-            )
-        elif math.isfinite(clean):
-            lines.append(f"**Shaped steps: clean up to a_max {clean:g} deg/s²**, the highest tried ({span}).")
-        else:
-            lines.append(
-                f"**Shaped steps: every run faulted or was rejected**, from a_max {tried[0]:g} ({span})."
-            )
-    if raw:
-        rs = [fa.result for fa in raw if isinstance(fa.result, StepResult)]
-        runaways = sum(r.runaways for r in rs)
-        travel = [m.travel_deg / abs(m.size_deg) for r in rs for m in r.steps
+    rs = [fa.result for fa in steps if isinstance(fa.result, StepResult) and not fa.result.shaped]
+    lines = [_shaped_outcome(shaped)] if shaped else []
+    if rs:
+        runaways, faults = sum(r.runaways for r in rs), sum(r.total_faults for r in rs)
+        ratios = [m.travel_deg / abs(m.size_deg) for r in rs for m in r.steps
                   if m.verdict == "runaway" and m.size_deg and math.isfinite(m.travel_deg)]  # fmt: skip
-        worst = f", up to {max(travel):.0f}x the step" if travel else ""
-        lines.append(f"**Raw steps: {runaways} runaway(s)**{worst} ({len(raw)} raw run(s)).")
+        travel = [m.travel_deg for r in rs for m in r.steps if math.isfinite(m.travel_deg)]
+        worst = f", up to {max(ratios):.0f}x the step" if ratios else ""
+        moved = f", travel at most {max(travel):.1f} deg" if travel and not ratios else ""
+        tally = f"{faults} fault latch(es) ({len(rs)} raw run(s))"
+        lines.append(f"**Raw steps: {runaways} runaway(s)**{worst}{moved}, {tally}.")
     return lines
+
+
+def _cold_outcome(cold: Sequence[FileAnalysis]) -> list[str]:
+    """Ramps started from a disabled robot: how many ran away (a latched fault as execution began)."""
+    if not cold:
+        return []
+    ran = sum(1 for fa in cold if len(fa.recording.fault_t))
+    return [f"**Ramps from a disabled robot: {ran} of {len(cold)} ran away** (see the cold-start table)."]
 
 
 def _sweep_outcome(sweeps: Sequence[SweepRow]) -> list[str]:
@@ -511,21 +528,25 @@ def _sweep_outcome(sweeps: Sequence[SweepRow]) -> list[str]:
 
 
 def outcome_lines(
-    lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], sweeps: Sequence[SweepRow], simulated: str
+    lags: Sequence[FileAnalysis],
+    steps: Sequence[FileAnalysis],
+    sweeps: Sequence[SweepRow],
+    simulated: str,
+    cold: Sequence[FileAnalysis] = (),
 ) -> list[str]:
-    """What the campaign measured, first: SIMULATED when a simulator produced it, then the lag, the step
-    and the sweep outcomes; a folder with nothing measured says so."""
+    """What the campaign measured, first: SIMULATED when a simulator produced it, then the lag, the cold
+    starts, the step and the sweep outcomes, and the runs that ended early; a folder with nothing measured
+    says so."""
     lines = [
         f"**SIMULATED**: every figure here comes from a simulator ({simulated}), not from a real device."
     ]
     lines = lines if simulated else []
-    found = _lag_outcome(lags) + _step_outcome(steps) + _sweep_outcome(sweeps)
-    incomplete = [f for f in [*lags, *steps] if not f.meta.complete] + [s for s in sweeps if not s.complete]
-    if incomplete:
-        first = incomplete[0]
-        name = _label(first) if isinstance(first, FileAnalysis) else first.run
-        why = first.meta.end_reason if isinstance(first, FileAnalysis) else "interrupted"
-        found.append(f"**Stopped early** at {name}: {why}.")
+    found = _lag_outcome(lags) + _cold_outcome(cold) + _step_outcome(steps) + _sweep_outcome(sweeps)
+    ended = [f"{_label(f)} ({f.meta.end_reason})" for f in [*lags, *steps] if not f.meta.complete]
+    ended += [f"{s.run} (interrupted)" for s in sweeps if not s.complete]
+    if ended:
+        more = f" and {len(ended) - 3} more" if len(ended) > 3 else ""
+        found.append(f"**{len(ended)} run(s) ended early**: {', '.join(ended[:3])}{more}.")
     return lines + (found or ["**Nothing measured**: the folder holds no run the report can read."])
 
 
@@ -688,7 +709,7 @@ def build_report(folder: str | Path) -> Report:
             {fa.meta.device for fa in files if fa.meta.simulated} | {s.device for s in sweeps if s.simulated}
         )
     )
-    report.outcome = outcome_lines(lags, steps, sweeps, report.simulated)
+    report.outcome = outcome_lines(lags, steps, sweeps, report.simulated, cold)
     report.figures = build_figures(lags, steps, simulated=bool(report.simulated))
     report.problems = [
         f"{p.path}: {p.reason}" for p in analysed.problems if not Path(p.path).name.startswith("sweep-")
