@@ -254,7 +254,7 @@ def render_lag(
     (how it ended and how far it got) before anything it measured."""
     con = _out(out)
     if ended_early:
-        con.print(f"[bold red]{escape(ended_early)}[/]", highlight=False)
+        con.print(f"[bold red]{escape(ended_early)}[/]", highlight=False, soft_wrap=True)
     con.print(lag_verdict(result), highlight=False)
     table = _table(title, LAG_COLUMNS, result.passes, wide)
     table.caption = (
