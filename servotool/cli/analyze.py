@@ -13,7 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from servotool.cli.common import OUTPUT, console, err_console, fail, print_json, refuse
 from servotool.cli.quiet import stdout_to_stderr
-from servotool.cli.render import compact_table, render_combined, render_lag, render_step, save_plot
+from servotool.cli.render import (
+    compact_table,
+    ended_early_line,
+    render_combined,
+    render_lag,
+    render_step,
+    save_plot,
+)
 from servotool.errors import exit_code_of, signal_label
 from servotool.io.jsondoc import with_member
 from servotool.io.paths import out_dir_problem
@@ -90,7 +97,10 @@ def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool 
     from servotool.analysis.step import StepResult
 
     if isinstance(fa.result, LagResult):
-        render_lag(fa.result, wide=wide)
+        speeds = m.config.get("speeds_deg_s")
+        planned = 2 * len(speeds) if isinstance(speeds, list) else len(fa.result.passes)
+        early = None if m.complete else ended_early_line(fa.result, str(m.end_reason), planned)
+        render_lag(fa.result, wide=wide, ended_early=early)
     elif isinstance(fa.result, StepResult):
         render_step(fa.result, wide=wide)
     else:

@@ -167,6 +167,10 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     other = [f"{axis} {mode}" for axis, mode in modes.items() if mode and not mode.startswith("position ")]
     if other:  # a wheel turns by design: its current and motion are no position servo's
         console.print(f"[yellow]not in position mode: servo {', '.join(other)}[/]", highlight=False)
+    silent = h.get("silent_axes") or {}
+    if silent:  # a servo that did not answer: its rows hold no values, the others are as read
+        quiet = [f"{axis} ({s.get('sweeps')} of {s.get('of')} sweeps)" for axis, s in silent.items()]
+        console.print(f"[yellow]silent: servo {', '.join(quiet)}[/]", highlight=False)
     for t in h.get("trigger") or []:
         clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
         console.print(

@@ -19,7 +19,7 @@ Per-servo keys (`key` or `key_ID`):
 |---|---|---|
 | limit | stored (EEPROM) limit, `lo-hi`: silently caps motion | profile table |
 | start | start pulse (-32768..32767, what a read can carry) | from the start pose |
-| obstacle | whole pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
+| obstacle | pulse(s) it cannot pass (comma-separated; empty: none): it stalls there | profile: 880 on 1 |
 | silent | 1: the servo never answers and does not move | 0 |
 | silent_after | sim seconds (>= 0) after which the servo goes silent (it loses power) | never |
 | silent_until | sim seconds after which a servo silent since silent_after answers again (limp) | never |
@@ -173,7 +173,8 @@ PARAM_HELP: dict[str, str] = {
     "limit": "per servo: stored (EEPROM) limit lo-hi, which silently caps motion (default: the profile's)",
     "max_speed": "per servo: top speed, pulses/s (0-1e6; 0: it cannot move; default 1000)",
     "noise": "per servo: read-back noise amplitude, whole pulses 0-1000 (uniform, seeded; default 0)",
-    "obstacle": "per servo: pulse(s) the joint cannot pass, comma-separated; it stalls there under load",
+    "obstacle": "per servo: pulse(s) the joint cannot pass, comma-separated; it stalls there under load "
+    "(default: the profile's, rosorin-arm 880 on servo 1; empty: none)",
     "sag": "per servo: drift with torque off, pulses/s, signed (default: the profile's)",
     "sag_stop": "per servo: pulse where a sagging joint comes to rest (default: the profile's)",
     "silent": "per servo: 1: it never answers and does not move",
@@ -218,6 +219,7 @@ def default_servos(profile: ArmProfile, pose: str) -> dict[int, ServoParams]:
             temperature_c=profile.temperature_c.get(sid, 35),
             sag_speed=profile.sag_speed.get(sid, 0.0),
             sag_stop=profile.sag_stop.get(sid),
+            obstacles=tuple(profile.obstacles.get(sid, ())),
         )
         for sid in profile.ids
     }

@@ -343,8 +343,41 @@ def validate_lag(
                 f"the passes would stream for {shown} s, over the {MAX_RUN_S:g} s a run may last: "
                 "shorten --sweep or raise --speeds"
             )
+        problems += _cruise_problems(s)
         problems += lag_goal_problems(s, ranges, start=None)
     return problems
+
+
+# A pass measures only with a cruise of at least this many ticks (the analysis fits a slope over them).
+MIN_CRUISE_TICKS = 2
+# The cruise the suggested sweep leaves at the fastest speed: room for a lag up to about 150 ms plus the
+# state frames the analysis needs after it (the defaults leave 0.4 s at 30 deg/s).
+SUGGESTED_CRUISE_S = 0.2
+
+
+def _cruise_ticks(sweep_deg: float, speed: float, dt: float, ramp_s: float) -> int:
+    """Cruise ticks of one pass of the ramp profile (motion.ramp: distance = peak * dt * (ramps + cruise))."""
+    n_ramp = max(1, math.ceil(ramp_s / dt - 1e-9))
+    return max(0, math.ceil(abs(sweep_deg) / (speed * dt) - n_ramp - 1e-9))
+
+
+def _cruise_problems(s: LagLike) -> list[str]:
+    """A refusal when no speed's passes have a cruise at all: nothing could be measured, whatever the arm's
+    lag, so nothing should move. It names the smallest sweep that would work (SUGGESTED_CRUISE_S at the
+    fastest speed). A run where some speeds cruise goes ahead; the passes without one are reported."""
+    dt = s.cmd_period_s
+    if any(_cruise_ticks(s.sweep_deg, v, dt, s.ramp_s) >= MIN_CRUISE_TICKS for v in s.speeds_deg_s):
+        return []
+    fastest = max(s.speeds_deg_s)
+    need = math.ceil(fastest * (s.ramp_s + SUGGESTED_CRUISE_S) * 2 - 1e-9) / 2  # to 0.5 deg, rounded up
+    need = math.copysign(need, s.sweep_deg)
+    speeds = ", ".join(f"{v:g}" for v in s.speeds_deg_s)
+    return [
+        f"--sweep {s.sweep_deg:g}: L not measurable: no pass would have a cruise (at {speeds} deg/s the "
+        f"{s.ramp_s * 1e3:g} ms ramps take the whole sweep); the smallest sweep that would work is "
+        f"--sweep {need:g} ({SUGGESTED_CRUISE_S * 1e3:g} ms of cruise at {fastest:g} deg/s), "
+        "or lower --speeds"
+    ]
 
 
 def validate_shaper(

@@ -89,6 +89,8 @@ class RecordProgress:
     captures: list[PublishedCapture]
     events: list[RecorderEvent]
     overruns: int
+    # each axis's newest answered sample and its time (an axis silent in the newest sweep shows it, stale)
+    last_answers: dict[Any, tuple[float, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -277,6 +279,7 @@ class _Loop:
             list(self.captures),
             new_events,
             self.overruns,
+            rec.last_answers,
         )
 
     def loop(self, stopped: Callable[[], bool]) -> None:
