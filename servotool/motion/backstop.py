@@ -26,9 +26,10 @@ import numpy.typing as npt
 
 from servotool.motion.checks import finite as _finite
 
-# a command beyond a bound by less than this fraction of it is within: the finite differences of a
-# command that keeps its bounds exactly carry rounding of about 1e-12 of them
-RELATIVE_TOLERANCE = 1e-9
+# the backstop keeps this fraction inside each bound: its bounds are the robot's own, which the robot checks
+# strictly, and a command exactly at one reaches it by the rounding of its finite differences (about 1e-12
+# of it) or of a unit conversion
+MARGIN = 1e-6
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,9 @@ class RateLimiter:
 
     Guarantees for every command it returns, at the nominal period dt and against what it returned before:
     |v| <= v_max and |a| <= a_max (per axis, or in norm), and |jerk| <= j_max unless keeping the velocity or
-    acceleration bound leaves no command that keeps it too; a command already within every bound (to
-    RELATIVE_TOLERANCE) is returned unchanged. Non-finite or wrongly sized commands raise ValueError.
+    acceleration bound leaves no command that keeps it too, each with MARGIN to spare; a command already
+    within every bound by that margin is returned unchanged. Non-finite or wrongly sized commands raise
+    ValueError.
     """
 
     def __init__(self, bounds: RateBounds, dt: float) -> None:
@@ -97,7 +99,7 @@ class RateLimiter:
         self.max_alteration, self.altered_cycles, self.first_altered, self.cycles = 0.0, 0, None, 0
 
     def _within(self, v: np.ndarray, a: np.ndarray, j: np.ndarray) -> bool:
-        b, f = self.bounds, 1.0 + RELATIVE_TOLERANCE
+        b, f = self.bounds, 1.0 - MARGIN
         if b.norm:
             return bool(
                 np.linalg.norm(v) <= b.v_max * f
@@ -113,13 +115,14 @@ class RateLimiter:
     def _limited_velocity(self, j: np.ndarray) -> np.ndarray:
         """The velocity of the nearest admissible command to one of jerk j: jerk, then acceleration, then
         velocity bounded (the acceleration also kept from carrying the velocity past its bound)."""
-        b, dt, v0, a0 = self.bounds, self.dt, self._v, self._a
-        if b.norm:
-            a = _clip_norm(a0 + _clip_norm(j, b.j_max) * dt, b.a_max)
-            return _clip_norm(v0 + a * dt, b.v_max)
-        a = np.clip(a0 + np.clip(j, -b.j_max, b.j_max) * dt, -b.a_max, b.a_max)
-        a = np.clip(a, (-b.v_max - v0) / dt, (b.v_max - v0) / dt)
-        return np.clip(v0 + a * dt, -b.v_max, b.v_max)
+        dt, v0, a0, f = self.dt, self._v, self._a, 1.0 - MARGIN
+        vm, am, jm = self.bounds.v_max * f, self.bounds.a_max * f, self.bounds.j_max * f
+        if self.bounds.norm:
+            a = _clip_norm(a0 + _clip_norm(j, jm) * dt, am)
+            return _clip_norm(v0 + a * dt, vm)
+        a = np.clip(a0 + np.clip(j, -jm, jm) * dt, -am, am)
+        a = np.clip(a, (-vm - v0) / dt, (vm - v0) / dt)
+        return np.clip(v0 + a * dt, -vm, vm)
 
     def limit(self, command: npt.ArrayLike) -> np.ndarray:
         """The command to send in place of `command`: itself when within the bounds, else the nearest that

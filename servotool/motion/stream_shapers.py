@@ -9,6 +9,7 @@ expose the last setpoint's velocity (the divergence guard's allowance uses it), 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -22,6 +23,8 @@ from servotool.motion.otg import MultiOtg, OtgLimits
 from servotool.motion.shaper import ShaperNotPrimedError, StreamShaper
 
 SHAPER_KINDS = ("accel", "otg")
+# an echo this close to the command it echoes is that command (the rounding of a unit conversion)
+ECHO_TOLERANCE = 1e-9
 
 
 class Shaper(Protocol):
@@ -47,7 +50,9 @@ class OtgStreamShaper:
        the mistake, kept to show what it does.)
     3. With `reanchor`, the commanded position is re-anchored every cycle on the robot's echo of the last
        command (`observe(echo)`), velocity and acceleration kept, so that whatever runs behind the generator
-       may shape one command but never accumulate a lag the generator plans against.
+       may shape one command but never accumulate a lag it plans against. `echo_lag` 1: the echo given is
+       of the command before the last one (a loop whose state comes back inside the send), and the offset
+       between it and that command is what moves the generator.
 
     `backstop` (motion.backstop.RateLimiter) limits every command after the generator; it is meant never to
     bind, and records by how much it did.
@@ -68,8 +73,11 @@ class OtgStreamShaper:
         norm_budget: bool = False,
         nominal_step: bool = True,
         reanchor: bool = False,
+        echo_lag: int = 0,
         backstop: RateLimiter | None = None,
     ) -> None:
+        if echo_lag not in (0, 1):
+            raise ValueError(f"echo_lag must be 0 or 1 commands, got {echo_lag!r}")
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
         self.budget = OtgLimits(v_max, a_max, j_max)
@@ -78,12 +86,13 @@ class OtgStreamShaper:
         self.norm_budget = norm_budget
         self.nominal_step = nominal_step
         self.reanchor = reanchor
+        self.echo_lag = echo_lag
         self.backstop = backstop
         self._n = n_joints
         self._otg: MultiOtg | None = None
         self._echo: np.ndarray | None = None
         self._period: float | None = None
-        self._last: np.ndarray | None = None
+        self._sent: deque[np.ndarray] = deque(maxlen=3)  # the last commands, newest last
 
     @property
     def primed(self) -> bool:
@@ -120,7 +129,8 @@ class OtgStreamShaper:
         self._n = pose.size
         self.limits = self.budget.per_axis_for_norm(pose.size) if self.norm_budget else self.budget
         self._otg = MultiOtg(pose, self.limits, synchronized=True)
-        self._echo, self._period, self._last = None, None, pose.copy()
+        self._echo, self._period = None, None
+        self._sent = deque([pose.copy()] * 3, maxlen=3)
         if self.backstop is not None:
             self.backstop.prime(pose)
 
@@ -151,15 +161,32 @@ class OtgStreamShaper:
             raise ValueError(f"target has {goal.size} joints, expected {self._n}")
         if not np.all(np.isfinite(goal)):
             raise ValueError(f"target must be finite, got {goal.tolist()}")
-        if self.reanchor and self._echo is not None:
-            self._otg.set_position(self._echo)
+        if self.reanchor:
+            self._anchor(self._echo)
         self._echo = None
         self._otg.set_target(goal)
         out = self._otg.step(self._step_dt())
         if self.backstop is not None:
             out = self.backstop.limit(out)
-        self._last = out
+        self._sent.append(out)
         return out
+
+    def _anchor(self, echo: np.ndarray | None) -> None:
+        """Rule 3: the commanded position becomes what the robot took: the last command sent (after the
+        backstop), moved by what the echo says the robot took differently (an echo `echo_lag` commands old
+        is compared with the command it echoes). An offset within ECHO_TOLERANCE is a unit conversion's
+        rounding, not a change; a position that moves by no more than that re-plans nothing. An echo of the
+        command before is one the robot never received (it held the one before): not a change behind the
+        generator, and the next command, absolute, replaces it."""
+        assert self._otg is not None
+        anchor = self._sent[-1]
+        if echo is not None:
+            offset = echo - self._sent[-1 - self.echo_lag]
+            lost = np.all(np.abs(echo - self._sent[-2 - self.echo_lag]) <= ECHO_TOLERANCE)
+            if np.any(np.abs(offset) > ECHO_TOLERANCE) and not lost:
+                anchor = anchor + offset
+        if np.any(np.abs(anchor - self._otg.position) > ECHO_TOLERANCE):
+            self._otg.set_position(anchor)
 
 
 @dataclass(frozen=True)
@@ -167,8 +194,8 @@ class ShaperSpec:
     """A shaper's kind and limits (deg, s), as recorded in a run's header.
 
     The jerk-limited generator's rules (OtgStreamShaper): norm_budget (rule 1), nominal_step (rule 2),
-    reanchor (rule 3); backstop: the (v, a, j) bounds of a rate-limiting backstop behind it (the robot's
-    own limits), None for none. The accel shaper takes none of these.
+    reanchor and echo_lag (rule 3); backstop: the (v, a, j) bounds of a rate-limiting backstop behind it
+    (the robot's own limits), None for none. The accel shaper takes none of these.
     """
 
     kind: str = "accel"
@@ -179,6 +206,7 @@ class ShaperSpec:
     norm_budget: bool = False
     nominal_step: bool = True
     reanchor: bool = False
+    echo_lag: int = 0
     backstop: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
@@ -205,6 +233,7 @@ class ShaperSpec:
                 norm_budget=self.norm_budget,
                 nominal_step=self.nominal_step,
                 reanchor=self.reanchor,
+                echo_lag=self.echo_lag,
                 backstop=backstop,
             )
         return StreamShaper(self.v_max, self.a_max, self.dt, n_joints=n_joints)

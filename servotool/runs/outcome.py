@@ -70,6 +70,9 @@ class StreamOutcome:
     at_rest: bool | None = None
     notes: list[str] = field(default_factory=list)
     link_lost: bool = False  # the link went away, in the loop or during the stop (the JSON has the status)
+    # a generator's rate-limiting backstop: the largest change it made to a command (deg), and to how many
+    backstop_alteration_deg: float | None = None
+    backstop_altered: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -95,5 +98,7 @@ class StreamOutcome:
             "late_ticks": self.late_ticks,
             "max_late_ms": self.max_late_ms,
             "at_rest": self.at_rest,
+            "backstop_alteration_deg": self.backstop_alteration_deg,
+            "backstop_altered": self.backstop_altered,
             "notes": self.notes,
         }

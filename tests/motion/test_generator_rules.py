@@ -110,21 +110,31 @@ def test_stepping_the_measured_period_doubles_the_increment() -> None:
     assert doubled == pytest.approx(2 * V * DT, rel=1e-6)
 
 
-@given(segments, st.floats(-0.5, 0.5, allow_nan=False).filter(lambda d: abs(d) > 1e-6), st.integers(0, 300))
+@given(
+    segments,
+    st.floats(-0.5, 0.5, allow_nan=False).filter(lambda d: abs(d) > 1e-6),
+    st.integers(0, 300),
+    st.sampled_from([0, 1]),
+)
 @settings(max_examples=30, deadline=None)
-def test_reanchoring_follows_an_echo_offset(segs, offset, at) -> None:
-    """An echo that differs from the last command by d moves the generator by d: from there on its
-    commands toward target + d are those of an undisturbed generator toward target, shifted by d."""
+def test_reanchoring_follows_an_echo_offset(segs, offset, at, lag) -> None:
+    """An echo that differs by d from the command it echoes (the last one, or with echo_lag 1 the one
+    before) moves the generator by d: from there on its commands toward target + d are those of an
+    undisturbed generator toward target, shifted by d."""
     targets = _stream(segs, START)
-    at = min(at, len(targets) - 2)
-    a = OtgStreamShaper(V, A, J, DT, 3, reanchor=True)
-    b = OtgStreamShaper(V, A, J, DT, 3, reanchor=True)
+    at = max(1, min(at, len(targets) - 2))
+    a = OtgStreamShaper(V, A, J, DT, 3, reanchor=True, echo_lag=lag)
+    b = OtgStreamShaper(V, A, J, DT, 3, reanchor=True, echo_lag=lag)
     a.prime(START)
     b.prime(START)
+    sent = []
     for t in targets[: at + 1]:
-        ca, cb = a.step(t), b.step(t)
-    a.observe(ca)
-    b.observe(cb + offset)
+        ca = a.step(t)
+        assert np.array_equal(ca, b.step(t))
+        sent.append(ca)
+    echoed = sent[-1 - lag]
+    a.observe(echoed)
+    b.observe(echoed + offset)
     rest_a = np.array([a.step(t) for t in targets[at + 1 :]])
     rest_b = np.array([b.step(t + offset) for t in targets[at + 1 :]])
     assert np.allclose(rest_b - rest_a, offset, atol=1e-7)
@@ -147,7 +157,8 @@ def test_an_exact_echo_changes_nothing() -> None:
 @given(segments, periods)
 @settings(max_examples=30, deadline=None)
 def test_under_the_rules_the_backstop_never_binds(segs, pers) -> None:
-    spec = ShaperSpec("otg", V, A, J, DT, reanchor=True, backstop=(V, A, J))
+    # the generator's bounds a little inside the backstop's (the robot's limits, kept with a margin)
+    spec = ShaperSpec("otg", 0.99 * V, 0.99 * A, 0.99 * J, DT, reanchor=True, backstop=(V, A, J))
     shaper = spec.build(3)
     assert isinstance(shaper, OtgStreamShaper)
     shaper.prime(START)

@@ -22,6 +22,11 @@ COMMAND_PORT = "1337"  # libfranka dials this port only
 JOINT_NAMES = tuple(f"J{n + 1}" for n in range(profiles.N_JOINTS))
 REAL_KEYS = ("model", "realtime")
 REALTIME_VALUES = ("enforce", "ignore")
+# a stream's default bounds, as a fraction of the joint limits: a generator at the limits themselves reaches
+# them by rounding alone, and the robot checks each command against them strictly
+GENERATOR_FRACTION = 0.2
+# the still commands before motion_finished: the robot refuses a finish on a moving command
+SETTLE_CYCLES = 250
 INSTALL_HINT = "pylibfranka is not installed: pip install 'servotool[franka]'"
 
 
@@ -31,19 +36,24 @@ class MissingClient(SettingsError):
 
 def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
     """The bounds every one of the models keeps, in degrees, at the 1 ms command period: the slowest joint's
-    speed, acceleration and jerk of the datasheets (a per-axis bound: the generator holds each joint to it).
-    The jerk-limited generator is the default shaper: the robot refuses a command whose acceleration jumps."""
-    v = min(min(m.dq) for m in models)
-    a = min(min(m.ddq) for m in models)
-    j = min(min(m.dddq) for m in models)
+    speed, acceleration and jerk of the datasheets (a per-axis bound) are the backstop's and the highest a
+    run may ask for; a stream's defaults are GENERATOR_FRACTION of them. The jerk-limited generator is the
+    default shaper: the robot refuses a command whose acceleration jumps."""
+    v = math.degrees(min(min(m.dq) for m in models))
+    a = math.degrees(min(min(m.ddq) for m in models))
+    j = math.degrees(min(min(m.dddq) for m in models))
+    f = GENERATOR_FRACTION
     return MotionCaps(
         cmd_period_s=0.001,
-        v_max=math.degrees(v),
-        a_max=math.degrees(a),
-        j_max=math.degrees(j),
-        a_cap=math.degrees(a),
-        a_probe_cap=math.degrees(a),
+        v_max=v * f,
+        a_max=a * f,
+        j_max=j * f,
+        a_cap=a,
+        a_probe_cap=a,
         shapers=("otg", "accel"),
+        echo_anchor=True,  # q_d: the command the robot took, every cycle
+        backstop=(v, a, j),
+        settle_cycles=SETTLE_CYCLES,
     )
 
 

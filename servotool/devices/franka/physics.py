@@ -57,7 +57,9 @@ class Joints:
         """The robot's checks of one joint position command against the previous cycle's (libfranka's
         documented limits: position, velocity, acceleration, jerk; a finish needs a command at rest)."""
         m = self.profile.model
-        dt = DT * (self.missed_in_row + 1)  # the time since the last command taken
+        # every command is checked against the one taken before it over one nominal cycle, however many
+        # cycles came without one: a command after a lost one that makes up for it is a doubled increment
+        dt = DT
         for j, x in enumerate(q_c):
             if not m.q_min[j] <= x <= m.q_max[j]:
                 return Check("joint_motion_generator_position_limits_violation", f"J{j + 1} at {x:.4f} rad")
@@ -89,8 +91,8 @@ class Joints:
         return None
 
     def accept(self, q_c: Sequence[float]) -> None:
-        """The command of this cycle is taken: q_d, dq_d, ddq_d become it."""
-        dt = DT * (self.missed_in_row + 1)
+        """The command of this cycle is taken: q_d, dq_d, ddq_d become it (differences over one cycle)."""
+        dt = DT
         v = [(x - self.q_d[j]) / dt for j, x in enumerate(q_c)]
         self.ddq_d = [(v[j] - self.dq_d[j]) / dt for j in range(len(v))]
         self.dq_d = v
