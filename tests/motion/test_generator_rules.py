@@ -191,7 +191,7 @@ def test_the_backstop_records_its_largest_alteration() -> None:
     lim.prime([0.0])
     assert lim.limit([0.0])[0] == 0.0
     out = lim.limit([1.0])[0]  # a 1 m jump in 1 ms
-    assert out == pytest.approx(1000.0 * DT**3)  # the jerk bound's first step
+    assert out == pytest.approx(1000.0 * DT**3, rel=1e-5)  # the jerk bound's first step, with its margin
     assert lim.max_alteration == pytest.approx(1.0 - out)
     assert lim.altered_cycles == 1 and lim.first_altered == 1
 
