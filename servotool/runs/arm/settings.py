@@ -645,11 +645,11 @@ class StepOptions:
     guard: bool = option(
         True, "--guard/--no-guard", "Run the divergence guard alongside (always on for shaped steps).", "bool"
     )
-    nominal_step: bool = option(
-        True,
-        "--nominal-step/--measured-step",
-        "otg: step the generator one nominal command period per command (default), or by the measured "
-        "period: after a lost packet, a doubled increment (to show what that does; simulators only).",
+    measured_step: bool = option(
+        False,
+        "--measured-step",
+        "otg: step the generator by the measured period, not one command period per command: after a "
+        "lost packet a doubled increment (to show what that does; simulators only).",
         "bool",
     )
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
@@ -695,7 +695,7 @@ class StepOptions:
             test_arm=self.test_arm,
             realtime=self.realtime,
             transport="rpc" if self.rpc else "udp",
-            nominal_step=self.nominal_step,
+            nominal_step=not self.measured_step,
             **self._generator(),
         )
 
@@ -721,6 +721,6 @@ class StepOptions:
         otg = self.shaped and self.shaper == ShaperKind.OTG.value
         if "j_max" in self.given and not otg:
             problems.append(J_MAX_OTG_ONLY)
-        if not self.nominal_step and not (otg and simulated):
+        if self.measured_step and not (otg and simulated):
             problems.append(MEASURED_STEP_ONLY)
         return problems
