@@ -11,7 +11,7 @@ codes into these in its folder; nothing above devices/ reads a family's raw code
 
 What only some arms have is a small capability protocol, checked with isinstance (never probed by name):
 `ReportsJointRanges`, `ReportsOwner`, `WarmsUp`, `HasWatchdog`, `HasStatePeriod`, `HasClock`,
-`NamesCommands`. A backend that
+`NamesCommands`, `PacedByDevice`. A backend that
 runs on a clock of its own (a simulator in simulated time) offers it as its `clock` attribute, and every
 run on that arm streams on it: `clock_of(arm)`. Every arm is a context manager: `with open_arm(url) as
 arm:` closes it on the way out.
@@ -301,6 +301,19 @@ class HasClock(Protocol):
 
 
 @runtime_checkable
+class PacedByDevice(Protocol):
+    """An arm whose controller sets the pace: every servo_j waits for the controller's next state cycle and
+    answers it (the controller's own cycle, its state frames carrying the controller's time), so a run
+    streams without sleeping: tick k is the k-th state cycle, and a cycle the host missed shows as a gap
+    of two cycles or more in the controller's time."""
+
+    @property
+    def cycle_s(self) -> float:
+        """The controller's cycle (s): the only command period a run on it may use."""
+        ...
+
+
+@runtime_checkable
 class NamesCommands(Protocol):
     """An arm whose calls have names of their own (CommandNames)."""
 
@@ -320,6 +333,15 @@ def clock_of(arm: object) -> Clock | None:
         return None
     clock = arm.clock
     return clock if isinstance(clock, Clock) else None
+
+
+def device_cycle_of(arm: object) -> float | None:
+    """The controller's cycle (s) when the arm is paced by its device (PacedByDevice) and says it as a
+    positive number, else None (the run paces itself on its clock)."""
+    if not isinstance(arm, PacedByDevice):
+        return None
+    cycle = _seconds(arm.cycle_s)
+    return cycle if cycle is not None and cycle > 0 else None
 
 
 def _seconds(value: object) -> float | None:
@@ -351,6 +373,7 @@ __all__ = [
     "MotionState",
     "NEUTRAL_NAMES",
     "NamesCommands",
+    "PacedByDevice",
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
@@ -359,6 +382,7 @@ __all__ = [
     "WarmsUp",
     "clock_of",
     "command_names",
+    "device_cycle_of",
     "fault_codes",
     "state_period_of",
     "watchdog_of",

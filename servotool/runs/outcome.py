@@ -69,6 +69,7 @@ class StreamOutcome:
     p99_late_ms: float = 0.0
     at_rest: bool | None = None
     notes: list[str] = field(default_factory=list)
+    lost_cycles: int | None = None  # on an arm paced by its device: state cycles the host missed
     link_lost: bool = False  # the link went away, in the loop or during the stop (the JSON has the status)
     # a generator's rate-limiting backstop: the largest change it made to a command (deg), and to how many
     backstop_alteration_deg: float | None = None
@@ -97,6 +98,7 @@ class StreamOutcome:
             "rejects": self.rejects,
             "late_ticks": self.late_ticks,
             "max_late_ms": self.max_late_ms,
+            "lost_cycles": self.lost_cycles,
             "at_rest": self.at_rest,
             "backstop_alteration_deg": self.backstop_alteration_deg,
             "backstop_altered": self.backstop_altered,

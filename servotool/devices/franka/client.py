@@ -4,6 +4,10 @@ The stream is paced by the robot: `servo_j` waits in readOnce for the next 1 ms 
 writes the setpoint answering that state. `servo_end` writes the last setpoint again with motion_finished
 set: the robot refuses a finish on a moving command, so a run's last setpoints must already be at rest.
 Every state read is kept as a Cycle with the robot's own names (robot_mode, the error flags).
+
+The arm is paced by the device (`cycle_s`: one servo_j is one state cycle). On a lock-step simulator
+(`clock=sim`) it carries the run's clock (`clock`, a FakeClock) and moves it to the robot's time at every
+state it reads, so the run's timeline is the robot's.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 import pylibfranka as pf
 
-from servotool.devices.arm import Fault, MotionState, Reply, StateFrame
+from servotool.clock import Clock, DeviceTime, FakeClock
+from servotool.devices import trace
+from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
 from servotool.devices.franka import codes
 from servotool.devices.franka.family import facts
 from servotool.devices.url import DeviceURL
@@ -26,6 +32,19 @@ from servotool.errors import DeviceError
 # set_collision_behavior defaults (Nm per joint, N/Nm per axis): the run's settings override them
 DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
 DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
+CYCLE_S = 0.001  # the robot's state and command cycle
+# pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
+_TRACE = trace.logger("franka")
+
+# what to do about a robot that is not ready for a motion, by its robot_mode
+NOT_READY = {
+    "UserStopped": "the user stop is pressed: release it (and activate FCI in Desk)",
+    "Reflex": "a reflex is latched: clear it (error recovery) first",
+    "Guiding": "the arm is being guided by hand: let go and leave guiding mode",
+    "Other": "FCI is not active: activate it in Desk",
+    "AutomaticErrorRecovery": "the error recovery is still running: wait for it",
+    "Move": "another motion runs on it",
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +67,17 @@ def _names(errors: Any) -> tuple[str, ...]:
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
 
 
+def _rounded(values: Sequence[float]) -> list[float]:
+    return [round(x, 6) for x in values]
+
+
+def _device_error(url: str, exc: BaseException) -> DeviceError:
+    """pylibfranka's exception as ours: a network failure is a lost link, anything else the robot's no."""
+    if isinstance(exc, pf.NetworkException):
+        return ConnectionLost(f"{url}: {exc}")
+    return DeviceError(f"{url}: {exc}")
+
+
 def realtime_kernel() -> bool:
     """The running kernel is a real-time (PREEMPT_RT) one, as libfranka's kEnforce requires."""
     return "PREEMPT_RT" in platform.version() or "PREEMPT RT" in platform.version()
@@ -66,9 +96,13 @@ class FrankaArm:
         torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
         force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS,
         on_close: Any = None,
+        now: Any = None,
+        clock: Clock | None = None,
     ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
-        parsed_facts = None
+        self.clock: Clock | None = clock if isinstance(clock, FakeClock) else None
+        self._device_time = DeviceTime(clock) if isinstance(clock, FakeClock) else None
+        self._now = clock.now if clock is not None else now or time.monotonic
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
         self.joint_ranges: tuple[tuple[float, float], ...] = ()
@@ -76,6 +110,7 @@ class FrankaArm:
         self.realtime = "ignore" if realtime_ignore else "enforce"
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
         self._on_close = on_close
+        self.sim_process: Any = None  # the simulator's process, when this arm started one
         if not realtime_ignore and not realtime_kernel():
             raise DeviceError(
                 f"{url}: this kernel is not real-time and libfranka refuses to run on it; "
@@ -91,8 +126,7 @@ class FrankaArm:
                 list(force_thresholds),
             )
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
-            raise DeviceError(f"{url}: {exc}") from None
-        del parsed_facts
+            raise _device_error(url, exc) from None
         self._control: Any = None
         self._last_q: list[float] | None = None
         self.cycles: list[Cycle] = []
@@ -102,13 +136,19 @@ class FrankaArm:
 
     # -- state ------------------------------------------------------------------------------------------
 
+    @property
+    def cycle_s(self) -> float:
+        """The robot's cycle (s): each servo_j waits for the next state and answers it."""
+        return CYCLE_S
+
     def _record(self, state: Any) -> StateFrame:
-        t = time.monotonic()
+        robot_t = float(state.time.to_sec())
+        t = self._device_time.follow(robot_t) if self._device_time is not None else self._now()
         mode = state.robot_mode.name
         errors = _names(state.current_errors)
         cycle = Cycle(
             t,
-            float(state.time.to_sec()),
+            robot_t,
             tuple(state.q),
             tuple(state.q_d),
             tuple(state.dq),
@@ -119,6 +159,8 @@ class FrankaArm:
             _names(state.last_motion_errors),
         )
         self.cycles.append(cycle)
+        if _TRACE.isEnabledFor(trace.DEBUG):
+            _TRACE.debug("rx state time=%.3f robot_mode=%s q=%s", robot_t, mode, _rounded(cycle.q))
         fault = None
         if errors:
             fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
@@ -141,7 +183,7 @@ class FrankaArm:
         try:
             return self._record(self._robot.read_once())
         except Exception as exc:
-            raise DeviceError(f"{self.url}: {exc}") from None
+            raise _device_error(self.url, exc) from None
 
     def poll_states(self) -> list[StateFrame]:
         """The states read since the last call; outside a motion, one read_once (at most a cycle's wait)
@@ -162,10 +204,19 @@ class FrankaArm:
     # -- motion -----------------------------------------------------------------------------------------
 
     def enable(self, timeout_s: float = 5.0) -> None:
-        """The drives are the robot's own (FCI active, user stop released): check it is ready."""
-        frame = self.read()
-        if frame.motion is not MotionState.STOPPED:
-            raise DeviceError(f"{self.url}: robot_mode is {self.cycles[-1].robot_mode}, not Idle")
+        """The drives are the robot's own: check it is ready for a motion (robot_mode Idle: the user stop
+        released, FCI active); DeviceError naming the robot_mode and what to do otherwise."""
+        self.read()
+        problem = self.not_ready()
+        if problem is not None:
+            raise DeviceError(f"{self.url}: {problem}; nothing was moved")
+
+    def not_ready(self) -> str | None:
+        """Why the robot's newest state says it cannot take a motion, or None when robot_mode is Idle."""
+        mode = self.cycles[-1].robot_mode if self.cycles else "Other"
+        if mode == "Idle":
+            return None
+        return f"robot_mode is {mode}, not Idle: {NOT_READY.get(mode, 'the robot is not ready')}"
 
     def disable(self) -> int:
         return 0
@@ -174,7 +225,7 @@ class FrankaArm:
         try:
             self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
         except Exception as exc:
-            raise DeviceError(f"{self.url}: {exc}") from None
+            raise _device_error(self.url, exc) from None
         return 0
 
     def warm_up(
@@ -185,7 +236,9 @@ class FrankaArm:
         start = time.monotonic()
         if self._control is None:
             self.servo_start()
-        hold = list(q_hold) if q_hold is not None else list(self.cycles[-1].q_d) if self.cycles else None
+        hold: list[float] | None = list(q_hold) if q_hold is not None else None
+        if hold is None and self.cycles:
+            hold = [math.degrees(x) for x in self.cycles[-1].q_d]  # the robot's radians, servo_j's degrees
         while time.monotonic() - start < timeout_s:
             if hold is None:
                 state, _ = self._control.readOnce()
@@ -201,6 +254,9 @@ class FrankaArm:
         if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
             raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
         if self._control is None:
+            latest = self._latest
+            if latest is not None and latest.fault is not None:
+                raise DeviceError(f"{self.url}: no motion runs: the robot stopped it ({latest.fault.name})")
             raise DeviceError(f"{self.url}: servo_j before servo_start")
         self._write([math.radians(x) for x in q], finished=False)
         return None
@@ -211,11 +267,24 @@ class FrankaArm:
             self._record(state)
             command = pf.JointPositions(q_rad)
             command.motion_finished = finished
+            if _TRACE.isEnabledFor(trace.DEBUG):
+                _TRACE.debug("tx JointPositions q_c=%s motion_finished=%s", _rounded(q_rad), finished)
             self._control.writeOnce(command)
         except Exception as exc:
             self._control = None
-            raise DeviceError(f"{self.url}: {exc}") from None
+            if self._reflex_recorded():
+                return  # the state names the reflex: the run sees the robot's fault, not a device error
+            raise _device_error(self.url, exc) from None
         self._last_q = q_rad
+
+    def _reflex_recorded(self) -> bool:
+        """After the robot aborted the motion: read its state (recorded like every other) and say whether it
+        names the reflex that stopped it."""
+        try:
+            frame = self._record(self._robot.read_once())
+        except Exception:  # the link is gone too: the motion's own error is the one to report
+            return False
+        return frame.fault is not None
 
     def servo_end(self) -> int:
         """Finish the motion on the last setpoint (the held pose when none was sent)."""
@@ -261,10 +330,12 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
         from servotool.devices.franka.family import sim_settings
         from servotool.devices.franka.sim import spawn, stop
 
-        drop, seed, address = sim_settings(parsed)
-        proc, host = spawn(parsed.target, drop, seed, address)
+        sim = sim_settings(parsed)
+        lockstep = isinstance(kwargs.get("clock"), FakeClock)
+        proc, host = spawn(parsed.target, sim.drop, sim.seed, sim.address, lockstep=lockstep, mode=sim.mode)
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
+            arm.sim_process = proc
         except BaseException:
             stop(proc)
             raise

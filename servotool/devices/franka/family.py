@@ -7,6 +7,7 @@ without pylibfranka says which extra installs it (a SettingsError: exit 2).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from servotool.clock import FakeClock
@@ -19,12 +20,10 @@ from servotool.errors import SettingsError
 NAME = "franka"
 SCHEME = "franka"
 COMMAND_PORT = "1337"  # libfranka dials this port only
+CYCLE_S = 0.001  # the robot's state and command cycle
 JOINT_NAMES = tuple(f"J{n + 1}" for n in range(profiles.N_JOINTS))
 REAL_KEYS = ("model", "realtime")
 REALTIME_VALUES = ("enforce", "ignore")
-# a stream's default bounds, as a fraction of the joint limits: a generator at the limits themselves reaches
-# them by rounding alone, and the robot checks each command against them strictly
-GENERATOR_FRACTION = 0.2
 # the still commands before motion_finished: the robot refuses a finish on a moving command
 SETTLE_CYCLES = 250
 INSTALL_HINT = "pylibfranka is not installed: pip install 'servotool[franka]'"
@@ -34,25 +33,34 @@ class MissingClient(SettingsError):
     """The optional client library is not installed (nothing was opened)."""
 
 
+# the share of the robot's acceleration and jerk bounds a run keeps (the rest is margin for rounding)
+ACCEL_SHARE = 0.8
+
+
 def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
-    """The bounds every one of the models keeps, in degrees, at the 1 ms command period: the slowest joint's
-    speed, acceleration and jerk of the datasheets (a per-axis bound) are the backstop's and the highest a
-    run may ask for; a stream's defaults are GENERATOR_FRACTION of them. The jerk-limited generator is the
-    default shaper: the robot refuses a command whose acceleration jumps."""
-    v = math.degrees(min(min(m.dq) for m in models))
-    a = math.degrees(min(min(m.ddq) for m in models))
-    j = math.degrees(min(min(m.dddq) for m in models))
-    f = GENERATOR_FRACTION
+    """The bounds every one of the models keeps, in degrees, at the 1 ms cycle the robot sets: the slowest
+    joint's speed and jerk of the datasheets (a per-axis bound: the generator holds each joint to it). The
+    acceleration bound (the braked stop's, a ramp's, the acceleration-limited shaper's) is one the robot's
+    jerk check passes even when the acceleration flips from +a to -a in a single cycle, as a braked stop
+    of an accelerating stream does. The jerk-limited generator is the default shaper: the robot refuses a
+    command whose acceleration jumps. Behind it, a backstop holds every command to the datasheets' limits
+    themselves (which the generator's bounds sit below), and every stream ends on SETTLE_CYCLES still
+    commands."""
+    v = min(min(m.dq) for m in models)
+    j = min(min(m.dddq) for m in models)
+    ddq = min(min(m.ddq) for m in models)
+    a = ACCEL_SHARE * min(ddq, j * CYCLE_S / 2)
     return MotionCaps(
-        cmd_period_s=0.001,
-        v_max=v * f,
-        a_max=a * f,
-        j_max=j * f,
-        a_cap=a,
-        a_probe_cap=a,
+        cmd_period_s=CYCLE_S,
+        v_max=math.degrees(v),
+        a_max=math.degrees(a),
+        j_max=math.degrees(ACCEL_SHARE * j),
+        a_cap=math.degrees(a),
+        a_probe_cap=math.degrees(a),
         shapers=("otg", "accel"),
+        fixed_period=True,
         echo_anchor=True,  # q_d: the command the robot took, every cycle
-        backstop=(v, a, j),
+        backstop=(math.degrees(v), math.degrees(ddq), math.degrees(j)),
         settle_cycles=SETTLE_CYCLES,
     )
 
@@ -73,8 +81,22 @@ def _model_of(parsed: DeviceURL) -> profiles.Model | None:
     return profiles.MODELS.get(model)
 
 
-def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
-    """(drop, seed, address) of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
+START_MODES = ("idle", "user_stopped", "reflex", "other")
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """A sim: URL's simulator: packet loss (drop, seed), its address ("" for the first free one) and the
+    robot_mode it starts in."""
+
+    drop: float
+    seed: int
+    address: str
+    mode: str
+
+
+def sim_settings(parsed: DeviceURL) -> SimSettings:
+    """The simulator settings of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
     unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock"})
     if unknown:
         raise DeviceURLError(
@@ -93,7 +115,10 @@ def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
     address = parsed.params.get("address", "")
     if address and not address.startswith("127."):
         raise DeviceURLError(f"{parsed.raw}: address={address!r} is not a loopback address (127.x.y.z)")
-    return drop, seed, address
+    mode = parsed.params.get("mode", "idle")
+    if mode not in START_MODES:
+        raise DeviceURLError(f"{parsed.raw}: mode={mode!r}, want one of {', '.join(START_MODES)}")
+    return SimSettings(drop, seed, address, mode)
 
 
 def _sim_profile(parsed: DeviceURL) -> profiles.Profile:
@@ -148,12 +173,10 @@ def _open(parsed: DeviceURL, **kwargs: Any) -> Any:
     if parsed.simulated:
         from servotool.devices.url import sim_clock
 
-        clock = sim_clock(dict(parsed.params), parsed.raw, kwargs.pop("clock", None))
-        if isinstance(clock, FakeClock):
-            # pylibfranka waits on real sockets in real time: no lock-step on a simulated clock
-            raise DeviceURLError(
-                f"{parsed.raw}: the Franka simulator runs in real time only (want clock=host)"
-            )
+        # clock=sim: the simulator runs in lock-step and the arm moves this clock to the robot's time
+        kwargs["clock"] = sim_clock(dict(parsed.params), parsed.raw, kwargs.pop("clock", None))
+    elif isinstance(kwargs.get("clock"), FakeClock):
+        raise DeviceURLError(f"{parsed.raw}: a real arm runs in real time, not on a simulated clock")
     try:
         import pylibfranka  # noqa: F401
     except ImportError:

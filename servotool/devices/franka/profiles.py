@@ -66,6 +66,7 @@ PARAM_HELP = {
     "address": "the loopback address the simulator's TCP 1337 binds (default: the first free from 127.0.0.2)",
     "drop": "the fraction of command packets the simulator loses, seeded (0..1, default 0)",
     "seed": "the seed of the packet loss draw (default 0)",
+    "mode": "the robot_mode the simulated arm starts in: idle (ready), user_stopped, reflex, other (FCI off)",
 }
 
 

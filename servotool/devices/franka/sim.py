@@ -5,6 +5,12 @@ pylibfranka dials port 1337 only, so each simulator binds its own address of 127
 the first free one) and many run side by side. One client at a time: a second Connect is refused by closing
 it. A reflex latches robot_mode Reflex with its flag in current_errors and last_motion_errors until
 AutomaticErrorRecovery clears it.
+
+In lock-step (`lockstep=True`, what `clock=sim` runs) the robot's time is simulated: once the client answers
+states in a motion, state N+1 goes out only after the command answering state N came (or the motion ended),
+and each cycle advances the physics by exactly 1 ms, however long the client took. A lost packet (`drop`)
+is then a state the client never sees: the next one comes 2 ms of robot time later. Outside a motion (and
+before a motion's first command) libfranka only reads, so the states go out every millisecond of real time.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ from servotool.errors import DeviceError
 
 FIRST_ADDRESS = 2
 LAST_ADDRESS = 254
+# lock-step: how long (wall time) the simulator waits for the answer to a state before it counts the
+# cycle as lost (well under libfranka's own receive timeout, so a stalled client is judged by the robot)
+LOCKSTEP_PATIENCE_S = 0.5
+START_MODES = {"idle": "Idle", "user_stopped": "UserStopped", "reflex": "Reflex", "other": "Other"}
 
 
 def bind_free_address(port: int = p.COMMAND_PORT) -> socket.socket:
@@ -51,9 +61,18 @@ class Motion:
 class FrankaSim:
     """The simulator of one profile; `start()` serves until `close()`. `address` is where to dial it."""
 
-    def __init__(self, profile: Profile, drop: float = 0.0, seed: int = 0, address: str = "") -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        drop: float = 0.0,
+        seed: int = 0,
+        address: str = "",
+        lockstep: bool = False,
+        mode: str = "idle",
+    ) -> None:
         self.profile = profile
         self.drop = drop
+        self.lockstep = lockstep
         self._rng = random.Random(seed)
         if address:
             self._listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,7 +83,7 @@ class FrankaSim:
         self.address = self._listen.getsockname()[0]
         self.joints = Joints(profile)
         self.message_id = 0
-        self.robot_mode = codes.MODE["Idle"]
+        self.robot_mode = codes.MODE[START_MODES[mode]]
         self.errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
         self.last_motion_errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
         self.motion: Motion | None = None
@@ -160,6 +179,9 @@ class FrankaSim:
                 )
                 if ok:
                     self.motion = Motion(cid)
+                    # libfranka waits for a state showing the motion, then reads a newer one before
+                    # it answers: those two go out unprompted, every later one answers a command
+                    self._in_loop, self._unprompted = False, 2
                     self.joints.start()
                     self._answered = self.message_id
                     self.robot_mode = codes.MODE["Move"]
@@ -207,15 +229,44 @@ class FrankaSim:
         while not self._stop.is_set():
             with self._lock:
                 peer = self._peer
+                stepping = self.lockstep and self.motion is not None and self._unprompted <= 0
+            if stepping and peer is not None:
+                self._lockstep_cycle(peer)
+                next_tick = time.monotonic()
+                continue
             if peer is not None:
                 self.cycle(peer)
             next_tick += 0.001
+            if self.lockstep:
+                # simulated time owes the wall clock nothing: a late cycle is never caught up in a burst
+                next_tick = max(next_tick, time.monotonic() + 0.0005)
             self._drain_until(next_tick)
             if time.monotonic() - next_tick > 0.05:
                 next_tick = time.monotonic()  # the host stalled: resume without a burst
 
-    def _drain_until(self, deadline: float) -> None:
-        """Take the commands that arrive before the next tick; the newest answering the last state counts."""
+    def _lockstep_cycle(self, peer: tuple[str, int]) -> None:
+        """One cycle of simulated time: wait for the answer to the last state, then step 1 ms; a state the
+        drop draw loses is not sent, and the next cycle follows at once (the client sees a 2 ms gap)."""
+        self._await_answer(time.monotonic() + LOCKSTEP_PATIENCE_S)
+        lost = bool(self.drop) and self._rng.random() < self.drop
+        self.cycle(peer, send=not lost)
+        if lost:
+            self.cycle(peer)
+
+    def _await_answer(self, deadline: float) -> None:
+        """Take commands until the one answering the newest state came, the motion ended or deadline."""
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            with self._lock:
+                if self.motion is None or self._peer is None:
+                    return
+                pending = self._pending
+            if pending is not None and pending.message_id >= self.message_id:
+                return
+            self._drain_until(min(deadline, time.monotonic() + 0.01), first_only=True)
+
+    def _drain_until(self, deadline: float, first_only: bool = False) -> None:
+        """Take the commands that arrive before the next tick; the newest answering the last state counts.
+        first_only: return after the first command taken."""
         udp = self._udp
         while udp is not None:
             wait = deadline - time.monotonic()
@@ -231,7 +282,7 @@ class FrankaSim:
                 data = udp.recv(2048)
             except OSError:
                 return
-            if self.drop and self._rng.random() < self.drop:
+            if self.drop and not self.lockstep and self._rng.random() < self.drop:
                 continue
             try:
                 cmd = p.decode_command(data)
@@ -240,20 +291,32 @@ class FrankaSim:
             # a late answer still counts once: the newest command of a state not answered before
             if self._answered < cmd.message_id <= self.message_id:
                 self._pending = cmd
+                if first_only:
+                    return
 
     _pending: p.RobotCommand | None = None
     _answered = 0
+    _in_loop = False  # the client answers states in this motion
+    _unprompted = 0  # lock-step: states of this motion still to send before waiting for answers
 
-    def cycle(self, peer: tuple[str, int]) -> None:
-        """One millisecond: judge the command answering the last state, move the joints, send the state."""
+    def cycle(self, peer: tuple[str, int], send: bool = True) -> None:
+        """One millisecond: judge the command answering the last state, move the joints, send the state
+        (unless `send` is false: the state is lost on its way)."""
         with self._lock:
             cmd, self._pending = self._pending, None
-            if self.motion is not None and self.robot_mode == codes.MODE["Move"] and self.message_id > 0:
+            if cmd is not None:
+                self._in_loop = True
+            # lock-step: nothing is judged before the client's first answer in this motion
+            started = self._in_loop or not self.lockstep
+            moving = self.motion is not None and self.robot_mode == codes.MODE["Move"]
+            if moving and started and self.message_id > 0:
                 self._judge(cmd)
             self.joints.step()
             self.message_id += 1
             state = self._state()
-        if self._udp is not None:
+            if self.motion is not None and self._unprompted > 0:
+                self._unprompted -= 1
+        if self._udp is not None and send:
             with contextlib.suppress(OSError):
                 self._udp.sendto(p.encode_state(state), peer)
 
@@ -331,11 +394,18 @@ _IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.
 
 
 def spawn(
-    name: str, drop: float = 0.0, seed: int = 0, address: str = "", timeout_s: float = 10.0
+    name: str,
+    drop: float = 0.0,
+    seed: int = 0,
+    address: str = "",
+    timeout_s: float = 10.0,
+    lockstep: bool = False,
+    mode: str = "idle",
 ) -> tuple[subprocess.Popen[str], str]:
     """The simulator in a process of its own and the address it serves on; DeviceError when it does not
     start within timeout_s. Closing the process's stdin stops it."""
     argv = [sys.executable, "-m", "servotool.devices.franka.sim", name, repr(drop), str(seed), address]
+    argv += ["lockstep" if lockstep else "realtime", mode]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
@@ -358,15 +428,20 @@ def stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def start_sim(name: str, drop: float = 0.0, seed: int = 0, address: str = "") -> FrankaSim:
+def start_sim(
+    name: str, drop: float = 0.0, seed: int = 0, address: str = "", lockstep: bool = False, mode: str = "idle"
+) -> FrankaSim:
     """A running simulator of the profile `name` (KeyError names the known ones)."""
     if name not in PROFILES:
         raise KeyError(f"unknown Franka profile {name!r} (known: {', '.join(PROFILES)})")
-    return FrankaSim(PROFILES[name], drop, seed, address).start()
+    if mode not in START_MODES:
+        raise KeyError(f"unknown start mode {mode!r} (known: {', '.join(START_MODES)})")
+    return FrankaSim(PROFILES[name], drop, seed, address, lockstep, mode).start()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address]`: serve until stdin closes;
+    """`python -m servotool.devices.franka.sim NAME [drop] [seed] [address] [lockstep|realtime] [mode]`:
+    serve until stdin closes;
     the first line printed is the address to dial. pylibfranka holds the interpreter lock while it waits
     on the robot, so a simulator it talks to runs in a process of its own."""
     args = sys.argv[1:] if argv is None else argv
@@ -375,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         float(args[1]) if len(args) > 1 else 0.0,
         int(args[2]) if len(args) > 2 else 0,
         args[3] if len(args) > 3 else "",
+        len(args) > 4 and args[4] == "lockstep",
+        args[5] if len(args) > 5 else "idle",
     )
     print(sim.address, flush=True)
     try:

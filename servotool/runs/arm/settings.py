@@ -204,6 +204,17 @@ def _period(period_s: object) -> list[str]:
     return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
 
 
+def _fixed_period(period_s: object, caps: MotionCaps) -> list[str]:
+    """One problem line when the family's controller sets the pace and period_s is not its cycle."""
+    period = _num(period_s)
+    if not caps.fixed_period or period is None or abs(period - caps.cmd_period_s) <= 1e-12:
+        return []
+    return [
+        f"--cmd-ms {period * 1e3:g}: this arm's controller sets the pace, one setpoint every "
+        f"{caps.cmd_period_s * 1e3:g} ms cycle (leave --cmd-ms out)"
+    ]
+
+
 def a_max_bound(cap: float, period_s: float, base_s: float = CMD_PERIOD_S) -> float:
     """The highest a_max (deg/s^2) a stream at this command period (s) may use, for an a_max cap that holds at
     the family's period base_s: the cap up to base_s, cap * (base_s / period)^2 beyond (the same largest
@@ -251,7 +262,7 @@ def _common(
     caps: MotionCaps = GENERIC_CAPS,
 ) -> list[str]:
     a_cap = caps.a_cap if a_cap is None else a_cap
-    problems = _period(period_s)
+    problems = _period(period_s) or _fixed_period(period_s, caps)
     problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
     if not problems:
         problems += _step_change(period_s, a_max, a_cap, caps)
@@ -299,6 +310,23 @@ def lag_duration_s(s: LagLike) -> float:
     return total
 
 
+def _ramp_accel(s: LagLike) -> list[str]:
+    """One problem line when the fastest pass would accelerate (speed / ramp time) beyond --a-max: the ramp
+    starts at once at that acceleration, as the braked stop does at a_max."""
+    speeds = [abs(v) for v in s.speeds_deg_s if _finite(v)]
+    if not speeds or not _finite(s.ramp_s, s.a_max) or s.ramp_s <= 0 or s.a_max <= 0:
+        return []
+    accel = max(speeds) / s.ramp_s
+    if accel <= s.a_max * (1 + 1e-9):
+        return []
+    need_ms = max(speeds) / s.a_max * 1e3
+    return [
+        f"--ramp-ms {s.ramp_s * 1e3:g}: the {max(speeds):g} deg/s pass would accelerate at "
+        f"{accel:.4g} deg/s^2, above --a-max {s.a_max:g}: lengthen --ramp-ms to {math.ceil(need_ms):g} "
+        "or lower --speeds"
+    ]
+
+
 def validate_lag(
     s: LagLike,
     *,
@@ -325,6 +353,7 @@ def validate_lag(
     problems += _in(s.ramp_s, "--ramp-ms", 0.0, MAX_RAMP_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
     problems += _in(s.settle_s, "--settle-ms", 0.0, MAX_SETTLE_S * 1e3, scale=1e3, unit=" ms")
     problems += _speeds(s, _speed_limit(s.joint, speed_limits))
+    problems += _ramp_accel(s)
     if not problems:
         run_s = lag_duration_s(s)
         if run_s > MAX_RUN_S:
@@ -560,8 +589,14 @@ class LagOptions:
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
 
     def for_device(self, motion: MotionCaps | None) -> LagOptions:
-        """These settings with the device family's period and bounds wherever the user gave none."""
-        return replace(self, **_with_caps(self, motion))
+        """These settings with the device family's period and bounds wherever the user gave none; and a
+        ramp long enough for the fastest speed within a_max when the user gave no ramp time."""
+        opts = replace(self, **_with_caps(self, motion))
+        fastest = max((abs(v) for v in opts.speeds if _finite(v)), default=0.0)
+        if "ramp_ms" in self.given or not _finite(opts.a_max) or opts.a_max <= 0 or fastest <= 0:
+            return opts
+        need_ms = math.ceil(fastest / opts.a_max * 1e3 / 10.0) * 10.0
+        return replace(opts, ramp_ms=need_ms) if need_ms > opts.ramp_ms else opts
 
     def run_settings(self) -> RampSettings:
         """The ramp run's own settings (seconds, the transport by name)."""
