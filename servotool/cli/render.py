@@ -140,6 +140,19 @@ LAG_COLUMNS = (
     Col("mid L\nms", lambda p: fmt(p.mid_lag_ms, ".2f")),
     Col("over\ndeg", lambda p: fmt(p.overshoot_deg, ".4f")),
 )
+# the columns of a controller that echoes what it executes: the echo's lag, the lowest success rate, the
+# state cycles the host missed
+ECHO_COLUMNS = (
+    Col("pass", lambda p: str(p.index)),
+    Col("dir", lambda p: p.direction, left=True),
+    Col("echo L\nms", lambda p: fmt(p.echo_lag_ms, ".2f")),
+    Col("success\nmin", lambda p: fmt(p.success_rate, ".2f")),
+    Col("lost\ncycles", lambda p: "-" if p.lost_cycles is None else str(p.lost_cycles)),
+)
+
+
+def _echoed(passes: Sequence[PassLag]) -> bool:
+    return any(math.isfinite(p.echo_lag_ms) or p.lost_cycles is not None for p in passes)
 
 
 def _fit_line(name: str, fit: OriginFit | None) -> str:
@@ -250,6 +263,13 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Cons
         "end after the stop" + ("; g: guard view, setpoint just sent - newest frame" if wide else "")
     )
     print_table(con, table, wide)
+    if _echoed(result.passes):
+        echo = _table("the controller's view", ECHO_COLUMNS, result.passes, wide)
+        echo.caption = (
+            "echo L: the setpoint the controller executes, behind the one sent; success: the pass's lowest "
+            "share of setpoints received; lost: state cycles the host missed"
+        )
+        print_table(con, echo, wide)
     passes: list[PassLag] = result.passes
     for p in passes:
         if p.note:

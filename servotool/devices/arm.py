@@ -11,7 +11,7 @@ codes into these in its folder; nothing above devices/ reads a family's raw code
 
 What only some arms have is a small capability protocol, checked with isinstance (never probed by name):
 `ReportsJointRanges`, `ReportsOwner`, `WarmsUp`, `HasWatchdog`, `HasStatePeriod`, `HasClock`,
-`NamesCommands`, `PacedByDevice`. A backend that
+`NamesCommands`, `PacedByDevice`, `RecordsSettings`, `EchoesSetpoints`. A backend that
 runs on a clock of its own (a simulator in simulated time) offers it as its `clock` attribute, and every
 run on that arm streams on it: `clock_of(arm)`. Every arm is a context manager: `with open_arm(url) as
 arm:` closes it on the way out.
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from servotool.clock import Clock
 from servotool.errors import ConnectionLost, DeviceError
@@ -109,7 +109,8 @@ class StateFrame:
     The fields below are None when the controller does not stream them:
     qd: measured joint speeds (deg/s); motion: the controller's motion state; cmd_num: the count of
     streamed setpoints the controller has taken; servo_active: the controller is in streaming mode,
-    whoever put it there.
+    whoever put it there; success_rate: the share (0..1) of the recent cycles' setpoints the controller
+    received in time.
     """
 
     t: float
@@ -122,6 +123,7 @@ class StateFrame:
     motion: MotionState | None = None
     cmd_num: int | None = None
     servo_active: bool | None = None
+    success_rate: float | None = None
 
     @property
     def codes(self) -> tuple[int, ...]:
@@ -314,6 +316,38 @@ class PacedByDevice(Protocol):
 
 
 @runtime_checkable
+class RecordsSettings(Protocol):
+    """An arm that set (or was told to waive) something on its controller that a run's CSV header must
+    record: thresholds it set explicitly, a check the user switched off."""
+
+    def device_settings(self) -> dict[str, Any]:
+        """Those settings by name, JSON-ready."""
+        ...
+
+
+@runtime_checkable
+class EchoesSetpoints(Protocol):
+    """An arm whose every state frame carries the controller's echo of the setpoint it executes
+    (StateFrame.setpoint) and the share of recent setpoints it received (StateFrame.success_rate): a run
+    records both with each frame."""
+
+    @property
+    def echoes_setpoints(self) -> bool:
+        """True when the frames carry them."""
+        ...
+
+
+def echoes_setpoints(arm: object) -> bool:
+    """The arm's state frames carry the setpoint echo and the success rate (EchoesSetpoints)."""
+    return isinstance(arm, EchoesSetpoints) and arm.echoes_setpoints is True
+
+
+def device_settings_of(arm: object) -> dict[str, Any]:
+    """The arm's own settings to record (RecordsSettings), else {}."""
+    return dict(arm.device_settings()) if isinstance(arm, RecordsSettings) else {}
+
+
+@runtime_checkable
 class NamesCommands(Protocol):
     """An arm whose calls have names of their own (CommandNames)."""
 
@@ -363,6 +397,7 @@ __all__ = [
     "CommandNames",
     "ConnectionLost",
     "DeviceError",
+    "EchoesSetpoints",
     "FAULT_CODE_COUNT",
     "Fault",
     "HEALTHY_CODES",
@@ -374,6 +409,7 @@ __all__ = [
     "NEUTRAL_NAMES",
     "NamesCommands",
     "PacedByDevice",
+    "RecordsSettings",
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
@@ -383,6 +419,8 @@ __all__ = [
     "clock_of",
     "command_names",
     "device_cycle_of",
+    "device_settings_of",
+    "echoes_setpoints",
     "fault_codes",
     "state_period_of",
     "watchdog_of",

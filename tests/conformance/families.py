@@ -83,8 +83,13 @@ def _silent_stream(arm: Any) -> None:
     arm.sim.hold_stream(True)  # the state stream goes quiet: the client's watchdog calls the link lost
 
 
+def _kill_simulator(arm: Any) -> None:
+    arm.sim_process.kill()  # the robot is gone: no state comes, libfranka's receive times out
+
+
 ARM_LOSSES: dict[str, ArmLoss] = {
     "fairino": ArmLoss(at_tick=_silent_stream),
+    "franka": ArmLoss(at_tick=_kill_simulator),
     "fake-arm": ArmLoss(params=f"lose_after={LOSS_TICK + 1}"),
 }
 

@@ -60,6 +60,11 @@ class PassLag:
     overshoot_deg: float  # past the end of the pass, after the stop
     note: str = ""
     n_late_left_out: int = 0  # cruise frames left out because a late send disturbed them (not in n_frames)
+    # a controller that echoes what it executes (analysis.lag.echo): the executed setpoint's lag behind the
+    # one sent (ms), the pass's lowest success rate of setpoints received, the state cycles missed
+    echo_lag_ms: float = math.nan
+    success_rate: float = math.nan
+    lost_cycles: int | None = None
 
 
 @dataclass

@@ -25,13 +25,15 @@ from servotool.clock import Clock, DeviceTime, FakeClock
 from servotool.devices import trace
 from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
 from servotool.devices.franka import codes
-from servotool.devices.franka.family import facts
+from servotool.devices.franka.family import (
+    DEFAULT_FORCE_THRESHOLDS,
+    DEFAULT_TORQUE_THRESHOLDS,
+    collision_of,
+    facts,
+)
 from servotool.devices.url import DeviceURL
 from servotool.errors import DeviceError
 
-# set_collision_behavior defaults (Nm per joint, N/Nm per axis): the run's settings override them
-DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
-DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
 CYCLE_S = 0.001  # the robot's state and command cycle
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
@@ -71,6 +73,16 @@ def _rounded(values: Sequence[float]) -> list[float]:
     return [round(x, 6) for x in values]
 
 
+def _refused(url: str, host: str, exc: BaseException) -> DeviceError:
+    """A connection the robot did not take, with libfranka's own words: the robot serves one client."""
+    if isinstance(exc, pf.NetworkException):
+        return DeviceError(
+            f"{url}: {host} refused the connection ({exc}); the robot takes one client at a time: is another "
+            "program connected to it (busy)?"
+        )
+    return DeviceError(f"{url}: {exc}")
+
+
 def _device_error(url: str, exc: BaseException) -> DeviceError:
     """pylibfranka's exception as ours: a network failure is a lost link, anything else the robot's no."""
     if isinstance(exc, pf.NetworkException):
@@ -100,6 +112,7 @@ class FrankaArm:
         clock: Clock | None = None,
     ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
+        self.host = host
         self.clock: Clock | None = clock if isinstance(clock, FakeClock) else None
         self._device_time = DeviceTime(clock) if isinstance(clock, FakeClock) else None
         self._now = clock.now if clock is not None else now or time.monotonic
@@ -126,7 +139,7 @@ class FrankaArm:
                 list(force_thresholds),
             )
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
-            raise _device_error(url, exc) from None
+            raise _refused(url, host, exc) from None
         self._control: Any = None
         self._last_q: list[float] | None = None
         self.cycles: list[Cycle] = []
@@ -135,6 +148,19 @@ class FrankaArm:
         self._closed = False
 
     # -- state ------------------------------------------------------------------------------------------
+
+    def device_settings(self) -> dict[str, Any]:
+        """What this arm set or waived on the robot, for a run's CSV header."""
+        torque, force = self.collision_thresholds
+        return {
+            "realtime": self.realtime,
+            "collision_behavior": {"torque_thresholds_nm": list(torque), "force_thresholds": list(force)},
+        }
+
+    @property
+    def echoes_setpoints(self) -> bool:
+        """Every state carries q_d (the command the robot executes) and control_command_success_rate."""
+        return True
 
     @property
     def cycle_s(self) -> float:
@@ -173,6 +199,7 @@ class FrankaArm:
             device_time_s=cycle.time_s,
             qd=tuple(math.degrees(x) for x in cycle.dq),
             motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
+            success_rate=cycle.control_command_success_rate,
         )
         self._unread.append(frame)
         self._latest = frame
@@ -326,6 +353,8 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
     parameters checked by the family first)."""
     f = facts(parsed)
+    collision = collision_of(parsed)
+    kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
         from servotool.devices.franka.family import sim_settings
         from servotool.devices.franka.sim import spawn, stop
@@ -336,6 +365,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
             arm.sim_process = proc
+            arm.realtime = "not needed (a simulator)"
         except BaseException:
             stop(proc)
             raise

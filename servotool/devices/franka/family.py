@@ -13,6 +13,7 @@ from typing import Any
 from servotool.clock import FakeClock
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
 from servotool.devices.franka import profiles
+from servotool.devices.franka.serve import SERVE
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import SettingsError
@@ -22,7 +23,13 @@ SCHEME = "franka"
 COMMAND_PORT = "1337"  # libfranka dials this port only
 CYCLE_S = 0.001  # the robot's state and command cycle
 JOINT_NAMES = tuple(f"J{n + 1}" for n in range(profiles.N_JOINTS))
-REAL_KEYS = ("model", "realtime")
+COLLISION_KEYS = ("collision_torque", "collision_force")
+REAL_KEYS = ("model", "realtime", *COLLISION_KEYS)
+# set_collision_behavior's thresholds when the URL gives none: Nm per joint, N (forces) and Nm (torques)
+# per Cartesian axis; a contact above them stops the arm with a reflex
+DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
+DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
+MAX_THRESHOLD = 200.0  # above any contact a run should tolerate
 REALTIME_VALUES = ("enforce", "ignore")
 # the still commands before motion_finished: the robot refuses a finish on a moving command
 SETTLE_CYCLES = 250
@@ -68,6 +75,40 @@ def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
 ALL_MODELS = tuple(profiles.MODELS.values())
 
 
+@dataclass(frozen=True)
+class Collision:
+    """The collision thresholds a run sets (set_collision_behavior, the same for the lower and upper
+    bounds): torques per joint (Nm), forces and torques per Cartesian axis (N, Nm)."""
+
+    torque: tuple[float, ...] = DEFAULT_TORQUE_THRESHOLDS
+    force: tuple[float, ...] = DEFAULT_FORCE_THRESHOLDS
+
+
+def _thresholds(parsed: DeviceURL, key: str, n: int, default: tuple[float, ...]) -> tuple[float, ...]:
+    text = parsed.params.get(key, "")
+    if not text:
+        return default
+    want = f"{parsed.raw}: {key}={text!r}, want one number or {n} separated by commas"
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise DeviceURLError(want) from None
+    if len(values) == 1:
+        values = values * n
+    if len(values) != n or not all(0 < v <= MAX_THRESHOLD for v in values):
+        raise DeviceURLError(f"{want}, each in (0, {MAX_THRESHOLD:g}]")
+    return values
+
+
+def collision_of(parsed: DeviceURL) -> Collision:
+    """The URL's collision thresholds (`collision_torque`: one or 7 values, Nm; `collision_force`: one or 6,
+    N and Nm), else the defaults; DeviceURLError for a value that is not a number in (0, MAX_THRESHOLD]."""
+    return Collision(
+        _thresholds(parsed, "collision_torque", profiles.N_JOINTS, DEFAULT_TORQUE_THRESHOLDS),
+        _thresholds(parsed, "collision_force", 6, DEFAULT_FORCE_THRESHOLDS),
+    )
+
+
 def _model_of(parsed: DeviceURL) -> profiles.Model | None:
     unknown = sorted(set(parsed.params) - set(REAL_KEYS))
     if unknown:
@@ -97,7 +138,7 @@ class SimSettings:
 
 def sim_settings(parsed: DeviceURL) -> SimSettings:
     """The simulator settings of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
-    unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock"})
+    unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock", *COLLISION_KEYS})
     if unknown:
         raise DeviceURLError(
             f"{parsed.raw}: unknown parameter {unknown[0]} (known: {', '.join(sorted(profiles.PARAM_HELP))})"
@@ -132,6 +173,7 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     """A Franka URL's model, joints and bounds. A real address names its model by `?model=` (fr3, fer):
     without one, the bounds both models keep (the narrowest ranges, the slowest joints). DeviceURLError for
     an unknown model or parameter."""
+    collision_of(parsed)
     if parsed.simulated:
         profile = _sim_profile(parsed)
         m = profile.model
@@ -193,8 +235,15 @@ def lock_keys(parsed: DeviceURL) -> list[str]:
     return host_keys(NAME, parsed.target, [("port", COMMAND_PORT)])
 
 
+COLLISION_HELP = {
+    "collision_torque": "collision thresholds per joint, Nm: one value or 7 (set_collision_behavior)",
+    "collision_force": "collision thresholds per Cartesian axis, N and Nm: one value or 6",
+}
+
+
 def sim_params() -> tuple[SimParam, ...]:
-    return tuple(SimParam(key, text) for key, text in sorted(profiles.PARAM_HELP.items()))
+    helps = {**profiles.PARAM_HELP, **COLLISION_HELP}
+    return tuple(SimParam(key, text) for key, text in sorted(helps.items()))
 
 
 FAMILY = Family(
@@ -210,4 +259,5 @@ FAMILY = Family(
     lock_keys=lock_keys,
     campaigns=frozenset({"lag", "step"}),
     sim_params=sim_params,
+    serve=SERVE,
 )

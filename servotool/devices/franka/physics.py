@@ -42,7 +42,8 @@ class Joints:
         self.missed_in_row = 0
 
     def success_rate(self) -> float:
-        return sum(self._outcomes) / SUCCESS_WINDOW if self._outcomes else 0.0
+        # over the cycles of this motion while it is younger than the window: a fresh motion lost nothing
+        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
 
     def start(self) -> None:
         """A motion starts from rest where the arm is: the command history is the current pose."""

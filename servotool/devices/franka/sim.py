@@ -38,6 +38,7 @@ LOST_IN_ROW = 3
 # lock-step: how long (wall time) the simulator waits for the answer to a state before it counts the
 # cycle as lost (well under libfranka's own receive timeout, so a stalled client is judged by the robot)
 LOCKSTEP_PATIENCE_S = 0.5
+HANDOVER_S = 0.25  # how long a new client waits for the one before to finish going away
 START_MODES = {"idle": "Idle", "user_stopped": "UserStopped", "reflex": "Reflex", "other": "Other"}
 
 
@@ -90,7 +91,9 @@ class FrankaSim:
         self.last_motion_errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
         self.motion: Motion | None = None
         self.reflexes: list[Check] = []
+        self.refused = 0  # clients refused while another one was connected
         self._lock = threading.Lock()
+        self._session_ended = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._tcp: socket.socket | None = None
         self._udp: socket.socket | None = None
@@ -124,24 +127,42 @@ class FrankaSim:
     # -- TCP service -----------------------------------------------------------------------------------
 
     def _serve_tcp(self) -> None:
+        """Accept clients while one is served (in a thread of its own): a second is closed at once."""
         while not self._stop.is_set():
             try:
                 conn, _ = self._listen.accept()
             except OSError:
                 return
-            if self._tcp is not None:
-                conn.close()  # one client per robot
-                continue
-            self._tcp = conn
-            try:
-                self._session(conn)
-            except (OSError, p.FrankaProtocolError):
-                pass
-            finally:
+            # a client that just went away may still be ending its session: it gets a moment to
+            with self._session_ended:
+                self._session_ended.wait_for(lambda: self._tcp is None, timeout=HANDOVER_S)
+                busy = self._tcp is not None
+                if not busy:
+                    self._tcp = conn
+            if busy:
+                self.refused += 1
                 with contextlib.suppress(OSError):
-                    conn.close()
-                with self._lock:
-                    self._tcp, self._peer, self.motion = None, None, None
+                    conn.close()  # one client per robot
+                continue
+            t = threading.Thread(
+                target=self._serve_client, args=(conn,), daemon=True, name="franka-sim-client"
+            )
+            t.start()
+
+    def _serve_client(self, conn: socket.socket) -> None:
+        try:
+            self._session(conn)
+        except Exception:  # a client that goes away or sends garbage ends its own session only
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+            with self._session_ended:
+                if self.motion is not None:
+                    # the robot loses the client mid-motion as it loses its commands: the link reflex
+                    self._reflex(Check("communication_constraints_violation", "the client went away"))
+                self._tcp, self._peer, self.motion = None, None, None
+                self._session_ended.notify_all()
 
     def _session(self, conn: socket.socket) -> None:
         buf = b""

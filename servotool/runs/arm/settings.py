@@ -310,23 +310,6 @@ def lag_duration_s(s: LagLike) -> float:
     return total
 
 
-def _ramp_accel(s: LagLike) -> list[str]:
-    """One problem line when the fastest pass would accelerate (speed / ramp time) beyond --a-max: the ramp
-    starts at once at that acceleration, as the braked stop does at a_max."""
-    speeds = [abs(v) for v in s.speeds_deg_s if _finite(v)]
-    if not speeds or not _finite(s.ramp_s, s.a_max) or s.ramp_s <= 0 or s.a_max <= 0:
-        return []
-    accel = max(speeds) / s.ramp_s
-    if accel <= s.a_max * (1 + 1e-9):
-        return []
-    need_ms = max(speeds) / s.a_max * 1e3
-    return [
-        f"--ramp-ms {s.ramp_s * 1e3:g}: the {max(speeds):g} deg/s pass would accelerate at "
-        f"{accel:.4g} deg/s^2, above --a-max {s.a_max:g}: lengthen --ramp-ms to {math.ceil(need_ms):g} "
-        "or lower --speeds"
-    ]
-
-
 def validate_lag(
     s: LagLike,
     *,
@@ -353,7 +336,6 @@ def validate_lag(
     problems += _in(s.ramp_s, "--ramp-ms", 0.0, MAX_RAMP_S * 1e3, scale=1e3, unit=" ms", lo_open=True)
     problems += _in(s.settle_s, "--settle-ms", 0.0, MAX_SETTLE_S * 1e3, scale=1e3, unit=" ms")
     problems += _speeds(s, _speed_limit(s.joint, speed_limits))
-    problems += _ramp_accel(s)
     if not problems:
         run_s = lag_duration_s(s)
         if run_s > MAX_RUN_S:

@@ -55,6 +55,8 @@ from servotool.devices.arm import (
     StateFrame,
     clock_of,
     device_cycle_of,
+    device_settings_of,
+    echoes_setpoints,
     fault_codes,
     watchdog_of,
 )
@@ -132,22 +134,29 @@ __all__ = [
 ]
 
 
-def columns(n_joints: int, raw: bool) -> list[str]:
-    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target."""
+def columns(n_joints: int, raw: bool, echo: bool = False) -> list[str]:
+    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
+    with echo, e = the controller's echo of the setpoint it executes and success = the share of recent
+    setpoints it received (state rows)."""
     cols = ["t", "event", "seq", "pass", "phase"]
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
+    if echo:
+        cols += [*(f"e{j + 1}" for j in range(n_joints)), "success"]
     cols += ["errcode", *FAULT_COLUMNS, "dev_t", "info"]
     return cols
 
 
-def units(n_joints: int, raw: bool) -> dict[str, str]:
+def units(n_joints: int, raw: bool, echo: bool = False) -> dict[str, str]:
     """The units line of a streamed run's CSV header."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
         u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
+    if echo:
+        u.update({f"e{j + 1}": "deg (the setpoint the controller executes)" for j in range(n_joints)})
+        u["success"] = "share 0..1 of the recent setpoints the controller received"
     return u
 
 
@@ -303,6 +312,7 @@ class Streamer:
         self.catch_sigint = catch_sigint
         self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
+        self.record_echo = echoes_setpoints(arm)
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
@@ -369,6 +379,10 @@ class Streamer:
                 "dev_t": f.device_time_s,
             }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            if self.record_echo:
+                echo = f.setpoint or ()
+                row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
+                row["success"] = f.success_rate
             rows.append(row)
             if f.fault != self._latched:
                 if f.fault is not None:
@@ -949,6 +963,9 @@ def open_run_csv(
     cycle = device_cycle_of(arm)
     if cycle is not None:
         header = {**header, "pacing": DEVICE_PACED.format(ms=cycle * 1e3)}
+    settings = device_settings_of(arm)
+    if settings:
+        header = {**header, "device_settings": settings}
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
@@ -957,8 +974,8 @@ def open_run_csv(
                 device=arm.url,
                 simulated=arm.simulated,
                 config=config,
-                units=units(arm.n_joints, raw=record_raw),
-                columns=columns(arm.n_joints, raw=record_raw),
+                units=units(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm)),
+                columns=columns(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm)),
                 command=command,
                 extra=header,
             )
