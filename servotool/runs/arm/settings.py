@@ -569,11 +569,12 @@ class LagOptions:
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
     cold_start: bool = option(False, "", "Stream inside the enable window (simulators only).", "bool")
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
+    caps: MotionCaps | None = None  # the device family's, once known (for_device)
 
     def for_device(self, motion: MotionCaps | None) -> LagOptions:
         """These settings with the device family's period and bounds wherever the user gave none; and a
         ramp long enough for the fastest speed within a_max when the user gave no ramp time."""
-        opts = replace(self, **_with_caps(self, motion))
+        opts = replace(self, caps=motion, **_with_caps(self, motion))
         fastest = max((abs(v) for v in opts.speeds if _finite(v)), default=0.0)
         if "ramp_ms" in self.given or not _finite(opts.a_max) or opts.a_max <= 0 or fastest <= 0:
             return opts
@@ -596,6 +597,7 @@ class LagOptions:
             keep=self.keep,
             realtime=self.realtime,
             transport="rpc" if self.rpc else "udp",
+            settle_cycles=self.caps.settle_cycles if self.caps is not None else 0,
         )
 
     def problems(
