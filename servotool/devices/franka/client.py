@@ -119,7 +119,7 @@ class FrankaArm:
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
         self.joint_ranges: tuple[tuple[float, float], ...] = ()
-        self.nominal_lag_ms: float | None = 1.3 if simulated else None
+        self.nominal_lag_ms: float | None = None  # a simulator's is its profile's (open_url)
         self.realtime = "ignore" if realtime_ignore else "enforce"
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
         self._on_close = on_close
@@ -141,6 +141,7 @@ class FrankaArm:
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
             raise _refused(url, host, exc) from None
         self._control: Any = None
+        self._ended: str | None = None  # why the robot ended the last motion (a reflex), once it did
         self._last_q: list[float] | None = None
         self.cycles: list[Cycle] = []
         self._unread: list[StateFrame] = []
@@ -251,6 +252,7 @@ class FrankaArm:
     def servo_start(self) -> int:
         try:
             self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
+            self._ended = None
         except Exception as exc:
             raise _device_error(self.url, exc) from None
         return 0
@@ -281,9 +283,10 @@ class FrankaArm:
         if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
             raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
         if self._control is None:
-            latest = self._latest
-            if latest is not None and latest.fault is not None:
-                raise DeviceError(f"{self.url}: no motion runs: the robot stopped it ({latest.fault.name})")
+            if self._ended is not None:
+                raise DeviceError(
+                    f"{self.url}: the motion has ended ({self._ended}); the robot holds the arm"
+                )
             raise DeviceError(f"{self.url}: servo_j before servo_start")
         self._write([math.radians(x) for x in q], finished=False)
         return None
@@ -299,19 +302,20 @@ class FrankaArm:
             self._control.writeOnce(command)
         except Exception as exc:
             self._control = None
-            if self._reflex_recorded():
-                return  # the state names the reflex: the run sees the robot's fault, not a device error
-            raise _device_error(self.url, exc) from None
+            error = _device_error(self.url, exc)
+            self._ended = str(exc)
+            if not isinstance(error, ConnectionLost):
+                self._record_reflex()
+            raise error from None
         self._last_q = q_rad
 
-    def _reflex_recorded(self) -> bool:
-        """After the robot aborted the motion: read its state (recorded like every other) and say whether it
-        names the reflex that stopped it."""
+    def _record_reflex(self) -> None:
+        """After the robot ended a motion: its state once, so that the reflex it latched is recorded by its
+        flag's name (a fault frame). Nothing when the state cannot be read."""
         try:
-            frame = self._record(self._robot.read_once())
-        except Exception:  # the link is gone too: the motion's own error is the one to report
-            return False
-        return frame.fault is not None
+            self._record(self._robot.read_once())
+        except Exception:  # the motion's own error is the one reported
+            return
 
     def servo_end(self) -> int:
         """Finish the motion on the last setpoint (the held pose when none was sent)."""
@@ -357,6 +361,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
         from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.profiles import PROFILES
         from servotool.devices.franka.sim import spawn, stop
 
         sim = sim_settings(parsed)
@@ -366,6 +371,7 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
             arm.sim_process = proc
             arm.realtime = "not needed (a simulator)"
+            arm.nominal_lag_ms = PROFILES[parsed.target].ramp_lag_ms
         except BaseException:
             stop(proc)
             raise

@@ -55,9 +55,14 @@ class Profile:
     name: str
     model: Model
     dead_cycles: int = 1
-    omega_n: float = 350.0  # rad/s: with the dead cycle, q trails a ramp of q_c by about 1.3 ms
+    omega_n: float = 350.0  # rad/s: with the dead cycle, q trails a ramp of q_c by about 6.7 ms
     zeta: float = 1.0
     q0: tuple[float, ...] = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
+
+    @property
+    def ramp_lag_ms(self) -> float:
+        """How far q trails a ramp of q_c (ms): the dead cycles plus the joint's 2 zeta / omega_n."""
+        return (self.dead_cycles * 0.001 + 2.0 * self.zeta / self.omega_n) * 1e3
 
 
 PROFILES = {p.name: p for p in (Profile("franka-fr3", FR3), Profile("franka-fer", FER))}

@@ -111,6 +111,8 @@ class FrankaSim:
 
     def close(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self._listen.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
         for sock in (self._listen, self._tcp, self._udp):
             if sock is not None:
                 with contextlib.suppress(OSError):
@@ -331,10 +333,10 @@ class FrankaSim:
             cmd, self._pending = self._pending, None
             if cmd is not None:
                 self._in_loop = True
-            # lock-step: nothing is judged before the client's first answer in this motion
-            started = self._in_loop or not self.lockstep
+            # nothing is judged before the client's first answer in this motion: libfranka reads the
+            # states of its start before it answers one
             moving = self.motion is not None and self.robot_mode == codes.MODE["Move"]
-            if moving and started and self.message_id > 0:
+            if moving and self._in_loop and self.message_id > 0:
                 self._judge(cmd)
             self.joints.step()
             self.message_id += 1

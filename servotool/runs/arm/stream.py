@@ -657,10 +657,18 @@ class Streamer:
         except ConnectionLost as exc:
             return CONNECTION_LOST, f"connection lost: {exc}"
         except DeviceError as exc:
-            return DEVICE_ERROR, f"device error: {exc}"
+            return self._refusal(exc)
         except Exception as exc:  # a bug of ours must still end through the braked stop
             return ERROR, f"internal error: {type(exc).__name__}: {exc}"
         return COMPLETE, None
+
+    def _refusal(self, exc: DeviceError) -> tuple[RunStatus, str]:
+        """A device that refused a command: when its state, read since, latched a fault, the run ended on
+        that fault (by its name, as the controller calls it); else on the device error."""
+        self._record_unpolled()
+        if self._fault is not None:
+            return FAULT, f"controller fault {self._fault.name}"
+        return DEVICE_ERROR, f"device error: {exc}"
 
     def run(self, plan: StreamPlan) -> StreamOutcome:
         """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
@@ -765,8 +773,9 @@ class Streamer:
         if self._stopping:
             return
         self._stopping = True
-        if outcome.status == CONNECTION_LOST:
-            self._record_unpolled()  # before the stop row: they came before it
+        if outcome.status in (CONNECTION_LOST, DEVICE_ERROR):
+            # before the stop row: they came before it (a refusing device's last state names why)
+            self._record_unpolled()
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest, outcome.link_lost = None, True

@@ -196,3 +196,24 @@ def test_a_real_arm_without_a_realtime_kernel_names_the_parameter(monkeypatch):
     monkeypatch.setattr(client, "realtime_kernel", lambda: False)
     with pytest.raises(DeviceError, match=r"not real-time.*PREEMPT_RT.*\?realtime=ignore"):
         open_arm("franka://127.0.0.1?model=fr3")
+
+
+def test_the_lag_command_end_to_end_in_text_and_json(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    args = ["lag", "--ramp", "--robot", URL, "--sweep", "4", "--speeds", "10", "--settle-ms", "100"]
+    args += ["--no-realtime", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["run"]["status"] == "complete" and doc["run"]["lost_cycles"] == 0
+    passes = doc["analysis"]["result"]["passes"]
+    assert [p["lost_cycles"] for p in passes] == [0, 0]
+    assert all(p["echo_lag_ms"] == pytest.approx(1.0, abs=0.01) and p["success_rate"] == 1.0 for p in passes)
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0, text.output
+    assert "the controller's view" in text.stdout and "lost" in text.stdout
