@@ -66,7 +66,10 @@ def test_a_shaped_step_lands_exactly_holds_and_finishes_on_a_still_command(tmp_p
     assert end == "# end: complete"
     held = df[(df.event == "cmd") & (df.phase == "hold")]
     last = held.iloc[-1]
-    assert last.q1 == last.r1  # landed exactly on the last level, and held there
+    assert last.q1 == last.r1  # landed exactly on the last level...
+    level = held[held.r1 == last.r1]
+    on = (level.q1 == level.r1).to_numpy()
+    assert on.any() and on[int(np.argmax(on)) :].all()  # ...and held it, bit for bit, from then on
     assert "largest alteration 0 deg" in df[df.event == "backstop"]["info"].iloc[0]
     v, a, j = _cmd_rates(df) / np.radians([CAPS.v_max, CAPS.a_max, CAPS.j_max])
     assert v <= 1 + CSV_REL and a <= 1 + CSV_REL and j <= 1 + CSV_REL
@@ -125,3 +128,17 @@ def test_stepping_the_measured_period_makes_the_backstop_bind(tmp_path) -> None:
 def test_the_measured_step_is_refused_on_a_real_arm() -> None:
     opts = StepOptions(measured_step=True).for_device(CAPS)
     assert any("--measured-step" in p for p in opts.problems(n_joints=7, simulated=False, motion=CAPS))
+
+
+def test_the_campaign_report_says_how_each_step_run_ended(tmp_path) -> None:
+    from servotool.runs.campaign.report import build_report
+
+    _run(PacedArm(), tmp_path, size=5.0, steps=2, hold_ms=700)
+    _run(PacedArm(), tmp_path, size=0.05, steps=1, hold_ms=300, shaped=False)
+    _run(PacedArm(lose_states=LOST), tmp_path, size=10.0, steps=4, hold_ms=600, measured_step=True)
+    (table,) = [t for t in build_report(tmp_path).tables if t.title == "how each step run ended"]
+    shaped, raw, measured = table.rows
+    assert shaped[1:3] == ["otg", "complete"] and shaped[4:6] == ["0", "0"]
+    assert raw[1] == "raw" and raw[2].endswith("joint_motion_generator_acceleration_discontinuity")
+    assert measured[1] == "otg, measured period" and float(measured[5]) > 1e-3
+    assert measured[3].startswith("52 (longest 4 ms)")
