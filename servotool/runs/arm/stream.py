@@ -836,31 +836,41 @@ class Streamer:
         plan = self._plan
         return None if plan is None or self._k == 0 else plan.targets[min(self._k, len(plan)) - 1]
 
+    def _landed(self, target: np.ndarray) -> bool:
+        """The shaper is at rest on target: a generator exactly, another shaper at zero velocity."""
+        shaper = self.shaper
+        if isinstance(shaper, OtgStreamShaper):
+            return shaper.at_target
+        if shaper is None or shaper.velocity is None or shaper.position is None:
+            return True
+        v, p = np.asarray(shaper.velocity), np.asarray(shaper.position)
+        return bool(np.all(v == 0.0) and np.allclose(p, target, rtol=0.0, atol=1e-9))
+
     def _land(self, next_k: int, outcome: StreamOutcome, target: np.ndarray) -> int:
-        """Step the generator toward a frozen target until it has landed there (within its limits: it
-        brakes, and comes back if it passes); gives up after LAND_TIMEOUT_S (a note says so). Returns the
-        next free deadline index."""
+        """Step the shaper toward a frozen target until it has landed there (within its limits: a
+        generator brakes, and comes back if it passes); gives up after LAND_TIMEOUT_S (a note says so).
+        Returns the next free deadline index."""
         assert self.shaper is not None
         for _ in range(max(1, int(math.ceil(LAND_TIMEOUT_S / self.period)))):
-            if self.shaper.at_target:
+            if self._landed(target):
                 return next_k
             self._send(next_k, self._shaped(target), target, -1, PHASE_STOP)
             next_k += 1
             outcome.stop_ticks += 1
-        outcome.notes.append(f"the generator had not landed {LAND_TIMEOUT_S:g} s after the stop")
+        outcome.notes.append(f"the shaper had not landed {LAND_TIMEOUT_S:g} s after the stop")
         return next_k
 
     def _settle(self, outcome: StreamOutcome, target: np.ndarray | None = None) -> None:
         """Where the arm needs it (StopSettings.settle_cycles), end on a command that does not move, sent
         settle_cycles times in a row: a controller refuses to finish a motion on a moving command. A
-        generator still moving toward `target` lands first. Never raises for a device failure or a stop
+        shaper still moving toward `target` lands first. Never raises for a device failure or a stop
         signal: a note says what was cut."""
         n = self.stop.settle_cycles
         if n <= 0 or self._prev_setpoint is None or outcome.link_lost:
             return
         try:
             next_k = self._now_k(self._next_k)
-            if target is not None and self._generates():
+            if target is not None and self.shaper is not None:
                 next_k = self._land(next_k, outcome, target)
             held = self._prev_setpoint.copy()
             while self._still < n:
