@@ -87,8 +87,9 @@ class FrankaSim:
         self.joints = Joints(profile)
         self.message_id = 0
         self.robot_mode = codes.MODE[START_MODES[mode]]
-        self.errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
-        self.last_motion_errors: tuple[bool, ...] = (False,) * codes.N_ERRORS
+        # a robot that starts in Reflex has a reflex latched (a contact before the run)
+        self.errors: tuple[bool, ...] = codes.flags_of(["joint_reflex"] if mode == "reflex" else [])
+        self.last_motion_errors: tuple[bool, ...] = self.errors
         self.motion: Motion | None = None
         self.reflexes: list[Check] = []
         self.refused = 0  # clients refused while another one was connected
@@ -261,13 +262,10 @@ class FrankaSim:
                 continue
             if peer is not None:
                 self.cycle(peer)
-            next_tick += 0.001
-            if self.lockstep:
-                # simulated time owes the wall clock nothing: a late cycle is never caught up in a burst
-                next_tick = max(next_tick, time.monotonic() + 0.0005)
+            # a cycle this process was late for is never caught up in a burst of states (the robot's
+            # time is its message count: a stall of the simulator slows its time, it loses no cycle)
+            next_tick = max(next_tick + 0.001, time.monotonic() + (0.0005 if self.lockstep else 0.0))
             self._drain_until(next_tick)
-            if time.monotonic() - next_tick > 0.05:
-                next_tick = time.monotonic()  # the host stalled: resume without a burst
 
     def _lockstep_cycle(self, peer: tuple[str, int]) -> None:
         """One cycle of simulated time: wait for the answer to the last state, then step 1 ms; a state the

@@ -217,3 +217,9 @@ def test_the_lag_command_end_to_end_in_text_and_json(tmp_path, monkeypatch):
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0, text.output
     assert "the controller's view" in text.stdout and "lost" in text.stdout
+
+
+def test_a_reflex_latched_before_the_run_is_cleared_first_and_said(tmp_path):
+    result = ramp(f"{URL}&mode=reflex", tmp_path)
+    assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
+    assert any("reset a fault latched before the run (joint_reflex)" in n for n in result.notes), result.notes
