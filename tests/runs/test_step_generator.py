@@ -127,7 +127,7 @@ def test_stepping_the_measured_period_makes_the_backstop_bind(tmp_path) -> None:
 
 def test_the_measured_step_is_refused_on_a_real_arm() -> None:
     opts = StepOptions(measured_step=True).for_device(CAPS)
-    assert any("--measured-step" in p for p in opts.problems(n_joints=7, simulated=False, motion=CAPS))
+    assert any("measured_step" in p for p in opts.problems(n_joints=7, simulated=False, motion=CAPS))
 
 
 def test_the_campaign_report_says_how_each_step_run_ended(tmp_path) -> None:

@@ -75,7 +75,7 @@ MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
 # the default 500 deg/s^2 and 100 ms. Past that period the bounds fall with the square of the period.
 MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
 MEASURED_STEP_ONLY = (
-    "--measured-step breaks the generator's one-step-per-command rule: otg shaped steps on a simulator only"
+    "measured_step breaks the generator's one-step-per-command rule: otg shaped steps on a simulator only"
 )
 J_MAX_OTG_ONLY = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"
 CMD_MS_HELP = (
@@ -666,9 +666,9 @@ class StepOptions:
     )
     measured_step: bool = option(
         False,
-        "--measured-step",
+        "",
         "otg: step the generator by the measured period, not one command period per command: after a "
-        "lost packet a doubled increment (to show what that does; simulators only).",
+        "lost packet a doubled increment (a campaign key, to show what that does; simulators only).",
         "bool",
     )
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
