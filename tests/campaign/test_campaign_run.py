@@ -98,7 +98,7 @@ def test_ctrl_c_sets_the_run_aside_and_resume_goes_on(write_campaign, tmp_path):
 
     report = build_report(cr.folder)
     titles = [t.title for t in report.tables]
-    assert titles == ["lag runs (ramps)", "step runs"]
+    assert titles == ["lag runs (ramps)", "step runs", "how each step run ended"]
     steps = report.tables[1].rows
     assert [row[0] for row in steps] == ["run 2", "run 3"]
     assert steps[0][1] == "raw" and steps[0][-1] == "runaway"
