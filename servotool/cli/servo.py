@@ -31,7 +31,7 @@ from servotool.cli.bus_common import (
     url_bus_facts,
     url_profile,
 )
-from servotool.cli.common import console, err_console, fail, given, print_json
+from servotool.cli.common import DryRunOpt, console, err_console, fail, given, print_json, show_plan
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
@@ -50,6 +50,7 @@ from servotool.runs.bus.servo import (
     MoveResult,
     RelaxResult,
     hold,
+    move_plan,
     move_problems,
     move_to,
     parse_goal,
@@ -281,6 +282,7 @@ def move_cmd(
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Move along a minimum-jerk trajectory, checked against the limits first.
 
@@ -300,6 +302,8 @@ def move_cmd(
     lf, to, poses, problems = _move_problems(goals, speed, limits, bus)
     if problems:
         fail_all(problems)
+    if dry_run:
+        _dry_move(to, poses, speed, bus, json_out)
     log = MoveLog()
     with (
         bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev,
@@ -322,6 +326,19 @@ def move_cmd(
     if result.aborted:
         stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
     _print_move(result, to, speed, bus, dev.simulated, json_out)
+
+
+def _dry_move(
+    to: str, poses: Mapping[str, Mapping[int, int]], speed: float, bus: str, json_out: bool
+) -> None:
+    """--dry-run: the move's plan, and exit 0 with the bus never opened."""
+    try:
+        goal = parse_goal(to, poses)
+    except ValueError as exc:
+        fail(f"--to {to}: {exc}")
+    facts = url_bus_facts(bus)
+    plan = move_plan(goal, speed, facts.position_range if facts else None)
+    show_plan(plan, bus, dry_run=True, json_out=json_out)
 
 
 def _move_problems(
