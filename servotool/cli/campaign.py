@@ -83,7 +83,9 @@ def check(
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
         return
     device = robot or campaign.device
-    console.print(f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False)
+    console.print(
+        f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False, soft_wrap=True
+    )
     console.print(_plan_table(campaign))
 
 
@@ -161,7 +163,7 @@ class _Hooks:
             self.bar = None
         style = {DONE: "green", FAULTED: "yellow"}.get(record.status, "bold red")
         text = f"  [{style}]{record.status}[/]" + (f": {escape(record.reason)}" if record.reason else "")
-        err_console.print(text + "".join(f"  {f}" for f in record.files), highlight=False)
+        err_console.print(text + "".join(f"  {f}" for f in record.files), highlight=False, soft_wrap=True)
 
     def progress(self, run: RunSpec) -> dict[str, Any]:
         self.bar = RunProgress(self.show, run.command).__enter__()
@@ -279,7 +281,7 @@ def _print_outcome(
             highlight=False,
         )
     for path in report if not json_out else []:
-        console.print(f"report: {path}", highlight=False)
+        console.print(f"report: {path}", highlight=False, soft_wrap=True)
 
 
 @campaign_app.command("run")

@@ -142,9 +142,11 @@ def given(ctx: typer.Context, name: str) -> bool:
 def announce_device(url: str, simulated: bool, model: str = "") -> None:
     """Say loudly when the device is a simulator, so nobody mistakes a rehearsal for a measurement."""
     if simulated:
-        err_console.print(f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False)
+        err_console.print(
+            f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False, soft_wrap=True
+        )
     else:
-        err_console.print(f"[bold]device[/] {url}", highlight=False)
+        err_console.print(f"[bold]device[/] {url}", highlight=False, soft_wrap=True)
 
 
 DryRunOpt = Annotated[

@@ -167,7 +167,7 @@ def set_cmd(
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{name} = {escape(value)} ({escape(str(path))})", highlight=False)
+    console.print(f"{name} = {escape(value)} ({escape(str(path))})", highlight=False, soft_wrap=True)
 
 
 @config_app.command("unset")
@@ -188,4 +188,4 @@ def unset_cmd(
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{name} removed ({escape(str(path))})", highlight=False)
+    console.print(f"{name} removed ({escape(str(path))})", highlight=False, soft_wrap=True)

@@ -66,11 +66,11 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
         print_json([{"n": i, "path": str(p), "header": h} for i, (p, h) in enumerate(entries, start=1)])
         return
     if not entries:
-        console.print(f"no captures in {folder}", highlight=False)
+        console.print(f"no captures in {folder}", highlight=False, soft_wrap=True)
         return
     devices = {str((h.get("device") or {}).get("url", "")) for _, h in entries if h is not None}
     one_device = len(devices) == 1  # an unreadable file names no device: it does not call for the column
-    console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False)
+    console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False, soft_wrap=True)
     table = compact_table(f"device {escape(devices.pop())}" if one_device else "")
     cols = ["#", "captured (UTC)"] + ([] if one_device else ["device"])
     cols += ["axes", "bits", "lead-up\ns", "tail\ns", "end"]
@@ -135,7 +135,7 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
         f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
         highlight=False,
     )
-    console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
+    console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False, soft_wrap=True)
     console.print(
         f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}", highlight=False
     )

@@ -160,7 +160,7 @@ def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None
             f"(worst {outcome.max_late_ms:.1f} ms)[/]",
             highlight=False,
         )
-    console.print(f"recording: {path}", highlight=False)
+    console.print(f"recording: {path}", highlight=False, soft_wrap=True)
 
 
 def _cannot_open(robot: str, exc: BaseException) -> str:
@@ -237,5 +237,5 @@ def finish_live(
         render()
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
-            console.print(f"plot: {plot_path}", highlight=False)
+            console.print(f"plot: {plot_path}", highlight=False, soft_wrap=True)
     exit_for(run, signals)

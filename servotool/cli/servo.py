@@ -250,7 +250,11 @@ def read_cmd(
         return
     answered = len(records) - len(silent)
     quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
-    console.print(f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}", highlight=False)
+    console.print(
+        f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(_records_table(f"servos on {bus}", records, names, moded))
     for sid, r in records.items():
         if r.mode_name not in (None, POSITION_MODE):
@@ -553,4 +557,6 @@ def forget_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     if json_out:
         print_json({"device": bus, "forgotten": had})
     else:
-        console.print(f"{bus}: {'pose forgotten' if had else 'no saved pose'}", highlight=False)
+        console.print(
+            f"{bus}: {'pose forgotten' if had else 'no saved pose'}", highlight=False, soft_wrap=True
+        )

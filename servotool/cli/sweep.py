@@ -240,7 +240,7 @@ def _render(record: SweepRecord, json_out: bool) -> None:
             console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")
         for kind, path in record.outputs.items():
             for p in path if isinstance(path, list) else [path]:
-                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False)
+                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False, soft_wrap=True)
     link = record.result.get("link") or {}
     if link.get("bad_frames") or link.get("skipped_bytes"):
         err_console.print(
