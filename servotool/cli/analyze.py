@@ -118,7 +118,7 @@ def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool 
     if isinstance(fa.result, LagResult):
         render_lag(fa.result, wide=wide)
     elif isinstance(fa.result, StepResult):
-        render_step(fa.result, wide=wide)
+        render_step(fa.result, wide=wide, device=fa.meta.device)
     else:
         _render_sweep(fa.result)
     if plot is not None:

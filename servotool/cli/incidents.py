@@ -13,7 +13,8 @@ import typer
 from rich.markup import escape
 
 from servotool.cli.common import console, err_console, fail, print_json
-from servotool.cli.render import compact_table, write_plot
+from servotool.cli.render import compact_table, relative_s, write_plot
+from servotool.devices.registry import status_names
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture, recover_leftovers
 from servotool.recorder.capture import capture_stamp
@@ -48,8 +49,18 @@ def _num(x: Any, fmt: str = ".1f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def _bits(b: Any) -> str:
-    return "-" if b is None else f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
+def _bits(b: Any, family: str | None = None) -> str:
+    """A latch's status word as the device shows it (0x20 on a bus, main/sub on a controller), with its
+    name by the device's family when it knows it: `0x20 overload`."""
+    if b is None:
+        return "-"
+    code = f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
+    names = status_names(b, family=family)
+    return f"{code} {names}" if names else code
+
+
+def _family(h: dict[str, Any]) -> str | None:
+    return str((h.get("device") or {}).get("family") or "") or None
 
 
 @incidents_app.command("list")
@@ -95,7 +106,7 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
             capture_stamp(str(h.get("id"))),
             *device,
             ", ".join(str(a) for a in h.get("trigger_axes") or []),
-            ", ".join(_bits(t.get("bits")) for t in h.get("trigger") or []),
+            escape(", ".join(_bits(t.get("bits"), _family(h)) for t in h.get("trigger") or [])),
             _num(h.get("lead_up_s")),
             _num(h.get("tail_observed_s")),
             str(h.get("end")),
@@ -129,9 +140,10 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     dev = h.get("device") or {}
     counts = h.get("counts") or {}
     sim = ", SIMULATED" if dev.get("simulated") else ""
-    axes = ", ".join(f"{t['axis']} ({_bits(t['bits'])})" for t in h.get("trigger") or []) or "no axis"
+    fam = _family(h)
+    axes = ", ".join(f"{t['axis']} ({_bits(t['bits'], fam)})" for t in h.get("trigger") or []) or "no axis"
     console.print(
-        f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
+        f"[bold]fault latch on {escape(axes)}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
         f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
         highlight=False,
     )
@@ -144,14 +156,18 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     if other:  # a wheel turns by design: its current and motion are no position servo's
         console.print(f"[yellow]not in position mode: servo {', '.join(other)}[/]", highlight=False)
     for t in h.get("trigger") or []:
-        clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
+        clean, seen = (
+            relative_s(t.get("last_clean_t"), "detection"),
+            relative_s(t.get("detected_t"), "detection"),
+        )
         console.print(
-            f"axis {t['axis']}: bits {_bits(t['bits'])}, last clean answer at {clean} s, "
-            f"detected at {seen} s",
+            escape(
+                f"axis {t['axis']}: bits {_bits(t['bits'], fam)}, last clean answer {clean}, detected {seen}"
+            ),
             highlight=False,
         )
     console.print(
-        f"the latch happened between {_num(h.get('last_clean_t'), '+.3f')} s and 0 (detection); "
+        f"the latch happened between {relative_s(h.get('last_clean_t'), 'detection')} and detection; "
         f"lead-up {_num(h.get('lead_up_s'), '.2f')} s, "
         f"tail observed {_num(h.get('tail_observed_s'), '.2f')} s "
         f"of {_num(h.get('tail_planned_s'), '.2f')} s planned ({h.get('end')}); "

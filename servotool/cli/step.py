@@ -118,6 +118,7 @@ def step(
             if run.guard is not None:
                 render_guard_setup(run.guard)
             if run.analysis is not None and isinstance(run.analysis.result, StepResult):
-                render_step(run.analysis.result, title=f"steps, J{joint + 1} ({robot})", wide=wide)
+                title = f"steps, J{joint + 1} ({robot})"
+                render_step(run.analysis.result, title=title, wide=wide, device=robot)
 
         finish_live(run, signals, plot=plot, json_out=json_out, render=render)
