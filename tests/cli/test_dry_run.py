@@ -108,3 +108,23 @@ def test_durations_read_as_people_say_them():
     assert duration_text(12.34) == "12.3 s"
     assert duration_text(295) == "4 min 55 s"
     assert duration_text(3725) == "1 h 02 min"
+
+
+@pytest.mark.parametrize("name", ["rosorin-arm-limits", "fairino-6-smooth-ramps"])
+def test_a_campaign_dry_run_estimates_every_run_and_opens_nothing(name, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from servotool.runs.campaign import run as campaign_run
+
+    def never(*args, **kwargs):
+        raise AssertionError("a dry run opened a device")
+
+    monkeypatch.setattr(campaign_run, "open_bus", never)
+    monkeypatch.setattr(campaign_run, "_open_arm", never)
+    path = Path(__file__).resolve().parents[2] / "campaigns" / f"{name}.yaml"
+    result = runner.invoke(app, ["campaign", "run", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "estimated" in result.stdout.splitlines()[0] and "nothing was opened" in result.stdout
+    doc = json.loads(runner.invoke(app, ["campaign", "run", str(path), "--dry-run", "--json"]).stdout)
+    assert doc["estimated_s"] > 0 and all(r["plan"]["duration_s"] > 0 for r in doc["runs"])
+    assert not (tmp_path / "out").exists()
