@@ -91,7 +91,7 @@ def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
             col,
             justify="right" if right else "left",
             overflow="fold",
-            no_wrap=right or col == "captured (UTC)",
+            no_wrap=right or col in ("captured (UTC)", "device"),
         )
     for i, (path, h) in enumerate(entries, start=1):
         if h is None:  # the name goes where it may fold: a long one must not widen the time column
