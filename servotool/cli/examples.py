@@ -181,4 +181,6 @@ def epilog_of(path: str) -> str | None:
     terms = TERMS.get(path)
     if terms:
         lines.append(f"Terms ({escape(', '.join(terms))}): see {GLOSSARY}.")
+    elif lines:  # the glossary named on every command (a last line also keeps rich from dedenting the rest)
+        lines.append(f"Terms: see {GLOSSARY}.")
     return "\n".join(lines) or None

@@ -190,7 +190,11 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
     view_t = -math.inf
     unit = position_unit(source.describe())
     family = str(source.describe().get("family") or "") or None
-    console.print(f"captures go to {settings.dest}", highlight=False, soft_wrap=True)
+    from servotool.runs.plan import duration_text
+
+    d = settings.duration_s
+    how_long = f"recording for {duration_text(d)} (Ctrl-C stops sooner)" if d else "recording until Ctrl-C"
+    console.print(f"captures go to {settings.dest}; {how_long}", highlight=False, soft_wrap=True)
     with Live(console=console, refresh_per_second=5, transient=False) as live:
 
         def progress(p: RecordProgress) -> None:

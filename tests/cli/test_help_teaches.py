@@ -57,7 +57,7 @@ def test_help_at_80_columns_has_metavars_and_examples(path):
     assert max(len(line) for line in text.splitlines()) <= 80
     # an example's command line is whole on its line, ready to copy
     for _, line in examples_of(" ".join(path)):
-        assert line in text
+        assert f"   {line}" in text  # indented under the heading, whole on its line
 
 
 def _command(words: list[str]) -> tuple[click.core.Command, list[str], list[str]]:
