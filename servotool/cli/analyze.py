@@ -165,6 +165,15 @@ def _render_groups(report: AnalyzeReport) -> None:
 
 
 MAX_WORKERS = 64  # each worker is a process: --workers 100000 would start that many
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Every file's full results (tables, fits, notes); the default for one file. Several files: "
+        "the combined fits, then a line per file.",
+    ),
+]
 
 
 def analyze(
@@ -203,13 +212,7 @@ def analyze(
         "(a campaign folder).",
     ),
     wide: bool = typer.Option(False, "--wide", help="Every column of the pass and step tables."),
-    verbose: bool = typer.Option(
-        False,
-        "--verbose",
-        "-v",
-        help="Every file's full results (tables, fits, notes); the default for one file. Several files: "
-        "the combined fits, then a line per file.",
-    ),
+    verbose: VerboseOpt = False,
 ) -> None:
     """Recognise each run from its header (ramp, step or sweep) and recompute what the live command reported.
 

@@ -160,8 +160,8 @@ DryRunOpt = Annotated[
 
 
 def show_plan(plan: MotionPlan, url: str, *, dry_run: bool, json_out: bool) -> None:
-    """Under --dry-run: the plan on stdout (or as JSON) and exit 0, before any device opens. Otherwise the
-    estimated duration on stderr, one line, before the run starts (left out with -q)."""
+    """Under --dry-run: the plan on stdout (or as JSON) and exit 0, before any device opens; nothing
+    otherwise (the run says its estimate once the device is open: say_estimate)."""
     if dry_run:
         if json_out:
             print_json({"dry_run": True, "device": url, "plan": plan.to_dict()})
@@ -171,5 +171,9 @@ def show_plan(plan: MotionPlan, url: str, *, dry_run: bool, json_out: bool) -> N
             done = f"dry run: {escape(url)} was not opened; nothing moved"
             console.print(done, highlight=False, soft_wrap=True)
         raise typer.Exit(0)
+
+
+def say_estimate(plan: MotionPlan) -> None:
+    """The run's estimated duration on stderr, one line, before it starts (left out with -q)."""
     if not OUTPUT.quiet:
         err_console.print(f"[dim]{escape(plan.what)}: {plan.estimate()}[/]", highlight=False, soft_wrap=True)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servotool.cli.common import DryRunOpt, fail, plain_number, show_plan
+from servotool.cli.common import DryRunOpt, fail, plain_number, say_estimate, show_plan
 from servotool.cli.live import (
     DEFAULT_ROBOT,
     JsonOpt,
@@ -93,9 +93,11 @@ def lag(
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
     preflight_or_refuse(opts.problems(speed_limits=limits, ranges=ranges, motion=motion), out_dir(out))
     settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
-    show_plan(ramp_plan(settings), robot, dry_run=dry_run, json_out=json_out)
+    plan = ramp_plan(settings)
+    show_plan(plan, robot, dry_run=dry_run, json_out=json_out)
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):
+        say_estimate(plan)
         with RunProgress(not json_out, "ramp") as progress:
             run = run_ramp(
                 arm,

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servotool.cli.common import DryRunOpt, refuse, show_plan
+from servotool.cli.common import DryRunOpt, refuse, say_estimate, show_plan
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -96,13 +96,15 @@ def step(
     settings = opts.run_settings()
     joint, size, a_max, rpc = opts.joint, opts.size, opts.a_max, opts.rpc
     preflight_or_refuse(problems, out_dir(out))
-    show_plan(step_plan(settings), robot, dry_run=dry_run, json_out=json_out)
+    plan = step_plan(settings)
+    show_plan(plan, robot, dry_run=dry_run, json_out=json_out)
     if (not settings.shaped or needs_test_arm_probe(settings, motion)) and not simulated:
         # on the terminal, before the arm is even opened
         confirm_raw(robot, size, joint, a_max if settings.shaped else None)
         settings.confirmed = True
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):
+        say_estimate(plan)
         with RunProgress(not json_out, "steps") as progress:
             run = run_step(
                 arm,
