@@ -59,6 +59,7 @@ from servotool.runs.bus.servo import (
     tuck_check,
     watch,
 )
+from servotool.runs.plan import MotionPlan
 from servotool.runs.signals import StopSignals
 
 DEFAULT_ARM = DEFAULT_BUS.partition(":")[2]  # the simulated arm's profile name
@@ -439,7 +440,7 @@ def _relax_stopped(sent: list[int]) -> str:
 
 
 @servo_app.command("hold")
-def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
+def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption, dry_run: DryRunOpt = False) -> None:
     """Stop every servo where it is and hold it there (torque on).
 
     Each servo is read back: a servo with a hardware error latched (torque off until a reboot, never sent)
@@ -449,6 +450,15 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     nothing is written and the exit is 2 (in velocity or PWM mode torque on would set a servo turning).
     servotool never changes the mode (EEPROM).
     """
+    if dry_run:
+        plan = MotionPlan(
+            what="servo hold: every servo stopped where it is, torque on",
+            joints="every servo that answers",
+            motion="none: each holds its current position (read back after)",
+            speeds="-",
+            duration_s=0.0,
+        )
+        show_plan(plan, bus, dry_run=True, json_out=json_out)
     on_signal = "the hold was sent first: the servos hold where they are"
     with (
         bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev,
@@ -482,6 +492,7 @@ def relax_cmd(
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Switch torque off on every servo, only when the arm rests on itself in its tuck pose.
 
@@ -502,6 +513,8 @@ def relax_cmd(
     assert prof is not None
     tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
     tol = prof.tuck_tolerance if tolerance is None else tolerance
+    if dry_run:
+        show_plan(_relax_plan(tuck, prof.tuck_joints, tol, force), bus, dry_run=True, json_out=json_out)
     sent: list[int] = []
     with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _relax_stopped(sent)) as dev:
         result = relax(
@@ -527,6 +540,25 @@ def relax_cmd(
             f"{result.attempts} attempts: not relaxed",
             ExitCode.FAULT,
         )
+
+
+def _relax_plan(tuck: Mapping[int, int], joints: tuple[int, ...], tol: int, force: bool) -> MotionPlan:
+    """What a relax would do: torque off everywhere, refused away from the tuck pose unless forced."""
+    pose = ", ".join(f"{sid}={tuck[sid]}" for sid in joints if sid in tuck)
+    check = (
+        "forced: every joint that carries weight drops"
+        if force
+        else (
+            f"only if servos {', '.join(map(str, joints))} are within {tol} pulses of the tuck pose ({pose})"
+        )
+    )
+    return MotionPlan(
+        what="servo relax: torque off on every servo",
+        joints="every servo of the arm",
+        motion=f"none commanded (the arm must rest on itself): {check}",
+        speeds="-",
+        duration_s=0.0,
+    )
 
 
 def _relax_verdict(result: RelaxResult, tuck: dict[int, int], joints: tuple[int, ...], tol: int) -> None:

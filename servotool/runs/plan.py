@@ -40,6 +40,8 @@ class MotionPlan:
 
     def estimate(self) -> str:
         """'estimated 7.8 s (plus the warm-up)' or 'estimated at most 8 min 20 s'."""
+        if self.duration_s <= 0:
+            return "estimated: at once (nothing is streamed)"
         bound = "at most " if self.at_most else ""
         extra = f" ({self.extra})" if self.extra else ""
         return f"estimated {bound}{duration_text(self.duration_s)}{extra}"

@@ -52,6 +52,8 @@ DRY_RUNS = [
     ["sweep"],
     ["servo", "move", "--to", "2=700,3=200"],
     ["servo", "move", "--to", "rest"],
+    ["servo", "hold"],
+    ["servo", "relax"],
 ]
 
 
