@@ -54,3 +54,13 @@ def test_a_raw_step_names_its_fault_and_no_time_reads_negative_after(tmp_path):
     assert "faults: 1/23 axis 1 command speed over the limit" in out
     assert "ms after" in out or "ms before" in out
     assert not re.search(r"-\d+(\.\d+)? m?s after", out)
+
+
+def test_the_campaign_report_names_the_fault_codes_of_its_step_table(tmp_path):
+    result = runner.invoke(
+        app, ["step", "--robot", "sim:fr3?clock=sim", "--raw", "--size", "20", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 1, result.output
+    result = runner.invoke(app, ["analyze", str(tmp_path), "--report", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert "faults: 1/23 axis 1 command speed over the limit" in (tmp_path / "report.md").read_text()
