@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from servotool.errors import FileFormatError
+from servotool.readings import Readable
 
 EVENTS = ("cmd", "state", "reply", "fault", "guard", "stop")
 
@@ -62,7 +63,8 @@ class Recording:
     guard_info: list[str] = field(default_factory=list)
     stop_t: float | None = None
     stop_reason: str = ""
-    # rows left out: "no_time" (no finite t), "nan_joint" (a cmd or state row with a non-finite joint)
+    # rows left out: "no_time" (no finite t), "nan_joint" (a cmd or state row with a non-finite joint),
+    # "absurd_joint" (one with a finite value no device could report: past its readable range)
     skipped: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -284,11 +286,11 @@ def _order(t: np.ndarray, ev: np.ndarray) -> tuple[np.ndarray | None, np.ndarray
     timed = np.isfinite(t)
     if timed.all():
         if np.all(t[1:] >= t[:-1]):
-            return None, ev, {"no_time": 0, "nan_joint": 0}
+            return None, ev, {"no_time": 0, "nan_joint": 0, "absurd_joint": 0}
         order = np.argsort(t, kind="stable")
-        return order, ev[order], {"no_time": 0, "nan_joint": 0}
+        return order, ev[order], {"no_time": 0, "nan_joint": 0, "absurd_joint": 0}
     blank = ~timed & (ev < 0)  # an empty line, not a damaged row
-    skipped = {"no_time": int((~timed & ~blank).sum()), "nan_joint": 0}
+    skipped = {"no_time": int((~timed & ~blank).sum()), "nan_joint": 0, "absurd_joint": 0}
     order = np.flatnonzero(timed)
     t_timed = t[order]
     if not np.all(t_timed[1:] >= t_timed[:-1]):
@@ -314,6 +316,24 @@ def _finite_rows(a: np.ndarray, read: Sequence[int]) -> np.ndarray:
     return np.isfinite(a if len(read) == a.shape[1] else a[:, list(read)]).all(axis=1)
 
 
+def _readable_rows(a: np.ndarray, read: Sequence[int], readable: Readable) -> np.ndarray:
+    """Rows whose joints read are inside what the device can report (NaN rows pass: counted apart). No
+    arithmetic on the values: a comparison cannot overflow, whatever a crafted file holds."""
+    ok = np.ones(len(a), dtype=bool)
+    for j in read:
+        lo, hi = readable.span(j)
+        x = a[:, j]
+        ok &= ~((x < lo) | (x > hi))
+    return ok
+
+
+def _keep_readable(q: np.ndarray, read: Sequence[int], readable: Readable) -> tuple[np.ndarray, np.ndarray]:
+    """(rows kept: finite and readable, rows left out for an impossible value only)."""
+    finite = _finite_rows(q, read) if read else np.ones(len(q), dtype=bool)
+    sane = _readable_rows(q, read, readable) if read else finite
+    return finite & sane, finite & ~sane
+
+
 def _check_send_order(df: Table, t: np.ndarray, cmd: np.ndarray) -> None:
     """Raise RecordingError where the commands, put in time order, are out of the order they were sent in
     (their counter, seq, goes back): a clock that went back, or rows of another run pasted in. Rows in
@@ -334,13 +354,16 @@ def _check_send_order(df: Table, t: np.ndarray, cmd: np.ndarray) -> None:
         )
 
 
-def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bool = True) -> Recording:
+def recording_from_frame(
+    df: Table, joints: Iterable[int] | None = None, raw: bool = True, readable: Readable | None = None
+) -> Recording:
     """Split a servotool-csv DataFrame into per-event arrays, each sorted by time (stable for ties).
 
     joints (indices from 0) limits the joint columns read to those (None: all); the others are NaN in
     cmd_q, state_q and cmd_r, and n_joints is still the file's count. raw=False reads no r1..rN (cmd_r
     None). Rows without a finite time are left out, and so are cmd and state rows whose joint values read
-    are not all finite; both are counted in Recording.skipped. Raises RecordingError when the frame has no
+    are not all finite, or finite but past what the device can report (`readable`, by default the physical
+    bound alone); all are counted in Recording.skipped. Raises RecordingError when the frame has no
     `t`/`event` columns or no joint columns.
     """
     names = list(df.columns)
@@ -359,10 +382,12 @@ def recording_from_frame(df: Table, joints: Iterable[int] | None = None, raw: bo
     cmd_all, st_all = (_event_rows(ev, ev_names, order, e) for e in ("cmd", "state"))
     cmd_q, state_q = _joints(df, qcols, read, (cmd_all, st_all)) if read else (
         np.full((len(cmd_all), len(qcols)), np.nan), np.full((len(st_all), len(qcols)), np.nan))  # fmt: skip
-    cmd_ok = _finite_rows(cmd_q, read) if read else np.ones(len(cmd_all), dtype=bool)
-    st_ok = _finite_rows(state_q, read) if read else np.ones(len(st_all), dtype=bool)
+    readable = readable or Readable()
+    cmd_ok, cmd_absurd = _keep_readable(cmd_q, read, readable)
+    st_ok, st_absurd = _keep_readable(state_q, read, readable)
     n_cmd, n_st = int(np.count_nonzero(cmd_ok)), int(np.count_nonzero(st_ok))
-    skipped["nan_joint"] = len(cmd_ok) - n_cmd + len(st_ok) - n_st
+    skipped["absurd_joint"] = int(np.count_nonzero(cmd_absurd)) + int(np.count_nonzero(st_absurd))
+    skipped["nan_joint"] = len(cmd_ok) - n_cmd + len(st_ok) - n_st - skipped["absurd_joint"]
     # most recordings have no row to drop: then no copy of the (long) arrays
     cmd, cmd_q = (cmd_all, cmd_q) if n_cmd == len(cmd_ok) else (cmd_all[cmd_ok], cmd_q[cmd_ok])
     st, state_q = (st_all, state_q) if n_st == len(st_ok) else (st_all[st_ok], state_q[st_ok])

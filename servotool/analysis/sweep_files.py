@@ -56,6 +56,9 @@ class SweepLimit:
     stop: int | None
     limit: int | None
     verdict: str
+    left_out: int = (
+        0  # read-backs no servo could report (past the file's readable span): not in the stall test
+    )
 
 
 @dataclass
@@ -107,6 +110,7 @@ def _one_sweep(
     read: np.ndarray,
     cfg: SweepFileResult,
     interrupted: str | None = None,
+    readable: tuple[float, float] = READ_RANGE,
 ) -> SweepLimit:
     sign = direction_sign(direction)
     ticks = ev == "cmd"
@@ -114,13 +118,17 @@ def _one_sweep(
     ct, cc = t[ticks], cmd[ticks]
     st, rd = t[ev == "state"], read[ev == "state"]
     idx = np.searchsorted(st, ct, side="left")
-    paired = [None if i >= len(rd) or not math.isfinite(rd[i]) else int(rd[i]) for i in idx]
+    r_lo, r_hi = readable
+    # a read-back no servo could report (a damaged cell, a crafted file) is left out, as a silent one is
+    sane = np.isfinite(rd) & (rd >= r_lo) & (rd <= r_hi)
+    left_out = int(np.count_nonzero(np.isfinite(rd) & ~sane))
+    paired = [None if i >= len(rd) or not sane[i] else int(rd[i]) for i in idx]
     # find_stall skips ticks whose read-back is None (a silent servo), as the live sweep does
     reads = cast(Sequence[float], paired)
     stall = find_stall(ct.tolist(), cc.tolist(), reads, sign, cfg.speed) if len(ct) else None
     stops = read[(ev == "stop") & np.isfinite(read)]
     stop = int(stops[0]) if len(stops) else None
-    lo, hi = READ_RANGE
+    lo, hi = max(READ_RANGE[0], r_lo), min(READ_RANGE[1], r_hi)
     odd = stop is not None and not lo <= stop <= hi  # a damaged cell: no servo reads it
     limit = (
         limit_from_stop(stop, sign, cfg.inside)
@@ -140,16 +148,23 @@ def _one_sweep(
         verdict = f"stalled at {paired[stall]} (t = {float(ct[stall]):.2f} s), limit {limit}"
     else:
         verdict = f"stopped at {stop}, limit {limit}"
+    if left_out:
+        verdict += f"; {left_out} impossible read-back(s) left out"
     return SweepLimit(joint, direction, int(ticks.sum()), float(ct[stall]) if stall is not None else None,
-                      stop, limit, verdict)  # fmt: skip
+                      stop, limit, verdict, left_out)  # fmt: skip
 
 
 def analyze_sweep_file(
-    config: dict[str, Any], table: Table, interrupted: str | None = None
+    config: dict[str, Any],
+    table: Table,
+    interrupted: str | None = None,
+    readable: tuple[float, float] = READ_RANGE,
 ) -> SweepFileResult:
     """Limits per (joint, direction) of one sweep file, in the order the sweeps ran. `interrupted`: the end
     line's reason when the file was not closed complete; the sweep the run ended in then gets no limit (its
-    stop is where the run was cut, not a limit). Raises RecordingError when the rows lack the sweep columns
+    stop is where the run was cut, not a limit). `readable`: the span a servo's read-back can be in (the
+    file header's, else what the wire carries); one beyond it is left out of the stall test and counted
+    (`SweepLimit.left_out`). Raises RecordingError when the rows lack the sweep columns
     (t, event, joint, direction, cmd, read)."""
     t = _column(table, "t")
     ev = _labels(table, "event")
@@ -169,7 +184,7 @@ def analyze_sweep_file(
     for n, (j, d) in enumerate(seen):
         sel = order[(joint[order] == j) & (direction[order] == d)]
         cut = interrupted if n == len(seen) - 1 else None
-        res.sweeps.append(_one_sweep(j, d, t[sel], ev[sel], cmd[sel], read[sel], res, cut))
+        res.sweeps.append(_one_sweep(j, d, t[sel], ev[sel], cmd[sel], read[sel], res, cut, readable))
     if not res.sweeps:
         raise RecordingError("no sweep rows (joint and direction up/down)")
     return res

@@ -144,6 +144,8 @@ def _note_skipped(fa: FileAnalysis | SweepAnalysis) -> None:
         parts.append(f"{s['no_time']} row(s) without a time")
     if s["nan_joint"]:
         parts.append(f"{s['nan_joint']} row(s) with a non-finite value of the analysed joint")
+    if s.get("absurd_joint"):
+        parts.append(f"{s['absurd_joint']} row(s) with a value of the analysed joint no device could report")
     if parts:
         err_console.print(
             f"[yellow]rows left out[/] {escape(f'{fa.path}: ' + '; '.join(parts))}",

@@ -19,6 +19,7 @@ from servotool.devices.family import BUS, BusArm, DeviceFacts
 from servotool.devices.registry import (
     FAMILIES,
     DeviceURLError,
+    check_url,
     family_of,
     known_urls,
     open_bus,
@@ -153,6 +154,10 @@ def bus_command(url: str, *, on_signal: Callable[[], str], keep_sim_pose: bool =
     command had done to the servos by then (while the bus is still opening: nothing was sent). However it
     ends, a simulated arm's pose is saved (keep_sim_pose) and the bus closed, then the lock released; a
     signal during that ending is counted, not obeyed half way."""
+    try:
+        check_url(url, BUS)  # a bus URL, or one line naming the bus URLs meant
+    except DeviceURLError as exc:
+        fail(str(exc))
     with contextlib.ExitStack() as stack:
         # handlers from the start: a signal while the port opens would otherwise kill us without a word
         signals = stack.enter_context(StopSignals())

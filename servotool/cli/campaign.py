@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,6 +19,7 @@ from servotool.devices.registry import ARM, known_urls
 from servotool.errors import ExitCode, FileFormatError, Refused, exit_code_of, signal_label
 from servotool.io.campaign_file import shipped_campaign_files
 from servotool.io.paths import out_dir, out_dir_problem
+from servotool.runs.options import joint_name
 from servotool.runs.signals import StopSignals
 
 if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matplotlib) load when one runs
@@ -39,12 +41,43 @@ campaign_app = typer.Typer(
     no_args_is_help=True,
 )
 
-FileArg = typer.Argument(..., help="Campaign file (YAML), e.g. one of `servotool campaign list`.")
+FileArg = typer.Argument(
+    ..., help="Campaign file (YAML), or the name of a shipped one as `servotool campaign list` shows it."
+)
 RobotOption = typer.Option(
     None,
     "--robot",
     help=f"Replace the campaign's device for every run (rehearse on {_sim_example()}, then the arm).",
 )
+BusOption = typer.Option(
+    None, "--bus", help="Replace a bus campaign's device for every run (as --robot does an arm's)."
+)
+
+
+def device_given(robot: str | None, bus: str | None) -> str | None:
+    """The device that replaces the campaign's: --robot (an arm) or --bus (a bus), one of them (exit 2 when
+    both are given). Either is checked against the campaign's runs like the file's own device."""
+    if robot is not None and bus is not None:
+        fail("give --robot or --bus, not both: a campaign runs on one device")
+    return robot if robot is not None else bus
+
+
+def campaign_path(given: Path) -> Path:
+    """The campaign file a FILE argument names: the file itself when it exists, else the shipped campaign of
+    that name (`campaign list`'s names, with or without .yaml). One error line and exit 2 when neither is,
+    naming the closest shipped names."""
+    if given.exists() or given.parent != Path("."):
+        return given  # a path: read as given (a missing one is said when it is read)
+    shipped = {p.stem: p for p in shipped_campaign_files()}
+    name = given.stem if given.suffix.lower() in (".yaml", ".yml") else given.name
+    if name in shipped:
+        return shipped[name]
+    close = difflib.get_close_matches(name, list(shipped), n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    fail(
+        f"{given}: no such file, and no shipped campaign of that name ({hint}`servotool campaign list` "
+        "shows them)"
+    )
 
 
 def _load(path: Path, robot: str | None) -> Campaign:
@@ -73,7 +106,8 @@ def _plan_table(campaign: Campaign, plans: list[MotionPlan] | None = None) -> Ta
             col, justify="right" if col in ("#", "estimated") else "left", no_wrap=col in ("#", "estimated")
         )
     for i, run in enumerate(campaign.runs):
-        opts = ", ".join(f"{k}={v}" for k, v in run.options.items())
+        # an arm joint by its name (J1), as the file and the command line write it
+        opts = ", ".join(f"{k}={joint_name(v) if k == 'joint' else v}" for k, v in run.options.items())
         row = [str(run.index + 1), run.command, escape(opts), escape(run.why)]
         if plans:
             row.append(("≤ " if plans[i].at_most else "") + duration_text(plans[i].duration_s))
@@ -121,9 +155,12 @@ def check(
     file: Path = FileArg,
     robot: str | None = RobotOption,
     json_out: bool = typer.Option(False, "--json", help="Print the checked campaign as JSON."),
+    bus: str | None = BusOption,
 ) -> None:
     """Validate a campaign file completely: every run against its command's own checks and the campaign's
     safety rules. One error line per problem, with file:line. Exit 0 valid, 2 not. Opens no device."""
+    file = campaign_path(file)
+    robot = device_given(robot, bus)
     campaign = _load(file, robot)
     if json_out:
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
@@ -334,6 +371,7 @@ def _print_outcome(
 def run(
     file: Path = FileArg,
     robot: str | None = RobotOption,
+    bus: str | None = BusOption,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -363,6 +401,8 @@ def run(
     """
     from servotool.runs.campaign.run import STOPPED, CampaignHooks, run_campaign
 
+    file = campaign_path(file)
+    robot = device_given(robot, bus)
     campaign = _load(file, robot)
     if dry_run:
         _dry_run(campaign, robot or campaign.device, out, json_out)

@@ -97,6 +97,17 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def renamed(old: str, new: str) -> None:
+    """Say on stderr, in one line, that an option was given in its old spelling (still taken, for one
+    release): the command goes on with the new one's meaning."""
+    err_console.print(
+        f"[yellow]note:[/] {escape(old)} is deprecated: use {escape(new)} (the old spelling goes in the next "
+        "release)",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def plain_number(text: str) -> bool:
     """Whether a number given as text is written in plain ASCII (float() also takes `1_0` as 10 and the
     digits of other scripts, which a typed option refuses)."""

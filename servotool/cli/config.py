@@ -22,8 +22,7 @@ from servotool.devices.registry import (
     DEFAULT_BUS_URL,
     FAMILIES,
     DeviceURLError,
-    family_of,
-    parse_url,
+    check_url,
 )
 from servotool.errors import ServotoolError
 from servotool.io.user_config import KEYS, config_path, effective, load_config, set_value
@@ -158,7 +157,7 @@ def set_cmd(
     path = config_path()
     if name in ("robot", "bus"):
         try:
-            family_of(parse_url(value), ARM if name == "robot" else BUS)  # an arm for robot, a bus for bus
+            check_url(value, ARM if name == "robot" else BUS)  # an arm for robot, a bus for bus
         except DeviceURLError as exc:
             fail(f"{name}: {exc}")
     try:

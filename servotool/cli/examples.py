@@ -26,7 +26,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "lag": (
         ("two speeds, simulated arm and time", "servotool lag --robot '{fast}' --speeds 15,30"),
         ("the plan only (joint, range, speeds, duration): nothing opens", "servotool lag --dry-run"),
-        ("J2 of a real arm, 10 deg out", "servotool lag --robot {host} --joint 1 --sweep 10 --plot"),
+        ("J2 of a real arm, 10 deg out", "servotool lag --robot {host} --joint J2 --sweep 10 --plot"),
     ),
     "step": (
         ("shaped steps on the simulated arm", "servotool step --robot '{fast}'"),
@@ -45,12 +45,12 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "sweep": (
         ("the plan only (servos, directions, speed, duration)", "servotool sweep --dry-run"),
-        ("one servo, one way, on the simulated arm", "servotool sweep --joint 2 --direction down"),
+        ("one servo, one way, on the simulated arm", "servotool sweep --servo 2 --direction down"),
         ("a real bus, limits merged into a copy", "servotool sweep --bus {port} --limits arm-limits.yaml"),
     ),
     "record": (
         ("watch the simulated bus for a minute", "servotool record --duration 60"),
-        ("a real bus, captures into a folder", "servotool record --bus {port} --dest captures"),
+        ("a real bus, captures into a folder", "servotool record --bus {port} --out captures"),
         ("an arm instead of a bus", "servotool record --robot '{arm}' --duration 30"),
     ),
     "ports": (
@@ -65,7 +65,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "incidents list": (
         ("every capture in the default folder", "servotool incidents list"),
-        ("another folder, as JSON", "servotool incidents list --dest captures --json"),
+        ("another folder, as JSON", "servotool incidents list --out captures --json"),
     ),
     "incidents show": (
         ("the newest capture", "servotool incidents show last"),
@@ -73,7 +73,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "incidents plot": (
         ("a PNG of the newest capture", "servotool incidents plot last"),
-        ("into a folder of your own", "servotool incidents plot last --out plots"),
+        ("to a file of your own", "servotool incidents plot last --plot latch.png"),
     ),
     "servo": (
         ("read every servo of the simulated arm", "servotool servo read"),
@@ -81,7 +81,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "servo read": (
         ("read once", "servotool servo read"),
-        ("keep reading every second", "servotool servo read --watch --period 1"),
+        ("keep reading every second", "servotool servo read --watch --period-ms 1000"),
         ("a real bus, as JSON", "servotool servo read --bus {port} --json"),
     ),
     "servo move": (

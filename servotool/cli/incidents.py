@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from servotool.cli.common import console, err_console, fail, print_json
+from servotool.cli.common import console, err_console, fail, print_json, renamed
 from servotool.cli.render import compact_table, relative_s, write_plot
 from servotool.devices.registry import status_names
 from servotool.errors import ServotoolError
@@ -26,15 +26,25 @@ incidents_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DestOption = Annotated[
+OutOption = Annotated[
     Path | None,
     typer.Option(
-        "--dest",
-        help="Capture folder (default: "
+        "--out",
+        help="Capture folder, the one `servotool record --out` wrote into (default: "
         "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
         "servotool/captures).",
     ),
 ]
+OldDestOption = Annotated[Path | None, typer.Option("--dest", hidden=True)]  # the former spelling of --out
+
+
+def captures_folder(out: Path | None, dest: Path | None) -> Path | None:
+    """The capture folder the user named: --out, else the former --dest (with a note on stderr)."""
+    if dest is not None:
+        renamed("--dest", "--out")
+    return out if out is not None else dest
+
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")]
 RefArg = Annotated[
     str,
@@ -64,11 +74,11 @@ def _family(h: dict[str, Any]) -> str | None:
 
 
 @incidents_app.command("list")
-def list_cmd(dest: DestOption = None, json_out: JsonOption = False) -> None:
+def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestOption = None) -> None:
     """Every capture in the folder, oldest first: trigger axes, bits, lead-up, tail, how it ended. A complete
     capture left as a temporary file (its publication cut off) is checked and published under its name
     first; an incomplete one is left where it is and named."""
-    folder = default_dest(dest)
+    folder = default_dest(captures_folder(out, dest))
     for r in recover_leftovers(folder):
         what = f"recovered {r.published.name}" if r.published else f"left {r.leftover.name}: {r.reason}"
         err_console.print(f"note: {escape(what)}", highlight=False, soft_wrap=True)
@@ -192,13 +202,14 @@ def _gap_unit(header: dict[str, Any]) -> str:
 @incidents_app.command("show")
 def show(
     ref: RefArg,
-    dest: DestOption = None,
+    out: OutOption = None,
     json_out: JsonOption = False,
     wide: bool = typer.Option(False, "--wide", help="Also the lead-up median of each field."),
+    dest: OldDestOption = None,
 ) -> None:
     """One capture's header, and per axis the lead-up median and the extreme around the trigger of
     current, position gap and temperature (trigger axes first, then the largest current change)."""
-    path, header, samples = _load(ref, dest)
+    path, header, samples = _load(ref, captures_folder(out, dest))
     summaries = summarize(header, samples)
     if json_out:
         print_json({"path": str(path), "header": header, "axes": [_summary_json(s) for s in summaries]})
@@ -231,21 +242,26 @@ def show(
 @incidents_app.command("plot")
 def plot(
     ref: RefArg,
-    dest: DestOption = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="PNG path (default: next to the capture).")
+    out: OutOption = None,
+    plot_file: Annotated[
+        Path | None, typer.Option("--plot", help="PNG path (default: next to the capture).")
     ] = None,
     json_out: JsonOption = False,
+    dest: OldDestOption = None,
 ) -> None:
     """A PNG of one capture: current, gap and temperature around the detection (bracket shaded)."""
     from servotool.plots.incidents import incident_figure
 
-    if out is not None and out.is_dir():
-        fail(f"--out {out}: a folder; give the PNG's path (e.g. {out / 'capture.png'})")
-    if out is not None and out.suffix.lower() != ".png":  # never a capture, a recording or another format
-        fail(f"--out {out}: the plot is written as .png, not {out.suffix or 'no suffix'!r}")
-    path, header, samples = _load(ref, dest)
-    target = out or path.with_suffix(".png")
+    if out is not None and out.suffix.lower() == ".png" and plot_file is None:
+        # the former spelling: --out named the PNG; a capture folder is never named *.png
+        renamed(f"--out {out} (the PNG)", f"--plot {out}")
+        plot_file, out = out, None
+    if plot_file is not None and plot_file.is_dir():
+        fail(f"--plot {plot_file}: a folder; give the PNG's path (e.g. {plot_file / 'capture.png'})")
+    if plot_file is not None and plot_file.suffix.lower() != ".png":  # never a capture or another format
+        fail(f"--plot {plot_file}: the plot is written as .png, not {plot_file.suffix or 'no suffix'!r}")
+    path, header, samples = _load(ref, captures_folder(out, dest))
+    target = plot_file or path.with_suffix(".png")
 
     def save(png: Path) -> Path:
         incident_figure(header, samples).savefig(png, dpi=110, format="png")

@@ -24,7 +24,15 @@ from servotool.cli.common import OUTPUT, announce_device, console, err_console, 
 from servotool.cli.render import draw_plot, plot_target, try_plot
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import Arm, DeviceError
-from servotool.devices.registry import ARM, DeviceURLError, default_url, known_urls, open_arm, sim_urls
+from servotool.devices.registry import (
+    ARM,
+    DeviceURLError,
+    check_url,
+    default_url,
+    known_urls,
+    open_arm,
+    sim_urls,
+)
 from servotool.errors import ExitCode, Refused, ServotoolError, exit_code_of, signal_label
 from servotool.runs.arm.preflight import before_open
 from servotool.runs.outcome import RunStatus, StreamOutcome
@@ -119,7 +127,7 @@ class RunProgress:
 
         def cb(index: int) -> None:
             if self._progress is not None and self._task is not None and index >= 0:
-                self._progress.update(self._task, description=f"{label} {index}")
+                self._progress.update(self._task, description=f"{label} {index + 1}")
 
         return cb
 
@@ -201,6 +209,10 @@ def live_arm(robot: str, rpc: bool, clock: MonotonicClock) -> Iterator[tuple[Arm
     Ctrl-C (pass them to the run). The device is closed whatever happens. Exits: a refusal 2 (one line per
     problem), a device that cannot be reached 3, a signal outside the stream 130/143/129.
     """
+    try:
+        check_url(robot, ARM)  # an arm URL, or one line naming the arm URLs meant
+    except DeviceURLError as exc:
+        fail(str(exc))
     with StopSignals() as signals:
         try:
             with claim(robot):

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from servotool.cli.common import announce_device, console, err_console, fail, print_json
+from servotool.cli.common import announce_device, console, err_console, fail, print_json, renamed
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.devices.registry import (
@@ -27,6 +27,7 @@ from servotool.devices.registry import (
     BUS,
     FAMILIES,
     DeviceURLError,
+    check_url,
     default_url,
     sim_names,
     status_names,
@@ -182,6 +183,7 @@ def _outcome_dict(out: RecordOutcome, dest: Path) -> dict[str, Any]:
         ],
         "warnings": out.warnings,
         "publish_errors": out.publish_errors,
+        "bad_frames_left_out": out.bad_frames,
     }
 
 
@@ -223,9 +225,15 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
 
 
 def record(
+    ctx: typer.Context,
     bus: Annotated[
-        str | None, typer.Option("--bus", help=f"Servo bus URL (default {DEFAULT_BUS}; {_BUS_EXAMPLES}).")
-    ] = None,
+        str,
+        typer.Option(
+            "--bus",
+            envvar="SERVOTOOL_BUS",
+            help=f"Servo bus URL (default {DEFAULT_BUS}; {_BUS_EXAMPLES}).",
+        ),
+    ] = DEFAULT_BUS,
     robot: Annotated[
         str | None,
         typer.Option(
@@ -235,16 +243,17 @@ def record(
     duration: Annotated[
         float | None, typer.Option("--duration", help="Seconds to record (default: until Ctrl-C).")
     ] = None,
-    dest: Annotated[
+    out: Annotated[
         Path | None,
         typer.Option(
-            "--dest",
+            "--out",
             help="Capture folder (default: "
             "$SERVOTOOL_STATE_DIR/captures, else the XDG state dir's "
             "servotool/captures).",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="No live view; a JSON summary on stdout.")] = False,
+    dest: Annotated[Path | None, typer.Option("--dest", hidden=True)] = None,  # the former spelling of --out
 ) -> None:
     """Watch a servo bus (or an arm) at ~30 Hz and keep the lead-up of every hardware-error latch.
 
@@ -256,18 +265,22 @@ def record(
     Exit 0 done, 1 a capture could not be published, 2 bad usage, 3 device unreachable or lost,
     130 / 143 / 129 / 131 Ctrl-C / SIGTERM / SIGHUP / SIGQUIT.
     """
-    if bus is not None and robot is not None:
+    # the bus from the environment or the config file is a default: --robot alone records the arm
+    typed = ctx.get_parameter_source("bus")
+    if robot is not None and typed is not None and typed.name == "COMMANDLINE":
         fail("give --bus or --robot, not both")
-    kind, url = ("arm", robot) if robot is not None else ("bus", DEFAULT_BUS if bus is None else bus)
+    kind, url = ("arm", robot) if robot is not None else ("bus", bus)
+    if dest is not None:
+        renamed("--dest", "--out")
     try:
-        settings = RecordSettings(dest=default_dest(dest), duration_s=duration)
+        settings = RecordSettings(dest=default_dest(out if out is not None else dest), duration_s=duration)
     except ServotoolError as exc:
         fail(str(exc))
     problem = dest_problem(settings.dest)
     if problem:
-        fail(f"captures cannot be published: {problem} (choose another --dest)")
-    out = _record(url, kind, settings, json_out)
-    _report(out, settings.dest, json_out)
+        fail(f"captures cannot be published: {problem} (choose another --out)")
+    outcome = _record(url, kind, settings, json_out)
+    _report(outcome, settings.dest, json_out)
 
 
 def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> RecordOutcome:
@@ -275,6 +288,10 @@ def _record(url: str, kind: str, settings: RecordSettings, json_out: bool) -> Re
     line and its exit code (130/143/129), with nothing written."""
     clock = MonotonicClock()
     out: RecordOutcome | None = None
+    try:
+        check_url(url, BUS if kind == "bus" else ARM)  # one line naming the URLs of the kind meant
+    except DeviceURLError as exc:
+        fail(str(exc))
     try:
         # handlers from the start: SIGTERM or SIGHUP while the device opens would kill us without a word
         with StopSignals() as signals, claim(url) if kind == "bus" else _no_claim():
@@ -333,6 +350,8 @@ def _report(out: RecordOutcome, dest: Path, json_out: bool) -> None:
                 f"tail {c.header['tail_observed_s']:.2f} s, written in {c.write_ms:.0f} ms)",
                 highlight=False,
             )
+    if out.bad_note:
+        err_console.print(f"[yellow]{escape(out.bad_note)}[/]", highlight=False, soft_wrap=True)
     for e in out.publish_errors:
         err_console.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
     if code:

@@ -152,7 +152,7 @@ def lag_verdict(result: LagResult | CombinedLag) -> str:
 
 
 LAG_COLUMNS = (
-    Col("pass", lambda p: str(p.index)),
+    Col("pass", lambda p: str(p.index + 1)),  # passes count from 1, as runs and steps do
     Col("dir", lambda p: p.direction, left=True),
     Col("v\ndeg/s", lambda p: fmt(p.speed_deg_s, ".1f")),
     Col("frames", lambda p: str(p.n_frames)),
@@ -277,7 +277,7 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Cons
     passes: list[PassLag] = result.passes
     for p in passes:
         if p.note:
-            common.err_console.print(f"[yellow]pass {p.index}: {p.note}[/]", highlight=False)
+            common.err_console.print(f"[yellow]pass {p.index + 1}: {p.note}[/]", highlight=False)
     lines = [_fit_line("lag L (delta = v * L, true delta at each state frame)", result.fit)]
     lines += _views_lines(result) + _checks_lines(result) + _model_lines(result)
     for line in lines:
@@ -392,7 +392,7 @@ def _faults_cell(m: StepMetrics) -> str:
 
 
 STEP_COLUMNS = (
-    Col("step", lambda m: str(m.index)),
+    Col("step", lambda m: str(m.index + 1)),
     Col("size\ndeg", lambda m: f"{m.size_deg:+g}"),
     Col("first\nms", lambda m: fmt(m.first_move_ms, ".0f")),
     Col("arrive\nms", lambda m: fmt(m.arrive_ms, ".0f")),
@@ -423,7 +423,7 @@ def _step_event_lines(result: StepResult) -> list[str]:
     for m in result.steps:
         if m.faults or m.runaway:
             lines.append(
-                f"step {m.index}: fault {fmt(m.fault_ms, '.0f')} ms after the step, travel "
+                f"step {m.index + 1}: fault {fmt(m.fault_ms, '.0f')} ms after the step, travel "
                 f"{m.travel_deg:.2f} deg ({fmt(m.travel_ratio, '.1f')}x the step) at up to "
                 f"{fmt(m.peak_speed_deg_s, '.0f')} deg/s"
             )
@@ -431,7 +431,7 @@ def _step_event_lines(result: StepResult) -> list[str]:
             ticks = m.guard_after_crossing_ms / (result.cmd_period_s * 1e3)
             fault = relative_ms(m.guard_after_fault_ms, "the fault") if m.faults else "no fault"
             lines.append(
-                f"step {m.index}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
+                f"step {m.index + 1}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
                 f"{fault}, {_passed(m.guard_after_overshoot_ms)}, "
                 f"{relative_ms(m.guard_after_crossing_ms, 'the first frame beyond its allowance')} "
                 f"({fmt(abs(ticks), '.1f')} ticks)"

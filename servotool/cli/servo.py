@@ -31,7 +31,16 @@ from servotool.cli.bus_common import (
     url_bus_facts,
     url_profile,
 )
-from servotool.cli.common import DryRunOpt, console, err_console, fail, given, print_json, show_plan
+from servotool.cli.common import (
+    DryRunOpt,
+    console,
+    err_console,
+    fail,
+    given,
+    print_json,
+    renamed,
+    show_plan,
+)
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
@@ -210,14 +219,22 @@ def read_cmd(
         "Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (read only: the servos are left as they "
         "were; exit 130, 143, 129, 131).",
     ),
-    period: float = typer.Option(0.5, "--period", help="Seconds between reads with --watch (0.05-10)."),
+    period_ms: float = typer.Option(
+        500.0, "--period-ms", help="Time between reads with --watch, ms (50-10000)."
+    ),
+    period_s: float | None = typer.Option(None, "--period", hidden=True),  # the former spelling, seconds
 ) -> None:
     """Read every servo: position (pulses), voltage, temperature and torque, and on a bus with Operating
     Modes each servo's mode (only position mode is moved or held). Silent servos are shown as such."""
-    if not (math.isfinite(period) and 0.05 <= period <= 10.0):
-        fail(f"--period {period:g} s outside [0.05, 10]")
-    if not watch_ and given(ctx, "period"):  # a single read has no period: refused, not ignored
-        fail("--period is the time between reads with --watch; add --watch, or leave out --period")
+    period_given = given(ctx, "period_ms") or period_s is not None
+    if period_s is not None:
+        renamed(f"--period {period_s:g} (seconds)", f"--period-ms {period_s * 1e3:g}")
+        period_ms = period_ms if given(ctx, "period_ms") else period_s * 1e3
+    if not (math.isfinite(period_ms) and 50 <= period_ms <= 10_000):
+        fail(f"--period-ms {period_ms:g} outside [50, 10000]")
+    if not watch_ and period_given:  # a single read has no period: refused, not ignored
+        fail("--period-ms is the time between reads with --watch; add --watch, or leave out --period-ms")
+    period = period_ms / 1e3
     if watch_ and asks_simulated_time(bus):
         fail(
             "--watch is a live view in real time; a simulator in simulated time (clock=sim) only moves "

@@ -23,7 +23,7 @@ from servotool.cli.options import derive_options, settings_from
 from servotool.cli.render import render_guard_setup, render_step
 from servotool.clock import MonotonicClock
 from servotool.devices.family import MotionCaps
-from servotool.devices.registry import ARM, DeviceURLError, parse_url, url_facts
+from servotool.devices.registry import ARM, DeviceURLError, check_url, url_facts
 from servotool.errors import Refused
 from servotool.io.paths import out_dir
 from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
@@ -82,7 +82,7 @@ def step(
     from servotool.runs.arm.step import run_step, step_plan
 
     try:
-        simulated = parse_url(robot).simulated
+        simulated = check_url(robot, ARM).simulated
     except DeviceURLError as exc:
         refuse([str(exc)])
     motion = _motion(robot)

@@ -45,6 +45,7 @@ from servotool.devices.registry import (
     BUS,
     FAMILIES,
     DeviceURLError,
+    check_url,
     family_of,
     parse_url,
     sim_names,
@@ -202,6 +203,10 @@ def _bus_help() -> str:
 
 def _settings(bus: str, opts: SweepOptions, files: SweepFiles) -> SweepConfig:
     """Every setting checked before the bus is opened: one line per problem and exit 2."""
+    try:
+        check_url(bus, BUS)  # a bus URL, or one line naming the bus URLs meant
+    except DeviceURLError as exc:
+        fail(str(exc))
     problems: list[str] = []
     family = _family(bus)
     try:

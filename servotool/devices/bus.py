@@ -15,6 +15,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from errno import EACCES, EPERM
 from typing import Any, Protocol, runtime_checkable
 
 from servotool.clock import Clock, MonotonicClock
@@ -232,13 +233,20 @@ def bus_clock(bus: Bus) -> Clock:
     return clock if isinstance(clock, Clock) else MonotonicClock()
 
 
+# a serial port's device node belongs to the dialout group on most Linux systems
+DIALOUT_HINT = ": add yourself to the dialout group: sudo usermod -aG dialout $USER, then log in again"
+
+
 def port_problem(exc: BaseException) -> str:
     """Why a serial port could not be opened or failed, in a few words: the system's reason for an error
     that carries an errno ("No such file or directory", "Permission denied"; pyserial wraps it in a sentence
-    that names the port and the errno twice), else the error's own text."""
+    that names the port and the errno twice), else the error's own text. A permission error says what to do
+    about it (the dialout group)."""
     errno = getattr(exc, "errno", None)
     if errno is None and len(exc.args) == 2 and isinstance(exc.args[0], int):
         errno = exc.args[0]  # termios.error (a vanished tty) carries (errno, text) without an errno field
     if isinstance(errno, int) and errno > 0:
-        return os.strerror(errno)
-    return str(exc) or type(exc).__name__
+        return os.strerror(errno) + (DIALOUT_HINT if errno in (EACCES, EPERM) else "")
+    text = str(exc) or type(exc).__name__
+    # pyserial's "could not open port ...: [Errno 13] Permission denied" may come without an errno field
+    return text + (DIALOUT_HINT if "Permission denied" in text else "")

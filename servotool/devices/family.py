@@ -20,6 +20,7 @@ from typing import Any
 
 from servotool.devices.serving import SimServe
 from servotool.devices.url import DeviceURL
+from servotool.readings import ARM_MARGIN_DEG, Readable, padded
 
 ARM = "arm"
 BUS = "bus"
@@ -88,7 +89,9 @@ class DeviceFacts:
     motion: an arm family's bounds (None for a bus); arm: the arm profile a bus URL names (None: its
     servos make no known arm); limits_node: the node name under which a ROS 2 limits parameter file in
     this bus's units holds its limits (None: no limits file applies to the bus, its units are others);
-    the registry fills it from `Family.limits_node`, a family's facts hook leaves it out.
+    the registry fills it from `Family.limits_node`, a family's facts hook leaves it out; readable: what a
+    position reading of the device can be (a bus: one span for every servo; an arm: a span per joint), past
+    which a reading is a bad frame; None: derived by `readable` from the joint ranges.
     """
 
     url: str
@@ -107,6 +110,7 @@ class DeviceFacts:
     motion: MotionCaps | None = None
     arm: BusArm | None = None
     limits_node: str | None = None
+    readable: Readable | None = None
 
     @property
     def n_joints(self) -> int:
@@ -116,6 +120,16 @@ class DeviceFacts:
     def ids(self) -> tuple[int, ...]:
         """A bus's servo ids known from the URL: its joints, then its optional servos."""
         return self.joint_ids + self.optional_ids
+
+
+def readable(facts: DeviceFacts) -> Readable:
+    """What a position reading of the device can be: the family's own fact, else an arm's joint ranges
+    widened by ARM_MARGIN_DEG (a joint pushed past its soft limit still reads), else the physical bound."""
+    if facts.readable is not None:
+        return facts.readable
+    if facts.kind == ARM and facts.joint_ranges:
+        return Readable(padded(facts.joint_ranges, ARM_MARGIN_DEG), units=facts.units)
+    return Readable(units=facts.units)
 
 
 @dataclass(frozen=True)
@@ -199,4 +213,5 @@ __all__ = [
     "JointRanges",
     "MotionCaps",
     "SimParam",
+    "readable",
 ]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from servotool.devices.family import ARM, BUS, DeviceFacts, Family
-from servotool.devices.url import SIM_SCHEME, DeviceURL, DeviceURLError, parse_url
+from servotool.devices.url import SIM_SCHEME, DeviceURL, DeviceURLError, NoSchemeError, parse_url
 
 if TYPE_CHECKING:
     from servotool.devices.arm import Arm
@@ -84,11 +84,36 @@ def fault_names(codes: tuple[int, ...], *, url: str | None = None, family: str |
     return fam.describe_fault(tuple(int(c) for c in codes)) if fam is not None and fam.describe_fault else ""
 
 
+def _kind_hint(text: str, kind: str | None) -> str:
+    """The URLs of the kind a text with no scheme may have meant: a device path (`/dev/ttyUSB0`) with each
+    serial family's scheme in front, a host with each network family's, then every form the kind opens."""
+    fams = _families(kind)
+    if text.startswith("/"):
+        meant = [f"{scheme}://{text}" for fam in fams if fam.kind == BUS for scheme in fam.schemes]
+    else:
+        meant = [f"{scheme}://{text}" for fam in fams if fam.kind == ARM for scheme in fam.schemes]
+    forms = ", ".join(known_urls(kind) if kind else known_urls(ARM) + known_urls(BUS))
+    guess = f"for this {'port' if text.startswith('/') else 'host'}: {' or '.join(meant)}; " if meant else ""
+    return f"{guess}{_a(kind or 'device')} URL is one of: {forms}"
+
+
+def check_url(url: str, kind: str | None) -> DeviceURL:
+    """The URL read for a command that opens a device of `kind` (ARM or BUS; None: either): DeviceURLError
+    when it cannot be read, naming the URLs of that kind (a bus command suggests bus URLs, an arm command arm
+    URLs), or when it opens a device of the other kind."""
+    try:
+        parsed = parse_url(url)
+    except NoSchemeError as exc:
+        raise DeviceURLError(f"device URL {exc.text!r} has no scheme; {_kind_hint(exc.text, kind)}") from None
+    family_of(parsed, kind)
+    return parsed
+
+
 def url_facts(url: str, kind: str | None = None) -> DeviceFacts:
     """What the URL's family knows of the device from the URL alone (nothing is opened). DeviceURLError
     for a URL that names no known device (of `kind`, when given) or parameters its family refuses. The
     family's limits node is carried on the facts (one definition: `Family.limits_node`)."""
-    parsed = parse_url(url)
+    parsed = check_url(url, kind)
     family = family_of(parsed, kind)
     return dataclasses.replace(family.facts(parsed), limits_node=family.limits_node or None)
 
@@ -148,7 +173,10 @@ def family_of(parsed: DeviceURL, kind: str | None = None) -> Family:
     for fam in _families(None):
         if (parsed.simulated and parsed.target in sim_names(fam)) or parsed.scheme in fam.schemes:
             if kind is not None and fam.kind != kind:
-                raise DeviceURLError(f"{parsed.raw!r} opens {_a(fam.kind)} ({fam.name}), not {_a(kind)}")
+                raise DeviceURLError(
+                    f"{parsed.raw!r} opens {_a(fam.kind)} ({fam.name}), not {_a(kind)} "
+                    f"({_a(kind)} URL is one of: {', '.join(known_urls(kind))})"
+                )
             return fam
     what = kind or "device"
     choices = ", ".join(known_urls(kind) if kind else known_urls(ARM) + known_urls(BUS))
@@ -162,14 +190,14 @@ def _opener(kind: str, parsed: DeviceURL) -> Callable[..., Any]:
 def open_arm(url: str, **kwargs: Any) -> Arm:
     """Open a streaming arm from its URL. Raises DeviceURLError (before anything is opened) for a URL it
     cannot read, DeviceError when the device does not answer."""
-    parsed = parse_url(url)
+    parsed = check_url(url, ARM)
     return cast("Arm", _opener(ARM, parsed)(parsed, **kwargs))
 
 
 def open_bus(url: str, **kwargs: Any) -> Bus:
     """Open a servo bus from its URL. Raises DeviceURLError (before anything is opened) for a URL it cannot
     read, DeviceError when the device does not answer."""
-    parsed = parse_url(url)
+    parsed = check_url(url, BUS)
     return cast("Bus", _opener(BUS, parsed)(parsed, **kwargs))
 
 
@@ -181,6 +209,7 @@ __all__ = [
     "status_names",
     "DEFAULT_BUS_URL",
     "FAMILIES",
+    "check_url",
     "DeviceFacts",
     "DeviceURL",
     "DeviceURLError",

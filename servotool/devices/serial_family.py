@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from servotool.devices.url import DeviceURL, DeviceURLError, sim_clock
+from servotool.devices.url import DeviceURL, DeviceURLError, did_you_mean, sim_clock
 
 
 class SimServer(Protocol):
@@ -44,6 +44,7 @@ def unknown_parameters(parsed: DeviceURL, params: dict[str, str], known: tuple[s
     """The refusal of a real device URL's parameters the client does not take."""
     return DeviceURLError(
         f"device URL {parsed.raw!r}: unknown parameters {sorted(params)} (known: {', '.join(known)})"
+        + "".join(did_you_mean(key, known) for key in sorted(params))
     )
 
 

@@ -8,8 +8,9 @@ splits: which schemes and profiles exist, and what each parameter means, is the 
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -25,6 +26,28 @@ _FORMS = "a device URL is scheme://HOST-OR-PATH or sim:PROFILE; `servotool --hel
 class DeviceURLError(SettingsError):
     """The URL cannot be read, names no known device, or its parameters are malformed (exit 2, before any
     device is opened)."""
+
+
+class NoSchemeError(DeviceURLError):
+    """The text has no scheme (`/dev/ttyUSB0`, `192.168.58.2`): `text` is what was given, so that a command
+    can say which URLs of its own kind were meant."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+def did_you_mean(key: str, valid: Iterable[str]) -> str:
+    """ " (did you mean lag_ms?)" for an unknown URL parameter with a close valid name, else ""."""
+    close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def guessed(keys: Iterable[str], valid: Iterable[str]) -> str:
+    """Unknown URL parameter names for an error line, each followed by the closest valid name where one is
+    close (`lag_m` -> "lag_m (did you mean lag_ms?)"), comma-separated."""
+    choices = list(valid)
+    return ", ".join(key + did_you_mean(key, choices) for key in keys)
 
 
 @dataclass(frozen=True)
@@ -57,14 +80,14 @@ def parse_url(url: str) -> DeviceURL:
     parameters, a parameter given twice, or a port written after a host (ports go in the query, one
     parameter per port)."""
     if not url or ":" not in url:
-        raise DeviceURLError(f"device URL {url!r} has no scheme ({_FORMS})")
+        raise NoSchemeError(f"device URL {url!r} has no scheme ({_FORMS})", url)
     try:
         parts = urlsplit(url)
     except ValueError as exc:
         raise DeviceURLError(f"device URL {url!r} cannot be read ({exc})") from None
     scheme = parts.scheme.lower()
     if not scheme:
-        raise DeviceURLError(f"device URL {url!r} has no scheme ({_FORMS})")
+        raise NoSchemeError(f"device URL {url!r} has no scheme ({_FORMS})", url)
     target = _target(scheme, parts.netloc, parts.path)
     try:
         pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
@@ -142,10 +165,13 @@ __all__ = [
     "SIM_SCHEME",
     "DeviceURL",
     "DeviceURLError",
+    "NoSchemeError",
     "asks_simulated_time",
     "parse_url",
     "plain",
     "sim_clock",
+    "did_you_mean",
+    "guessed",
     "url_flag",
 ]
 

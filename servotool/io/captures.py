@@ -46,7 +46,7 @@ class CaptureNotFound(Refused):
 
 
 def default_dest(explicit: str | Path | None = None) -> Path:
-    """Where captures go: `explicit` (--dest), else the XDG state dir's `captures` folder."""
+    """Where captures go: `explicit` (--out), else the XDG state dir's `captures` folder."""
     return Path(explicit) if explicit else state_dir() / "captures"
 
 
@@ -200,7 +200,7 @@ def dest_problem(dest: Path) -> str | None:
     without creating anything; None when the first publication can create or use it. A dangling link, a
     link loop or a link to a file is refused first (see paths.link_problem): a capture published through a
     dangling link was lost ("File exists")."""
-    if problem := link_problem(dest, "--dest", "folder"):
+    if problem := link_problem(dest, "--out", "folder"):
         return problem
     probe = dest
     while not probe.exists():

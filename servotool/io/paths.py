@@ -81,7 +81,7 @@ def link_problem(path: str | Path, option: str, want: str = "folder") -> str | N
 
 def out_dir_problem(folder: Path, option: str = "--out") -> str | None:
     """Why files could not be written into `folder` (created if missing), or None when they can; the
-    problem names `option` (--out, --plot-dir, --dest).
+    problem names `option` (--out, --plot-dir).
 
     Checked before a device is opened or any work is done: the path is resolved first (see link_problem: a
     dangling link, a link loop, a link to a file), then probed by creating and removing a probe file:

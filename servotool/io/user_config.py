@@ -47,7 +47,7 @@ KEYS: dict[str, ConfigKey] = {
     key.name: key
     for key in (
         ConfigKey("robot", "SERVOTOOL_ROBOT", None, "arm URL for lag and step (--robot)"),
-        ConfigKey("bus", "SERVOTOOL_BUS", None, "servo bus URL for sweep and servo (--bus)"),
+        ConfigKey("bus", "SERVOTOOL_BUS", None, "servo bus URL for sweep, servo and record (--bus)"),
         ConfigKey("out", "SERVOTOOL_OUT", "servotool-runs", "folder for run CSVs (--out)"),
         ConfigKey("limits", "SERVOTOOL_LIMITS", None, "ROS 2 limits YAML for sweep and servo (--limits)"),
     )

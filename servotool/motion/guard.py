@@ -29,6 +29,7 @@ import numpy.typing as npt
 from servotool.errors import SettingsError
 from servotool.motion.limits import JointLimits
 from servotool.motion.shaper import ShaperConfig, StreamShaper, max_trail
+from servotool.readings import fixed, sig
 
 __all__ = [
     "DivergenceGuard",
@@ -201,13 +202,15 @@ class DivergenceGuard:
         if not finite[j]:
             values = {"setpoint": float(s[j]), "measured": float(m[j]), "velocity": float(v[j])}
             which = " and ".join(k for k, x in values.items() if not math.isfinite(x))
-            shown = ", ".join(f"{k} {x!r}" for k, x in values.items())
+            shown = ", ".join(f"{k} {sig(x)}" for k, x in values.items())
             reason = f"{name}: non-finite {which} ({shown}); the guard cannot compare"
         else:
+            # a few significant digits: a measured pose of 1e300 must not print 300 of them
+            gap, allow, speed = fixed(abs(delta[j])), fixed(allowance[j]), fixed(abs(v[j]))
             reason = (
-                f"{name} diverged: |setpoint - measured| = {abs(delta[j]):.3f} deg > allowance "
-                f"{allowance[j]:.3f} deg (margin {self.margin_deg:.3f} + |v| {abs(v[j]):.3f} deg/s x lag "
-                f"{self.lag_s:.3f} s), over by {excess[j]:.3f} deg"
+                f"{name} diverged: |setpoint - measured| = {gap} deg > allowance {allow} deg (margin "
+                f"{fixed(self.margin_deg)} + |v| {speed} deg/s x lag {fixed(self.lag_s)} s), over by "
+                f"{fixed(excess[j])} deg"
             )
         self._verdict = GuardVerdict(
             joint=j,

@@ -206,7 +206,7 @@ def _ramp_settings(
 def _triangle_note(p: int, leg: int, speed: float, sweep: float, ramp_s: float, peak: float) -> str:
     """The note of a pass too short for its ramps, whose peak was lowered."""
     return (
-        f"pass {p} ({'out' if leg == 0 else 'back'} at {speed:g} deg/s): sweep "
+        f"pass {p + 1} ({'out' if leg == 0 else 'back'} at {speed:g} deg/s): sweep "
         f"{abs(sweep):g} deg is too short for {ramp_s:g} s ramps; peak lowered to "
         f"{peak:.4g} deg/s (triangle, no cruise)"
     )

@@ -83,7 +83,7 @@ def _panel(ax: Axes, result: StepResult, rec: Recording, m: StepMetrics, allow: 
     for t in rec.guard_t[(rec.guard_t >= t0) & (rec.guard_t <= t1)]:
         ax.axvline((t - t0) * 1e3, color="orange", lw=1, ls="--", label="guard trip")
     ax.set_title(
-        f"step {m.index}: {m.size_deg:+g} deg, travel {m.travel_deg:.2f} deg, {m.verdict}",
+        f"step {m.index + 1}: {m.size_deg:+g} deg, travel {m.travel_deg:.2f} deg, {m.verdict}",
         fontsize=9,
         color="red" if m.runaway else "black",
     )

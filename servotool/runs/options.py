@@ -21,7 +21,9 @@ class Option:
     """What a settings field is to the user. flag: its command-line spelling ("--hold-ms", "--shaped/--raw";
     "" when it is a campaign key only); key: its campaign key ("" when it is a command-line option only);
     invert: the campaign key is the flag's negation (`raw: true` for --raw); kind: the campaign value's type
-    ("int", "float", "bool", "str", "floats"); unit, min and help as the command's --help shows them."""
+    ("int", "float", "bool", "str", "floats", "ints", or "joint": an arm joint named J1..Jn, held as its
+    0-based index); unit, min and help as the command's --help shows them; old: the flag's former spelling,
+    still taken (hidden from --help) with a note, for one release."""
 
     flag: str
     help: str
@@ -30,6 +32,7 @@ class Option:
     min: float | None = None
     key: str = ""
     invert: bool = False
+    old: str = ""
 
 
 def option(
@@ -42,12 +45,35 @@ def option(
     min: float | None = None,
     key: str | None = None,
     invert: bool = False,
+    old: str = "",
 ) -> Any:
     """A dataclass field carrying its Option; its campaign key is the field's name unless `key` says."""
     return field(
         default=default,
-        metadata={"option": Option(flag, help, kind, unit, min, key or "", invert), "named": key is None},
+        metadata={
+            "option": Option(flag, help, kind, unit, min, key or "", invert, old),
+            "named": key is None,
+        },
     )
+
+
+def joint_name(index: int) -> str:
+    """An arm joint's name as every command and report writes it: J1 for index 0 (the base)."""
+    return f"J{index + 1}"
+
+
+def joint_index(value: object) -> tuple[int, bool]:
+    """An arm joint's 0-based index from its name, J1 (or j1) being 0, and whether it was given in the
+    former spelling: a plain whole number, read as the 0-based index it used to be (`0` is J1). ValueError
+    saying how to name a joint otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, True
+    text = str(value).strip()
+    if text.isascii() and text.isdigit():
+        return int(text), True
+    if text[:1] in ("J", "j") and text[1:].isascii() and text[1:].isdigit() and int(text[1:]) >= 1:
+        return int(text[1:]) - 1, False
+    raise ValueError(f"{value!r} names no joint: name arm joints J1 (the base), J2, ...")
 
 
 def options_of(cls: type) -> dict[str, Option]:
@@ -75,4 +101,4 @@ def from_campaign(cls: type[_T], values: Mapping[str, Any]) -> _T:
     return cls(**kwargs, given=frozenset(kwargs))  # type: ignore[call-arg]
 
 
-__all__ = ["Option", "campaign_keys", "from_campaign", "option", "options_of"]
+__all__ = ["Option", "campaign_keys", "from_campaign", "joint_index", "joint_name", "option", "options_of"]

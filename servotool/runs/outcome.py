@@ -62,6 +62,7 @@ class StreamOutcome:
     guard_reason: str | None = None
     guard_t: float | None = None
     rejects: int = 0
+    bad_frames: int = 0  # state frames no device could send (impossible values): recorded, left out
     late_ticks: int = 0
     max_late_ms: float = 0.0
     mean_late_ms: float = 0.0
@@ -92,6 +93,7 @@ class StreamOutcome:
             "guard_reason": self.guard_reason,
             "guard_t_s": self.guard_t,
             "rejects": self.rejects,
+            "bad_frames_left_out": self.bad_frames,
             "late_ticks": self.late_ticks,
             "max_late_ms": self.max_late_ms,
             "at_rest": self.at_rest,

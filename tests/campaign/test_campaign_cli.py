@@ -108,7 +108,7 @@ def test_a_value_made_of_nested_aliases_is_quoted_briefly(write_campaign, tmp_pa
         "  - why: w\n    command: step\n    options: {joint: *h, size: *h}\n"
     )
     res = runner.invoke(app, ["campaign", "check", str(write_campaign(text))])
-    assert res.exit_code == 2 and "option joint: expected a number" in res.output
+    assert res.exit_code == 2 and "option joint: expected a joint name" in res.output
     assert len(res.output) < 4000
     limits = tmp_path / "limits.yaml"
     limits.write_text(LAUGHS.replace("h: &h", "arm_limit_2: &h").replace("a: &a", "x_a: &a"))

@@ -64,7 +64,7 @@ def test_command_validation_and_safety_rules(write_campaign):
     joined = "\n".join(problems)
     assert "--joint" in joined or "joint 7" in joined  # the step command's own check
     assert "raw steps are not allowed" in joined
-    assert "joint 7 is not among the joints" in joined
+    assert "joint J8 is not among the joints" in joined
 
 
 def test_robot_swap_is_validated_again(write_campaign):
@@ -93,7 +93,7 @@ def test_infinite_and_nan_numbers_are_problems_not_tracebacks(write_campaign):
     text = text.replace("speeds: [10, 20]", "speeds: [10, .inf]")
     joined = "\n".join(problems_of(write_campaign(text)))
     assert "steps: expected a finite number, got inf" in joined
-    assert "joint: expected a finite number, got nan" in joined
+    assert "joint: expected a joint name (J1, J2, ...), got nan" in joined
     assert "speeds: expected a list of numbers" in joined
 
 
@@ -157,7 +157,7 @@ runs:
 """)
     joined = "\n".join(problems_of(path))
     assert "name a servo twice" in joined and "inside 500 pulses" in joined
-    assert "joint 3 is not among the joints" in joined and "80 pulses/s is above" in joined
+    assert "servo 3 is not among the servos" in joined and "80 pulses/s is above" in joined
     assert "`lag` needs an arm" in joined
 
 

@@ -88,6 +88,8 @@ def _flags(cls: type) -> set[str]:
     for opt in options_of(cls).values():
         if opt.flag:
             out |= set(opt.flag.split("/"))
+        if opt.old:  # the former spelling, still taken for a release
+            out.add(opt.old)
     return out
 
 
@@ -113,4 +115,6 @@ def test_every_option_and_campaign_key_comes_from_the_one_definition(command, cl
             shown = getattr(shown, "value", shown)
             if isinstance(value, tuple):  # speeds as the comma list --speeds takes; no --joint: every joint
                 value = ",".join(f"{v:g}" for v in value) if value else None
+            if defined.get(name) is not None and defined[name].kind == "joint":  # an arm joint by its name
+                value = f"J{value + 1}"
             assert shown == value, name

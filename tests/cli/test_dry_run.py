@@ -48,7 +48,7 @@ DRY_RUNS = [
     ["lag", "--speeds", "15,30,60", "--ramp-ms", "200"],
     ["step", "--size", "5", "--steps", "2"],
     ["step", "--raw"],
-    ["sweep", "--joint", "2", "--direction", "down"],
+    ["sweep", "--servo", "2", "--direction", "down"],
     ["sweep"],
     ["servo", "move", "--to", "2=700,3=200"],
     ["servo", "move", "--to", "rest"],
@@ -95,7 +95,7 @@ def test_the_lag_plan_is_the_stream_it_runs():
 def test_the_sweep_says_its_estimate_before_it_starts_and_keeps_to_it(tmp_path):
     result = runner.invoke(
         app,
-        ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "2", "--direction", "down"],
+        ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--servo", "2", "--direction", "down"],
     )
     assert result.exit_code == 0, result.output
     estimate = re.search(r"estimated at most ([0-9.]+) s", result.output)

@@ -37,9 +37,9 @@ def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
         (["shape", "x.csv", "--plot-dir", ""], "--plot-dir"),
         (["sweep", "--out", "", "--bus", "hiwonder:///dev/nonexistent"], "--out"),
         (["sweep", "--limits", "", "--bus", "hiwonder:///dev/nonexistent"], "--limits"),
-        (["record", "--dest", "", "--duration", "0.1"], "--dest"),
-        (["incidents", "list", "--dest", ""], "--dest"),
-        (["incidents", "plot", "last", "--out", ""], "--out"),
+        (["record", "--out", "", "--duration", "0.1"], "--out"),
+        (["incidents", "list", "--out", ""], "--out"),
+        (["incidents", "plot", "last", "--plot", ""], "--plot"),
         (["servo", "move", "--to", "rest", "--limits", ""], "--limits"),
         (["servo", "relax", "--limits", ""], "--limits"),
         (["campaign", "check", ""], "FILE"),
@@ -87,7 +87,7 @@ def test_every_path_parameter_is_covered() -> None:
     [
         (["analyze", "in", "--table", "table.csv"], ["table.csv", "a folder"]),
         (["analyze", "in", "--table", "in"], ["in", "a folder"]),  # not "is a recording"
-        (["incidents", "plot", "last", "--dest", "in", "--out", "table.csv"], ["a folder"]),
+        (["incidents", "plot", "last", "--out", "in", "--plot", "table.csv"], ["a folder"]),
         (["shape", "table.csv"], ["Is a directory"]),
         (["campaign", "check", "table.csv"], ["Is a directory"]),
         (["servo", "move", "--to", "rest", "--limits", "table.csv"], ["Is a directory"]),

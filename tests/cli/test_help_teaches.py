@@ -85,6 +85,9 @@ def test_every_example_parses_as_its_command(path):
             continue
         assert where[: len(path)] == path, line
         cmd.make_context(" ".join(where), list(args), resilient_parsing=False)
+        # an example teaches the current spelling, never a hidden former one
+        hidden = {o for p in cmd.params if getattr(p, "hidden", False) for o in p.opts}
+        assert not hidden & {a.split("=")[0] for a in args}, line
 
 
 def _glossary_terms() -> set[str]:

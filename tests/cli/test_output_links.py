@@ -54,8 +54,8 @@ def _refused(argv: list[str], monkeypatch, capsys) -> str:
 FOLDER_COMMANDS = {
     "lag --out": ["lag", "--robot", "sim:fr3?clock=sim", "--out"],
     "step --out": ["step", "--robot", "sim:fr3?clock=sim", "--out"],
-    "sweep --out": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "1", "--out"],
-    "record --dest": ["record", "--bus", "sim:rosorin-arm", "--duration", "0.5", "--dest"],
+    "sweep --out": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--servo", "1", "--out"],
+    "record --out": ["record", "--bus", "sim:rosorin-arm", "--duration", "0.5", "--out"],
     "campaign run --out": ["campaign", "run", str(CAMPAIGN), "--out"],
 }
 

@@ -119,7 +119,7 @@ def test_a_goal_outside_the_range_from_the_measured_pose_is_refused_before_enabl
     assert "outside its range" in res.stderr and "J1" in res.stderr and "warming up" not in res.stderr
     assert not list(tmp_path.glob("*.csv"))
     res = runner.invoke(
-        app, ["step", "--robot", "sim:fr3", "--joint", "2", "--size", "70", "--out", str(tmp_path)]
+        app, ["step", "--robot", "sim:fr3", "--joint", "J3", "--size", "70", "--out", str(tmp_path)]
     )  # J3 at 90 deg, range -150..150: +X leaves it
     assert res.exit_code == 2 and "goal 160.00 deg of J3" in res.stderr, res.stderr
     assert "warming up" not in res.stderr and not list(tmp_path.glob("*.csv"))

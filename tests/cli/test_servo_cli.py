@@ -236,7 +236,7 @@ def test_no_board_on_the_port_exits_3(dead_port, args):
 def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
     result = runner.invoke(
         app,
-        ["sweep", "--bus", f"hiwonder://{dead_port}?timeout_ms=20", "--joint", "2", "--out", str(tmp_path)],
+        ["sweep", "--bus", f"hiwonder://{dead_port}?timeout_ms=20", "--servo", "2", "--out", str(tmp_path)],
     )
     assert result.exit_code == 3, result.output
     assert f"no board answered on {dead_port}" in result.stderr
@@ -262,7 +262,7 @@ def test_no_board_stops_a_sweep_with_exit_3(dead_port, tmp_path):
         (("move", "--to", "2=\uff11\uff12"), ["want id=pulse"]),  # full-width digits: int() reads 12
         (("move", "--to", "2=5_00"), ["want id=pulse"]),  # int() reads 500
         (("move", "--to", "tuck"), ["reference"]),
-        (("read", "--watch", "--period", "0"), ["--period 0"]),
+        (("read", "--watch", "--period-ms", "0"), ["--period-ms 0"]),
         (("relax", "--limits", "/nonexistent/limits.yaml"), ["cannot read"]),
     ],
 )
@@ -330,7 +330,7 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
     env = {**os.environ, "SERVOTOOL_STATE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("SERVOTOOL_BUS")  # the default bus, in real time
     proc = subprocess.Popen(
-        [sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json", "--period", "0.1"],
+        [sys.executable, "-m", "servotool", "servo", "read", "--watch", "--json", "--period-ms", "100"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -601,9 +601,9 @@ def test_a_period_without_watch_is_refused_not_ignored(monkeypatch):
         raise AssertionError("the bus must not be opened")
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
-    result = invoke("read", "--period", "2")
+    result = invoke("read", "--period-ms", "2000")
     assert result.exit_code == 2, result.output
-    assert "--period" in result.stderr and "--watch" in result.stderr
+    assert "--period-ms" in result.stderr and "--watch" in result.stderr
 
 
 def test_a_busy_simulated_arm_is_named_by_its_url_not_its_lock_key():

@@ -25,7 +25,7 @@ def run(signum: int, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_record_ends_with_the_signal_exit_code_and_one_line(tmp_path: Path, signum: int) -> None:
     dest = tmp_path / "captures"
-    done = run(signum, "record", "--bus", "sim:microduck", "--duration", "5", "--dest", str(dest))
+    done = run(signum, "record", "--bus", "sim:microduck", "--duration", "5", "--out", str(dest))
     assert done.returncode == EXIT[signum], (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and NAME[signum] in lines[0] and "nothing was recorded" in lines[0], done.stderr

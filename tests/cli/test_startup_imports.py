@@ -143,7 +143,7 @@ def test_analyzing_one_file_imports_neither_pandas_nor_matplotlib_nor_scipy_sign
             "sweep",
             "--bus",
             "sim:rosorin-arm?clock=sim&obstacle_2=740",
-            "--joint",
+            "--servo",
             "2",
             "--direction",
             "down",

@@ -43,7 +43,7 @@ def test_sweep_writes_every_output_and_finds_the_obstacle(tmp_path):
     result = sweep(
         "--bus",
         "sim:rosorin-arm?clock=sim&obstacle_2=740&noise=1",
-        "--joint",
+        "--servo",
         "2",
         "--direction",
         "down",
@@ -74,7 +74,7 @@ def test_sweep_merges_into_a_copy_of_the_limits_file(tmp_path, limits_file):
     result = sweep(
         "--bus",
         "sim:rosorin-arm?clock=sim&obstacle_2=740",
-        "--joint",
+        "--servo",
         "2",
         "--direction",
         "down",
@@ -106,7 +106,7 @@ def test_update_limits_rewrites_the_file_and_keeps_a_backup(tmp_path, limits_fil
     args = (
         "--bus",
         "sim:rosorin-arm?clock=sim&obstacle_4=200",
-        "--joint",
+        "--servo",
         "4",
         "--direction",
         "up",
@@ -142,7 +142,7 @@ def test_update_limits_through_a_symlink_edits_the_file_it_points_to(tmp_path, l
     result = sweep(
         "--bus",
         "sim:rosorin-arm?clock=sim&obstacle_4=200",
-        "--joint",
+        "--servo",
         "4",
         "--direction",
         "up",
@@ -170,7 +170,7 @@ def test_update_limits_refuses_a_simulated_bus_before_it_starts(tmp_path, limits
     monkeypatch.setattr(registry, "open_bus", no_open)
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
     before = limits_file.read_text()
-    result = sweep("--joint", "4", "--limits", str(limits_file), "--update-limits", "--out", str(tmp_path))
+    result = sweep("--servo", "4", "--limits", str(limits_file), "--update-limits", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "--force-sim" in result.stderr and "simulated" in result.stderr
     assert limits_file.read_text() == before and not list(tmp_path.glob("*.bak*"))
@@ -185,7 +185,7 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_the_bus_opens(tm
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
     (tmp_path / "file").write_text("")
-    result = sweep("--joint", "4", "--out", str(tmp_path / out))
+    result = sweep("--servo", "4", "--out", str(tmp_path / out))
     assert result.exit_code == 2, result.output
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "--out" in line and "cannot create the folder" in line
@@ -203,7 +203,7 @@ def test_an_output_folder_is_probed_for_writing_before_the_bus_opens(tmp_path, m
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
     monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
-    result = sweep("--joint", "4", "--out", str(tmp_path))
+    result = sweep("--servo", "4", "--out", str(tmp_path))
     assert result.exit_code == 2, result.output
     assert f"--out {tmp_path}: cannot write there (Read-only file system)" in result.stderr
 
@@ -214,12 +214,12 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
     result = sweep(
-        "--joint", "7", "--speed", "nan", "--inside", "500", "--update-limits", "--out", str(tmp_path)
+        "--servo", "7", "--speed", "nan", "--inside", "500", "--update-limits", "--out", str(tmp_path)
     )
     assert result.exit_code == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 5, result.stderr  # the fifth: --update-limits on a simulated bus
-    for text in ("--joint 7", "sweep speed nan", "inside 500", "--update-limits needs --limits"):
+    for text in ("--servo 7", "sweep speed nan", "inside 500", "--update-limits needs --limits"):
         assert any(text in ln for ln in lines), (text, lines)
     result = sweep("--speed", "inf", "--out", str(tmp_path))
     assert result.exit_code == 2 and "sweep speed inf" in result.stderr
@@ -227,7 +227,7 @@ def test_every_bad_setting_is_one_line_before_the_bus_opens(tmp_path, monkeypatc
 
 def test_sweep_refuses_a_silent_joint_servo(tmp_path):
     result = sweep(
-        "--bus", "sim:rosorin-arm?clock=sim&silent_3=1&timeout_ms=20", "--joint", "2", "--out", str(tmp_path)
+        "--bus", "sim:rosorin-arm?clock=sim&silent_3=1&timeout_ms=20", "--servo", "2", "--out", str(tmp_path)
     )
     assert result.exit_code == 2
     assert "3 not answering" in result.stderr
@@ -239,7 +239,7 @@ def test_a_servo_going_silent_mid_sweep_is_a_lost_link(tmp_path):
     result = sweep(
         "--bus",
         "sim:rosorin-arm?clock=sim&silent_after_2=2.0&timeout_ms=20",
-        "--joint",
+        "--servo",
         "2",
         "--direction",
         "down",
@@ -260,7 +260,7 @@ def test_a_servo_going_silent_mid_sweep_is_a_lost_link(tmp_path):
 def test_sweep_refuses_to_start_outside_the_limits(tmp_path):
     limits = tmp_path / "narrow.yaml"
     limits.write_text("rosorin_board_driver:\n  ros__parameters:\n    arm_limit_3: [300, 800]\n")
-    result = sweep("--joint", "2", "--limits", str(limits), "--out", str(tmp_path))
+    result = sweep("--servo", "2", "--limits", str(limits), "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "outside the current limits" in result.stderr and "servo 3" in result.stderr
 
@@ -270,7 +270,7 @@ def test_sweep_refuses_to_start_outside_the_limits(tmp_path):
     [
         (["--direction", "sideways"], "direction"),
         (["--update-limits"], "--update-limits needs --limits"),
-        (["--joint", "7"], "not on this arm"),
+        (["--servo", "7"], "not on this arm"),
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path, args, message):
@@ -439,7 +439,7 @@ def test_sigterm_mid_sweep_holds_closes_the_csv_and_exits_143(tmp_path):
     }
     env.pop("SERVOTOOL_BUS")  # real time: the signal lands mid-sweep
     out = tmp_path / "out"
-    args = ["sweep", "--joint", "2", "--direction", "down", "--speed", "10", "--out", str(out), "--json"]
+    args = ["sweep", "--servo", "2", "--direction", "down", "--speed", "10", "--out", str(out), "--json"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "servotool", *args],
         stdout=subprocess.PIPE,
@@ -470,7 +470,7 @@ def test_a_sweep_on_a_noisy_link_finishes_and_reports_the_damage(tmp_path):
     result = sweep(
         "--bus",
         f"sim:rosorin-arm?clock=sim&{noisy}",
-        "--joint",
+        "--servo",
         "2",
         "--direction",
         "down",
@@ -500,7 +500,7 @@ def test_sweep_human_output_reads_at_80_columns(tmp_path, monkeypatch):
     result = sweep(
         "--bus",
         "sim:rosorin-arm?clock=sim&obstacle_2=740",
-        "--joint",
+        "--servo",
         "2",
         "--direction",
         "down",
@@ -521,13 +521,13 @@ def test_a_relaxed_arm_is_refused_before_anything_moves(tmp_path):
     assert runner.invoke(app, ["servo", "move", "--bus", bus, "--to", "pretuck"]).exit_code == 0
     assert runner.invoke(app, ["servo", "relax", "--bus", bus]).exit_code == 0
     out = tmp_path / "out"
-    result = sweep("--bus", bus, "--joint", "2", "--out", str(out))
+    result = sweep("--bus", bus, "--servo", "2", "--out", str(out))
     # a limp elbow would sag below its stored range once the shoulder moves: refused, nothing sent
     assert result.exit_code == 2, result.output
     assert "torque off" in result.stderr and "Traceback" not in result.output
     assert not list(out.glob("*.csv"))
     assert runner.invoke(app, ["servo", "hold", "--bus", bus]).exit_code == 0
-    result = sweep("--bus", bus, "--joint", "2", "--speed", "300", "--out", str(out), "--json")
+    result = sweep("--bus", bus, "--servo", "2", "--speed", "300", "--out", str(out), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [s["direction"] for s in data["sweeps"]] == ["down", "up"] and data["fault"] is False
@@ -551,7 +551,7 @@ def test_a_dynamixel_bus_is_refused_before_it_opens(tmp_path, monkeypatch, bus):
         raise AssertionError("the bus must not be opened")
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
-    result = sweep("--bus", bus, "--joint", "10", "--direction", "up", "--out", str(tmp_path))
+    result = sweep("--bus", bus, "--servo", "10", "--direction", "up", "--out", str(tmp_path))
     assert result.exit_code == 2, result.output
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "Dynamixel" in line and "0-1000" in line
@@ -619,7 +619,7 @@ def test_a_bad_sweep_speed_is_one_error_line(monkeypatch, speed):
         raise AssertionError("the bus must not be opened")
 
     monkeypatch.setattr("servotool.cli.bus_common.open_bus", no_open)
-    result = sweep("--joint", "4", "--speed", speed)
+    result = sweep("--servo", "4", "--speed", speed)
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and "sweep speed" in lines[0], result.stderr

@@ -119,7 +119,7 @@ def nothing_opens(monkeypatch, tmp_path):
         ["lag", "--robot", "franka://172.16.0.2"],
         ["step", "--robot", "franka://172.16.0.2"],
         ["servo", "read", "--bus", "foo:///dev/ttyUSB0"],
-        ["sweep", "--bus", "foo:///dev/ttyUSB0", "--joint", "1"],
+        ["sweep", "--bus", "foo:///dev/ttyUSB0", "--servo", "1"],
     ],
 )
 def test_the_commands_refuse_an_unknown_scheme_in_one_line_before_opening(args, nothing_opens, tmp_path):

@@ -39,18 +39,18 @@ def test_help_lists_both_commands():
 def test_record_refuses_bad_usage(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
     res = runner.invoke(
-        app, ["record", "--bus", "sim:microduck", "--robot", "sim:fr3", "--dest", str(tmp_path)]
+        app, ["record", "--bus", "sim:microduck", "--robot", "sim:fr3", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "not both" in res.output
-    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "-1", "--dest", str(tmp_path)])
+    res = runner.invoke(app, ["record", "--robot", "sim:fr3", "--duration", "-1", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "duration" in res.output
-    res = runner.invoke(app, ["record", "--bus", "bogus:x", "--duration", "1", "--dest", str(tmp_path)])
+    res = runner.invoke(app, ["record", "--bus", "bogus:x", "--duration", "1", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 
 def test_record_refuses_a_bus_without_telemetry(tmp_path):
     res = runner.invoke(
-        app, ["record", "--bus", "sim:rosorin-arm", "--duration", "1", "--dest", str(tmp_path)]
+        app, ["record", "--bus", "sim:rosorin-arm", "--duration", "1", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "dxl://" in res.output  # the recordable URLs, from the registry
 
@@ -58,7 +58,7 @@ def test_record_refuses_a_bus_without_telemetry(tmp_path):
 def test_record_refuses_a_bus_in_simulated_time(tmp_path):
     # nothing would move its clock: the recorder watches in real time
     res = runner.invoke(
-        app, ["record", "--bus", "sim:microduck?clock=sim", "--duration", "1", "--dest", str(tmp_path)]
+        app, ["record", "--bus", "sim:microduck?clock=sim", "--duration", "1", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "simulated time" in res.output
     assert not any(tmp_path.iterdir())
@@ -70,7 +70,7 @@ def test_record_on_the_fairino_simulator_json(tmp_path):
     dest = tmp_path / "caps"
     res = runner.invoke(
         app,
-        ["record", "--robot", "sim:fr3?silence_ms=1000", "--duration", "1", "--dest", str(dest), "--json"],
+        ["record", "--robot", "sim:fr3?silence_ms=1000", "--duration", "1", "--out", str(dest), "--json"],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout[res.stdout.index("{") :])
@@ -79,30 +79,30 @@ def test_record_on_the_fairino_simulator_json(tmp_path):
 
 
 def test_incidents_list_show_plot(captures, tmp_path):
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures), "--json"])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(captures), "--json"])
     assert res.exit_code == 0
     listed = json.loads(res.stdout)
     assert len(listed) == 1 and listed[0]["header"]["trigger_axes"] == [12]
-    res = runner.invoke(app, ["incidents", "show", "last", "--dest", str(captures), "--json"])
+    res = runner.invoke(app, ["incidents", "show", "last", "--out", str(captures), "--json"])
     assert res.exit_code == 0
     shown = json.loads(res.stdout)
     first = shown["axes"][0]
     assert first["axis"] == "12" and first["trigger"] and first["current"]["change"] > 500
-    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "show", "1", "--out", str(captures)])
     assert res.exit_code == 0 and "last clean answer" in res.output
     png = tmp_path / "x.png"
-    res = runner.invoke(app, ["incidents", "plot", "1", "--dest", str(captures), "--out", str(png)])
+    res = runner.invoke(app, ["incidents", "plot", "1", "--out", str(captures), "--plot", str(png)])
     assert res.exit_code == 0 and png.stat().st_size > 1000
 
 
 def test_incidents_errors(captures, tmp_path):
-    res = runner.invoke(app, ["incidents", "show", "nope", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "show", "nope", "--out", str(captures)])
     assert res.exit_code == 2 and "no capture" in res.output
     bad = captures / "capture_bad.jsonl"
     bad.write_text('{"format": "servotool-capture", "version": 1, "counts": {"fast": 3}}\n{}\n')
     res = runner.invoke(app, ["incidents", "show", str(bad)])
     assert res.exit_code == 2 and "header counts 3" in res.output
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(tmp_path / "none")])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(tmp_path / "none")])
     assert res.exit_code == 0 and "no captures" in res.output
 
 
@@ -110,7 +110,7 @@ def test_incidents_errors(captures, tmp_path):
 def test_record_live_view_on_the_dynamixel_simulator(tmp_path):
     dest = tmp_path / "caps"
     url = "sim:microduck?overload=12@1.4&overload_ramp_s=0.4&latched=31"
-    res = runner.invoke(app, ["record", "--bus", url, "--duration", "2.6", "--dest", str(dest)])
+    res = runner.invoke(app, ["record", "--bus", url, "--duration", "2.6", "--out", str(dest)])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "SIMULATED" in text and "recorded 2." in text and "1 capture(s)" in text
@@ -123,25 +123,25 @@ def test_record_refuses_a_destination_it_cannot_write(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     res = runner.invoke(
-        app, ["record", "--robot", "sim:fr3", "--duration", "1", "--dest", str(blocker / "caps")]
+        app, ["record", "--robot", "sim:fr3", "--duration", "1", "--out", str(blocker / "caps")]
     )
     assert res.exit_code == 2 and "not a folder" in res.output
 
 
 def test_incidents_read_at_80_columns(captures, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(captures)])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("1 capture(s) in ")
-    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "show", "1", "--out", str(captures)])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("fault latch on 12 ")
     assert "mA" in res.stdout and "I before" not in res.stdout  # --wide only
     rule = next(i for i, line in enumerate(lines) if line.startswith("\u2500"))
     assert lines[rule - 1].split()[0] == "axis" and lines[rule + 1].split()[0] == "12"  # trigger axis first
-    for out in (res.stdout, runner.invoke(app, ["incidents", "list", "--dest", str(captures)]).stdout):
+    for out in (res.stdout, runner.invoke(app, ["incidents", "list", "--out", str(captures)]).stdout):
         # a line naming the captures' folder or file is one line the terminal wraps: its path stays whole
         assert "…" not in out and all(
             len(line.rstrip()) <= 80 for line in out.splitlines() if str(captures) not in line
@@ -152,7 +152,7 @@ def test_incidents_read_at_80_columns(captures, monkeypatch):
     import servotool.cli.incidents as incidents_cli
 
     monkeypatch.setattr(incidents_cli, "console", Console(width=200))  # --wide is for a wider terminal
-    wide = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures), "--wide"])
+    wide = runner.invoke(app, ["incidents", "show", "1", "--out", str(captures), "--wide"])
     assert wide.exit_code == 0 and "I before" in wide.stdout
 
 
@@ -165,7 +165,7 @@ def test_incidents_show_heads_the_gap_with_the_captures_own_unit(captures, monke
     header = json.loads(lines[0])
     header["device"]["units"] = {**header["device"].get("units", {}), "gap": unit}
     path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
-    res = runner.invoke(app, ["incidents", "show", "1", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "show", "1", "--out", str(captures)])
     assert res.exit_code == 0, res.output
     heads = next(line.split() for line in res.stdout.splitlines() if line.split()[:2] == ["axis", "mA"])
     assert heads[:5] == ["axis", "mA", "mA", unit, unit] and "pos. unit" not in res.stdout
@@ -184,7 +184,7 @@ def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_
         (tmp_path / "fig.PDF", ".png"),
     ]:
         before = out.read_bytes() if out.is_file() else None
-        res = runner.invoke(app, ["incidents", "plot", "last", "--dest", str(captures), "--out", str(out)])
+        res = runner.invoke(app, ["incidents", "plot", "last", "--out", str(captures), "--plot", str(out)])
         assert res.exit_code == 2, (out, res.output)
         assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
         assert word in res.stderr
@@ -194,19 +194,19 @@ def test_incidents_plot_refuses_an_out_it_would_damage_or_misname(captures, tmp_
 
 def test_incidents_list_shows_the_capture_time_whole_and_it_finds_the_capture(captures, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(captures)])
     assert res.exit_code == 0, res.output
     assert "device scripted:" in res.stdout  # one device: named once, above the table
     row = next(line for line in res.stdout.splitlines() if line.startswith("1  "))
     stamp = row.split()[1]
     assert stamp.endswith("Z") and "T" in stamp and "capture_" not in stamp
-    shown = runner.invoke(app, ["incidents", "show", stamp, "--dest", str(captures), "--json"])
+    shown = runner.invoke(app, ["incidents", "show", stamp, "--out", str(captures), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["header"]["id"].startswith("capture_" + stamp)
 
 
 def test_an_empty_bus_is_refused_not_replaced_by_the_default(tmp_path):
-    res = runner.invoke(app, ["record", "--bus", "", "--duration", "1", "--dest", str(tmp_path)])
+    res = runner.invoke(app, ["record", "--bus", "", "--duration", "1", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "no scheme" in res.output
 
 
@@ -223,7 +223,7 @@ def test_a_capture_of_another_format_version_is_refused_not_misread(captures, ve
         res = runner.invoke(app, ["incidents", cmd, str(other)])
         assert res.exit_code == 2, res.output
         assert "capture format version" in res.output and "reads version 1 only" in res.output
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures), "--json"])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(captures), "--json"])
     assert res.exit_code == 0
 
 
@@ -241,7 +241,7 @@ def test_one_unreadable_file_leaves_the_list_readable(captures, monkeypatch):
     good = sorted(captures.glob("capture_*.jsonl"))[0]
     (captures / "capture_20200101T000000.000Z_axis-3.jsonl").write_bytes(good.read_bytes()[:40])
     (captures / "notes-about-the-overload-on-the-left-leg-of-the-robot.jsonl").write_text("see above\n")
-    res = runner.invoke(app, ["incidents", "list", "--dest", str(captures)])
+    res = runner.invoke(app, ["incidents", "list", "--out", str(captures)])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     # the line naming the folder is one line the terminal wraps: its path stays whole

@@ -156,7 +156,7 @@ def test_the_command_says_it_in_one_line_and_exits_1(tmp_path, monkeypatch):
     monkeypatch.setattr(cli_record, "MonotonicClock", lambda: clock)
     monkeypatch.setattr(cli_record, "open_source", fake_open)
     dest = tmp_path / "caps"
-    result = CliRunner().invoke(app, ["record", "--duration", "40", "--dest", str(dest), "--json"])
+    result = CliRunner().invoke(app, ["record", "--duration", "40", "--out", str(dest), "--json"])
     assert result.exit_code == 1, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "No space left on device" in errors[0] and "recording stopped" in errors[0]

@@ -32,7 +32,7 @@ def recorded(tmp_path_factory) -> dict[str, str]:
     commands = {
         "ramp": ["lag", "--ramp", "--robot", "sim:fr3?clock=sim", "--sweep", "4", "--speeds", "10,20"],
         "step": ["step", "--robot", "sim:fr3?clock=sim", "--size", "5", "--steps", "2"],
-        "sweep": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--joint", "2", "--direction", "down"],
+        "sweep": ["sweep", "--bus", "sim:rosorin-arm?clock=sim", "--servo", "2", "--direction", "down"],
     }
     out = _Recorded()
     with pytest.MonkeyPatch.context() as mp:

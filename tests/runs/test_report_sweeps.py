@@ -28,7 +28,7 @@ def test_the_report_and_analyze_give_the_sweeps_own_limits(tmp_path, inside):
             "sweep",
             "--bus",
             "sim:rosorin-arm?clock=sim",
-            "--joint",
+            "--servo",
             "3",
             "--speed",
             "300",

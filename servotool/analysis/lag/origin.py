@@ -160,8 +160,8 @@ def model_check(passes: Sequence[PassLag], fit: OriginFit | None) -> ModelCheck 
         msg = _varying_message(good, tol, friction, omb)
     if odd:
         msg += (
-            f" (pass {', '.join(map(str, odd))} left out: its cruise L and its own midpoint crossing "
-            f"disagree by more than {tol:.2f} ms, a disturbed measurement rather than dynamics)"
+            f" (pass {', '.join(str(i + 1) for i in odd)} left out: its cruise L and its own midpoint "
+            f"crossing disagree by more than {tol:.2f} ms, a disturbed measurement rather than dynamics)"
         )
     return ModelCheck(
         constant=bool(constant),

@@ -40,7 +40,7 @@ from servotool.devices.dynamixel import control_table as ct
 from servotool.devices.dynamixel.control_table import HardwareError
 from servotool.devices.dynamixel.profiles import DxlProfile
 from servotool.devices.registry import DeviceURLError
-from servotool.devices.url import url_flag
+from servotool.devices.url import did_you_mean, url_flag
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,10 @@ def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> DxlSimPa
     for key, text in params.items():
         is_load = key == "load" or key.startswith("load_")
         if not is_load and key not in _KEYS:
-            raise DeviceURLError(f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)})")
+            raise DeviceURLError(
+                f"unknown simulator parameter {key!r}{did_you_mean(key, KNOWN_KEYS)} "
+                f"(known: {', '.join(KNOWN_KEYS)})"
+            )
         try:
             if is_load:
                 _load(key, text, profile, loads)

@@ -55,7 +55,7 @@ from servotool.devices.fairino.profiles import (
 )
 from servotool.devices.fairino.rpc import closed_by_peer, kept_socket, port_answers, server_proxy
 from servotool.devices.fairino.stream import OPTIONAL_FIELDS, REQUIRED_FIELDS, StateStream
-from servotool.devices.url import DeviceURL, DeviceURLError, bounded
+from servotool.devices.url import DeviceURL, DeviceURLError, bounded, guessed
 from servotool.errors import ConnectionLost, DeviceError
 
 if TYPE_CHECKING:
@@ -750,7 +750,7 @@ def real_url_settings(parsed: DeviceURL) -> tuple[str, str, dict[str, Any]]:
         raise DeviceURLError(f"{parsed.raw}: expected fairino://HOST")
     client = client_kwargs(parsed, _REAL_PARAMS, params)
     if params:
-        unknown, valid = ", ".join(sorted(params)), ", ".join(sorted(_REAL_PARAMS))
+        unknown, valid = guessed(sorted(params), _REAL_PARAMS), ", ".join(sorted(_REAL_PARAMS))
         raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {unknown}; valid: {valid}")
     model = client.pop("model", "fairino")
     if model != "fairino" and model not in PROFILES:

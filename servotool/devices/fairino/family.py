@@ -12,6 +12,7 @@ from servotool.devices.fairino.serve import SERVE
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
 from servotool.devices.locks import host_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.readings import ARM_MARGIN_DEG, Readable, padded
 
 JOINT_NAMES = tuple(f"J{n + 1}" for n in range(profiles.N_JOINTS))
 # the ports a run sends commands to, with their defaults: the first names the controller
@@ -71,6 +72,12 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
     known = profiles.PROFILES.get(model)
     ranges = known.joint_ranges if known else profiles.CONSERVATIVE_RANGES
     limits = known.joint_speed_limits if known else profiles.CONSERVATIVE_LIMITS
+    # what a joint can read: the widest of the models it may be (the narrowest would call a real read bad)
+    every = [known] if known else list(profiles.PROFILES.values())
+    widest = [
+        (min(p.joint_ranges[j][0] for p in every), max(p.joint_ranges[j][1] for p in every))
+        for j in range(len(ranges))
+    ]
     return DeviceFacts(
         parsed.raw,
         "fairino",
@@ -82,6 +89,7 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         tuple(ranges),
         tuple(limits),
         motion=MOTION,
+        readable=Readable(padded(widest, ARM_MARGIN_DEG), units="deg"),
     )
 
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from servotool.devices.url import plain, url_flag
+from servotool.devices.url import guessed, plain, url_flag
 from servotool.errors import SettingsError
 
 N_JOINTS = 6
@@ -233,7 +233,8 @@ def with_overrides(profile: SimProfile | str, overrides: Mapping[str, Any] | Non
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ProfileError(
-            f"unknown simulator parameter(s) {', '.join(unknown)}; valid: {', '.join(valid_params())}"
+            f"unknown simulator parameter(s) {guessed(unknown, valid_params())}; "
+            f"valid: {', '.join(valid_params())}"
         )
     changes: dict[str, Any] = {}
     for key, raw in overrides.items():

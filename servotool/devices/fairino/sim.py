@@ -65,7 +65,7 @@ from servotool.devices.fairino.fields import FIELDS, SIM_FIELDS
 from servotool.devices.fairino.physics import ControllerModel, FaultEvent, Snapshot
 from servotool.devices.fairino.profiles import ProfileError, SimProfile, valid_params, with_overrides
 from servotool.devices.fairino.stream import SIM_SUBSCRIPTION
-from servotool.devices.url import DeviceURL, DeviceURLError, sim_clock
+from servotool.devices.url import DeviceURL, DeviceURLError, guessed, sim_clock
 from servotool.errors import DeviceError
 
 FIRMWARE = "V3.9.6"
@@ -735,7 +735,8 @@ def open_url(parsed: DeviceURL, now: Callable[[], float] = time.monotonic, **kwa
     unknown = sorted(set(params) - set(valid_params()))
     if unknown:
         valid = ", ".join(sorted({*valid_params(), *CLIENT_PARAMS, "clock"}))
-        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}")
+        known = {*valid_params(), *CLIENT_PARAMS, "clock"}
+        raise DeviceURLError(f"{parsed.raw}: unknown parameter(s) {guessed(unknown, known)}; valid: {valid}")
     try:
         profile = with_overrides(parsed.target, params)
     except ProfileError as exc:

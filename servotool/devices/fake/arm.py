@@ -58,6 +58,7 @@ class FakeArm:
         reply: bool = False,
         lose_after: int | None = None,
         busy: str | None = None,
+        bad_q1: tuple[float, int] | None = None,
         pose: Sequence[float] | None = None,
     ) -> None:
         if now is None:
@@ -81,6 +82,7 @@ class FakeArm:
         self.reply = reply
         self.lose_after = lose_after
         self.busy = busy
+        self._bad_q1 = bad_q1  # (value, every Nth frame): a frame no arm could send, for the range check
         start = (
             tuple(float(x) for x in pose)
             if pose is not None
@@ -150,8 +152,11 @@ class FakeArm:
         self._path_q.append(q)
 
     def _frame(self, t: float) -> StateFrame:
-        """The state frame sampled at t."""
-        return StateFrame(t=t, q=self.measured(t), device_time_s=t)
+        """The state frame sampled at t (joint 1 reading the injected bad value in every Nth frame)."""
+        q = self.measured(t)
+        if self._bad_q1 is not None and self._k > 0 and self._k % self._bad_q1[1] == 0:
+            q = (self._bad_q1[0], *q[1:])
+        return StateFrame(t=t, q=q, device_time_s=t)
 
     def _catch_up(self) -> None:
         """On a clock that does not tell the arm when it moves: take in the frames due by now."""
@@ -321,4 +326,5 @@ def open_fake_arm(url: str, params: ArmParams, clock: Clock | None, **kwargs: An
         reply=params.reply or transport == "rpc",
         lose_after=params.lose_after,
         busy=BUSY_REASON if params.busy else None,
+        bad_q1=None if params.bad_q1 is None else (params.bad_q1, params.bad_every),
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servotool.devices.family import SimParam
-from servotool.devices.url import DeviceURL, DeviceURLError, bounded, plain, url_flag
+from servotool.devices.url import DeviceURL, DeviceURLError, bounded, guessed, plain, url_flag
 
 CLOCK_HELP = "host (default: real time) or sim (simulated time: the device runs in lock-step on a FakeClock)"
 
@@ -37,6 +37,12 @@ class ArmParams:
     lose_after: int | None = None
     busy: bool = False
     reply: bool = False
+    bad_q1: float | None = None
+    bad_every: int = 100
+
+
+def _any_float(text: str) -> float:
+    return float(plain(text))  # anything a float can be, 1e300 and inf included: a frame no arm could send
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,16 @@ ARM_SPEC: _Spec = {
     ),
     "busy": ("busy", _flag, "1: another owner holds the arm (busy_reason says so; a run is refused)"),
     "reply": ("reply", _flag, "1: every setpoint is answered at once (a Reply), as a request/answer link is"),
+    "bad_q1": (
+        "bad_q1",
+        _any_float,
+        "joint 1 reads this (1e300: no arm's value) in every bad_every-th state frame (default never)",
+    ),
+    "bad_every": (
+        "bad_every",
+        bounded(1, 1e9, integer=True),
+        "how often bad_q1 is read, in state frames (default 100)",
+    ),
 }
 
 BUS_SPEC: _Spec = {
@@ -117,7 +133,7 @@ def _read(parsed: DeviceURL, spec: _Spec) -> dict[str, Any]:
     unknown = sorted(set(params) - set(spec))
     if unknown:
         raise DeviceURLError(
-            f"{parsed.raw}: unknown parameter(s) {', '.join(unknown)}; valid: "
+            f"{parsed.raw}: unknown parameter(s) {guessed(unknown, [*spec, 'clock'])}; valid: "
             f"{', '.join(sorted([*spec, 'clock']))}"
         )
     out: dict[str, Any] = {}

@@ -13,8 +13,9 @@ from servotool.clock import FakeClock
 from servotool.devices.family import ARM, DeviceFacts, Family, MotionCaps, SimParam
 from servotool.devices.franka import profiles
 from servotool.devices.locks import host_keys
-from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.devices.url import DeviceURL, DeviceURLError, guessed
 from servotool.errors import SettingsError
+from servotool.readings import ARM_MARGIN_DEG, Readable, padded
 
 NAME = "franka"
 SCHEME = "franka"
@@ -53,7 +54,10 @@ ALL_MODELS = tuple(profiles.MODELS.values())
 def _model_of(parsed: DeviceURL) -> profiles.Model | None:
     unknown = sorted(set(parsed.params) - set(REAL_KEYS))
     if unknown:
-        raise DeviceURLError(f"{parsed.raw}: unknown parameter {unknown[0]} (known: {', '.join(REAL_KEYS)})")
+        raise DeviceURLError(
+            f"{parsed.raw}: unknown parameter {guessed(unknown[:1], REAL_KEYS)} "
+            f"(known: {', '.join(REAL_KEYS)})"
+        )
     realtime = parsed.params.get("realtime", "enforce")
     if realtime not in REALTIME_VALUES:
         raise DeviceURLError(f"{parsed.raw}: realtime={realtime!r}, want one of {', '.join(REALTIME_VALUES)}")
@@ -68,7 +72,8 @@ def sim_settings(parsed: DeviceURL) -> tuple[float, int, str]:
     unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock"})
     if unknown:
         raise DeviceURLError(
-            f"{parsed.raw}: unknown parameter {unknown[0]} (known: {', '.join(sorted(profiles.PARAM_HELP))})"
+            f"{parsed.raw}: unknown parameter {guessed(unknown[:1], [*profiles.PARAM_HELP, 'clock'])} "
+            f"(known: {', '.join(sorted(profiles.PARAM_HELP))})"
         )
     clock = parsed.params.get("clock", "host")
     if clock not in ("host", "sim"):
@@ -119,6 +124,11 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         for j in range(profiles.N_JOINTS)
     )
     speeds = tuple(min(m.speeds_deg()[j] for m in models) for j in range(profiles.N_JOINTS))
+    # what a joint can read: the widest of the models it may be (the narrowest would call a real read bad)
+    widest = tuple(
+        (min(m.ranges_deg()[j][0] for m in models), max(m.ranges_deg()[j][1] for m in models))
+        for j in range(profiles.N_JOINTS)
+    )
     return DeviceFacts(
         parsed.raw,
         NAME,
@@ -130,6 +140,7 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         ranges,
         speeds,
         motion=motion_caps(models),
+        readable=Readable(padded(widest, ARM_MARGIN_DEG), units="deg"),
     )
 
 

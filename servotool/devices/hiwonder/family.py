@@ -12,9 +12,13 @@ from servotool.devices.hiwonder import profiles
 from servotool.devices.hiwonder.serve import SERVE
 from servotool.devices.locks import serial_keys
 from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.readings import Readable
 
 DEFAULT_PROFILE = "rosorin-arm"  # a real board's arm when the URL names no ?profile=
-LIMITS_NODE = "rosorin_board_driver"  # the board driver's ROS 2 node: its parameter file holds the limits
+LIMITS_NODE = "rosorin_board_driver"
+# a position read can sit past 0-1000 (a joint pushed beyond the end of its range reads on into the quarter
+# turn the servo cannot be commanded to); 1500 pulses make a turn, so no real read is further out than this
+READ_MARGIN = 250  # the board driver's ROS 2 node: its parameter file holds the limits
 
 
 def _profile(parsed: DeviceURL) -> profiles.ArmProfile:
@@ -64,6 +68,7 @@ def facts(parsed: DeviceURL) -> DeviceFacts:
         position_range=(PULSE_MIN, PULSE_MAX),
         id_range=(0, 253),
         arm=profile,
+        readable=Readable(default=(PULSE_MIN - READ_MARGIN, PULSE_MAX + READ_MARGIN), units="pulse"),
     )
 
 

@@ -68,6 +68,7 @@ class SimServo:
         # an obstacle cannot be crossed, so the side the joint starts on is the side it stays on
         self._sides = {o: (1.0 if self.pos >= o else -1.0) for o in params.obstacles}
         self.dead = params.silent
+        self.reads = 0  # position reads answered (bad_read counts them)
 
     def ideal(self, t: float) -> float:
         if self.seg_T <= 0:
@@ -235,6 +236,9 @@ class BoardSim:
         if sub == p.SubCommand.READ_POSITION:
             noise = self._rng.randint(-s.params.noise, s.params.noise) if s.params.noise else 0
             value = max(-32768, min(32767, int(round(s.pos)) + noise))
+            s.reads += 1
+            if s.params.bad_read is not None and s.reads % s.params.bad_read_every == 0:
+                value = s.params.bad_read  # a well-formed reply carrying a value no servo could report
         elif sub == p.SubCommand.READ_VOLTAGE:
             value = s.params.voltage_mv
         elif sub == p.SubCommand.READ_TEMPERATURE:

@@ -31,6 +31,8 @@ Per-servo keys (`key` or `key_ID`):
 | temperature | temperature reading, deg C (0-255) | profile (30-42 C) |
 | ignore_torque_off | 1: the servo keeps torque on when told to switch it off | 0 |
 | torque | 0: the servo starts with torque off (limp) | 1 |
+| bad_read | a position answered every `bad_read_every`-th read, checksum valid (an impossible value) | none |
+| bad_read_every | how often `bad_read` is answered, in position reads (1-1e6) | 10 |
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any
 
 from servotool.devices.hiwonder.profiles import ArmProfile
 from servotool.devices.registry import DeviceURLError
-from servotool.devices.url import bounded, url_flag
+from servotool.devices.url import bounded, did_you_mean, url_flag
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class ServoParams:
     sag_stop: float | None = None
     ignore_torque_off: bool = False
     torque: bool = True
+    bad_read: int | None = None
+    bad_read_every: int = 10
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ def _limit(text: str) -> tuple[int, int]:
 # them crashed the simulator's thread at the first read (every servo then silent): refused before it starts
 _POSITION = bounded(-32768, 32767)
 _OBSTACLE = bounded(-32768, 32767, integer=True)
+_POSITION_INT = _OBSTACLE
 
 
 def _pulses(text: str) -> tuple[int, ...]:
@@ -135,6 +140,8 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "temperature": ("temperature_c", bounded(0, 255, integer=True)),
     "ignore_torque_off": ("ignore_torque_off", _switch),
     "torque": ("torque", _switch),
+    "bad_read": ("bad_read", _POSITION_INT),
+    "bad_read_every": ("bad_read_every", bounded(1, 1e6, integer=True)),
 }
 
 _BOARD_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
@@ -171,6 +178,8 @@ PARAM_HELP: dict[str, str] = {
     "start": "per servo: start pulse, -32768..32767 (default: from the start pose)",
     "temperature": "per servo: temperature reading, deg C (0-255; default: the profile's)",
     "torque": "per servo: 0: it starts with torque off (limp; default 1)",
+    "bad_read": "per servo: a position (-32768..32767) answered every bad_read_every-th read, checksum valid",
+    "bad_read_every": "per servo: how often bad_read is answered, in position reads (1-1e6; default 10)",
     "voltage": "per servo: supply reading, mV (0-65535; default: the profile's)",
 }
 
@@ -233,7 +242,8 @@ def parse_sim_params(profile: ArmProfile, params: Mapping[str, str]) -> SimParam
                 raise DeviceURLError(f"simulator parameter {key}={text!r}: {exc}") from None
         else:
             raise DeviceURLError(
-                f"unknown simulator parameter {key!r} (known: {', '.join(KNOWN_KEYS)}, per servo as key_ID)"
+                f"unknown simulator parameter {key!r}{did_you_mean(key, KNOWN_KEYS)} "
+                f"(known: {', '.join(KNOWN_KEYS)}, per servo as key_ID)"
             )
     pose = board.get("pose") or profile.start_pose
     if pose not in profile.poses:

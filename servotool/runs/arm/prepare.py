@@ -14,6 +14,8 @@ import numpy as np
 from servotool.clock import Clock
 from servotool.devices.arm import Arm, DeviceError, StateFrame, WarmsUp, command_names, state_period_of
 from servotool.errors import ConnectionLost, Refused
+from servotool.readings import sig
+from servotool.runs.readable import device_readable
 
 
 class RunRefused(Refused, ValueError):
@@ -33,17 +35,28 @@ class Prepared:
 def wait_for_state(
     arm: Arm, clock: Clock, timeout_s: float = 2.0, seen: list[list[float]] | None = None
 ) -> StateFrame:
-    """The newest state frame, waiting up to timeout_s for the first one; DeviceError when none comes. The
-    receive times of the frames each poll read are appended to `seen`, one list per poll."""
+    """The newest state frame whose pose the arm can report (servotool.readings: a frame past it is a bad
+    frame, never a start pose, a warm-up target or a preflight's), waiting up to timeout_s for one;
+    DeviceError when none comes. The receive times of the frames each poll read are appended to `seen`, one
+    list per poll."""
+    readable = device_readable(arm.url)
     deadline = clock.now() + timeout_s
+    bad: StateFrame | None = None
     while True:
         frames = arm.poll_states()
         if seen is not None:
             seen.append([f.t for f in frames])
         st = arm.latest_state()
-        if st is not None:
+        if st is not None and readable.first_bad(list(st.q)[: arm.n_joints]) is None:
             return st
+        bad = st if st is not None else bad
         if clock.now() >= deadline:
+            if bad is not None:
+                j = readable.first_bad(list(bad.q)[: arm.n_joints]) or 0
+                raise DeviceError(
+                    f"no state frame from {arm.url} within {timeout_s:g} s with a pose it can report "
+                    f"(q{j + 1} = {sig(bad.q[j])})"
+                )
             raise DeviceError(f"no state frame from {arm.url} within {timeout_s:g} s")
         clock.sleep(0.005)
 

@@ -38,7 +38,7 @@ from servotool.motion.defaults import (
     OTG_LIMIT_MIN,
     V_MAX_DEG_S,
 )
-from servotool.runs.options import option
+from servotool.runs.options import joint_name, option
 
 if TYPE_CHECKING:  # the runs' modules import this one (and numpy): their settings types only
     from servotool.runs.arm.ramp import RampSettings
@@ -75,6 +75,7 @@ MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
 # the default 500 deg/s^2 and 100 ms. Past that period the bounds fall with the square of the period.
 MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
 J_MAX_OTG_ONLY = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"
+JOINT_HELP = "Arm joint to move, by name: J1 (the base) to Jn."
 CMD_MS_HELP = (
     "Command period (ms; default: the device family's). Past the family's period (10 ms by default), "
     "--a-max is bounded by its cap x (period / cmd-ms)^2 deg/s²: the per-command step changes by up to "
@@ -192,7 +193,8 @@ def _finite(*values: object) -> bool:
 
 def _joint(joint: object, n_joints: int) -> list[str]:
     if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < n_joints:
-        return [f"--joint {joint!r}: this arm has joints 0..{n_joints - 1}"]
+        shown = joint_name(joint) if isinstance(joint, int) and joint >= 0 else repr(joint)
+        return [f"--joint {shown}: this arm has joints J1..{joint_name(n_joints - 1)}"]
     return []
 
 
@@ -524,7 +526,7 @@ def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, float]:
 class LagOptions:
     """`lag --ramp`'s settings in its options' units (deg, deg/s, ms, deg/s^2)."""
 
-    joint: int = option(0, "--joint", "Joint index, 0 = J1 (the base).", "int", min=0)
+    joint: int = option(0, "--joint", JOINT_HELP, "joint")
     sweep: float = option(
         LAG_SWEEP_DEG, "--sweep", "Degrees out from the current pose (sign = direction).", "float", unit="deg"
     )
@@ -594,7 +596,7 @@ class LagOptions:
 class StepOptions:
     """`step`'s settings in its options' units (deg, ms, deg/s, deg/s^2, deg/s^3)."""
 
-    joint: int = option(0, "--joint", "Joint index, 0 = J1 (the base).", "int", min=0)
+    joint: int = option(0, "--joint", JOINT_HELP, "joint")
     size: float = option(10.0, "--size", "Step size X in degrees (levels +X, 0, -X, 0).", "float", unit="deg")
     steps: int = option(4, "--steps", "Number of level changes.", "int", min=1)
     hold_ms: float = option(600.0, "--hold-ms", "How long each level is held (ms).", "float", unit="ms")

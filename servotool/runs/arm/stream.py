@@ -53,9 +53,11 @@ from servotool.devices.arm import (
 from servotool.errors import Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
+from servotool.readings import HEADER_KEY, BadFrames, header_spans
 from servotool.runs.arm.lateness import LatenessStats
 from servotool.runs.arm.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
 from servotool.runs.outcome import RunStatus, StreamOutcome
+from servotool.runs.readable import device_readable
 from servotool.runs.signals import StopSignals
 
 # the CSV columns of a latched fault's codes (Fault.codes, padded with 0), the same for every family
@@ -65,6 +67,9 @@ SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
 STALE_NOTE = "the guard left unjudged"
+# this many bad state frames in a row end the run: the pose is unknown (a runaway past every range must not
+# leave the guard blind), while a lone impossible frame is only left out
+BAD_RUN_MAX = 5
 # a note counts the unjudged ticks when the link was lost, or when this many in a row were (a tick or two of
 # a late frame on a loaded host is no news: the next fresh frame is judged)
 STALE_NOTE_RUN = 5
@@ -280,6 +285,11 @@ class Streamer:
         self.catch_sigint = catch_sigint
         self.signals = signals  # the command's; without, the loop installs its own for its length
         self.n_joints = int(arm.n_joints)
+        # what a state frame can say: one beyond it is a bad frame, recorded as it came and counted, never
+        # the guard's, the rest check's or the braked stop's pose
+        self.readable = device_readable(arm.url)
+        self.bad = BadFrames()
+        self._bad_run = 0  # bad state frames in a row
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
@@ -327,8 +337,9 @@ class Streamer:
         rows: list[dict[str, Any]] = []
         for f in frames:
             q = np.asarray(f.q, dtype=float)
-            self._last_q, self._last_t, self._new_frames = q, f.t, True
-            self._recent.append((f.t, q))
+            if self._readable(f.q):
+                self._last_q, self._last_t, self._new_frames = q, f.t, True
+                self._recent.append((f.t, q))
             t = self._rel(f.t)
             codes = fault_codes(f.fault)
             row = {
@@ -346,6 +357,16 @@ class Streamer:
                         self._fault, self._fault_t = f.fault, t
                 self._latched = f.fault
         return rows
+
+    def _readable(self, q: Sequence[float]) -> bool:
+        """True when every joint of a state frame can be a reading; else the bad frame is counted."""
+        j = self.readable.first_bad(list(q)[: self.n_joints])
+        if j is not None:
+            self.bad.add(f"q{j + 1}", q[j])
+            self._bad_run += 1
+        else:
+            self._bad_run = 0
+        return j is None
 
     def _write_frames(
         self, frames: Sequence[StateFrame], replies: Sequence[Reply], extra: Sequence[dict[str, Any]]
@@ -474,6 +495,12 @@ class Streamer:
             raise _StopRequest(FAULT, f"controller fault {self._fault.name}")
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
+        if self._bad_run >= BAD_RUN_MAX:
+            raise _StopRequest(
+                DEVICE_ERROR,
+                f"{self._bad_run} state frames in a row read what the arm cannot report "
+                f"({self.bad.examples[-1]}): its pose is unknown",
+            )
         if self._consecutive_rejects >= self.stop.max_consecutive_rejects:
             raise _StopRequest(
                 REJECTED,
@@ -526,7 +553,7 @@ class Streamer:
         if plan.targets.shape[1] != self.n_joints:
             raise ValueError(f"plan has {plan.targets.shape[1]} joints, the arm {self.n_joints}")
         start = self.arm.latest_state()
-        if start is not None:
+        if start is not None and self._readable(start.q):
             self._last_q, self._last_t = np.asarray(start.q, dtype=float), start.t
         self.arm.poll_states()  # frames from before the run start (the warm-up) are not part of it
         self.arm.replies()
@@ -589,6 +616,10 @@ class Streamer:
         outcome.fault_t = self._fault_t
         outcome.guard_reason, outcome.guard_t = self._guard_reason, self._guard_t
         outcome.rejects = self._rejects
+        outcome.bad_frames = self.bad.count
+        bad = self.bad.note()
+        if bad and not any(n.startswith(bad.split(" (")[0]) for n in outcome.notes):
+            outcome.notes.append(bad)
         worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
         if self._stale_ticks and worth_saying and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
             outcome.notes.append(
@@ -641,7 +672,7 @@ class Streamer:
             return
         if self._prev_setpoint is None:
             start = self.arm.latest_state()
-            if start is None:
+            if start is None or not self._readable(start.q):
                 outcome.notes.append("no setpoint was sent and no pose is known: nothing to stop")
                 return
             self._prev_setpoint = np.asarray(start.q, dtype=float)[: self.n_joints]
@@ -772,6 +803,9 @@ def open_run_csv(
     if clock_of(arm) is not None:
         # every time of the file (lateness included) is simulated time: the header says so
         header = {**header, "clock": SIMULATED_CLOCK}
+    spans = header_spans(device_readable(arm.url))
+    if spans:  # what the device can report: a reader leaves out rows beyond it, as it does non-finite ones
+        header = {**header, HEADER_KEY: spans}
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:

@@ -26,6 +26,7 @@ from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord,
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory, duration_for
+from servotool.runs.bus.reads import CheckedReads
 from servotool.runs.plan import MotionPlan
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
@@ -131,12 +132,16 @@ class ArmPose:
     carried: dict[int, int] = field(default_factory=dict)
 
 
-def read_arm(bus: Bus, ids: Iterable[int] | None = None) -> ArmPose:
-    """Read every servo. Refused if a joint servo is silent; a silent optional servo is carried (if ever
-    read)."""
+def read_arm(
+    bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
+) -> ArmPose:
+    """Read every servo through the range check (`read`, a run's own CheckedReads, when given): an
+    impossible value is left out and read again. Refused if a joint servo is silent; a silent optional servo
+    is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
-    raw = {sid: bus.read_position(sid) for sid in ids}
+    read = read or CheckedReads(bus).position
+    raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
     joints = [sid for sid in silent if sid not in optional]
     if joints:
@@ -294,7 +299,7 @@ def move_to(
         duration = clock.now() - t0
         if not stopped:
             clock.sleep(settle_s)
-        final = {sid: bus.read_position(sid) for sid in live_goal}
+        final = CheckedReads(bus).pose(live_goal)
     except BaseException:
         # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
         # the original error
@@ -458,7 +463,7 @@ def relax(
     signal) cut short can say which servos may be limp.
     """
     joints = tuple(joints)
-    pose = bus.read_pose()
+    pose = CheckedReads(bus).pose(bus.ids)  # an impossible read is no evidence of the tuck pose
     if not force:
         reason = tuck_check(pose, tuck, joints, tolerance)
         if reason:
@@ -549,7 +554,7 @@ def _mapped_problems(
         keys = ", ".join(f"arm_limit_{sid}" for sid in missing)
         out.append(
             f"{where}: no {keys}: servo(s) {', '.join(map(str, missing))} would be checked against "
-            "the stored limits alone; map them (servotool sweep --joint N) or leave out --limits"
+            "the stored limits alone; map them (servotool sweep --servo ID) or leave out --limits"
         )
     out += [
         f"goal refused: servo {sid} goal {pulse} pulses outside limits [{lo}, {hi}] pulses of {where}"

@@ -46,6 +46,7 @@ from servotool.clock import Clock
 from servotool.devices.bus import Bus
 from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, SettingsError
 from servotool.motion.quintic import Trajectory, duration_for
+from servotool.runs.bus.reads import CheckedReads
 from servotool.runs.bus.servo import (
     MAX_SPEED,
     MIN_SPEED,
@@ -166,6 +167,9 @@ class SweepRun:
     # servo that stopped answering mid-run (the link to it is lost)
     exit_code: ExitCode = ExitCode.USAGE
     found: dict[int, FoundLimit] = field(default_factory=dict)
+    # reads no servo could report (a valid checksum, an impossible value): counted, left out of every test
+    bad_frames: int = 0
+    bad_note: str | None = None
 
     @property
     def fault(self) -> bool:
@@ -179,6 +183,7 @@ class SweepRun:
             "fault": self.fault,
             "exit_code": int(self.exit_code) if self.error else None,
             "start_pose": self.start_pose,
+            "bad_frames_left_out": self.bad_frames,
             "stored_limits": {k: list(v) for k, v in self.stored.items()},
             "limits_before": {k: list(v) for k, v in self.limits.items()},
             "found": {
@@ -286,9 +291,17 @@ class _Sweeper:
         self.t0 = clock.now()
         self.stored: dict[int, tuple[int, int]] = {}
         self.span = bus.position_range
+        # every read of the run passes the bus's range check: a bad frame never reaches the stall test
+        self.reads = CheckedReads(bus, on_bad=self._bad_row)
+        self.read = self.reads.position
+        self.writer: RowWriter | None = None  # the current sweep's CSV, where bad frames are recorded
 
     def now(self) -> float:
         return self.clock.now() - self.t0
+
+    def _bad_row(self, sid: int, value: int) -> None:
+        if self.writer is not None:  # recorded as it came, on a row of its own that no analysis reads
+            self.writer.write(t=self.now(), event="bad", joint=sid, read=value)
 
     def aborted(self, message: str) -> SweepAborted:
         return SweepAborted(message, self._stop_reason() or "stop key")
@@ -309,11 +322,12 @@ class _Sweeper:
         self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
 
     def read_stop(self, joint: int) -> int | None:
-        reads = [r for r in (self.bus.read_position(joint) for _ in range(3)) if r is not None]
+        reads = [r for r in (self.read(joint) for _ in range(3)) if r is not None]
         return int(statistics.median(reads)) if reads else None
 
     def sweep(self, res: SweepResult, writer: RowWriter) -> None:
         cfg, sign, joint = self.cfg, res.sign, res.joint
+        self.writer = writer
         det = StallDetector(sign, cfg.speed, cfg.criterion)
         res.lead_threshold, res.progress_threshold = det.K, det.E
         t_start = self.clock.now()
@@ -331,7 +345,7 @@ class _Sweeper:
             self.send(joint, cmd)
             t_cmd = self.now()
             writer.write(t=t_cmd, event="cmd", joint=joint, direction=res.direction, cmd=cmd)
-            read = self.bus.read_position(joint)
+            read = self.read(joint)
             t_read = self.now()
             writer.write(t=t_read, event="state", joint=joint, direction=res.direction, read=read)
             res.t.append(round(t_read, 6))
@@ -368,7 +382,7 @@ class _Sweeper:
         said = f"aborted by {self._stop_reason()}" if reason == STOP_ABORT and self._stop_reason() else reason
         res.reason, res.stop_t = said, round(t_hold, 6)
         # a read right after the hold: on a simulated bus this also pins the hold to the time it was sent
-        first = self.bus.read_position(res.joint)
+        first = self.read(res.joint)
         writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=first)
         if reason != STOP_ABORT:
             self.clock.sleep(self.cfg.settle_s)
@@ -391,8 +405,9 @@ class _Sweeper:
 
     def go_back(self, res: SweepResult, writer: RowWriter) -> None:
         """Minimum-jerk move of the swept joint from its stop back to its start pose."""
+        self.writer = writer
         lo, hi = self.stored[res.joint]
-        here = self.bus.read_position(res.joint)
+        here = self.read(res.joint)
         if here is None:
             raise SweepServoLost(f"servo {res.joint} went silent after its sweep; arm held")
         # a read can sit a pulse or two beyond the stored limit (noise): never command that
@@ -424,14 +439,14 @@ class _Sweeper:
             pulse = servo_pose(traj.at(k * self.cfg.period_s))[res.joint]
             self.send(res.joint, pulse)
             writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)
-            read = self.bus.read_position(res.joint)
+            read = self.read(res.joint)
             writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=read)
             if traj.done(k * self.cfg.period_s):
                 break
             k += 1
             self.clock.sleep_until(t_start + k * self.cfg.period_s)
         self.clock.sleep(self.cfg.settle_s)
-        res.returned_to = self.bus.read_position(res.joint)
+        res.returned_to = self.read(res.joint)
 
 
 def check_pose(pose: Mapping[int, int], limits: Mapping[int, tuple[int, int]]) -> str | None:
@@ -519,7 +534,7 @@ def run_sweeps(
         raise Refused(
             f"servo(s) {', '.join(map(str, unknown))} not on this arm ({', '.join(map(str, bus.ids))})"
         )
-    armpose = read_arm(bus)
+    armpose = read_arm(bus, read=sweeper.read)
     stored_raw = {sid: bus.read_stored_limits(sid) for sid in bus.ids if sid in armpose.pose}
     missing = [j for j in config.joints if stored_raw.get(j) is None]
     if missing:
@@ -556,6 +571,7 @@ def run_sweeps(
             run.error, run.exit_code = str(exc), exc.exit_code
         else:
             raise
+    run.bad_frames, run.bad_note = sweeper.reads.bad.count, sweeper.reads.bad.note()
     if not run.error and not run.aborted:
         sweeper.on_event(SweepEvent("done", t=sweeper.now(), message="all sweeps done"))
     try:
@@ -575,7 +591,7 @@ def _one(
     factory: WriterFactory,
 ) -> None:
     cfg = sweeper.cfg
-    armpose = read_arm(bus)
+    armpose = read_arm(bus, read=sweeper.read)
     reason = check_pose(armpose.pose, limits)
     if reason:
         # the whole arm was checked before anything moved: a pose out of limits now came up during the run

@@ -38,6 +38,8 @@ from servotool.io.limits_yaml import (
     update_in_place,
 )
 from servotool.io.paths import out_dir_problem, out_file_problem
+from servotool.readings import HEADER_KEY
+from servotool.runs.bus.reads import bus_readable
 from servotool.runs.bus.servo import Abort
 from servotool.runs.bus.sweep import (
     CSV_COLUMNS,
@@ -195,6 +197,7 @@ def _csv_writers(
     """The factory of one CSV writer per sweep, in files.out_dir; each path goes into csv_paths by the
     sweep result's id."""
     folder = files.out_dir
+    readable = bus_readable(bus)
 
     def writer_factory(res: SweepResult) -> CsvLogWriter:
         path = unique_path(folder, run_file_name(f"sweep-j{res.joint}-{res.direction}", bus.url, when))
@@ -216,6 +219,8 @@ def _csv_writers(
             columns=CSV_COLUMNS,
             command=files.command,
             created=when,
+            # what a read-back can be: analyze leaves out a row beyond it, as the run did
+            extra={HEADER_KEY: [list(readable.span())]},
         )
 
     return writer_factory
@@ -281,4 +286,6 @@ def sweep_and_write(
         if run.error is None:
             run.error = f"the run's files could not all be written ({exc.strerror or exc}: {exc.filename})"
             run.exit_code = ExitCode.FAULT
+    if run.bad_note:
+        notes = [run.bad_note, *notes]
     return SweepRecord(run=run, result=result, outputs=outputs, found=found, notes=notes)

@@ -23,9 +23,10 @@ class SweepOptions:
 
     joints: tuple[int, ...] = option(
         (),
-        "--joint",
-        "Servo id to sweep (repeat for several; default: every joint of the arm, not the claw).",
+        "--servo",
+        "Bus servo id to sweep (repeat for several; default: every joint of the arm, not the claw).",
         "ints",
+        old="--joint",
     )
     direction: str = option("both", "--direction", "Which way to sweep each joint; both: down first.", "str")
     speed: float = option(
@@ -66,7 +67,7 @@ class SweepOptions:
             known = facts.joint_ids + facts.optional_ids
             ids = ", ".join(map(str, known))
             problems += [
-                f"--joint {j}: servo {j} not on this arm ({facts.model}: {ids})"
+                f"--servo {j}: servo {j} not on this arm ({facts.model}: {ids})"
                 for j in self.swept(facts)
                 if j not in known
             ]

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from servotool.devices.arm import Arm
 from servotool.devices.family import DeviceFacts
-from servotool.devices.registry import DeviceURLError, family_of, parse_url, url_facts
+from servotool.devices.registry import DeviceURLError, check_url, family_of, parse_url, url_facts
 from servotool.errors import Refused
 from servotool.io.campaign_file import Key, YamlText, read_campaign_file
 from servotool.io.strict_yaml import brief
@@ -39,7 +39,7 @@ from servotool.runs.arm.step import check_settings as check_step
 from servotool.runs.arm.stream import RunRefused
 from servotool.runs.bus.sweep import SweepConfig
 from servotool.runs.bus.sweep_options import SweepOptions
-from servotool.runs.options import campaign_keys, from_campaign
+from servotool.runs.options import campaign_keys, from_campaign, joint_index, joint_name
 
 COMMANDS = ("lag", "step", "sweep")
 ARM_COMMANDS = ("lag", "step")
@@ -61,7 +61,7 @@ SWEEP_OPTIONS = campaign_keys(SweepOptions)
 OPTIONS = {"lag": LAG_OPTIONS, "step": STEP_OPTIONS, "sweep": SWEEP_OPTIONS}
 
 SAFETY_KEYS = {
-    "joints": "ints",
+    "joints": "joints",
     "max_speed_deg_s": "float",
     "max_sweep_deg": "float",
     "max_step_deg": "float",
@@ -80,8 +80,9 @@ RUN_KEYS = ("why", "command", "options")
 class SafetyRules:
     """What the campaign allows. None means no rule of that kind; booleans default to the safe side.
 
-    joints: joint indices allowed (arm: 0-based; bus: servo ids); max_speed_deg_s: cruise speeds and the
-    shaper's v_max; max_sweep_deg: ramp sweeps; max_step_deg: step sizes; max_a_max: the shaper's a_max;
+    joints: the joints allowed (an arm's by 0-based index, J1 being 0; a bus's servo ids);
+    max_speed_deg_s: cruise speeds and the shaper's v_max; max_sweep_deg: ramp sweeps; max_step_deg: step
+    sizes; max_a_max: the shaper's a_max;
     max_speed_pulses_s: bus sweeps; ramp_only: no step runs; raw_steps: raw (unshaped) steps allowed;
     faults_allowed: the campaign goes on after a fault (else it stops at the first); simulators_only: the
     device must be a simulator (also when --robot swaps it).
@@ -153,7 +154,7 @@ class Campaign:
 def device_facts(url: str) -> DeviceFacts:
     """The registry's facts of a device URL; raises DeviceURLError when the URL names no known device or
     parameters its family refuses, or a family whose campaigns hold no run of any kind."""
-    parsed = parse_url(url)
+    parsed = check_url(url, None)  # a text with no scheme: the URLs of every kind named
     family = family_of(parsed)
     if not family.campaigns:
         raise DeviceURLError(f"{url}: campaigns do not drive {family.title} devices ({family.name})")
@@ -184,6 +185,19 @@ def _as(kind: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError(f"expected text, got {brief(value)}")
         return value
+    if kind == "joint":  # J1.. as on the command line; a whole number is the file's 0-based index
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ValueError(f"expected a joint name (J1, J2, ...), got {brief(value)}")
+        return joint_index(value)[0]
+    if kind == "joints" and isinstance(value, list) and any(isinstance(x, str) for x in value):
+        try:  # an arm's joints by name (J1, ...); numbers are indices (an arm) or servo ids (a bus)
+            return tuple(_as("joint", x) for x in value)
+        except ValueError:
+            raise ValueError(
+                f"expected a list of joint names (J1, ...) or numbers, got {brief(value)}"
+            ) from None
+    if kind == "joints":
+        kind = "ints"
     items = value.replace(";", ",").split(",") if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
         raise ValueError(f"expected a non-empty list of numbers, got {brief(value)}")
@@ -348,10 +362,13 @@ def _rule_problems(run: RunSpec, rules: SafetyRules, facts: DeviceFacts) -> Foun
     sweep = run.command == "sweep"
     joints = from_campaign(SweepOptions, o).swept(facts) if sweep else (o.get("joint", 0),)
     if rules.joints is not None:
+        name = str if sweep else joint_name  # a bus servo by its id, an arm joint by its name
+        allowed = ", ".join(name(j) for j in rules.joints)
         out += [
             (
                 "joints" if sweep else "joint",
-                f"joint {j} is not among the joints this campaign allows ({list(rules.joints)})",
+                f"{'servo' if sweep else 'joint'} {name(j)} is not among the "
+                f"{'servos' if sweep else 'joints'} this campaign allows ({allowed})",
             )
             for j in joints
             if j not in rules.joints

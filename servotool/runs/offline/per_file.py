@@ -27,11 +27,12 @@ from servotool.analysis.recording import (
     recording_from_frame,
 )
 from servotool.analysis.step import StepResult, analyze_step
-from servotool.analysis.sweep_files import SweepFileResult, analyze_sweep_file
+from servotool.analysis.sweep_files import READ_RANGE, SweepFileResult, analyze_sweep_file
 from servotool.errors import FileFormatError
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_columns
 from servotool.io.jsondoc import JsonText
 from servotool.motion.defaults import A_MAX_DEG_S2, V_MAX_DEG_S
+from servotool.readings import HEADER_KEY, Readable, from_header
 from servotool.runs.arm.settings import CMD_PERIOD_RANGE_S
 
 MODES = ("ramp", "step", "sweep")
@@ -94,6 +95,7 @@ class _Analysed:
             "malformed_lines": [{"line": b.line, "reason": b.reason} for b in m.bad_rows],
             "no_time": int(skipped.get("no_time", 0)),
             "nan_joint": int(skipped.get("nan_joint", 0)),
+            "absurd_joint": int(skipped.get("absurd_joint", 0)),
         }
 
     def flags(self) -> dict[str, bool]:
@@ -161,6 +163,10 @@ class SweepAnalysis(_Analysed):
     result: SweepFileResult
     rows: list[dict[str, Any]] = field(default_factory=list)
     encoded: JsonText | None = None  # to_dict encoded ahead (by the worker that analysed the file)
+
+    def skipped_rows(self) -> dict[str, Any]:
+        """As every file's, with the read-backs no servo could report counted as `absurd_joint`."""
+        return {**super().skipped_rows(), "absurd_joint": sum(s.left_out for s in self.result.sweeps)}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -261,11 +267,25 @@ def _columns_read(meta: CsvMeta, header: list[str]) -> list[str] | None:
     return [*columns_for(header, [joint], raw=meta.mode == "step"), *READ_WHEN_SORTED]
 
 
+def file_readable(meta: CsvMeta) -> Readable:
+    """What the recorded device could report, as the file's header says (`readable`); the physical bound
+    alone for a file that says nothing of it."""
+    return from_header(meta.extra.get(HEADER_KEY))
+
+
+def sweep_readable(meta: CsvMeta) -> tuple[float, float]:
+    """The span a sweep file's read-backs can be in: its header's (every servo of a bus shares it), else
+    what the wire carries."""
+    spans = from_header(meta.extra.get(HEADER_KEY)).spans
+    return spans[0] if len(spans) == 1 else READ_RANGE
+
+
 def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis | SweepAnalysis:
     """Read one servotool-csv file and analyse it according to its header's mode (ramp, step or sweep).
 
     An interrupted file is analysed up to where it ends (meta.complete is False, meta.end_reason says why);
-    malformed rows and rows with non-finite values are left out and counted (skipped_rows()). Raises
+    malformed rows and rows with non-finite or impossible values (past what the device can report: the
+    header's `readable` spans, else the physical bound) are left out and counted (skipped_rows()). Raises
     NotAnalyzable naming the file for a foreign, damaged or unsupported file. Of a lag or step run only
     the analysed joint is read (FileAnalysis.recording holds NaN for the others, and only that joint's
     non-finite values leave a row out).
@@ -285,13 +305,18 @@ def analyze_any(path: str | Path, keep_recording: bool = True) -> FileAnalysis |
                 path,
                 meta,
                 analyze_sweep_file(
-                    meta.config, table, None if meta.complete else (meta.end_reason or "no end line")
+                    meta.config,
+                    table,
+                    None if meta.complete else (meta.end_reason or "no end line"),
+                    sweep_readable(meta),
                 ),
             )
             sweep.rows = sweep.result.rows(_row_base(sweep))
             return sweep
         joint = _joint_read(meta)
-        rec = recording_from_frame(table, None if joint is None else [joint], raw=meta.mode == "step")
+        rec = recording_from_frame(
+            table, None if joint is None else [joint], raw=meta.mode == "step", readable=file_readable(meta)
+        )
         del table
         skipped = dict(rec.skipped, faults=len(rec.fault_t))
         fa = FileAnalysis(path, meta, rec if keep_recording else None, _analyse(meta, rec), skipped)

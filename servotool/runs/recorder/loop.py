@@ -30,8 +30,11 @@ from servotool.clock import Clock
 from servotool.devices.arm import DeviceError as ArmDeviceError
 from servotool.errors import SIGNAL_EXITS, DeviceError, ExitCode, SettingsError, signal_name
 from servotool.io.captures import inspect_destination, publish_capture
+from servotool.readings import BadFrames
 from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderSettings, Sweep
+from servotool.recorder.frames import AxisKey
 from servotool.recorder.source import StatusUnsupported, TelemetrySource
+from servotool.runs.readable import device_readable
 from servotool.runs.signals import StopSignals
 
 COMPLETE = "complete"
@@ -101,6 +104,9 @@ class RecordOutcome:
     latched: dict[Any, int]
     signal: int | None = None
     t0: float = 0.0  # the clock's time at the start (event times minus t0: seconds into the recording)
+    # sweeps with a value no device could report: those values were left out of the recording
+    bad_frames: int = 0
+    bad_note: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -161,6 +167,8 @@ class _Loop:
         self.overruns = 0
         self.last_fast: Sweep | None = None
         self.last_context: Sweep | None = None
+        self.readable = device_readable(source.url)
+        self.bad = BadFrames()
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)
@@ -192,16 +200,40 @@ class _Loop:
                     f"capture folder {dest} was removed during the recording: made again for {path.name}"
                 )
 
+    def checked(self, sweep: Sweep | None) -> Sweep | None:
+        """The sweep with every position or target no device could report left out (None), counted as one
+        bad frame; the first one is said in a warning as it comes."""
+        if sweep is None:
+            return None
+        axes = dict(sweep.axes)
+        bad = False
+        for axis, sample in sweep.axes.items():
+            if sample is None:
+                continue
+            ch = _channel(axis)
+            values = {"position": sample.position, "target": sample.target}
+            wrong = {k: v for k, v in values.items() if v is not None and not self.readable.admits(v, ch)}
+            if wrong:
+                bad = True
+                name, value = next(iter(wrong.items()))
+                self.bad.add(f"axis {axis} {name}", value)
+                axes[axis] = dataclasses.replace(sample, **dict.fromkeys(wrong))
+        if not bad:
+            return sweep
+        if self.bad.count == 1:
+            self.warn(f"a reading no device could report was left out ({self.bad.examples[0]})")
+        return dataclasses.replace(sweep, axes=axes)
+
     def frame(self) -> None:
         src, rec = self.source, self.rec
         now = self.clock.now()
         plan = rec.plan(now, leg_sweep=True)
-        fast = src.read_fast()
+        fast = self.checked(src.read_fast())
         if fast is not None:
             rec.on_sweep(fast)
             self.last_fast = fast
         if plan.context:
-            ctx = src.read_context()
+            ctx = self.checked(src.read_context())
             if ctx is not None:
                 rec.on_sweep(ctx)
                 self.last_context = ctx
@@ -324,7 +356,17 @@ def run_record(
         loop.rec.latched,
         stop.signal if status == INTERRUPTED else None,
         t0,
+        loop.bad.count,
+        loop.bad.note(),
     )
+
+
+def _channel(axis: AxisKey) -> int:
+    """The reading channel of an axis: an arm's joint `jN` is channel N-1; a bus's servo (an id) is read
+    against the one span every servo shares (-1)."""
+    if isinstance(axis, str) and axis[:1] == "j" and axis[1:].isdigit():
+        return int(axis[1:]) - 1
+    return -1
 
 
 def _signal_reason(signum: int | None) -> str:

@@ -99,7 +99,7 @@ def test_a_sweep_on_a_standalone_simulator_does_not_update_limits_without_force_
                 "sweep",
                 "--bus",
                 info["url"],
-                "--joint",
+                "--servo",
                 "5",
                 "--limits",
                 str(limits),
