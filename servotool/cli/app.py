@@ -140,6 +140,8 @@ _NAMED_METAVARS = {
     "bus": "URL",
     "url": "URL",
     "speeds": "LIST",
+    "joint": "JOINT",
+    "joints": "ID",
     "to": "POSE|LIST",
     "goals": "POSE|LIST",
     "ports": "PATH",
