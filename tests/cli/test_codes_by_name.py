@@ -54,6 +54,9 @@ def test_a_raw_step_names_its_fault_and_no_time_reads_negative_after(tmp_path):
     assert "faults: 1/23 axis 1 command speed over the limit" in out
     assert "ms after" in out or "ms before" in out
     assert not re.search(r"-\d+(\.\d+)? m?s after", out)
+    # the recording's path, longer than the terminal, is whole on its line (the terminal wraps it)
+    (csv,) = tmp_path.glob("step_*.csv")
+    assert len(f"recording: {csv}") > 80 and f"recording: {csv}" in result.stdout.splitlines()
 
 
 def test_the_campaign_report_names_the_fault_codes_of_its_step_table(tmp_path):
