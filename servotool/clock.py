@@ -121,3 +121,28 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> float:
         return self.advance(seconds)
+
+
+class DeviceTime:
+    """A FakeClock moved by a device's own time (a lock-step simulator that says how far its time went).
+
+    `follow(device_t)` advances the clock to the device's time (its first reading is mapped to the clock's
+    reading then), so that a run's timeline is the device's. The clock never goes back: when it was slept
+    past the device's time (a wait while the device sent nothing), the later readings are shifted on by
+    that much.
+    """
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self._offset: float | None = None
+
+    def follow(self, device_t: float) -> float:
+        """Advance the clock to `device_t` on its time base; returns its reading."""
+        now = self.clock.now()
+        if self._offset is None:
+            self._offset = now - device_t
+        t = device_t + self._offset
+        if t < now:
+            self._offset += now - t
+            return now
+        return self.clock.advance(t - now)

@@ -59,6 +59,10 @@ class Recording:
     fault_main: np.ndarray
     fault_sub: np.ndarray
     state_dev: np.ndarray = field(default_factory=lambda: np.zeros(0))  # controller clock (s), NaN if none
+    # the controller's echo of the setpoint it executes (states x joints) and the share of recent setpoints
+    # it received, where the file has them (e1..eN, success), else None
+    state_echo: np.ndarray | None = None
+    state_success: np.ndarray | None = None
     guard_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     guard_info: list[str] = field(default_factory=list)
     stop_t: float | None = None
@@ -267,13 +271,13 @@ def columns_for(header: Iterable[str], joints: Iterable[int] | None = None, raw:
     """The columns of `header` that recording_from_frame(df, joints, raw) reads (joints None: all)."""
     names = list(header)
     wanted = set(_BASE)
-    for prefix in ("q", "r") if raw else ("q",):
+    for prefix in ("q", "r", "e") if raw else ("q", "e"):
         cols = joint_columns(prefix, names)
         wanted.update(cols if joints is None else (cols[j] for j in joints if 0 <= j < len(cols)))
     return [c for c in names if c in wanted]
 
 
-_BASE = ("t", "event", "pass", "phase", "errcode", "main_code", "sub_code", "dev_t", "info")
+_BASE = ("t", "event", "pass", "phase", "errcode", "main_code", "sub_code", "dev_t", "success", "info")
 FAULT_CODES = ("main_code", "sub_code")  # read at fault rows only: not at all in a run without a fault
 # read only where rows had to be put in time order: then the commands' counter must agree with it (a reader
 # asked for the columns of columns_for alone leaves it out, and the check with it)
@@ -406,6 +410,10 @@ def recording_from_frame(
     (fault_main,) = _ints_at(df, "main_code", (flt,), 0)
     (fault_sub,) = _ints_at(df, "sub_code", (flt,), 0)
     (dev_t,) = _floats_at(df, "dev_t", (st,))
+    ecols = joint_columns("e", names)
+    e_read = [j for j in read if j < len(ecols)]
+    echo = _joints(df, ecols, e_read, (st,))[0] if e_read else None
+    (success,) = _floats_at(df, "success", (st,)) if "success" in names else (None,)
     (errcode,) = _ints_at(df, "errcode", (rep,), 0)
     return Recording(
         cmd_t=t[cmd],
@@ -422,6 +430,8 @@ def recording_from_frame(
         fault_main=fault_main,
         fault_sub=fault_sub,
         state_dev=dev_t,
+        state_echo=echo,
+        state_success=success,
         guard_t=t[grd],
         guard_info=[str(x) for x in guard_info],
         stop_t=float(t[stop[0]]) if len(stop) else None,

@@ -15,6 +15,7 @@ from servotool.cli.common import OUTPUT, console, err_console, fail, print_json,
 from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import (
     compact_table,
+    ended_early_line,
     lag_verdict,
     render_combined,
     render_lag,
@@ -110,13 +111,17 @@ def _file_headline(fa: FileAnalysis | SweepAnalysis) -> str:
 
 
 def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool = False) -> None:
+    m = fa.meta
     # soft_wrap: a long path or URL is one line the terminal wraps (copy and paste rejoins it)
-    console.print(f"\n{_file_head(fa)}, {fa.meta.created}", highlight=False, soft_wrap=True)
+    console.print(f"\n{_file_head(fa)}, {m.created}", highlight=False, soft_wrap=True)
     from servotool.analysis.lag import LagResult
     from servotool.analysis.step import StepResult
 
     if isinstance(fa.result, LagResult):
-        render_lag(fa.result, wide=wide)
+        speeds = m.config.get("speeds_deg_s")
+        planned = 2 * len(speeds) if isinstance(speeds, list) else len(fa.result.passes)
+        early = None if m.complete else ended_early_line(fa.result, str(m.end_reason), planned)
+        render_lag(fa.result, wide=wide, ended_early=early)
     elif isinstance(fa.result, StepResult):
         render_step(fa.result, wide=wide, device=fa.meta.device)
     else:

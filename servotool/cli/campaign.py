@@ -275,8 +275,10 @@ class _Hooks:
 
 
 def _render_summary(report: Report, wide: bool = False) -> None:
-    """The report's tables (short at 80 columns, every column with wide) and tuning on the terminal (the
-    files hold the same and the plots)."""
+    """The report's outcome first, then its tables (short at 80 columns, every column with wide) and tuning
+    on the terminal (the files hold the same and the plots)."""
+    for line in report.outcome:
+        console.print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True)
     for t in report.tables:
         console.print(report_table(t.title, t.headers, t.rows, wide))
     for block in (report.limits, report.tuning):

@@ -17,6 +17,7 @@ from servotool.cli.render import compact_table, relative_s, write_plot
 from servotool.devices.registry import status_names
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture, recover_leftovers
+from servotool.io.paths import link_problem, out_file_problem
 from servotool.recorder.capture import capture_stamp
 from servotool.recorder.summary import AxisSummary, summarize
 
@@ -59,18 +60,27 @@ def _num(x: Any, fmt: str = ".1f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def _bits(b: Any, family: str | None = None) -> str:
-    """A latch's status word as the device shows it (0x20 on a bus, main/sub on a controller), with its
-    name by the device's family when it knows it: `0x20 overload`."""
+def _bits(b: Any, names: Any = None) -> str:
+    """A status word as the capture's device names its bits (device.status_bits of that axis: `0x40
+    (joint_reflex)`), else in hex, a word above 16 bits as its high/low halves (a code pair)."""
     if b is None:
         return "-"
-    code = f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
-    names = status_names(b, family=family)
-    return f"{code} {names}" if names else code
+    if isinstance(names, list) and isinstance(b, int):
+        named = [str(n) for i, n in enumerate(names) if b >> i & 1]
+        return f"0x{b:02x} ({' '.join(named)})" if named else f"0x{b:02x}"
+    return f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
 
 
-def _family(h: dict[str, Any]) -> str | None:
-    return str((h.get("device") or {}).get("family") or "") or None
+def _axis_bits(h: dict[str, Any], t: dict[str, Any]) -> str:
+    """A trigger axis's bits, named where the capture's device names that axis's bits, else by the device's
+    family (`0x20 (overload)`, `1/32 (TCP speed over the limit ...)`)."""
+    table = (h.get("device") or {}).get("status_bits")
+    names = table.get(str(t.get("axis"))) if isinstance(table, dict) else None
+    shown = _bits(t.get("bits"), names)
+    if names is None and isinstance(t.get("bits"), int):
+        named = status_names(t["bits"], family=str((h.get("device") or {}).get("family") or "") or None)
+        return f"{shown} ({named})" if named else shown
+    return shown
 
 
 @incidents_app.command("list")
@@ -116,7 +126,7 @@ def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestO
             capture_stamp(str(h.get("id"))),
             *device,
             ", ".join(str(a) for a in h.get("trigger_axes") or []),
-            escape(", ".join(_bits(t.get("bits"), _family(h)) for t in h.get("trigger") or [])),
+            escape(", ".join(_axis_bits(h, t) for t in h.get("trigger") or [])),
             _num(h.get("lead_up_s")),
             _num(h.get("tail_observed_s")),
             str(h.get("end")),
@@ -150,8 +160,7 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     dev = h.get("device") or {}
     counts = h.get("counts") or {}
     sim = ", SIMULATED" if dev.get("simulated") else ""
-    fam = _family(h)
-    axes = ", ".join(f"{t['axis']} ({_bits(t['bits'], fam)})" for t in h.get("trigger") or []) or "no axis"
+    axes = ", ".join(f"{t['axis']} ({_axis_bits(h, t)})" for t in h.get("trigger") or []) or "no axis"
     console.print(
         f"[bold]fault latch on {escape(axes)}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
         f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
@@ -165,15 +174,17 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     other = [f"{axis} {mode}" for axis, mode in modes.items() if mode and not mode.startswith("position ")]
     if other:  # a wheel turns by design: its current and motion are no position servo's
         console.print(f"[yellow]not in position mode: servo {', '.join(other)}[/]", highlight=False)
+    silent = h.get("silent_axes") or {}
+    if silent:  # a servo that did not answer: its rows hold no values, the others are as read
+        quiet = [f"{axis} ({s.get('sweeps')} of {s.get('of')} sweeps)" for axis, s in silent.items()]
+        console.print(f"[yellow]silent: servo {', '.join(quiet)}[/]", highlight=False)
     for t in h.get("trigger") or []:
         clean, seen = (
             relative_s(t.get("last_clean_t"), "detection"),
             relative_s(t.get("detected_t"), "detection"),
         )
         console.print(
-            escape(
-                f"axis {t['axis']}: bits {_bits(t['bits'], fam)}, last clean answer {clean}, detected {seen}"
-            ),
+            escape(f"axis {t['axis']}: bits {_axis_bits(h, t)}, last clean answer {clean}, detected {seen}"),
             highlight=False,
         )
     console.print(
@@ -256,12 +267,20 @@ def plot(
         # the former spelling: --out named the PNG; a capture folder is never named *.png
         renamed(f"--out {out} (the PNG)", f"--plot {out}")
         plot_file, out = out, None
-    if plot_file is not None and plot_file.is_dir():
-        fail(f"--plot {plot_file}: a folder; give the PNG's path (e.g. {plot_file / 'capture.png'})")
-    if plot_file is not None and plot_file.suffix.lower() != ".png":  # never a capture or another format
-        fail(f"--plot {plot_file}: the plot is written as .png, not {plot_file.suffix or 'no suffix'!r}")
+    if plot_file is not None:
+        # resolved before anything is read: a dangling link, a link loop, a link to a folder
+        if problem := link_problem(plot_file, "--plot", "file"):
+            fail(problem)
+        if plot_file.is_dir():
+            fail(f"--plot {plot_file}: a folder; give the PNG's path (e.g. {plot_file / 'capture.png'})")
+        if plot_file.suffix.lower() != ".png":  # never a capture or another format
+            fail(f"--plot {plot_file}: the plot is written as .png, not {plot_file.suffix or 'no suffix'!r}")
     path, header, samples = _load(ref, captures_folder(out, dest))
     target = plot_file or path.with_suffix(".png")
+    if problem := out_file_problem(
+        target, "--plot" if plot_file is not None else "the plot next to the capture"
+    ):
+        fail(problem)  # its folder probed too, before the figure is drawn
 
     def save(png: Path) -> Path:
         incident_figure(header, samples).savefig(png, dpi=110, format="png")

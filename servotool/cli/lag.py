@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,12 +19,17 @@ from servotool.cli.live import (
     preflight_or_refuse,
 )
 from servotool.cli.options import derive_options, settings_from
-from servotool.cli.render import render_lag
+from servotool.cli.render import ended_early_line, render_lag
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
 from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
 from servotool.runs.arm.settings import LagOptions
+
+if TYPE_CHECKING:
+    from servotool.analysis.lag import LagResult
+    from servotool.runs.arm.ramp import RampSettings
+    from servotool.runs.outcome import StreamOutcome
 
 RampOpt = Annotated[
     bool,
@@ -68,14 +73,15 @@ def lag(
     """Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.
 
     Per pass: the cruise delta and L = delta / v at every state frame, the guard-view delta, the midpoint
-    lag and the overshoot. Summary: delta = v * L through the origin with its 95 % CI, the midpoint
-    cross-check and the model check (it needs two speeds or more), a dead time + first-order lag + friction
-    fit over the whole sweep, the noise at rest and the guard tuning. Everything is recorded in a CSV that
-    `servotool analyze` reads back. Every setting is checked before the arm is opened, the sweep against
-    the joint's range.
+    lag and the overshoot. Summary: delta = v * L through the origin with its 95 % confidence interval,
+    the midpoint cross-check and the model check (it needs two speeds or more), a dead time + first-order
+    lag + friction fit over the whole sweep, the noise at rest and the guard tuning. Everything is recorded
+    in a CSV that `servotool analyze` reads back. Every setting is checked before the arm is opened, the
+    sweep against the joint's range.
 
-    Exit 0 complete, 1 fault or guard, 2 refused before anything moved, 3 device unreachable or lost,
-    130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT (after the braked stop).
+    Exit 0 complete, 1 fault, guard or no lag measured, 2 refused before anything moved (a sweep that
+    leaves no cruise included), 3 device unreachable or lost, 130/143/129/131 Ctrl-C/SIGTERM/SIGHUP/SIGQUIT
+    (after the braked stop). A run that ended early opens with how far it got and tunes no guard.
     """
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult
@@ -109,8 +115,27 @@ def lag(
                 **progress.callbacks("pass"),
             )
 
-        def render() -> None:
-            if run.analysis is not None and isinstance(run.analysis.result, LagResult):
-                render_lag(run.analysis.result, title=f"lag, J{joint + 1} ({robot})", wide=wide)
+        result = run.analysis.result if run.analysis is not None else None
+        lag_result = result if isinstance(result, LagResult) else None
+        early = None if run.outcome.complete else ended_early(run.outcome, lag_result, settings)
 
-        finish_live(run, signals, plot=plot, json_out=json_out, render=render)
+        def render() -> None:
+            if lag_result is not None:
+                title = f"lag, J{joint + 1} ({robot})"
+                render_lag(lag_result, title=title, wide=wide, ended_early=early)
+
+        unmeasured = None
+        if lag_result is not None and lag_result.fit is None:
+            unmeasured = "L not measurable: no pass had a cruise long enough (see the notes)"
+        finish_live(run, signals, plot=plot, json_out=json_out, render=render, unmeasured=unmeasured)
+
+
+def ended_early(outcome: StreamOutcome, result: LagResult | None, settings: RampSettings) -> str:
+    """The first line of a run that ended early: how it ended and how far it got (passes measured of those
+    planned, seconds streamed of the plan), and that its figures are partial and tune nothing."""
+    from servotool.motion.ramp import ramp_profile
+
+    s = settings
+    profile = ramp_profile(0.0, s.sweep_deg, s.speeds_deg_s, s.cmd_period_s, s.ramp_s, s.settle_s)
+    streamed = f"{outcome.t_end:.1f} of {len(profile) * s.cmd_period_s:.1f} s streamed"
+    return ended_early_line(result, outcome.reason or str(outcome.status), len(profile.passes), streamed)

@@ -138,10 +138,11 @@ def exit_code(outcome: StreamOutcome) -> int:
     return int(outcome.exit_code)
 
 
-def exit_for(run: RunResult, signals: StopSignals | None = None) -> None:
-    """Exit non-zero when a live run ended early or its recording could not be analysed; the CSV is kept
-    either way. A stop signal decides the code (130/143/129) however the stream ended, then how the stream
-    ended (3 a lost link), then a recording that could not be analysed (1)."""
+def exit_for(run: RunResult, signals: StopSignals | None = None, unmeasured: str | None = None) -> None:
+    """Exit non-zero when a live run ended early, its recording could not be analysed or the measurement
+    could not be made (`unmeasured`: why, said on stderr); the CSV is kept either way. A stop signal decides
+    the code (130/143/129) however the stream ended, then how the stream ended (3 a lost link), then a
+    recording that could not be analysed or a measurement that was not made (1)."""
     by_signal = signals.exit_code() if signals is not None else None
     if by_signal is not None:
         raise typer.Exit(int(by_signal))
@@ -154,6 +155,9 @@ def exit_for(run: RunResult, signals: StopSignals | None = None) -> None:
         raise typer.Exit(code or ExitCode.FAULT)
     if code:
         raise typer.Exit(code)
+    if unmeasured:
+        err_console.print(f"[bold red]error:[/] {escape(unmeasured)}", highlight=False)
+        raise typer.Exit(ExitCode.FAULT)
 
 
 def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None:
@@ -233,10 +237,16 @@ def run_json(run: RunResult, plot_path: Path | None) -> dict[str, Any]:
 
 
 def finish_live(
-    run: RunResult, signals: StopSignals | None, *, plot: bool, json_out: bool, render: Callable[[], None]
+    run: RunResult,
+    signals: StopSignals | None,
+    *,
+    plot: bool,
+    json_out: bool,
+    render: Callable[[], None],
+    unmeasured: str | None = None,
 ) -> None:
     """Write the plot when asked, print the JSON document or `render()` and the outcome, then exit by the
-    run's exit rule (exit_for)."""
+    run's exit rule (exit_for; `unmeasured` says why a run that streamed whole measured nothing)."""
     plot_path = None
     if plot and run.analysis is not None:  # a plot that cannot be written is said; the run keeps its exit
         fa = run.analysis
@@ -250,4 +260,4 @@ def finish_live(
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
             console.print(f"plot: {plot_path}", highlight=False, soft_wrap=True)
-    exit_for(run, signals)
+    exit_for(run, signals, unmeasured)

@@ -34,7 +34,7 @@ from servotool.devices.registry import (
 )
 from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
-from servotool.recorder import RecorderEvent, Sweep
+from servotool.recorder import AxisSample, RecorderEvent, Sweep
 from servotool.runs.ownership import claim
 from servotool.runs.recorder.loop import RecordOutcome, RecordProgress, RecordSettings, run_record
 from servotool.runs.recorder.sources import open_source
@@ -72,28 +72,32 @@ def _axis_name(axis: Any) -> str:
     return text.upper() if text[:1] == "j" and text[1:].isdigit() else text
 
 
-def _rows(sweep: Sweep | None, latched: dict[Any, int]) -> list[list[str]]:
+def _cells(s: AxisSample, style: str = "") -> list[str]:
+    cells = [_f(s.position, ".1f"), _f(s.gap, ".1f"), _f(s.current), _f(s.temperature), _f(s.voltage, ".2f")]
+    return [f"[{style}]{c}[/]" for c in cells] if style else cells
+
+
+def _rows(
+    sweep: Sweep | None, latched: dict[Any, int], answers: dict[Any, tuple[float, Any]] | None = None
+) -> list[list[str]]:
+    """One row per axis of the sweep. An axis silent in it keeps its row: its last answer, dimmed, and
+    how long ago that was (`stale 2.1 s`; `silent` when it never answered); the other axes are unaffected."""
     if sweep is None:
         return []
     rows = []
     for axis, s in sweep.axes.items():
         bits = latched.get(axis)
         latch = f"[bold red]0x{bits:02x}[/]" if bits else "[green]ok[/]"
-        if s is None:
-            rows.append([_axis_name(axis), sweep.group, "[yellow]silent[/]", "", "", "", "", latch])
+        if s is not None:
+            rows.append([_axis_name(axis), sweep.group, *_cells(s), latch, ""])
             continue
-        rows.append(
-            [
-                _axis_name(axis),
-                sweep.group,
-                _f(s.position, ".1f"),
-                _f(s.gap, ".1f"),
-                _f(s.current),
-                _f(s.temperature),
-                _f(s.voltage, ".2f"),
-                latch,
-            ]
-        )
+        last = (answers or {}).get(axis)
+        if last is None:
+            rows.append([_axis_name(axis), sweep.group, "", "", "", "", "", latch, "[yellow]silent[/]"])
+        else:
+            age = max(0.0, sweep.t - last[0])
+            stale = f"[yellow]stale {age:.1f} s[/]"
+            rows.append([_axis_name(axis), sweep.group, *_cells(last[1], "dim"), latch, stale])
     return rows
 
 
@@ -107,22 +111,27 @@ def latch_line(latched: dict[Any, int], family: str | None) -> str:
     return f"[bold red]latched:[/] {escape(', '.join(parts))}" if parts else ""
 
 
-def render_view(p: RecordProgress, unit: str = "", family: str | None = None) -> Group:
+def render_view(
+    p: RecordProgress, unit: str = "", current_unit: str = "mA", family: str | None = None
+) -> Group:
     """The live view at 80 columns: one row per axis (fast and context groups) with positions in `unit` (the
-    device's: deg on an arm, pulse on a bus), then the recorder's state on two short lines."""
+    device's: deg on an arm, pulse on a bus) and currents in `current_unit` (an arm may report its joint
+    torque there, in Nm), then the recorder's state on two short lines."""
     table = Table(show_header=True, header_style="bold", box=None)
     for col in (
         "axis",
         "group",
         f"position\n{unit}",
         f"gap\n{unit}",
-        "current\nmA",
+        f"current\n{current_unit}",
         "temp\nC",
         "volts\nV",
         "latch",
+        "answer",
     ):
-        table.add_column(col, justify="left" if col in ("group", "latch") else "right", no_wrap=True)
-    for row in _rows(p.fast, p.latched) + _rows(p.context, p.latched):
+        left = col in ("group", "latch", "answer")
+        table.add_column(col, justify="left" if left else "right", no_wrap=True)
+    for row in _rows(p.fast, p.latched, p.last_answers) + _rows(p.context, p.latched, p.last_answers):
         table.add_row(*row)
     others = {
         k: v
@@ -130,7 +139,7 @@ def render_view(p: RecordProgress, unit: str = "", family: str | None = None) ->
         if not any(s is not None and k in s.axes for s in (p.fast, p.context))
     }
     for axis, bits in others.items():
-        table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]")
+        table.add_row(str(axis), "", "", "", "", "", "", f"[bold red]0x{bits:02x}[/]", "")
     window = "[bold yellow]capture window open[/]" if p.window_open else "watching"
     codes = p.fast.codes if p.fast is not None and p.fast.codes else None
     if codes:
@@ -145,10 +154,11 @@ def render_view(p: RecordProgress, unit: str = "", family: str | None = None) ->
     return Group(table, counts, Text.from_markup(window))
 
 
-def position_unit(describe: dict[str, Any]) -> str:
-    """The unit of a source's positions for a column header: deg (an arm), pulse (a bus), "" unknown."""
+def position_unit(describe: dict[str, Any], field: str = "position") -> str:
+    """The unit of a source's positions (or another field) for a column header: deg (an arm), pulse (a
+    bus), "" unknown."""
     units = describe.get("units")
-    text = str(units.get("position", "")) if isinstance(units, dict) else ""
+    text = str(units.get(field, "")) if isinstance(units, dict) else ""
     return text.split(" ")[0]
 
 
@@ -191,6 +201,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
     shown_captures = 0
     view_t = -math.inf
     unit = position_unit(source.describe())
+    current_unit = position_unit(source.describe(), "current") or "mA"
     family = str(source.describe().get("family") or "") or None
     from servotool.runs.plan import duration_text
 
@@ -212,7 +223,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
                 )
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
-                live.update(render_view(p, unit, family))
+                live.update(render_view(p, unit, current_unit, family))
                 view_t = p.t
 
         return run_record(

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from servotool.analysis.uncertainty import ci95_text, stderr_text, with_stderr
 from servotool.cli import common
 
 if TYPE_CHECKING:  # the analysis (scipy, pandas) is imported by whoever made the results, not by `-h`
@@ -129,16 +130,14 @@ def _speeds(result: LagResult) -> list[float]:
 
 
 def lag_verdict(result: LagResult | CombinedLag) -> str:
-    """One line: L with its 95 % CI half-width, whether it is constant across speeds (or that the check
-    needs two speeds), and the kind of lag the dynamic fit found."""
+    """One line: L with its 95 % confidence interval, whether it is constant across speeds (or that the
+    check needs two speeds), and the kind of lag the dynamic fit found."""
     from servotool.analysis.lag import LagResult
 
     fit = result.fit
     if fit is None:
         return "[bold red]L not measurable[/]: no pass had a cruise long enough (see the notes)"
-    lo, hi = fit.ci95_ms
-    half = (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.nan
-    parts = [f"[bold]L = {fit.lag_ms:.2f} ms ± {fmt(half)}[/] (95 % CI)"]
+    parts = [f"[bold]L = {fit.lag_ms:.2f} ms[/] ({ci95_text(*fit.ci95_ms)})"]
     speeds = _speeds(result) if isinstance(result, LagResult) else None
     if speeds is not None and len(speeds) < 2:
         parts.append("[yellow]one speed: constancy needs two[/]")
@@ -164,16 +163,29 @@ LAG_COLUMNS = (
     Col("mid L\nms", lambda p: fmt(p.mid_lag_ms, ".2f")),
     Col("over\ndeg", lambda p: fmt(p.overshoot_deg, ".4f")),
 )
+# the columns of a controller that echoes what it executes: the echo's lag, the lowest success rate, the
+# state cycles the host missed
+ECHO_COLUMNS = (
+    Col("pass", lambda p: str(p.index)),
+    Col("dir", lambda p: p.direction, left=True),
+    Col("echo L\nms", lambda p: fmt(p.echo_lag_ms, ".2f")),
+    Col("success\nmin", lambda p: fmt(p.success_rate, ".2f")),
+    Col("lost\ncycles", lambda p: "-" if p.lost_cycles is None else str(p.lost_cycles)),
+)
+
+
+def _echoed(passes: Sequence[PassLag]) -> bool:
+    return any(math.isfinite(p.echo_lag_ms) or p.lost_cycles is not None for p in passes)
 
 
 def _fit_line(name: str, fit: OriginFit | None) -> str:
     if fit is None:
         return f"{name}: [dim]not measurable[/]"
-    lo, hi = fit.ci95_ms
-    text = f"{name}: [bold]{fit.lag_ms:.2f} ms[/] ± {fmt(fit.se_ms)} ms (95 % CI {fmt(lo)}..{fmt(hi)} ms, "
-    text += f"{fit.n_passes} passes)"
+    parts = [f"[bold]{fit.lag_ms:.2f} ms[/]", stderr_text(fit.stderr_ms), ci95_text(*fit.ci95_ms)]
+    text = f"{name}: " + ", ".join(p for p in parts if p) + f" ({fit.n_passes} passes)"
     if math.isfinite(fit.intercept_deg):
-        text += f"; with an intercept: {fit.intercept_deg:+.4f} ± {fit.intercept_se_deg:.4f} deg"
+        se = stderr_text(fit.intercept_stderr_deg, "deg", ".4f")
+        text += f"; with an intercept: {fit.intercept_deg:+.4f} deg" + (f" ({se})" if se else "")
     return text
 
 
@@ -229,21 +241,17 @@ def _checks_lines(result: LagResult) -> list[str]:
     return lines
 
 
-def _pm(se: float | None) -> str:
-    """' ± se' (2 decimals), or nothing when the fit gives no error for the figure (a lone '± -' wrapped
-    onto the next line reads as a negative number)."""
-    return f" ± {se:.2f}" if se is not None and math.isfinite(se) else ""
-
-
 def _model_lines(result: LagResult) -> list[str]:
     """The dynamic fit, the noise at rest and the guard tuning."""
     lines: list[str] = []
     d = result.dynamics
     if d is not None:
         lines.append(
-            f"dynamics (whole sweep, ramp corners included): L = {d.lag_ms:.2f} ± {d.lag_se_ms:.2f} ms, "
-            f"tau = {d.tau_ms:.2f}{_pm(d.tau_se_ms)} ms, offset = {d.offset_deg:+.4f} ± "
-            f"{d.offset_se_deg:.4f} deg, rms {d.rms_deg:.4f} deg over {d.n_samples} frames"
+            "dynamics (whole sweep, ramp corners included): "
+            f"L = {with_stderr(f'{d.lag_ms:.2f}', d.lag_stderr_ms, 'ms', '.2f')}, "
+            f"tau = {with_stderr(f'{d.tau_ms:.2f}', d.tau_stderr_ms, 'ms', '.2f')}, "
+            f"offset = {with_stderr(f'{d.offset_deg:+.4f}', d.offset_stderr_deg, 'deg', '.4f')}, "
+            f"rms {d.rms_deg:.4f} deg over {d.n_samples} frames"
         )
         lines.append(f"  -> {d.verdict}")
     if result.noise is not None:
@@ -263,10 +271,27 @@ def _model_lines(result: LagResult) -> list[str]:
     return lines
 
 
-def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Console | None = None) -> None:
+def ended_early_line(result: LagResult | None, reason: str, planned: int, streamed: str = "") -> str:
+    """The first line of a lag run that ended early: why, how far it got (passes measured of those planned,
+    and `streamed`, e.g. `2.1 of 4.6 s streamed`, when known) and that nothing is tuned from it."""
+    measured = sum(1 for p in result.passes if math.isfinite(p.lag_ms)) if result is not None else 0
+    got = f"{measured} of {planned} passes measured" + (f", {streamed}" if streamed else "")
+    return f"RUN ENDED EARLY ({reason}): {got}; the figures below are partial and tune no guard"
+
+
+def render_lag(
+    result: LagResult,
+    title: str = "",
+    wide: bool = False,
+    out: Console | None = None,
+    ended_early: str | None = None,
+) -> None:
     """The verdict, the pass table (short, or every column with wide), then the fit, views, checks, dynamics,
-    noise and guard tuning; notes and warnings on stderr."""
+    noise and guard tuning; notes and warnings on stderr. A run that ended early opens with `ended_early`
+    (how it ended and how far it got) before anything it measured."""
     con = _out(out)
+    if ended_early:
+        con.print(f"[bold red]{escape(ended_early)}[/]", highlight=False, soft_wrap=True)
     con.print(lag_verdict(result), highlight=False)
     table = _table(title, LAG_COLUMNS, result.passes, wide)
     table.caption = (
@@ -274,6 +299,13 @@ def render_lag(result: LagResult, title: str = "", wide: bool = False, out: Cons
         "end after the stop" + ("; g: guard view, setpoint just sent - newest frame" if wide else "")
     )
     print_table(con, table, wide)
+    if _echoed(result.passes):
+        echo = _table("the controller's view", ECHO_COLUMNS, result.passes, wide)
+        echo.caption = (
+            "echo L: the setpoint the controller executes, behind the one sent; success: the pass's lowest "
+            "share of setpoints received; lost: state cycles the host missed"
+        )
+        print_table(con, echo, wide)
     passes: list[PassLag] = result.passes
     for p in passes:
         if p.note:
@@ -518,7 +550,7 @@ REPORT_SHORT = {
         "joint",
         "speeds deg/s",
         "L ms",
-        "± ms",
+        "95 % CI ms",
         "midpoint L ms",
         "L vs speed",
         "complete",

@@ -25,6 +25,7 @@ from servotool.cli.bus_common import (
     JsonOption,
     bus_command,
     fail_all,
+    fail_on,
     limits_problem,
     read_only,
     stopped_by,
@@ -55,6 +56,7 @@ from servotool.runs.bus.servo import (
     DEFAULT_SPEED,
     MAX_SPEED,
     MIN_SPEED,
+    BusSilent,
     MoveLog,
     MoveResult,
     RelaxResult,
@@ -64,6 +66,7 @@ from servotool.runs.bus.servo import (
     move_to,
     parse_goal,
     read_limits,
+    refuse_silent_bus,
     relax,
     tuck_check,
     watch,
@@ -265,7 +268,17 @@ def read_cmd(
                 "servos": _records_json(records, names, moded),
             }
         )
-        return
+    else:
+        _print_read(bus, dev, records, names, moded, silent)
+    try:
+        refuse_silent_bus(records)  # a bus where nobody answers is lost, as a board that does not answer
+    except BusSilent as exc:
+        fail_on(exc)
+
+
+def _print_read(
+    bus: str, dev: Bus, records: dict[int, ServoRecord], names: dict[int, str], moded: bool, silent: list[int]
+) -> None:
     answered = len(records) - len(silent)
     quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
     console.print(

@@ -11,7 +11,7 @@ codes into these in its folder; nothing above devices/ reads a family's raw code
 
 What only some arms have is a small capability protocol, checked with isinstance (never probed by name):
 `ReportsJointRanges`, `ReportsOwner`, `WarmsUp`, `HasWatchdog`, `HasStatePeriod`, `HasClock`,
-`NamesCommands`. A backend that
+`NamesCommands`, `PacedByDevice`, `RecordsSettings`, `EchoesSetpoints`. A backend that
 runs on a clock of its own (a simulator in simulated time) offers it as its `clock` attribute, and every
 run on that arm streams on it: `clock_of(arm)`. Every arm is a context manager: `with open_arm(url) as
 arm:` closes it on the way out.
@@ -23,10 +23,10 @@ module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from servotool.clock import Clock
 from servotool.errors import ConnectionLost, DeviceError
@@ -109,7 +109,9 @@ class StateFrame:
     The fields below are None when the controller does not stream them:
     qd: measured joint speeds (deg/s); motion: the controller's motion state; cmd_num: the count of
     streamed setpoints the controller has taken; servo_active: the controller is in streaming mode,
-    whoever put it there.
+    whoever put it there; success_rate: the share (0..1) of the recent cycles' setpoints the controller
+    received in time; extra: the other values of that cycle the controller streams, by the CSV column the
+    arm names for each (ReportsStateColumns), numbers or short texts.
     """
 
     t: float
@@ -122,6 +124,8 @@ class StateFrame:
     motion: MotionState | None = None
     cmd_num: int | None = None
     servo_active: bool | None = None
+    success_rate: float | None = None
+    extra: Mapping[str, float | str] | None = None
 
     @property
     def codes(self) -> tuple[int, ...]:
@@ -274,6 +278,17 @@ class WarmsUp(Protocol):
 
 
 @runtime_checkable
+class StopsAfterPartialLoss(Protocol):
+    """An arm whose link has channels that can fail apart (a command channel beside the setpoint and state
+    channels): a lost link may leave the channels a braked stop needs."""
+
+    def open_stop_channel(self) -> str | None:
+        """After a lost link: where the setpoint and state channels still answer, let setpoints and state
+        reads through from now on (nothing else) and say over what, in a few words; else None."""
+        ...
+
+
+@runtime_checkable
 class HasWatchdog(Protocol):
     """An arm with a lost-link watchdog on its state stream."""
 
@@ -301,6 +316,66 @@ class HasClock(Protocol):
 
 
 @runtime_checkable
+class ReportsStateColumns(Protocol):
+    """An arm whose state frames carry more per-cycle values (StateFrame.extra) than the common fields."""
+
+    @property
+    def state_columns(self) -> Mapping[str, str]:
+        """The CSV column of each extra value, in order, and its unit (or what a text holds)."""
+        ...
+
+
+def state_columns_of(arm: object) -> Mapping[str, str]:
+    """The extra per-cycle columns of the arm's state frames (ReportsStateColumns), else none."""
+    return arm.state_columns if isinstance(arm, ReportsStateColumns) else {}
+
+
+@runtime_checkable
+class PacedByDevice(Protocol):
+    """An arm whose controller sets the pace: every servo_j waits for the controller's next state cycle and
+    answers it (the controller's own cycle, its state frames carrying the controller's time), so a run
+    streams without sleeping: tick k is the k-th state cycle, and a cycle the host missed shows as a gap
+    of two cycles or more in the controller's time."""
+
+    @property
+    def cycle_s(self) -> float:
+        """The controller's cycle (s): the only command period a run on it may use."""
+        ...
+
+
+@runtime_checkable
+class RecordsSettings(Protocol):
+    """An arm that set (or was told to waive) something on its controller that a run's CSV header must
+    record: thresholds it set explicitly, a check the user switched off."""
+
+    def device_settings(self) -> dict[str, Any]:
+        """Those settings by name, JSON-ready."""
+        ...
+
+
+@runtime_checkable
+class EchoesSetpoints(Protocol):
+    """An arm whose every state frame carries the controller's echo of the setpoint it executes
+    (StateFrame.setpoint) and the share of recent setpoints it received (StateFrame.success_rate): a run
+    records both with each frame."""
+
+    @property
+    def echoes_setpoints(self) -> bool:
+        """True when the frames carry them."""
+        ...
+
+
+def echoes_setpoints(arm: object) -> bool:
+    """The arm's state frames carry the setpoint echo and the success rate (EchoesSetpoints)."""
+    return isinstance(arm, EchoesSetpoints) and arm.echoes_setpoints is True
+
+
+def device_settings_of(arm: object) -> dict[str, Any]:
+    """The arm's own settings to record (RecordsSettings), else {}."""
+    return dict(arm.device_settings()) if isinstance(arm, RecordsSettings) else {}
+
+
+@runtime_checkable
 class NamesCommands(Protocol):
     """An arm whose calls have names of their own (CommandNames)."""
 
@@ -322,6 +397,15 @@ def clock_of(arm: object) -> Clock | None:
     return clock if isinstance(clock, Clock) else None
 
 
+def device_cycle_of(arm: object) -> float | None:
+    """The controller's cycle (s) when the arm is paced by its device (PacedByDevice) and says it as a
+    positive number, else None (the run paces itself on its clock)."""
+    if not isinstance(arm, PacedByDevice):
+        return None
+    cycle = _seconds(arm.cycle_s)
+    return cycle if cycle is not None and cycle > 0 else None
+
+
 def _seconds(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -341,6 +425,7 @@ __all__ = [
     "CommandNames",
     "ConnectionLost",
     "DeviceError",
+    "EchoesSetpoints",
     "FAULT_CODE_COUNT",
     "Fault",
     "HEALTHY_CODES",
@@ -351,15 +436,22 @@ __all__ = [
     "MotionState",
     "NEUTRAL_NAMES",
     "NamesCommands",
+    "PacedByDevice",
+    "RecordsSettings",
     "Reply",
     "ReportsJointRanges",
     "ReportsOwner",
+    "ReportsStateColumns",
     "SETPOINT",
     "StateFrame",
     "WarmsUp",
     "clock_of",
     "command_names",
+    "device_cycle_of",
+    "device_settings_of",
+    "echoes_setpoints",
     "fault_codes",
+    "state_columns_of",
     "state_period_of",
     "watchdog_of",
 ]

@@ -187,6 +187,27 @@ class TorqueGatedBus(Protocol):
 
 
 @runtime_checkable
+class PoseAtOnceBus(Protocol):
+    """A bus that reads the positions of many servos in one exchange (a sync read): a silent servo costs
+    one timeout for all of them, so a move can read every moving servo after each frame."""
+
+    def read_pose_at_once(self, ids: Iterable[int]) -> dict[int, int | None]:
+        """Positions of `ids` in one exchange (None where a servo did not answer); last_position kept."""
+        ...
+
+
+@runtime_checkable
+class GoalKeepingBus(Protocol):
+    """A bus whose servos keep the last goal they took while they do not answer (the line lost, the servo
+    still powered): one that answers again goes on to that goal unless it is overwritten first."""
+
+    def overwrite_goal(self, servo_id: int) -> int | None:
+        """If the servo answers: its goal set to the position it reads now, in RAM (never EEPROM), and that
+        position returned once the servo acknowledged the write; None while it does not answer."""
+        ...
+
+
+@runtime_checkable
 class ModeCheckedBus(Protocol):
     """A bus whose servos have an Operating Mode: servotool powers and moves only those in
     position control mode."""

@@ -40,7 +40,8 @@ class MotionCaps:
     stop decelerates at a_max, one command period at a time; past it a stop is a jump); a_probe_cap: the
     highest a shaped probe may reach on a test arm. Both caps hold at cmd_period_s and fall with the square
     of a longer period (the same largest change of the per-command step). shapers: the stream shapers a
-    step may use on this family ("accel", "otg"), the first being its default.
+    step may use on this family ("accel", "otg"), the first being its default. fixed_period: the controller
+    sets the pace (its state cycle, cmd_period_s) and a run may use no other period.
     """
 
     cmd_period_s: float
@@ -50,6 +51,7 @@ class MotionCaps:
     a_cap: float
     a_probe_cap: float
     shapers: tuple[str, ...] = ("accel", "otg")
+    fixed_period: bool = False
 
 
 @dataclass(frozen=True)

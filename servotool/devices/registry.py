@@ -26,6 +26,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "servotool.devices.fairino.family",
     "servotool.devices.hiwonder.family",
     "servotool.devices.dynamixel.family",
+    "servotool.devices.franka.family",
     "servotool.devices.fake.family",
     "servotool.devices.fake.bus_family",
 )

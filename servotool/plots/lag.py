@@ -1,8 +1,9 @@
 """Figure of a ramp lag measurement: the delta = v * L fit, the per-pass lags, the model over time and its
 residual in a panel of its own.
 
-The title carries the headline: the device (SIMULATED when it is a simulator), L with its 95 % CI, and
-whether L is constant across speeds. Every line and band is labeled; every axis has its unit.
+The title carries the headline: the device (SIMULATED when it is a simulator), L with its 95 % confidence
+interval (named as servotool.analysis.uncertainty names it), and whether L is constant across speeds.
+Every line and band is labeled; every axis has its unit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from matplotlib.figure import Figure
 
 from servotool.analysis.lag import FRICTION_V_EPS, LagResult, PassLag, link_latency, simulate
 from servotool.analysis.recording import Recording
+from servotool.analysis.uncertainty import ci95_text, with_stderr
 from servotool.plots import save_png
 
 
@@ -25,14 +27,13 @@ def _ok(x: float | None) -> bool:
 
 
 def lag_headline(result: LagResult, device: str = "") -> str:
-    """`<device>: L = 78.15 ms ± 0.07 (95 % CI), constant across speeds` (plain text, for titles)."""
+    """`<device>: L = 78.15 ms (95 % CI 78.08 to 78.22 ms), constant across speeds` (plain text, for
+    titles)."""
     head = f"{device}: " if device else ""
     fit = result.fit
     if fit is None:
         return head + "L not measurable"
-    lo, hi = fit.ci95_ms
-    half = f"{(hi - lo) / 2:.2f}" if _ok(lo) and _ok(hi) else "-"
-    text = f"{head}L = {fit.lag_ms:.2f} ms ± {half} (95 % CI)"
+    text = f"{head}L = {fit.lag_ms:.2f} ms ({ci95_text(*fit.ci95_ms)})"
     speeds = {round(p.speed_deg_s, 1) for p in result.passes if _ok(p.lag_ms)}
     if len(speeds) < 2:
         return text + ", one speed: constancy not checked"
@@ -68,7 +69,7 @@ def _fit_panel(ax: Axes, result: LagResult, passes: list[PassLag]) -> None:
             vv * result.fit.lag_ms / 1e3,
             "-",
             color="C0",
-            label=f"fit L = {result.fit.lag_ms:.2f} ± {result.fit.se_ms:.2f} ms",
+            label="fit L = " + with_stderr(f"{result.fit.lag_ms:.2f}", result.fit.stderr_ms, "ms"),
         )
     if result.guard_fit is not None:
         ax.plot(
@@ -97,7 +98,7 @@ def _lag_panel(ax: Axes, result: LagResult, passes: list[PassLag]) -> None:
         ys = [getattr(p, key) for p in passes if _ok(getattr(p, key))]
         ax.plot(xs, ys, "o", color=color, label=label, mfc="none" if key != "lag_ms" else None)
     if result.fit is not None and _ok(result.fit.ci95_ms[0]):
-        ax.axhspan(*result.fit.ci95_ms, color="C0", alpha=0.15, label="fit 95 % CI")
+        ax.axhspan(*result.fit.ci95_ms, color="C0", alpha=0.15, label="fit " + ci95_text(*result.fit.ci95_ms))
     d = result.dynamics
     if d is not None:
         ax.axhline(d.lag_ms, color="k", lw=0.8, ls=":", label=f"dead time {d.lag_ms:.1f} ms")

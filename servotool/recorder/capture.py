@@ -114,6 +114,36 @@ def _aggregate_clean(axes: list[TriggerAxis]) -> float | None:
     return min(c for c in cleans if c is not None)
 
 
+def silent_axes(sweeps: Iterable[Sweep], ref: float) -> dict[str, dict[str, Any]]:
+    """The axes that did not answer in some of `sweeps` (those read with them, each group on its own):
+    axis -> {sweeps: how many it was silent in, of: how many it was read in, last_answer_t: its newest
+    answer (s from ref; None: none in these sweeps)}. An axis that always answered is not in it."""
+    silent: dict[AxisKey, int] = {}
+    read: dict[AxisKey, int] = {}
+    answered: dict[AxisKey, float] = {}
+    for sweep in sweeps:
+        for axis, sample in sweep.axes.items():
+            read[axis] = read.get(axis, 0) + 1
+            if sample is None:
+                silent[axis] = silent.get(axis, 0) + 1
+            else:
+                answered[axis] = max(answered.get(axis, -math.inf), sweep.t)
+    return {
+        str(axis): {"sweeps": n, "of": read[axis], "last_answer_t": _off(answered.get(axis), ref)}
+        for axis, n in silent.items()
+    }
+
+
+def _sweeps_of(fast: Iterable[Sweep], context: Iterable[ContextEntry]) -> list[Sweep]:
+    """Every sweep a capture holds, once each (a context entry repeats the newest legs and neck sweeps)."""
+    seen: dict[int, Sweep] = {id(s): s for s in fast}
+    for entry in context:
+        for sweep in (entry.legs, entry.neck):
+            if sweep is not None:
+                seen.setdefault(id(sweep), sweep)
+    return list(seen.values())
+
+
 def assemble(
     open_cap: OpenCapture,
     fast: Iterable[Sweep],
@@ -129,6 +159,7 @@ def assemble(
     """Freeze the rings into a capture. `end` says why it closed ("tail-complete", "disconnect"); the header
     states the tail that was actually observed, never the planned one as if it had been."""
     ref = open_cap.detected_t
+    fast, context = list(fast), list(context)
     fast_lines = [{"ring": "fast", **s.as_json(ref)} for s in fast]
     ctx_lines = [c.as_json(ref) for c in context]
     times = [line["t"] for line in fast_lines + ctx_lines]
@@ -166,6 +197,7 @@ def assemble(
         "lead_up_s": None if fast_first is None else -fast_first,
         "first_t": None if math.isnan(first) else first,
         "counts": {"fast": len(fast_lines), "context": len(ctx_lines)},
+        "silent_axes": silent_axes(_sweeps_of(fast, context), ref),
         "events": [e.as_json(ref) for e in events if math.isnan(first) or e.t - ref >= first],
         "settings": settings.as_json(),
     }

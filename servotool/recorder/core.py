@@ -22,6 +22,12 @@ Latch rules (each tested on scripted telemetry):
 * recovery needs that axis's own zero answer: silence (None) or an absent axis is no evidence;
 * known latches survive reconnects (an unchanged latch is not a new incident); nothing here ever asks for
   a REBOOT.
+
+Groups are independent: a servo that does not answer is None in its own sweep (its rows are stale, with
+the time it last answered in `last_answers`), and never keeps another group out. A context entry is taken
+at the end of the frame whose plan asked for the context read, so a frame made long by a silent servo's
+timeouts cannot take the entry before the neck was read; an entry taken between reads (a trigger) holds
+the newest neck sweep read, stamped with its own time.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from servotool.recorder.capture import Capture, ContextEntry, OpenCapture, TriggerAxis, assemble
-from servotool.recorder.frames import AxisKey, FramePlan, RecorderEvent, Sweep
+from servotool.recorder.frames import AxisKey, AxisSample, FramePlan, RecorderEvent, Sweep
 from servotool.recorder.settings import RecorderSettings
 
 
@@ -63,7 +69,9 @@ class FlightRecorder:
         self._deferred = 0
         self._context_due = 0.0
         self._last_legs: Sweep | None = None
-        self._pending_neck: Sweep | None = None
+        self._last_neck: Sweep | None = None
+        self._context_planned: bool | None = None  # None: no plan() call yet (a caller without plans)
+        self._last_answers: dict[AxisKey, tuple[float, AxisSample]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 
@@ -81,7 +89,9 @@ class FlightRecorder:
         self._status_due = now  # the baseline poll is due at once
         self._deferred = 0
         self._context_due = now + self.settings.context_period_s
-        self._last_legs = self._pending_neck = None
+        self._last_legs = self._last_neck = None
+        self._context_planned = None
+        self._last_answers.clear()
 
     def status_unsupported(self, now: float, reason: str) -> None:
         """The device cannot report hardware errors: recording is off for this connection."""
@@ -119,17 +129,21 @@ class FlightRecorder:
                 status = True
             else:
                 self._deferred += 1
-        return FramePlan(status=status, context=now >= self._context_due)
+        self._context_planned = now >= self._context_due
+        return FramePlan(status=status, context=self._context_planned)
 
     def on_sweep(self, sweep: Sweep) -> None:
         """Leg sweeps go to the fast ring; context groups (the neck) wait for the next context entry."""
         if self.disabled is not None:
             return
         if sweep.group in self.settings.context_groups:
-            self._pending_neck = sweep
+            self._last_neck = sweep
         else:
             self._fast.append(sweep)
             self._last_legs = sweep
+        for axis, sample in sweep.axes.items():
+            if sample is not None:
+                self._last_answers[axis] = (sweep.t, sample)
 
     def on_status(self, now: float, answers: Mapping[AxisKey, int | None]) -> None:
         """Hardware-error answers of one poll (axis -> bits; None or absent: no answer, no evidence)."""
@@ -149,9 +163,11 @@ class FlightRecorder:
         (held while disconnecting). The caller publishes what comes back."""
         if self.disabled is not None or not self._connected:
             return []
-        if now >= self._context_due:
+        # the periodic entry closes the frame that read the context for it (see the module docstring)
+        due = self._context_planned if self._context_planned is not None else now >= self._context_due
+        self._context_planned = False
+        if due:
             self._context.append(self._context_entry(now))
-            self._pending_neck = None
             self._context_due += self.settings.context_period_s
             if self._context_due <= now:
                 self._context_due = now + self.settings.context_period_s
@@ -179,6 +195,12 @@ class FlightRecorder:
     @property
     def context_count(self) -> int:
         return len(self._context)
+
+    @property
+    def last_answers(self) -> dict[AxisKey, tuple[float, AxisSample]]:
+        """Each axis's newest answered sample and its time, this connection: what a view shows, marked
+        stale, for an axis silent in the newest sweep."""
+        return dict(self._last_answers)
 
     def last_clean(self, axis: AxisKey) -> float | None:
         return self._last_clean.get(axis)
@@ -260,7 +282,7 @@ class FlightRecorder:
         self._event(now, "capture-ready", None, 0, f"capture {cap.name} ready ({end})")
 
     def _context_entry(self, now: float, trigger: bool = False) -> ContextEntry:
-        return ContextEntry(now, self._last_legs, self._pending_neck, dict(self._latched), trigger)
+        return ContextEntry(now, self._last_legs, self._last_neck, dict(self._latched), trigger)
 
     def _event(self, now: float, kind: str, axis: AxisKey | None, bits: int, text: str) -> None:
         ev = RecorderEvent(now, kind, axis, bits, text)

@@ -53,12 +53,15 @@ class Sweep:
     """One read of a group of axes, stamped when it was received. An axis that did not answer maps to None.
 
     codes: device-wide values read with the sweep (an arm controller's fault codes), else None.
+    state: device-wide state of that cycle in the device's own names and units (the robot's clock, its
+    mode, its error flags by name), JSON values; None when the device reports none.
     """
 
     t: float
     group: str
     axes: Mapping[AxisKey, AxisSample | None]
     codes: Mapping[str, int] | None = None
+    state: Mapping[str, Any] | None = None
 
     def as_json(self, t_ref: float) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -68,6 +71,8 @@ class Sweep:
         }
         if self.codes is not None:
             out["codes"] = dict(self.codes)
+        if self.state is not None:
+            out["state"] = dict(self.state)
         return out
 
 

@@ -7,7 +7,7 @@ writes EEPROM or sends REBOOT.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from servotool.errors import DeviceError
@@ -26,13 +26,18 @@ class TelemetrySource(Protocol):
     simulated: bool
     model: str
     status_every_frame: bool  # the status rides with every frame (no separate poll)
+    # fast sweeps a second when the device streams its own cycles faster than the loop reads (a 1 kHz arm:
+    # every cycle is a sweep, handed over in batches); None: one sweep a frame. The fast ring is sized to
+    # keep the same seconds of lead-up either way.
+    sweep_rate_hz: float | None
 
     def describe(self) -> dict[str, Any]:
         """Device facts for the capture header: url, model, simulated, family, axes, units."""
         ...
 
-    def read_fast(self) -> Sweep | None:
-        """The fast sweep of this frame, None when nothing new was read."""
+    def read_fast(self) -> Sweep | Sequence[Sweep] | None:
+        """The fast sweep of this frame, None when nothing new was read; a device with `sweep_rate_hz`
+        hands over every sweep since the last frame, oldest first (empty when none came)."""
         ...
 
     def read_context(self) -> Sweep | None:

@@ -70,6 +70,7 @@ class StreamOutcome:
     p99_late_ms: float = 0.0
     at_rest: bool | None = None
     notes: list[str] = field(default_factory=list)
+    lost_cycles: int | None = None  # on an arm paced by its device: state cycles the host missed
     link_lost: bool = False  # the link went away, in the loop or during the stop (the JSON has the status)
 
     @property
@@ -96,6 +97,7 @@ class StreamOutcome:
             "bad_frames_left_out": self.bad_frames,
             "late_ticks": self.late_ticks,
             "max_late_ms": self.max_late_ms,
+            "lost_cycles": self.lost_cycles,
             "at_rest": self.at_rest,
             "notes": self.notes,
         }

@@ -170,11 +170,11 @@ def test_fit_through_origin_reports_its_uncertainty():
     v = np.array([5.0, 10.0, 20.0, 40.0])
     fit = fit_through_origin(v, 0.05 * v + np.array([0.001, -0.001, 0.001, -0.001]))
     assert fit.lag_ms == pytest.approx(50.0, abs=0.1)
-    assert 0 < fit.se_ms < 0.1
+    assert 0 < fit.stderr_ms < 0.1
     assert fit.ci95_ms[0] < 50.0 < fit.ci95_ms[1]
     assert fit_through_origin([], []) is None
     single = fit_through_origin([10.0], [0.5])
-    assert single.lag_ms == pytest.approx(50.0) and math.isnan(single.se_ms)
+    assert single.lag_ms == pytest.approx(50.0) and math.isnan(single.stderr_ms)
 
 
 def test_first_order_response_is_exact_for_a_ramp():

@@ -111,12 +111,12 @@ def test_the_fit_finds_the_known_dead_time_and_filter_within_its_standard_errors
     rec = recording(lag=lag, tau=tau, noise=0.001, seed=int(tau * 1e4 + lag * 1e3))
     d = analyze_lag(rec, joint=0, cmd_period_s=T).dynamics
     assert d.has_filter == (tau > 0)
-    assert d.lag_se_ms < 0.2
-    assert abs(d.lag_ms - lag * 1e3) <= 3 * d.lag_se_ms + 0.01
+    assert d.lag_stderr_ms < 0.2
+    assert abs(d.lag_ms - lag * 1e3) <= 3 * d.lag_stderr_ms + 0.01
     # a cruise pins the sum to a few microseconds whatever the split
     assert d.effective_lag_ms == pytest.approx((lag + tau) * 1e3, abs=0.05)
     if tau > 0:
-        assert d.tau_se_ms < 0.2
-        assert abs(d.tau_ms - tau * 1e3) <= 3 * d.tau_se_ms + 0.01
+        assert d.tau_stderr_ms < 0.2
+        assert abs(d.tau_ms - tau * 1e3) <= 3 * d.tau_stderr_ms + 0.01
     else:
         assert d.tau_ms == 0.0

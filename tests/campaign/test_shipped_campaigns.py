@@ -102,3 +102,27 @@ def test_simmachine_lag_on_both_transports_and_no_runaway(tmp_path):
     steps = step_metrics(files)
     assert len(steps) == 4 and not any(m.runaway or m.faults for m in steps)
     assert all(25 <= m.first_move_ms <= 45 for m in steps)  # the ~33 ms step-response lag
+
+
+def test_amax_ceiling_report_leads_with_the_ceiling_and_draws_it(tmp_path):
+    state, _files, folder = run_shipped("fairino-9-amax-ceiling", tmp_path)
+    assert (
+        state.stop_status == "fault"
+    )  # by design: the first fault ends it, the last clean a_max is the answer
+    report = build_report(folder)
+    assert report.outcome[0].startswith("**SIMULATED**")
+    ceiling = next(line for line in report.outcome if "a_max ceiling" in line)
+    assert "**a_max ceiling: 10000 deg/s²**" in ceiling and "first fault came at 12500" in ceiling
+    assert "amax-ceiling" in {f.name for f in report.figures}
+    assert "(SIMULATED)" in report.tuning.splitlines()[0]
+
+
+def test_rosorin_limits_report_is_marked_simulated_and_shows_the_stall(tmp_path):
+    state, _files, folder = run_shipped("rosorin-arm-limits", tmp_path)
+    assert state.done
+    report = build_report(folder)
+    assert report.outcome[0].startswith("**SIMULATED**") and "sim:rosorin-arm" in report.outcome[0]
+    assert "stalls: servo 1 up at 880" in report.outcome[1]
+    assert report.limits.startswith("# SIMULATED: mapped on sim:rosorin-arm")
+    assert "arm_limit_1: [30, 860]" in report.limits
+    assert all("SIMULATED" in line for line in report.intro if line.startswith("Device:"))

@@ -8,7 +8,7 @@ import re
 from typer.testing import CliRunner
 
 from servotool.cli.app import app
-from servotool.cli.incidents import _bits
+from servotool.cli.incidents import _axis_bits
 from servotool.cli.record import latch_line
 from servotool.cli.render import relative_ms, relative_s
 from servotool.devices.registry import fault_names, status_names
@@ -27,9 +27,15 @@ def test_the_families_name_their_codes():
 
 
 def test_latches_are_shown_by_name():
-    assert _bits(0x20, "dynamixel") == "0x20 overload"
-    assert _bits((1 << 16) | 32, "fairino").startswith("1/32 TCP speed")
-    assert _bits(0x20, None) == "0x20"
+    def shown(bits, family, table=None):
+        device = {"family": family, **({"status_bits": table} if table else {})}
+        return _axis_bits({"device": device}, {"axis": 12, "bits": bits})
+
+    assert shown(0x20, "dynamixel") == "0x20 (overload)"
+    assert shown((1 << 16) | 32, "fairino").startswith("1/32 (TCP speed")
+    assert shown(0x20, None) == "0x20"
+    # the capture's own names of the axis's bits come first
+    assert shown(0x20, "dynamixel", {"12": ["a", "b", "c", "d", "e", "own_name"]}) == "0x20 (own_name)"
     assert "12 0x20 (overload)" in latch_line({12: 0x20}, "dynamixel")
     assert latch_line({}, "dynamixel") == ""
 

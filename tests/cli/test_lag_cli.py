@@ -162,7 +162,9 @@ def test_the_lag_result_reads_at_80_columns_verdict_first(tmp_path):
     lines = text.splitlines()
     assert "…" not in text and all(len(line) <= 80 for line in lines)
     assert _verdict_lag(lines[0]) == pytest.approx(78.0, abs=0.5)
-    assert "(95 % CI)" in lines[0] and "constant across speeds" in lines[0]
+    assert "(95 % CI " in lines[0] and " to " in lines[0] and "constant across speeds" in lines[0]
+    assert "±" not in text  # one convention: the interval by its bounds, the standard error by its name
+    assert "standard error" in text
     for header in ("pass", "dir", "deg/s", "frames", "Δ", "deg", "L", "ms", "mid L", "over"):
         assert header in text, header
     assert "gΔ mean" not in text  # the guard-view columns are --wide only
@@ -192,3 +194,62 @@ def test_the_default_ramp_is_short_and_has_two_speeds():
     for v in s.speeds_deg_s:
         assert abs(s.sweep_deg) / v - s.ramp_s >= 0.35
     check_settings(s)
+
+
+def test_a_sweep_too_short_for_any_cruise_is_refused_before_anything_moves(tmp_path):
+    res = runner.invoke(app, ["lag", "--speeds", "15,30", "--sweep", "1", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.stderr
+    assert "L not measurable" in res.stderr and "--sweep 9 " in res.stderr
+    assert "SIMULATED" not in res.stderr and not list(tmp_path.glob("*.csv"))  # nothing was opened
+    res = runner.invoke(app, ["lag", "--speeds", "15,30", "--sweep", "-1", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--sweep -9 " in res.stderr
+
+
+def test_a_run_that_measured_no_lag_exits_1(tmp_path):
+    # 2 deg at 15 deg/s leaves a cruise of a few ticks: the run goes ahead, but it is shorter than the lag
+    args = [
+        "lag",
+        "--robot",
+        "sim:fr3?clock=sim",
+        "--speeds",
+        "15,30",
+        "--sweep",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1, res.stderr
+    assert res.stdout.splitlines()[0].startswith("L not measurable")
+    assert "error: L not measurable" in res.stderr
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 1 and json.loads(res.stdout)["analysis"]["result"]["fit"] is None
+
+
+def test_the_fit_names_its_interval_and_standard_error_in_the_json(tmp_path):
+    result = analyze_file(_ramp_csv(tmp_path / "a.csv", 0.078, (10.0, 20.0))).result
+    fit = result.to_dict()["fit"]
+    assert {"stderr_ms", "ci95_low_ms", "ci95_high_ms"} <= set(fit) and "se_ms" not in fit
+    assert fit["ci95_low_ms"] < fit["lag_ms"] < fit["ci95_high_ms"]
+    assert {"lag_stderr_ms", "tau_stderr_ms", "offset_stderr_deg"} <= set(result.to_dict()["dynamics"])
+
+
+def test_an_interrupted_run_says_so_first_and_tunes_nothing(tmp_path):
+    path = _ramp_csv(tmp_path / "cut.csv", 0.078, (10.0, 20.0))
+    lines = path.read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("# end"))
+    # the run stopped by Ctrl-C half way: the file ends there, with the end line of an interruption
+    body = [i for i, line in enumerate(lines) if not line.startswith("#")]
+    keep = lines[: body[len(body) // 2]]
+    keep.append(lines[end].replace("complete", "interrupted: Ctrl-C"))
+    path.write_text("\n".join(keep) + "\n")
+    fa = analyze_file(path)
+    assert not fa.meta.complete
+    assert fa.result.fit is not None and fa.result.tuning is None
+    assert any("no guard tuning" in w for w in fa.result.warnings)
+    out = Console(width=80, record=True, emoji=False)
+    render_lag(
+        fa.result, title="lag", out=out, ended_early="RUN ENDED EARLY (Ctrl-C): 2 of 4 passes measured"
+    )
+    text = out.export_text()
+    assert text.startswith("RUN ENDED EARLY") and "guard tuning" not in text

@@ -132,3 +132,50 @@ def test_a_backup_is_whole_and_keeps_mode_and_times(tmp_path):
     with pytest.raises(FileExistsError):
         atomic.copy_new(limits, backup)  # an existing backup is never replaced
     assert backup.read_text() == old
+
+
+@pytest.fixture
+def a_capture(tmp_path: Path) -> Path:
+    from servotool.clock import FakeClock
+    from servotool.runs.recorder.loop import RecordSettings, run_record
+    from tests.recorder.helpers import ScriptedSource
+
+    clock = FakeClock()
+    dest = tmp_path / "caps"
+    out = run_record(
+        ScriptedSource(clock, overload={12: 4.0}),
+        clock,
+        RecordSettings(dest=dest, duration_s=8.0),
+        handle_signals=False,
+    )
+    assert len(out.captures) == 1
+    return dest
+
+
+PNG_WHY = {
+    "dangling": "which does not exist",
+    "loop": "symbolic link loop",
+    "to-a-folder": "a folder, not a file",
+    "under-dangling": "which does not exist",
+}
+
+
+@pytest.mark.parametrize("kind", list(PNG_WHY))
+def test_incidents_plot_naming_a_bad_link_is_one_line_exit_2(kind, a_capture, tmp_path, monkeypatch, capsys):
+    links = {
+        "dangling": tmp_path / "dangling.png",
+        "loop": tmp_path / "loop1.png",
+        "to-a-folder": tmp_path / "folder.png",
+        "under-dangling": tmp_path / "gone" / "plot.png",
+    }
+    links["dangling"].symlink_to(tmp_path / "nowhere.png")
+    (tmp_path / "loop2.png").symlink_to(links["loop"])
+    links["loop"].symlink_to(tmp_path / "loop2.png")
+    (tmp_path / "a-folder").mkdir()
+    links["to-a-folder"].symlink_to(tmp_path / "a-folder")
+    (tmp_path / "gone").symlink_to(tmp_path / "no-folder")
+    argv = ["incidents", "plot", "1", "--out", str(a_capture), "--plot", str(links[kind])]
+    line = _refused(argv, monkeypatch, capsys)
+    assert "--plot" in line and PNG_WHY[kind] in line, line
+    assert not (tmp_path / "nowhere.png").exists() and not (tmp_path / "no-folder").exists()
+    assert list((tmp_path / "a-folder").iterdir()) == []  # nothing written through the link

@@ -286,3 +286,35 @@ def test_a_wide_result_table_cuts_no_number_on_an_80_column_terminal(tmp_path) -
     short_text = short.export_text()
     assert all(len(line.rstrip()) <= 80 for line in short_text.splitlines())
     assert "tau = " in short_text and "± -" not in " ".join(short_text.split())  # no error: no dangling ±
+
+
+def test_record_view_keeps_every_group_and_marks_only_the_silent_servo_stale() -> None:
+    from servotool.cli.record import render_view
+    from servotool.recorder import Sweep
+    from servotool.recorder.frames import AxisSample
+    from servotool.runs.recorder.loop import RecordProgress
+
+    s = AxisSample(position=2047.0, target=2048.0, current=40.0, voltage=4.7, temperature=30.0)
+    old = AxisSample(position=1999.0, target=2048.0, current=40.0, voltage=4.7, temperature=30.0)
+    fast = Sweep(t=5.0, group="legs", axes={21: s, 22: None, 23: None})
+    neck = Sweep(t=4.9, group="neck", axes={30: s, 31: s, 32: s, 33: s})
+    progress = RecordProgress(
+        t=5.0,
+        frames=150,
+        fast=fast,
+        context=neck,
+        latched={},
+        window_open=False,
+        fast_count=150,
+        context_count=5,
+        captures=[],
+        events=[],
+        overruns=0,
+        last_answers={21: (5.0, s), 22: (2.5, old), 30: (4.9, s)},
+    )
+    lines = _render(lambda con: con.print(render_view(progress, "pulse")))
+    rows = {ln.split()[0]: ln for ln in lines[2:] if ln.split() and ln.split()[0].isdigit()}
+    assert set(rows) == {"21", "22", "23", "30", "31", "32", "33"}  # the neck is there beside the silence
+    assert "stale 2.5 s" in rows["22"] and "1999.0" in rows["22"]  # its last answer, marked stale
+    assert rows["23"].split()[-1] == "silent"  # never answered
+    assert "stale" not in rows["21"] and "silent" not in rows["30"]

@@ -34,12 +34,13 @@ def test_shaped_step_json(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "command", [["step"], ["step", "--shaper", "otg"], ["lag", "--sweep", "5", "--speeds", "20"]]
+    "command", [["step"], ["step", "--shaper", "otg"], ["lag", "--sweep", "30", "--speeds", "20"]]
 )
 def test_a_long_command_period_never_makes_a_shaped_step_or_a_ramp_run_away(tmp_path, command):
     """At --cmd-ms 100 the default a_max changes the per-command step by 5 deg, inside the runaway band
     (the controller ran away 102 deg on a shaped 10 deg step): refused before the device opens. With the
-    a_max the period allows, the same run is clean."""
+    a_max the period allows, the same run is clean (the ramp's sweep leaves a cruise after its 1 s ramps:
+    one without any is refused up front)."""
     res = runner.invoke(app, [*command, *LOCKSTEP, "--cmd-ms", "100", "--out", str(tmp_path)])
     assert res.exit_code == 2, res.stdout + res.stderr
     assert "error: refused: --a-max 500 at --cmd-ms 100" in res.stderr

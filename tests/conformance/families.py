@@ -83,8 +83,13 @@ def _silent_stream(arm: Any) -> None:
     arm.sim.hold_stream(True)  # the state stream goes quiet: the client's watchdog calls the link lost
 
 
+def _kill_simulator(arm: Any) -> None:
+    arm.sim_process.kill()  # the robot is gone: no state comes, libfranka's receive times out
+
+
 ARM_LOSSES: dict[str, ArmLoss] = {
     "fairino": ArmLoss(at_tick=_silent_stream),
+    "franka": ArmLoss(at_tick=_kill_simulator),
     "fake-arm": ArmLoss(params=f"lose_after={LOSS_TICK + 1}"),
 }
 
@@ -119,6 +124,35 @@ BUS_LOSSES: dict[str, BusLoss] = {
     "hiwonder": BusLoss(lambda facts: f"silent_after={LOSS_AT_S:g}&timeout_ms=20&retries=0", _wait_past_loss),
     "dynamixel": BusLoss(_each_silent, _wait_past_loss),
     "fake-bus": BusLoss(lambda facts: "lose_after=1", _one_command),
+}
+
+# -- a servo lost mid-move, and one that comes back --------------------------------------------------------
+
+SERVO_LOSS_AT_S = 0.2  # simulated seconds after opening: early in a move of about a second
+SERVO_BACK_AT_S = 0.5  # when a servo lost at SERVO_LOSS_AT_S answers again
+
+
+@dataclass(frozen=True)
+class ServoLoss:
+    """URL parameters that silence one servo (`sid`) from SERVO_LOSS_AT_S on (`back`: until SERVO_BACK_AT_S,
+    then it answers again)."""
+
+    params: Callable[[int, bool], str]
+
+
+def _dxl_silence(sid: int, back: bool) -> str:
+    until = f"-{SERVO_BACK_AT_S:g}" if back else ""
+    return f"latency_ms=1&silent={sid}@{SERVO_LOSS_AT_S:g}{until}"
+
+
+def _board_silence(sid: int, back: bool) -> str:
+    until = f"&silent_until_{sid}={SERVO_BACK_AT_S:g}" if back else ""
+    return f"silent_after_{sid}={SERVO_LOSS_AT_S:g}{until}&timeout_ms=20&retries=0"
+
+
+SERVO_LOSSES: dict[str, ServoLoss] = {
+    "dynamixel": ServoLoss(_dxl_silence),
+    "hiwonder": ServoLoss(_board_silence),
 }
 
 # -- another owner ---------------------------------------------------------------------------------------

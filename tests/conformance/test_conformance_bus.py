@@ -10,10 +10,19 @@ from servotool.clock import FakeClock
 from servotool.devices.bus import Bus, bus_clock, read_records
 from servotool.devices.family import BUS
 from servotool.devices.registry import DeviceURLError, lock_keys, open_bus, url_facts
-from servotool.errors import ConnectionLost, Refused
+from servotool.errors import ConnectionLost
 from servotool.runs.bus import servo
 from servotool.runs.ownership import claim
-from tests.conformance.families import BUS_LOSSES, BUS_URLS, SIM_CLOCK, opened, skip_unless, with_params
+from tests.conformance.families import (
+    BUS_LOSSES,
+    BUS_URLS,
+    SERVO_LOSS_AT_S,
+    SERVO_LOSSES,
+    SIM_CLOCK,
+    opened,
+    skip_unless,
+    with_params,
+)
 
 PERIOD_S = 0.04
 SPEED = 100.0  # units/s
@@ -157,5 +166,37 @@ def test_a_lost_link_is_silence_on_reads_and_a_lost_hold(url):
         assert {sid: bus.last_position[sid] for sid in known} == known  # the last known pose is kept
         with pytest.raises(ConnectionLost):
             servo.hold(bus)
-        with pytest.raises(Refused, match="not answering"):
-            servo.read_arm(bus)  # nothing moves a bus whose joints are silent
+        with pytest.raises(servo.BusSilent, match="no servo answered"):
+            servo.read_arm(bus)  # nothing moves a bus where nobody answers: a lost device (exit 3)
+
+
+def test_a_servo_lost_mid_move_stops_the_move_within_a_few_reads_and_is_named_not_held(url):
+    loss = skip_unless(SERVO_LOSSES, url, "silence one servo")
+    sid = url_facts(url).joint_ids[0]
+    with opened(url, BUS, loss.params(sid, False)) as (bus, clock):
+        _, start, goal, limits = a_move(bus)
+        t0 = clock.now()
+        with pytest.raises(servo.MoveServoLost) as info:
+            servo.move_to(bus, clock, {sid: goal}, limits=limits, speed=SPEED, recover_s=0.2)
+        lost = info.value
+        assert lost.exit_code == 3 and lost.lost == [sid] and sid in lost.not_held
+        assert lost.detected_s[sid] <= (servo.LOST_READS - 1) * servo.PERIOD_S + 1e-6
+        assert clock.now() - t0 < SERVO_LOSS_AT_S + 0.5  # not at its planned end
+        assert sid not in lost.held and set(lost.held) == set(bus.ids) - {sid}
+
+
+def test_a_servo_that_answers_again_after_a_lost_move_holds_where_it_is(url):
+    loss = skip_unless(SERVO_LOSSES, url, "silence one servo and bring it back")
+    sid = url_facts(url).joint_ids[0]
+    with opened(url, BUS, loss.params(sid, True)) as (bus, clock):
+        _, start, goal, limits = a_move(bus)
+        with pytest.raises(servo.MoveServoLost) as info:
+            servo.move_to(bus, clock, {sid: goal}, limits=limits, speed=SPEED)
+        lost = info.value
+        assert sid in lost.recovered and sid in lost.held and lost.not_held == []
+        here = lost.recovered[sid]
+        assert bus.last_position[sid] == here  # the position it read when it answered again
+        clock.sleep(1.0)
+        later = bus.read_position(sid)
+        assert later is not None and abs(later - goal) > abs(here - goal) - 2 * tolerance(bus)
+        assert abs(later - here) <= 2 * tolerance(bus)

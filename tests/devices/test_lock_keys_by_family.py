@@ -16,7 +16,7 @@ from servotool.runs.ownership import device_keys
 
 NETWORK = [fam for fam in FAMILIES if fam.network]
 SERIAL = [fam for fam in FAMILIES if not fam.network]
-UNKNOWN = ["franka://172.16.0.2", "foo:///dev/ttyUSB0", "franka://localhost?rpc_port=1"]
+UNKNOWN = ["kuka://172.16.0.2", "foo:///dev/ttyUSB0", "kuka://localhost?rpc_port=1"]
 LOOPBACK = ["127.0.0.1", "127.1", "localhost", "LOCALHOST.", "0x7f000001", "[::ffff:127.0.0.1]", "[::1]"]
 
 
@@ -116,8 +116,8 @@ def nothing_opens(monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
-        ["lag", "--robot", "franka://172.16.0.2"],
-        ["step", "--robot", "franka://172.16.0.2"],
+        ["lag", "--robot", "kuka://172.16.0.2"],
+        ["step", "--robot", "kuka://172.16.0.2"],
         ["servo", "read", "--bus", "foo:///dev/ttyUSB0"],
         ["sweep", "--bus", "foo:///dev/ttyUSB0", "--servo", "1"],
     ],

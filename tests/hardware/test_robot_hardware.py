@@ -11,8 +11,10 @@ import os
 import pytest
 
 from servotool.clock import MonotonicClock
-from servotool.devices.registry import open_arm
-from servotool.runs.arm.ramp import RampSettings, run_ramp
+from servotool.devices.registry import ARM, open_arm, url_facts
+from servotool.runs.arm.prepare import wait_for_state
+from servotool.runs.arm.ramp import run_ramp
+from servotool.runs.arm.settings import LagOptions
 
 URL = os.environ.get("SERVOTOOL_TEST_ROBOT")
 MOTION = os.environ.get("SERVOTOOL_TEST_ALLOW_MOTION") == "1"
@@ -35,9 +37,9 @@ def arm():
 
 
 def test_state_stream_arrives_with_a_full_pose(arm):
-    a, _ = arm
+    a, clock = arm
     assert not a.simulated
-    frame = a.wait_state(timeout_s=1.0)
+    frame = wait_for_state(a, clock, timeout_s=1.0)
     assert len(frame.q) == a.n_joints
     assert all(math.isfinite(x) for x in frame.q)
     assert frame.fault is None or all(isinstance(c, int) for c in frame.fault.codes)
@@ -46,7 +48,11 @@ def test_state_stream_arrives_with_a_full_pose(arm):
 @pytest.mark.skipif(not MOTION, reason="set SERVOTOOL_TEST_ALLOW_MOTION=1 to let the test move the arm")
 def test_small_lag_ramp_gives_a_constant_lag(arm, tmp_path):
     a, clock = arm
-    settings = RampSettings(joint=JOINT, sweep_deg=5.0, speeds_deg_s=(5.0, 10.0), keep=True)
+    # the family's command period and bounds, as the CLI gives them (a Franka sets its own 1 ms pace)
+    motion = url_facts(URL, ARM).motion
+    settings = (
+        LagOptions(joint=JOINT, sweep=5.0, speeds=(5.0, 10.0), keep=True).for_device(motion).run_settings()
+    )
     run = run_ramp(a, settings, clock=clock, out_dir=tmp_path, command="pytest hardware")
     assert run.outcome.complete, run.outcome.reason
     res = run.analysis.result

@@ -62,6 +62,8 @@ class ScriptedSource:
     """
 
     status_every_frame = False
+
+    sweep_rate_hz: float | None = None  # one sweep a frame
     url = "scripted:microduck"
     simulated = True
     model = "scripted"

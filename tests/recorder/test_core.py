@@ -341,3 +341,54 @@ def test_recording_can_be_switched_off():
     rec, clock = make(enabled=False)
     assert run_frames(rec, clock, 8.0, latch_after(102.0, {12: (0.0, OVERLOAD)})) == []
     assert rec.fast_count == 0 and rec.context_count == 0
+
+
+def _silent_leg_frames(rec: FlightRecorder, clock: FakeClock, seconds: float, status) -> list:
+    """Frames whose leg read waits out a silent servo's timeout (axis 22) before the rest of the frame."""
+    from servotool.recorder import AxisSample, Sweep
+    from tests.recorder.helpers import LEGS, neck_sweep
+
+    out = []
+    for _ in range(round(seconds / PERIOD)):
+        start = clock.now()
+        plan = rec.plan(start, leg_sweep=True)
+        clock.advance(0.025)  # the sync read waits for the silent servo
+        axes = {a: None if a == 22 else AxisSample(2048.0, 2050.0, 100.0, 0.0, 5.0, 31.0) for a in LEGS}
+        rec.on_sweep(Sweep(clock.now(), "legs", axes))
+        if plan.context:
+            rec.on_sweep(neck_sweep(clock.now()))
+        if plan.status:
+            rec.on_status(clock.now(), status(clock.now()))
+        out.extend(rec.after_goal_write(clock.now()))
+        clock.advance(start + PERIOD - clock.now())
+    return out
+
+
+def test_a_silent_leg_servo_never_keeps_the_neck_out_of_the_context_ring():
+    rec, clock = make()
+    silent_22 = lambda t: {**healthy(t), 22: None}  # noqa: E731
+    caps = _silent_leg_frames(
+        rec, clock, 12.0, latch_after(clock.now() + 10.0, {12: (0.0, OVERLOAD)}, silent_22)
+    )
+    caps += _silent_leg_frames(
+        rec, clock, 3.0, latch_after(clock.now() - 2.0, {12: (0.0, OVERLOAD)}, silent_22)
+    )
+    assert len(caps) == 1
+    context = [s for s in caps[0].samples if s["ring"] == "context"]
+    assert len(context) >= 5 and all(s["neck"] is not None for s in context)
+    # the silent servo's own rows say so, and the capture names it
+    assert all(
+        s["axes"]["22"] is None and s["axes"]["21"] is not None
+        for s in caps[0].samples
+        if s["ring"] == "fast"
+    )
+    silent = caps[0].header["silent_axes"]
+    assert list(silent) == ["22"] and silent["22"]["sweeps"] == silent["22"]["of"] > 0
+    assert silent["22"]["last_answer_t"] is None
+    assert 22 not in rec.last_answers and 21 in rec.last_answers
+
+
+def test_a_capture_of_a_bus_that_always_answered_names_no_silent_servo():
+    rec, clock = make()
+    caps = run_frames(rec, clock, 15.0, latch_after(100.0 + 10.0, {12: (0.0, OVERLOAD)}))
+    assert len(caps) == 1 and caps[0].header["silent_axes"] == {}

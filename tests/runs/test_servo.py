@@ -113,9 +113,10 @@ def test_abort_mid_move_holds_at_once(arm):
 
     result = move_to(bus, clock, {1: 900}, limits=read_limits(bus), abort_requested=ev, on_progress=progress)
     assert result.aborted and result.frames == 5
+    # after the last frame: its read-back of the moving servo, then the hold and nothing else first
     kinds = [type(r.command) for r in bus.sim.received]
     last_move = max(i for i, k in enumerate(kinds) if k is p.Move)
-    assert kinds[last_move + 1] is p.Stop
+    assert kinds[last_move + 1] is p.ServoRequest and kinds[last_move + 2] is p.Stop
 
 
 def test_relax_is_refused_away_from_the_tuck(arm):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from servotool.analysis.lag.dynamics import fit_dynamics
+from servotool.analysis.lag.echo import with_echo_figures
 from servotool.analysis.lag.link import link_latency, timing_certain
 from servotool.analysis.lag.origin import fit_through_origin, guard_advice, midpoint_check, model_check
 from servotool.analysis.lag.passes import (
@@ -330,6 +331,7 @@ def analyze_lag(
         out.append(lag)
         if point is not None:
             host_points.append(point)
+    out = with_echo_figures(rec, joint, passes, speeds, out, cmd_period_s, skip)
     # 4. the fits through the origin, their checks, the noise and the guard tuning
     res = _summarise(rec, joint, cmd_period_s, s, out, host_points, dyn, settle_time, a_max, v_max)
     res.late_sends = int(late[0].size)

@@ -357,11 +357,11 @@ def fit_dynamics(
     has_friction = abs(k) > FRICTION_SIGMAS * k_se and k_effect_s > FRICTION_MIN_EFFECT_S
     return Dynamics(
         lag_ms=lag * 1e3,
-        lag_se_ms=lag_se * 1e3,
+        lag_stderr_ms=lag_se * 1e3,
         tau_ms=tau * 1e3,
-        tau_se_ms=ms(tau_se),  # math.nan itself when there is none (comparisons by identity hold)
+        tau_stderr_ms=ms(tau_se),  # math.nan itself when there is none (comparisons by identity hold)
         offset_deg=k,
-        offset_se_deg=k_se,
+        offset_stderr_deg=k_se,
         bias_deg=b,
         rms_deg=math.sqrt(float(r @ r) / n),
         n_samples=n,

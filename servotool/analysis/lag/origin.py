@@ -80,11 +80,12 @@ def fit_through_origin(v: Sequence[float], delta: Sequence[float]) -> OriginFit 
     icpt, icpt_se = _intercept_fit(va, d)
     return OriginFit(
         lag_ms=lag * 1e3,
-        se_ms=se * 1e3,
-        ci95_ms=(ci[0] * 1e3, ci[1] * 1e3),
+        stderr_ms=se * 1e3,
+        ci95_low_ms=ci[0] * 1e3,
+        ci95_high_ms=ci[1] * 1e3,
         n_passes=n,
         intercept_deg=icpt,
-        intercept_se_deg=icpt_se,
+        intercept_stderr_deg=icpt_se,
     )
 
 

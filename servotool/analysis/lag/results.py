@@ -60,19 +60,32 @@ class PassLag:
     overshoot_deg: float  # past the end of the pass, after the stop
     note: str = ""
     n_late_left_out: int = 0  # cruise frames left out because a late send disturbed them (not in n_frames)
+    # a controller that echoes what it executes (analysis.lag.echo): the executed setpoint's lag behind the
+    # one sent (ms), the pass's lowest success rate of setpoints received, the state cycles missed
+    echo_lag_ms: float = math.nan
+    success_rate: float = math.nan
+    lost_cycles: int | None = None
 
 
 @dataclass
 class OriginFit:
-    """delta = v * L fitted through the origin over pass means; lag_ms with its standard error and 95 % CI."""
+    """delta = v * L fitted through the origin over pass means: lag_ms with its standard error (stderr_ms)
+    and the bounds of its 95 % confidence interval (ci95_low_ms, ci95_high_ms); NaN where one pass gives
+    no scatter to estimate them from."""
 
     lag_ms: float
-    se_ms: float
-    ci95_ms: tuple[float, float]
+    stderr_ms: float
+    ci95_low_ms: float
+    ci95_high_ms: float
     n_passes: int
     # the same data fitted with an intercept: a non-zero offset (deg) means the delta is not pure lag
     intercept_deg: float = math.nan
-    intercept_se_deg: float = math.nan
+    intercept_stderr_deg: float = math.nan
+
+    @property
+    def ci95_ms(self) -> tuple[float, float]:
+        """The 95 % confidence interval as (low, high) in ms."""
+        return (self.ci95_low_ms, self.ci95_high_ms)
 
 
 @dataclass
@@ -107,11 +120,11 @@ class Dynamics:
     """Dead time L plus first-order lag tau plus a direction-dependent offset, fitted on every frame."""
 
     lag_ms: float
-    lag_se_ms: float
+    lag_stderr_ms: float
     tau_ms: float
-    tau_se_ms: float
+    tau_stderr_ms: float
     offset_deg: float  # k: measured trails the command by k against the direction of motion (k > 0)
-    offset_se_deg: float
+    offset_stderr_deg: float
     bias_deg: float  # a constant measured - commanded offset
     rms_deg: float
     n_samples: int

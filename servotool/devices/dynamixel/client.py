@@ -547,7 +547,17 @@ class DxlBus:
         return None if lo is None or hi is None else (lo, hi)
 
     def read_pose(self, ids: Iterable[int] | None = None) -> dict[int, int | None]:
-        return {sid: self.read_position(sid) for sid in (self._ids if ids is None else ids)}
+        """Present Position of each servo (all by default) in one sync read: a silent servo costs one
+        packet timeout for the whole read, so a move can read its servos every period."""
+        reg = ct.PRESENT_POSITION
+        _, _, axes, answers = self._sync_read(ids, reg.address, reg.size)
+        out: dict[int, int | None] = {}
+        for sid in axes:
+            got = answers.get(sid)
+            out[sid] = None if got is None else ct.decode_value(reg, got[1])
+            if out[sid] is not None:
+                self._last_position[sid] = int(out[sid] or 0)
+        return out
 
     def move(self, targets: Mapping[int, int], duration_ms: int) -> None:
         """Every servo of targets to its goal, arriving after about duration_ms: Profile Velocity is set per
@@ -585,6 +595,19 @@ class DxlBus:
         self.write_goals(goals)
         for sid in goals:
             self.write(sid, ct.TORQUE_ENABLE, 1)
+
+    def read_pose_at_once(self, ids: Iterable[int]) -> dict[int, int | None]:
+        """Present Position of `ids` in one sync read (PoseAtOnceBus): read_pose, which is one already."""
+        return self.read_pose(ids)
+
+    def overwrite_goal(self, servo_id: int) -> int | None:
+        """Goal Position (RAM) = Present Position for one servo, if it answers: a servo that took goals
+        while its answers were lost (or held on a stalled line) goes no further. The position written,
+        once the servo acknowledged it; None when it does not answer either exchange."""
+        pos = self.read_position(servo_id)
+        if pos is None or not self.write(servo_id, ct.GOAL_POSITION, pos):
+            return None
+        return pos
 
     def unpowered(self, ids: Iterable[int]) -> list[int]:
         """Servos among `ids` that answer with Torque Enable off: a goal sent to them goes nowhere. Read only;

@@ -4,7 +4,8 @@
 each packet arrives. It answers PING (unicast and broadcast), READ, WRITE, REG_WRITE/ACTION, SYNC READ,
 SYNC WRITE, BULK READ, BULK WRITE and REBOOT like an XL330 does: status packets carry the Alert bit (0x80)
 while Hardware Error Status is non-zero, sync and bulk reads answer in the order asked, silent servos never
-answer, Status Return Level (68) is honoured. FACTORY RESET is refused (Result Fail): it is not modelled.
+answer, Status Return Level (68) is honoured; a frozen line (`freeze`) holds every packet and delivers
+them in order when it thaws. FACTORY RESET is refused (Result Fail): it is not modelled.
 
 Faults come from the URL (see sim_params) or at run time through `inject`, `overload`, `set_silent`,
 `set_load`, `drop_next` and `corrupt_next`. `PtyDxlServer` serves a DxlSim on a pty so that dynamixel-sdk's
@@ -90,7 +91,13 @@ class DxlSim:
             for s in params.overloads
         ]
         self._latches = sorted(((s.at_s, s.sid, s.bits) for s in params.latched), reverse=True)
-        self._silences = sorted(((s.at_s, s.sid) for s in params.silent), reverse=True)
+        # (time, servo, silent from then on): a silence with an end answers again at its end
+        self._silences = sorted(
+            [(s.at_s, s.sid, True) for s in params.silent]
+            + [(s.until_s, s.sid, False) for s in params.silent if math.isfinite(s.until_s)],
+            reverse=True,
+        )
+        self._held: list[p.Packet] = []  # packets taken while the line is frozen, delivered when it thaws
         self._registered: dict[int, p.Write] = {}
         self._drop = 0
         self._corrupt = 0
@@ -118,7 +125,8 @@ class DxlSim:
             _, sid, bits = self._latches.pop()
             self.axes[sid].latch(bits)
         while self._silences and self._silences[-1][0] <= self._t:
-            self.axes[self._silences.pop()[1]].silent = True
+            _, sid, silent = self._silences.pop()
+            self.axes[sid].silent = silent
         for o in self._overloads:
             if o.done or self._t < o.start:
                 continue
@@ -161,9 +169,19 @@ class DxlSim:
         with self._lock:
             try:
                 self.advance()
+                if self._frozen():
+                    self._held.append(packet)  # a stalled line: nothing answers, nothing is lost
+                    return b""
+                for held in self._held:  # the line thaws: what it held goes through first, answers lost
+                    self._apply(held)
+                self._held.clear()
                 return self._apply(packet)
             finally:
                 self.packets_seen += 1  # counted once applied: a lock-step clock waits for this
+
+    def _frozen(self) -> bool:
+        span = self.params.freeze
+        return span is not None and span[0] <= self._t < span[1]
 
     def _alive(self, sid: int) -> SimAxis | None:
         axis = self.axes.get(sid)

@@ -11,7 +11,9 @@ separated by commas: at time T (0 when omitted) the servo latches BITS of Hardwa
 | overload_ramp_s | length of an overload's lead-up of rising current, s | 2.5 |
 | overload_ma | extra current an overload reaches just before it latches, mA | 1200 |
 | latched | fault specs `ID[@T][:BITS]`: latched without lead-up (at start when no @T) | none |
-| silent | `ID[@T],...`: the servo never answers (from T on) | none |
+| silent | `ID[@T[-T2]],...`: the servo never answers (from T on; answering again from T2) | none |
+| freeze | `T[-T2]`: the line freezes at T: nothing answers, every packet is held, and at T2 the held packets
+|        | are taken in order (their answers lost), as a stalled adapter delivers them | none |
 | load_ID | extra load on one servo, mA (`load=` for all) | 0 |
 | torque | 1/0: torque on at start | profile (on) |
 | voltage | supply voltage, V | 5.0 |
@@ -50,6 +52,7 @@ class FaultSpec:
     sid: int
     at_s: float = 0.0
     bits: int = int(HardwareError.OVERLOAD)
+    until_s: float = math.inf  # a silence ends here (sim seconds); faults never end by themselves
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class DxlSimParams:
     overload_ma: float = 1200.0
     latched: tuple[FaultSpec, ...] = ()
     silent: tuple[FaultSpec, ...] = ()
+    freeze: tuple[float, float] | None = None  # (from, to) sim seconds; to inf: it stays frozen
     load_ma: Mapping[int, float] = field(default_factory=dict)
     torque: bool | None = None
     voltage: float = 5.0
@@ -82,6 +86,28 @@ def _fault(item: str, default_bits: int) -> FaultSpec:
     if not (math.isfinite(spec.at_s) and spec.at_s >= 0) or not 0 < spec.bits <= 0xFF:
         raise ValueError(f"{item!r}: want ID[@T][:BITS] with T a finite number >= 0 and BITS 1-255")
     return spec
+
+
+def _span(text: str) -> tuple[float, float]:
+    """`T[-T2]` -> (T, T2), T2 infinite when omitted; ValueError unless 0 <= T < T2 (finite T)."""
+    head, sep, tail = text.strip().partition("-")
+    start = float(head)
+    end = float(tail) if sep else math.inf
+    if not (math.isfinite(start) and start >= 0 and end > start) or math.isnan(end):
+        raise ValueError(f"{text!r}: want T[-T2] with 0 <= T < T2 (seconds)")
+    return start, end
+
+
+def _silences(text: str) -> tuple[FaultSpec, ...]:
+    """`ID[@T[-T2]],...`: each servo silent from T (0 when omitted), answering again from T2 if given."""
+    out = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        sid, sep, when = item.partition("@")
+        start, end = _span(when) if sep else (0.0, math.inf)
+        out.append(FaultSpec(int(sid), start, until_s=end))
+    return tuple(out)
 
 
 def _faults(text: str, default_bits: int = int(HardwareError.OVERLOAD)) -> tuple[FaultSpec, ...]:
@@ -143,7 +169,8 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "overload_ramp_s": ("overload_ramp_s", _nonneg),
     "overload_ma": ("overload_ma", _nonneg),
     "latched": ("latched", _faults),
-    "silent": ("silent", _faults),
+    "silent": ("silent", _silences),
+    "freeze": ("freeze", _span),
     "torque": ("torque", url_flag),
     "voltage": ("voltage", _nonneg),
     "supply_ohm": ("supply_ohm", _nonneg),
@@ -177,7 +204,9 @@ PARAM_HELP: dict[str, str] = {
     "overload_ramp_s": "length of an overload's lead-up of rising current, s (default 2.5)",
     "reboot_ms": "how long a rebooting servo stays silent, simulated ms (default 0)",
     "seed": "random seed of noise and dropped or corrupted replies (default 0)",
-    "silent": "ID[@T],...: the servo never answers (from T on)",
+    "silent": "ID[@T[-T2]],...: the servo never answers (from T on; answering again from T2)",
+    "freeze": "T[-T2]: the whole line freezes at T (nothing answers, packets held) and delivers the held "
+    "packets in order at T2",
     "supply_ohm": "supply resistance: the bus voltage sags by this times the total current (default 0.25)",
     "torque": "1/0: torque on at start (default: the profile's, on)",
     "voltage": "supply voltage, V (default 5.0)",
@@ -239,13 +268,24 @@ def parse_sim_params(profile: DxlProfile, params: Mapping[str, str]) -> DxlSimPa
     return DxlSimParams(load_ma=loads, **parsed)
 
 
+def _described(name: str, value: tuple[Any, ...]) -> list[Any]:
+    if name == "freeze":  # JSON has no infinity: a line that stays frozen has no end
+        return [value[0], None if math.isinf(value[1]) else value[1]]
+    if name == "silent":
+        return [
+            {"id": s.sid, "at_s": s.at_s, "until_s": None if math.isinf(s.until_s) else s.until_s}
+            for s in value
+        ]
+    return [{"id": s.sid, "at_s": s.at_s, "bits": s.bits} for s in value]
+
+
 def describe(params: DxlSimParams) -> dict[str, Any]:
     """A JSON-friendly view of resolved parameters (for `servotool sim dynamixel --json`)."""
     out: dict[str, Any] = {}
     for f in fields(params):
         value = getattr(params, f.name)
         if isinstance(value, tuple):
-            value = [{"id": s.sid, "at_s": s.at_s, "bits": s.bits} for s in value]
+            value = _described(f.name, value)
         elif isinstance(value, Mapping):
             value = {str(k): v for k, v in value.items()}
         out[f.name] = value

@@ -34,6 +34,8 @@ class DynamixelSource:
 
     status_every_frame = False
 
+    sweep_rate_hz: float | None = None  # one sweep a frame
+
     def __init__(self, bus: DxlBus, context_groups: tuple[str, ...] = ("neck",)) -> None:
         self.bus = bus
         self.url: str = bus.url

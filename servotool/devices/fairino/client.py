@@ -202,6 +202,8 @@ class FairinoArm:
         self._codes: collections.deque[tuple[int, int]] = collections.deque(maxlen=256)  # (seq, errcode)
         self._code_seq = 0
         self._lost: str | None = None
+        self._rpc_only = False  # the link was lost on XML-RPC alone: UDP and the state stream may still go
+        self._stop_channel = False  # after such a loss, a braked stop may go out over UDP (open_stop_channel)
         self._closed = False
         self._closing = threading.Event()
         self._udp_count = 0
@@ -319,23 +321,32 @@ class FairinoArm:
         if replies is not None:
             with self._rx:
                 ok = self._rx.wait_for(
-                    lambda: self.answers_received >= replies or not self.connected, timeout_s
+                    lambda: self.answers_received >= replies or not self.streaming, timeout_s
                 )
             if not ok:
                 raise DeviceError(
                     f"{self.url}: {self.answers_received} of {replies} UDP answers in {timeout_s:g} s"
                 )
-        if self._stream is not None and self.connected:
+        if self._stream is not None and self.streaming:
             if states is not None and not self._stream.await_frames(states, timeout_s):
                 have = self._stream.frames_in
                 raise DeviceError(f"{self.url}: {have} of {states} state frames in {timeout_s:g} s")
             self._stream.check_silence()
 
-    def _lose(self, why: str) -> None:
+    @property
+    def streaming(self) -> bool:
+        """Setpoints and state still flow: connected, or a braked stop let through after losing XML-RPC."""
+        return self.connected or (self._stop_channel and self._rpc_only and not self._closed)
+
+    def _lose(self, why: str, rpc: bool = False) -> None:
         with self._lock:
             first = self._lost is None and not self._closed
             if first:
                 self._lost = f"{self.url}: connection lost: {why}"
+                self._rpc_only = rpc
+            elif not rpc:  # the state stream or UDP failed too: no channel is left for a stop
+                self._rpc_only = self._stop_channel = False
+                self._lost = f"{self._lost}; then {why}"
         if first:
             # a call blocked on XML-RPC fails at once instead of waiting for its timeout (once: a cleanup
             # call made after the loss must not be cut by a later report of it)
@@ -359,15 +370,32 @@ class FairinoArm:
             with contextlib.suppress(Exception):
                 self._transport.close()
             if not port_answers(self.host, self._rpc_port, self.cleanup_timeout_s):
-                self._lose(f"the controller closed its XML-RPC port ({self._rpc_port})")
+                self._lose(f"the controller closed its XML-RPC port ({self._rpc_port})", rpc=True)
         finally:
             self._rpc_lock.release()
 
-    def _check(self) -> None:
+    def _check(self, stream: bool = False) -> None:
+        """DeviceError once closed, ConnectionLost once lost; `stream` (UDP setpoints, state reads): not
+        after a loss of XML-RPC alone once open_stop_channel let the braked stop through."""
         if self._closed:
             raise DeviceError(f"{self.url}: the client is closed")
-        if self._lost is not None:
+        if self._lost is not None and not (stream and self._stop_channel and self._rpc_only):
             raise ConnectionLost(self._lost)
+
+    def open_stop_channel(self) -> str | None:
+        """After a lost link: when only XML-RPC was lost (its port closed, a call failed or timed out) while
+        setpoints go by UDP and the state stream still brings frames, let UDP ServoJ and the state reads
+        through from now on, so the braked stop still reaches the controller, and say over what; else None
+        (and nothing changes). A later failure of UDP or the state stream closes it again."""
+        with self._lock:
+            stream = self._stream
+            alive = stream is not None and stream.latest is not None
+            if self._lost is None or not self._rpc_only or self.transport != "udp" or not alive:
+                return None
+            if self._udp is None or self._closed:
+                return None
+            self._stop_channel = True
+        return "UDP ServoJ, with the state stream, which still answer"
 
     # --- XML-RPC ------------------------------------------------------------------------------------------
 
@@ -405,7 +433,8 @@ class FairinoArm:
                     why = f"got no answer within {timeout:g} s" if timed_out else f"failed ({exc})"
                     raise ConnectionLost(f"{self.url}: {method} {why} after the link was lost") from None
                 if self._lost is None:
-                    self._lose(f"XML-RPC {method} {'timed out' if timed_out else f'failed ({exc})'}")
+                    why = "timed out" if timed_out else f"failed ({exc})"
+                    self._lose(f"XML-RPC {method} {why}", rpc=method != "ServoJ" or self.transport == "udp")
                 raise ConnectionLost(self._lost or f"{self.url}: connection lost") from None
 
     def _code(self, method: str, *args: Any, cleanup: bool = False) -> int:
@@ -489,7 +518,7 @@ class FairinoArm:
     def servo_j(self, q: Sequence[float], cmd_period_s: float) -> Reply | None:
         """Send one setpoint (deg) with its command period (s). transport=rpc: returns the Reply (errcode as
         answered); transport=udp: returns None (replies, if the controller sends any, come by replies())."""
-        self._check()
+        self._check(stream=self.transport == "udp")
         if len(q) != self.n_joints:
             raise ValueError(f"ServoJ needs {self.n_joints} joint values, got {len(q)}")
         joints = [float(x) for x in q]
@@ -525,11 +554,11 @@ class FairinoArm:
         self._watch_rpc()
         frames = self._stream.poll() if self._stream else []
         if not frames:
-            self._check()
+            self._check(stream=True)
         return frames
 
     def latest_state(self) -> StateFrame | None:
-        self._check()
+        self._check(stream=True)
         return self._stream.latest if self._stream else None
 
     def replies(self) -> list[Reply]:
@@ -540,7 +569,7 @@ class FairinoArm:
             out = list(self._replies)
             self._replies.clear()
         if not out:
-            self._check()
+            self._check(stream=True)
         return out
 
     @property

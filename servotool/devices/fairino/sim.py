@@ -696,7 +696,7 @@ class LockStep:
         return self.add(arm)
 
     def _live(self) -> list[FairinoArm]:
-        return [a for a in self.arms if a.connected]
+        return [a for a in self.arms if a.streaming]
 
     def _barrier(self) -> None:
         arms = self._live()

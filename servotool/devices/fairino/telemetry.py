@@ -30,6 +30,8 @@ class FairinoSource:
 
     status_every_frame = True
 
+    sweep_rate_hz: float | None = None  # one sweep a frame
+
     def __init__(self, arm: Any) -> None:
         self.arm = arm
         self.url: str = arm.url

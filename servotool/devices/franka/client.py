@@ -4,6 +4,10 @@ The stream is paced by the robot: `servo_j` waits in readOnce for the next 1 ms 
 writes the setpoint answering that state. `servo_end` writes the last setpoint again with motion_finished
 set: the robot refuses a finish on a moving command, so a run's last setpoints must already be at rest.
 Every state read is kept as a Cycle with the robot's own names (robot_mode, the error flags).
+
+The arm is paced by the device (`cycle_s`: one servo_j is one state cycle). On a lock-step simulator
+(`clock=sim`) it carries the run's clock (`clock`, a FakeClock) and moves it to the robot's time at every
+state it reads, so the run's timeline is the robot's.
 """
 
 from __future__ import annotations
@@ -11,26 +15,43 @@ from __future__ import annotations
 import math
 import platform
 import time
+from collections import defaultdict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pylibfranka as pf
 
-from servotool.devices.arm import Fault, MotionState, Reply, StateFrame
+from servotool.clock import Clock, DeviceTime, FakeClock
+from servotool.devices import trace
+from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
 from servotool.devices.franka import codes
-from servotool.devices.franka.family import facts
+from servotool.devices.franka.family import (
+    DEFAULT_FORCE_THRESHOLDS,
+    DEFAULT_TORQUE_THRESHOLDS,
+    collision_of,
+    facts,
+)
 from servotool.devices.url import DeviceURL
 from servotool.errors import DeviceError
 
-# set_collision_behavior defaults (Nm per joint, N/Nm per axis): the run's settings override them
-DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
-DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
+CYCLE_S = 0.001  # the robot's state and command cycle
+# pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
+_TRACE = trace.logger("franka")
+
+# what to do about a robot that is not ready for a motion, by its robot_mode
+NOT_READY = {
+    "UserStopped": "the user stop is pressed: release it (and activate FCI in Desk)",
+    "Reflex": "a reflex is latched: clear it (error recovery) first",
+    "Guiding": "the arm is being guided by hand: let go and leave guiding mode",
+    "Other": "FCI is not active: activate it in Desk",
+    "AutomaticErrorRecovery": "the error recovery is still running: wait for it",
+    "Move": "another motion runs on it",
+}
 
 
-@dataclass(frozen=True)
-class Cycle:
-    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names."""
+class Cycle(NamedTuple):
+    """One state as the robot sent it, in its own units (rad, rad/s, Nm, s) and names (a tuple: one is
+    made every millisecond)."""
 
     t: float
     time_s: float
@@ -45,7 +66,64 @@ class Cycle:
 
 
 def _names(errors: Any) -> tuple[str, ...]:
+    if not errors:  # libfranka's Errors is true when any flag is set: the 41 look-ups only then
+        return ()
     return tuple(name for name in codes.ERROR_NAMES if bool(getattr(errors, name, False)))
+
+
+# the newest states kept as Cycles (the readiness check, the warm-up and the held pose read the last one):
+# a short window, so a long run's memory stays flat from its first cycles
+CYCLES_KEPT = 64
+# the per-cycle values a run's CSV records besides q, the robot's clock (dev_t), the echoed command q_d and
+# the success rate (the e and success columns every echoing arm has), by the robot's names
+JOINT_VALUES = (("dq", "deg/s"), ("tau_J", "Nm"))
+STATE_COLUMNS: dict[str, str] = {
+    **{f"{name}{j + 1}": unit for name, unit in JOINT_VALUES for j in range(7)},
+    "robot_mode": "the robot's mode by its libfranka name (Idle, Move, Reflex, ...)",
+    "current_errors": "the error flags set now, by libfranka name, space-separated",
+    "last_motion_errors": "the error flags that ended the last motion, by libfranka name, space-separated",
+}
+
+
+_DQ, _TAU_J = ([f"{name}{j + 1}" for j in range(7)] for name, _ in JOINT_VALUES)
+
+
+def state_extra(cycle: Cycle, dq_deg: Sequence[float] | None = None) -> dict[str, float | str]:
+    """A cycle's values under STATE_COLUMNS: dq in deg/s, tau_J in Nm, the mode and the flags by name.
+    dq_deg: the cycle's dq already in degrees (the state frame's), converted here when not given."""
+    dq = dq_deg if dq_deg is not None else tuple(map(math.degrees, cycle.dq))
+    out: dict[str, float | str] = dict(zip(_DQ, dq, strict=True))
+    out.update(zip(_TAU_J, cycle.tau_J, strict=True))
+    out["robot_mode"] = cycle.robot_mode
+    out["current_errors"] = " ".join(cycle.current_errors)
+    out["last_motion_errors"] = " ".join(cycle.last_motion_errors)
+    return out
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    return [round(x, 6) for x in values]
+
+
+def _refused(url: str, host: str, exc: BaseException) -> DeviceError:
+    """A connection the robot did not take, with libfranka's own words: the robot serves one client."""
+    if isinstance(exc, pf.NetworkException):
+        return DeviceError(
+            f"{url}: {host} refused the connection ({exc}); the robot takes one client at a time: is another "
+            "program connected to it (busy)?"
+        )
+    return DeviceError(f"{url}: {exc}")
+
+
+def _device_error(url: str, exc: BaseException) -> DeviceError:
+    """pylibfranka's exception as ours: a network failure is a lost link, anything else the robot's no."""
+    if isinstance(exc, pf.NetworkException):
+        return ConnectionLost(f"{url}: {exc}")
+    return DeviceError(f"{url}: {exc}")
+
+
+_MOTION: dict[str, MotionState] = defaultdict(
+    lambda: MotionState.UNKNOWN, {m: MotionState(v) for m, v in codes.MOTION_STATE_OF_MODE.items()}
+)
 
 
 def realtime_kernel() -> bool:
@@ -66,16 +144,22 @@ class FrankaArm:
         torque_thresholds: Sequence[float] = DEFAULT_TORQUE_THRESHOLDS,
         force_thresholds: Sequence[float] = DEFAULT_FORCE_THRESHOLDS,
         on_close: Any = None,
+        now: Any = None,
+        clock: Clock | None = None,
     ) -> None:
         self.url, self.model, self.simulated = url, model, simulated
-        parsed_facts = None
+        self.host = host
+        self.clock: Clock | None = clock if isinstance(clock, FakeClock) else None
+        self._device_time = DeviceTime(clock) if isinstance(clock, FakeClock) else None
+        self._now = clock.now if clock is not None else now or time.monotonic
         self.n_joints = 7
         self.joint_speed_limits: tuple[float, ...] = ()
         self.joint_ranges: tuple[tuple[float, float], ...] = ()
-        self.nominal_lag_ms: float | None = 1.3 if simulated else None
+        self.nominal_lag_ms: float | None = None  # a simulator's is its profile's (open_url)
         self.realtime = "ignore" if realtime_ignore else "enforce"
         self.collision_thresholds = (tuple(torque_thresholds), tuple(force_thresholds))
         self._on_close = on_close
+        self.sim_process: Any = None  # the simulator's process, when this arm started one
         if not realtime_ignore and not realtime_kernel():
             raise DeviceError(
                 f"{url}: this kernel is not real-time and libfranka refuses to run on it; "
@@ -91,24 +175,48 @@ class FrankaArm:
                 list(force_thresholds),
             )
         except Exception as exc:  # pylibfranka's exceptions share no base we may name here
-            raise DeviceError(f"{url}: {exc}") from None
-        del parsed_facts
+            raise _refused(url, host, exc) from None
         self._control: Any = None
+        self._ended: str | None = None  # why the robot ended the last motion (a reflex), once it did
         self._last_q: list[float] | None = None
-        self.cycles: list[Cycle] = []
+        self.cycles: deque[Cycle] = deque(maxlen=CYCLES_KEPT)
         self._unread: list[StateFrame] = []
         self._latest: StateFrame | None = None
         self._closed = False
 
     # -- state ------------------------------------------------------------------------------------------
 
+    def device_settings(self) -> dict[str, Any]:
+        """What this arm set or waived on the robot, for a run's CSV header."""
+        torque, force = self.collision_thresholds
+        return {
+            "realtime": self.realtime,
+            "collision_behavior": {"torque_thresholds_nm": list(torque), "force_thresholds": list(force)},
+        }
+
+    @property
+    def echoes_setpoints(self) -> bool:
+        """Every state carries q_d (the command the robot executes) and control_command_success_rate."""
+        return True
+
+    @property
+    def cycle_s(self) -> float:
+        """The robot's cycle (s): each servo_j waits for the next state and answers it."""
+        return CYCLE_S
+
+    @property
+    def state_columns(self) -> dict[str, str]:
+        """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
+        return STATE_COLUMNS
+
     def _record(self, state: Any) -> StateFrame:
-        t = time.monotonic()
+        robot_t = float(state.time.to_sec())
+        t = self._device_time.follow(robot_t) if self._device_time is not None else self._now()
         mode = state.robot_mode.name
         errors = _names(state.current_errors)
         cycle = Cycle(
             t,
-            float(state.time.to_sec()),
+            robot_t,
             tuple(state.q),
             tuple(state.q_d),
             tuple(state.dq),
@@ -119,18 +227,23 @@ class FrankaArm:
             _names(state.last_motion_errors),
         )
         self.cycles.append(cycle)
+        if _TRACE.isEnabledFor(trace.DEBUG):
+            _TRACE.debug("rx state time=%.3f robot_mode=%s q=%s", robot_t, mode, _rounded(cycle.q))
         fault = None
         if errors:
             fault = Fault((codes.ERROR_INDEX[errors[0]] + 1,), errors[0], ", ".join(errors))
+        setpoint, qd = tuple(map(math.degrees, cycle.q_d)), tuple(map(math.degrees, cycle.dq))
         frame = StateFrame(
             t,
-            tuple(math.degrees(x) for x in cycle.q),
+            tuple(map(math.degrees, cycle.q)),
             fault=fault,
             enabled=True,
-            setpoint=tuple(math.degrees(x) for x in cycle.q_d),
+            setpoint=setpoint,
             device_time_s=cycle.time_s,
-            qd=tuple(math.degrees(x) for x in cycle.dq),
-            motion=MotionState(codes.MOTION_STATE_OF_MODE.get(mode, "unknown")),
+            qd=qd,
+            motion=_MOTION[mode],
+            success_rate=cycle.control_command_success_rate,
+            extra=state_extra(cycle, qd),
         )
         self._unread.append(frame)
         self._latest = frame
@@ -141,7 +254,7 @@ class FrankaArm:
         try:
             return self._record(self._robot.read_once())
         except Exception as exc:
-            raise DeviceError(f"{self.url}: {exc}") from None
+            raise _device_error(self.url, exc) from None
 
     def poll_states(self) -> list[StateFrame]:
         """The states read since the last call; outside a motion, one read_once (at most a cycle's wait)
@@ -162,10 +275,19 @@ class FrankaArm:
     # -- motion -----------------------------------------------------------------------------------------
 
     def enable(self, timeout_s: float = 5.0) -> None:
-        """The drives are the robot's own (FCI active, user stop released): check it is ready."""
-        frame = self.read()
-        if frame.motion is not MotionState.STOPPED:
-            raise DeviceError(f"{self.url}: robot_mode is {self.cycles[-1].robot_mode}, not Idle")
+        """The drives are the robot's own: check it is ready for a motion (robot_mode Idle: the user stop
+        released, FCI active); DeviceError naming the robot_mode and what to do otherwise."""
+        self.read()
+        problem = self.not_ready()
+        if problem is not None:
+            raise DeviceError(f"{self.url}: {problem}; nothing was moved")
+
+    def not_ready(self) -> str | None:
+        """Why the robot's newest state says it cannot take a motion, or None when robot_mode is Idle."""
+        mode = self.cycles[-1].robot_mode if self.cycles else "Other"
+        if mode == "Idle":
+            return None
+        return f"robot_mode is {mode}, not Idle: {NOT_READY.get(mode, 'the robot is not ready')}"
 
     def disable(self) -> int:
         return 0
@@ -173,8 +295,9 @@ class FrankaArm:
     def servo_start(self) -> int:
         try:
             self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
+            self._ended = None
         except Exception as exc:
-            raise DeviceError(f"{self.url}: {exc}") from None
+            raise _device_error(self.url, exc) from None
         return 0
 
     def warm_up(
@@ -185,7 +308,9 @@ class FrankaArm:
         start = time.monotonic()
         if self._control is None:
             self.servo_start()
-        hold = list(q_hold) if q_hold is not None else list(self.cycles[-1].q_d) if self.cycles else None
+        hold: list[float] | None = list(q_hold) if q_hold is not None else None
+        if hold is None and self.cycles:
+            hold = [math.degrees(x) for x in self.cycles[-1].q_d]  # the robot's radians, servo_j's degrees
         while time.monotonic() - start < timeout_s:
             if hold is None:
                 state, _ = self._control.readOnce()
@@ -201,6 +326,10 @@ class FrankaArm:
         if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
             raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
         if self._control is None:
+            if self._ended is not None:
+                raise DeviceError(
+                    f"{self.url}: the motion has ended ({self._ended}); the robot holds the arm"
+                )
             raise DeviceError(f"{self.url}: servo_j before servo_start")
         self._write([math.radians(x) for x in q], finished=False)
         return None
@@ -211,11 +340,25 @@ class FrankaArm:
             self._record(state)
             command = pf.JointPositions(q_rad)
             command.motion_finished = finished
+            if _TRACE.isEnabledFor(trace.DEBUG):
+                _TRACE.debug("tx JointPositions q_c=%s motion_finished=%s", _rounded(q_rad), finished)
             self._control.writeOnce(command)
         except Exception as exc:
             self._control = None
-            raise DeviceError(f"{self.url}: {exc}") from None
+            error = _device_error(self.url, exc)
+            self._ended = str(exc)
+            if not isinstance(error, ConnectionLost):
+                self._record_reflex()
+            raise error from None
         self._last_q = q_rad
+
+    def _record_reflex(self) -> None:
+        """After the robot ended a motion: its state once, so that the reflex it latched is recorded by its
+        flag's name (a fault frame). Nothing when the state cannot be read."""
+        try:
+            self._record(self._robot.read_once())
+        except Exception:  # the motion's own error is the one reported
+            return
 
     def servo_end(self) -> int:
         """Finish the motion on the last setpoint (the held pose when none was sent)."""
@@ -257,14 +400,29 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
     parameters checked by the family first)."""
     f = facts(parsed)
+    collision = collision_of(parsed)
+    kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:
-        from servotool.devices.franka.family import sim_settings
+        from servotool.devices.franka.family import sim_reflex, sim_settings
+        from servotool.devices.franka.profiles import PROFILES
         from servotool.devices.franka.sim import spawn, stop
 
-        drop, seed, address = sim_settings(parsed)
-        proc, host = spawn(parsed.target, drop, seed, address)
+        sim = sim_settings(parsed)
+        lockstep = isinstance(kwargs.get("clock"), FakeClock)
+        proc, host = spawn(
+            parsed.target,
+            sim.drop,
+            sim.seed,
+            sim.address,
+            lockstep=lockstep,
+            mode=sim.mode,
+            reflex=sim_reflex(parsed),
+        )
         try:
             arm = FrankaArm(parsed.raw, host, f.model, True, True, on_close=lambda: stop(proc), **kwargs)
+            arm.sim_process = proc
+            arm.realtime = "not needed (a simulator)"
+            arm.nominal_lag_ms = PROFILES[parsed.target].ramp_lag_ms
         except BaseException:
             stop(proc)
             raise

@@ -3,7 +3,8 @@ dynamics, and the robot's checks on every joint position command. Pure: no I/O, 
 
 One `step(q_c)` is one 1 ms cycle. q_d echoes the previous cycle's command; q follows the command `dead`
 cycles late through a critically damped joint (omega_n, zeta of the profile), so on a ramp it trails q_c by
-about 1.3 ms. A command that breaks a limit raises the reflex by libfranka's name: the caller latches it.
+about 6.7 ms (Profile.ramp_lag_ms). A command that breaks a limit raises the reflex by libfranka's name:
+the caller latches it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class Joints:
         self.missed_in_row = 0
 
     def success_rate(self) -> float:
-        return sum(self._outcomes) / SUCCESS_WINDOW if self._outcomes else 0.0
+        # over the cycles of this motion while it is younger than the window: a fresh motion lost nothing
+        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
 
     def start(self) -> None:
         """A motion starts from rest where the arm is: the command history is the current pose."""
@@ -57,7 +59,9 @@ class Joints:
         """The robot's checks of one joint position command against the previous cycle's (libfranka's
         documented limits: position, velocity, acceleration, jerk; a finish needs a command at rest)."""
         m = self.profile.model
-        dt = DT * (self.missed_in_row + 1)  # the time since the last command taken
+        # every packet is judged against the one before it on a 1 ms budget, however long ago that came:
+        # after a lost packet, a step twice the size is a doubled velocity to the robot
+        dt = DT
         for j, x in enumerate(q_c):
             if not m.q_min[j] <= x <= m.q_max[j]:
                 return Check("joint_motion_generator_position_limits_violation", f"J{j + 1} at {x:.4f} rad")
@@ -90,7 +94,7 @@ class Joints:
 
     def accept(self, q_c: Sequence[float]) -> None:
         """The command of this cycle is taken: q_d, dq_d, ddq_d become it."""
-        dt = DT * (self.missed_in_row + 1)
+        dt = DT
         v = [(x - self.q_d[j]) / dt for j, x in enumerate(q_c)]
         self.ddq_d = [(v[j] - self.dq_d[j]) / dt for j in range(len(v))]
         self.dq_d = v

@@ -55,9 +55,14 @@ class Profile:
     name: str
     model: Model
     dead_cycles: int = 1
-    omega_n: float = 350.0  # rad/s: with the dead cycle, q trails a ramp of q_c by about 1.3 ms
+    omega_n: float = 350.0  # rad/s: with the dead cycle, q trails a ramp of q_c by about 6.7 ms
     zeta: float = 1.0
     q0: tuple[float, ...] = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
+
+    @property
+    def ramp_lag_ms(self) -> float:
+        """How far q trails a ramp of q_c (ms): the dead cycles plus the joint's 2 zeta / omega_n."""
+        return (self.dead_cycles * 0.001 + 2.0 * self.zeta / self.omega_n) * 1e3
 
 
 PROFILES = {p.name: p for p in (Profile("franka-fr3", FR3), Profile("franka-fer", FER))}
@@ -66,6 +71,10 @@ PARAM_HELP = {
     "address": "the loopback address the simulator's TCP 1337 binds (default: the first free from 127.0.0.2)",
     "drop": "the fraction of command packets the simulator loses, seeded (0..1, default 0)",
     "seed": "the seed of the packet loss draw (default 0)",
+    "mode": "the robot_mode the simulated arm starts in: idle (ready), user_stopped, reflex, other (FCI off)",
+    "reflex_at": "raise a reflex this many seconds after a client connects (rehearses the recorder; "
+    "default: never)",
+    "reflex": "the reflex reflex_at raises, by its libfranka name (default joint_reflex)",
 }
 
 

@@ -38,6 +38,8 @@ class ArmProfile:
     # pulses/s each joint drifts with torque off (sign = direction), and where it comes to rest
     sag_speed: Mapping[int, float] = field(default_factory=dict)
     sag_stop: Mapping[int, int] = field(default_factory=dict)
+    # the simulator's obstacles: pulses a joint cannot pass (it stalls there under load), per servo
+    obstacles: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -69,6 +71,9 @@ ROSORIN_ARM = ArmProfile(
     # after a power cut: shoulder 776 -> 658, elbow down to -21..-35, wrist 161 -> 223
     sag_speed={2: -12.0, 3: -25.0, 4: 6.0},
     sag_stop={2: 658, 3: -35, 4: 223},
+    # one obstacle in the simulator by default, so a limit sweep shows a stall: the base cannot turn past
+    # 880 (`obstacle_1=` in the URL removes it)
+    obstacles={1: (880,)},
 )
 
 PROFILES: Mapping[str, ArmProfile] = {ROSORIN_ARM.name: ROSORIN_ARM}

@@ -169,9 +169,11 @@ class BoardSim:
                 self._t += dt
                 resting = self._resting()
                 for s in self.servos.values():
-                    after = s.params.silent_after_s
-                    if not s.dead and after is not None and self._t - self.t0 >= after:
+                    after, until = s.params.silent_after_s, s.params.silent_until_s
+                    if not s.dead and after is not None and after <= self._t - self.t0 < (until or math.inf):
                         s.dead, s.torque = True, False  # a servo that goes silent has lost power
+                    elif s.dead and until is not None and self._t - self.t0 >= until:
+                        s.dead = False  # its power is back: it answers, limp, its old goal forgotten
                     s.step(self._t, dt, resting)
                 if all(s.still(self._t, resting) for s in self.servos.values()):
                     # nothing moves: jump ahead, but not past a servo's scheduled loss of power
@@ -179,6 +181,10 @@ class BoardSim:
                         self.t0 + s.params.silent_after_s
                         for s in self.servos.values()
                         if not s.dead and s.params.silent_after_s is not None
+                    ] + [
+                        self.t0 + s.params.silent_until_s
+                        for s in self.servos.values()
+                        if s.dead and s.params.silent_until_s is not None
                     ]
                     self._t = max(self._t, min([t, *[e - SUBSTEP_S for e in pending]]))
 

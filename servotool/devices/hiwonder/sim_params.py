@@ -19,9 +19,10 @@ Per-servo keys (`key` or `key_ID`):
 |---|---|---|
 | limit | stored (EEPROM) limit, `lo-hi`: silently caps motion | profile table |
 | start | start pulse (-32768..32767, what a read can carry) | from the start pose |
-| obstacle | whole pulse(s) the joint cannot pass (comma-separated); it stalls there under load | none |
+| obstacle | pulse(s) it cannot pass (comma-separated; empty: none): it stalls there | profile: 880 on 1 |
 | silent | 1: the servo never answers and does not move | 0 |
 | silent_after | sim seconds (>= 0) after which the servo goes silent (it loses power) | never |
+| silent_until | sim seconds after which a servo silent since silent_after answers again (limp) | never |
 | noise | read-back noise amplitude, whole pulses 0-1000 (uniform, seeded) | 0 |
 | lag_ms | time constant of the servo following its own interpolated command (0-1e5) | 30 |
 | max_speed | the servo's top speed, pulses/s (0-1e6; 0: it cannot move) | 1000 |
@@ -59,6 +60,7 @@ class ServoParams:
     obstacles: tuple[int, ...] = ()
     silent: bool = False
     silent_after_s: float | None = None
+    silent_until_s: float | None = None
     noise: int = 0
     lag_ms: float = 30.0
     max_speed: float = 1000.0
@@ -131,6 +133,7 @@ _SERVO_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "obstacle": ("obstacles", _pulses),
     "silent": ("silent", _switch),
     "silent_after": ("silent_after_s", _opt_after),
+    "silent_until": ("silent_until_s", _opt_after),
     "noise": ("noise", bounded(0, 1000, integer=True)),
     "lag_ms": ("lag_ms", bounded(0, 1e5)),
     "max_speed": ("max_speed", bounded(0, 1e6)),
@@ -170,11 +173,14 @@ PARAM_HELP: dict[str, str] = {
     "limit": "per servo: stored (EEPROM) limit lo-hi, which silently caps motion (default: the profile's)",
     "max_speed": "per servo: top speed, pulses/s (0-1e6; 0: it cannot move; default 1000)",
     "noise": "per servo: read-back noise amplitude, whole pulses 0-1000 (uniform, seeded; default 0)",
-    "obstacle": "per servo: pulse(s) the joint cannot pass, comma-separated; it stalls there under load",
+    "obstacle": "per servo: pulse(s) the joint cannot pass, comma-separated; it stalls there under load "
+    "(default: the profile's, rosorin-arm 880 on servo 1; empty: none)",
     "sag": "per servo: drift with torque off, pulses/s, signed (default: the profile's)",
     "sag_stop": "per servo: pulse where a sagging joint comes to rest (default: the profile's)",
     "silent": "per servo: 1: it never answers and does not move",
     "silent_after": "per servo: sim seconds (>= 0) after which it goes silent (it loses power)",
+    "silent_until": "per servo: sim seconds after which one silent since silent_after answers again "
+    "(power back, torque off)",
     "start": "per servo: start pulse, -32768..32767 (default: from the start pose)",
     "temperature": "per servo: temperature reading, deg C (0-255; default: the profile's)",
     "torque": "per servo: 0: it starts with torque off (limp; default 1)",
@@ -213,6 +219,7 @@ def default_servos(profile: ArmProfile, pose: str) -> dict[int, ServoParams]:
             temperature_c=profile.temperature_c.get(sid, 35),
             sag_speed=profile.sag_speed.get(sid, 0.0),
             sag_stop=profile.sag_stop.get(sid),
+            obstacles=tuple(profile.obstacles.get(sid, ())),
         )
         for sid in profile.ids
     }

@@ -20,6 +20,8 @@ from servotool.io.csvlog.header import _END, _MAGIC, FORMAT_NAME, FORMAT_VERSION
 
 
 def _fmt(value: Any) -> str:
+    if type(value) is float:  # the common cell, first
+        return format(value, ".10g") if value == value else "nan"
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -116,6 +118,7 @@ class CsvLogWriter:
     ) -> None:
         self.path = Path(path)
         self.columns = list(columns)
+        self._known = frozenset(self.columns)  # checked on every row: made once
         if len(set(self.columns)) != len(self.columns):
             raise ValueError(f"duplicate CSV columns in {self.columns}")
         self._interrupted: str | None = None
@@ -147,11 +150,12 @@ class CsvLogWriter:
         """Append one row; unknown keys are refused, missing ones are left empty."""
         if self._closed:
             raise ValueError(f"{self.path}: write after close")
-        data = dict(row or {}, **fields)
-        unknown = set(data) - set(self.columns)
-        if unknown:
+        data = row if row is not None and not fields else dict(row or {}, **fields)
+        if not self._known.issuperset(data):
+            unknown = set(data) - self._known
             raise ValueError(f"{self.path}: unknown CSV columns {sorted(unknown)}")
-        self._csv.writerow([_fmt(data.get(c)) for c in self.columns])
+        # most cells of a row are empty (a cmd row has no state values): those skip the formatting call
+        self._csv.writerow(["" if (v := data.get(c)) is None else _fmt(v) for c in self.columns])
         self.rows_written += 1
 
     def write_many(self, rows: Iterable[Mapping[str, Any]]) -> None:

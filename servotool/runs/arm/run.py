@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, clock_of
+from servotool.devices.arm import Arm, clock_of, device_cycle_of
 from servotool.errors import signal_label
 from servotool.io.csvlog import CsvLogWriter
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.runs.arm.preflight import on_connect
-from servotool.runs.arm.prepare import Ending, Prepared, end_servo, prepare
+from servotool.runs.arm.prepare import Ending, Prepared, RunRefused, end_servo, prepare
 from servotool.runs.arm.realtime import realtime
 from servotool.runs.arm.settings import Ranges
 from servotool.runs.arm.stream import StopSettings, Streamer, StreamPlan, TickInfo, open_run_csv
@@ -137,6 +137,17 @@ class RunResult:
             "analysis": self.analysis.to_dict() if self.analysis else None,
             "analysis_error": self.analysis_error,
         }
+
+
+def check_pace(arm: Arm, period_s: float) -> None:
+    """RunRefused (nothing moved) when the arm's controller sets the pace (PacedByDevice) and the run's
+    command period is not its cycle."""
+    cycle = device_cycle_of(arm)
+    if cycle is not None and abs(period_s - cycle) > 1e-9:
+        raise RunRefused(
+            f"--cmd-ms {period_s * 1e3:g}: {arm.url} sets the pace itself, one setpoint every "
+            f"{cycle * 1e3:g} ms cycle (leave --cmd-ms out); nothing was moved"
+        )
 
 
 class ArmRun:
@@ -334,6 +345,7 @@ class ArmRun:
         left out of servo mode, and disabled unless keep, whatever happens."""
         self.check_settings()
         self.job.check_arm(arm)
+        check_pace(arm, self.job.options.cmd_period_s)
         self.clock = clock_of(arm) or self.clock  # an arm in simulated time moves only on its own clock
         self.take_ownership(arm)  # before the safe ending is armed: a refusal undoes nothing on the arm
         with realtime(self.job.options.realtime) as rt:

@@ -203,6 +203,17 @@ def _period(period_s: object) -> list[str]:
     return _in(period_s, "--cmd-ms", lo, hi, scale=1e3, unit=" ms")
 
 
+def _fixed_period(period_s: object, caps: MotionCaps) -> list[str]:
+    """One problem line when the family's controller sets the pace and period_s is not its cycle."""
+    period = _num(period_s)
+    if not caps.fixed_period or period is None or abs(period - caps.cmd_period_s) <= 1e-12:
+        return []
+    return [
+        f"--cmd-ms {period * 1e3:g}: this arm's controller sets the pace, one setpoint every "
+        f"{caps.cmd_period_s * 1e3:g} ms cycle (leave --cmd-ms out)"
+    ]
+
+
 def a_max_bound(cap: float, period_s: float, base_s: float = CMD_PERIOD_S) -> float:
     """The highest a_max (deg/s^2) a stream at this command period (s) may use, for an a_max cap that holds at
     the family's period base_s: the cap up to base_s, cap * (base_s / period)^2 beyond (the same largest
@@ -250,7 +261,7 @@ def _common(
     caps: MotionCaps = GENERIC_CAPS,
 ) -> list[str]:
     a_cap = caps.a_cap if a_cap is None else a_cap
-    problems = _period(period_s)
+    problems = _period(period_s) or _fixed_period(period_s, caps)
     problems += _in(a_max, "--a-max", 0.0, a_cap, unit=" deg/s^2", lo_open=True)
     if not problems:
         problems += _step_change(period_s, a_max, a_cap, caps)
@@ -332,8 +343,41 @@ def validate_lag(
                 f"the passes would stream for {shown} s, over the {MAX_RUN_S:g} s a run may last: "
                 "shorten --sweep or raise --speeds"
             )
+        problems += _cruise_problems(s)
         problems += lag_goal_problems(s, ranges, start=None)
     return problems
+
+
+# A pass measures only with a cruise of at least this many ticks (the analysis fits a slope over them).
+MIN_CRUISE_TICKS = 2
+# The cruise the suggested sweep leaves at the fastest speed: room for a lag up to about 150 ms plus the
+# state frames the analysis needs after it (the defaults leave 0.4 s at 30 deg/s).
+SUGGESTED_CRUISE_S = 0.2
+
+
+def _cruise_ticks(sweep_deg: float, speed: float, dt: float, ramp_s: float) -> int:
+    """Cruise ticks of one pass of the ramp profile (motion.ramp: distance = peak * dt * (ramps + cruise))."""
+    n_ramp = max(1, math.ceil(ramp_s / dt - 1e-9))
+    return max(0, math.ceil(abs(sweep_deg) / (speed * dt) - n_ramp - 1e-9))
+
+
+def _cruise_problems(s: LagLike) -> list[str]:
+    """A refusal when no speed's passes have a cruise at all: nothing could be measured, whatever the arm's
+    lag, so nothing should move. It names the smallest sweep that would work (SUGGESTED_CRUISE_S at the
+    fastest speed). A run where some speeds cruise goes ahead; the passes without one are reported."""
+    dt = s.cmd_period_s
+    if any(_cruise_ticks(s.sweep_deg, v, dt, s.ramp_s) >= MIN_CRUISE_TICKS for v in s.speeds_deg_s):
+        return []
+    fastest = max(s.speeds_deg_s)
+    need = math.ceil(fastest * (s.ramp_s + SUGGESTED_CRUISE_S) * 2 - 1e-9) / 2  # to 0.5 deg, rounded up
+    need = math.copysign(need, s.sweep_deg)
+    speeds = ", ".join(f"{v:g}" for v in s.speeds_deg_s)
+    return [
+        f"--sweep {s.sweep_deg:g}: L not measurable: no pass would have a cruise (at {speeds} deg/s the "
+        f"{s.ramp_s * 1e3:g} ms ramps take the whole sweep); the smallest sweep that would work is "
+        f"--sweep {need:g} ({SUGGESTED_CRUISE_S * 1e3:g} ms of cruise at {fastest:g} deg/s), "
+        "or lower --speeds"
+    ]
 
 
 def validate_shaper(
@@ -557,8 +601,14 @@ class LagOptions:
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
 
     def for_device(self, motion: MotionCaps | None) -> LagOptions:
-        """These settings with the device family's period and bounds wherever the user gave none."""
-        return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+        """These settings with the device family's period and bounds wherever the user gave none; and a
+        ramp long enough for the fastest speed within a_max when the user gave no ramp time."""
+        opts = replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+        fastest = max((abs(v) for v in opts.speeds if _finite(v)), default=0.0)
+        if "ramp_ms" in self.given or not _finite(opts.a_max) or opts.a_max <= 0 or fastest <= 0:
+            return opts
+        need_ms = math.ceil(fastest / opts.a_max * 1e3 / 10.0) * 10.0
+        return replace(opts, ramp_ms=need_ms) if need_ms > opts.ramp_ms else opts
 
     def run_settings(self) -> RampSettings:
         """The ramp run's own settings (seconds, the transport by name)."""

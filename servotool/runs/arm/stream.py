@@ -7,6 +7,13 @@ State frames carry the time the client received them, on the same clock, and the
 timestamp. Every tick the loop records what it sent (`cmd`), what came back (`state`, `reply`), new fault
 latches (`fault`) and divergence guard trips (`guard`), with t = 0 at the run start.
 
+An arm paced by its device (devices.arm.PacedByDevice: a controller with a cycle of its own, whose every
+state asks for the answering setpoint) is streamed without sleeping: each servo_j waits for the next state
+cycle, and that is one tick. Tick k is then the k-th state cycle, t = 0 at the first one, and the time
+recorded is the time the arm's frames carry (on a lock-step simulator, the robot's own). Lateness is the
+controller's time between two ticks' states beyond one cycle: a cycle the host missed is a gap of two
+cycles, counted in the outcome's lost_cycles.
+
 However a run ends early (Ctrl-C, a lost connection, a controller fault, a guard trip, a controller that
 keeps rejecting commands, an exception in our own code), it ends the same way, `Streamer.braked_stop`: a
 `stop` row naming the reason, then a braking stop from the stream's current velocity, its speed falling by
@@ -30,7 +37,7 @@ import gc
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +53,13 @@ from servotool.devices.arm import (
     Fault,
     Reply,
     StateFrame,
+    StopsAfterPartialLoss,
     clock_of,
+    device_cycle_of,
+    device_settings_of,
+    echoes_setpoints,
     fault_codes,
+    state_columns_of,
     watchdog_of,
 )
 from servotool.errors import Refused, signal_label
@@ -64,6 +76,8 @@ from servotool.runs.signals import StopSignals
 FAULT_COLUMNS = ("main_code", "sub_code")
 # the CSV header's `clock` of a run on an arm in simulated time (a lock-step simulator)
 SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the simulator's lock-step time"
+# the CSV header's `pacing` of a run on an arm paced by its device
+DEVICE_PACED = "by the device: each tick answers one state cycle of {ms:g} ms; no sleep between ticks"
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
 STALE_NOTE = "the guard left unjudged"
@@ -123,22 +137,32 @@ __all__ = [
 ]
 
 
-def columns(n_joints: int, raw: bool) -> list[str]:
-    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target."""
+def columns(n_joints: int, raw: bool, echo: bool = False, extra: Sequence[str] = ()) -> list[str]:
+    """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
+    with echo, e = the controller's echo of the setpoint it executes and success = the share of recent
+    setpoints it received (state rows); then the arm's extra per-cycle state columns (state rows only)."""
     cols = ["t", "event", "seq", "pass", "phase"]
     cols += [f"q{j + 1}" for j in range(n_joints)]
     if raw:
         cols += [f"r{j + 1}" for j in range(n_joints)]
-    cols += ["errcode", *FAULT_COLUMNS, "dev_t", "info"]
+    if echo:
+        cols += [*(f"e{j + 1}" for j in range(n_joints)), "success"]
+    cols += ["errcode", *FAULT_COLUMNS, "dev_t", *extra, "info"]
     return cols
 
 
-def units(n_joints: int, raw: bool) -> dict[str, str]:
-    """The units line of a streamed run's CSV header."""
+def units(
+    n_joints: int, raw: bool, echo: bool = False, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The units line of a streamed run's CSV header (the arm's extra state columns with theirs)."""
     u = {"t": "s", "dev_t": "s (the controller's own clock, when its state frames carry one)"}
     u.update({f"q{j + 1}": "deg" for j in range(n_joints)})
     if raw:
         u.update({f"r{j + 1}": "deg" for j in range(n_joints)})
+    if echo:
+        u.update({f"e{j + 1}": "deg (the setpoint the controller executes)" for j in range(n_joints)})
+        u["success"] = "share 0..1 of the recent setpoints the controller received"
+    u.update(extra or {})
     return u
 
 
@@ -270,6 +294,12 @@ class Streamer:
     ) -> None:
         if not (period_s > 0 and math.isfinite(period_s)):
             raise ValueError(f"command period must be > 0 s, got {period_s!r}")
+        self.cycle_s = device_cycle_of(arm)
+        if self.cycle_s is not None and abs(period_s - self.cycle_s) > 1e-9:
+            raise ValueError(
+                f"command period {period_s * 1e3:g} ms: this arm's controller sets the pace, one setpoint "
+                f"every {self.cycle_s * 1e3:g} ms cycle"
+            )
         self.fresh_s = fresh_limit(float(period_s), state_period_s)
         self.arm = arm
         self.clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
@@ -290,9 +320,12 @@ class Streamer:
         self.readable = device_readable(arm.url)
         self.bad = BadFrames()
         self._bad_run = 0  # bad state frames in a row
+        self.record_echo = echoes_setpoints(arm)
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
+        self._last_cycle_t: float | None = None  # the controller's time of the last tick's state (paced)
+        self._lost_cycles = 0
         self._t0 = 0.0
         self._last_q: np.ndarray | None = None
         self._last_t = -math.inf  # when the frame of _last_q was received
@@ -349,6 +382,12 @@ class Streamer:
                 "dev_t": f.device_time_s,
             }
             row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            if self.record_echo:
+                echo = f.setpoint or ()
+                row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
+                row["success"] = f.success_rate
+            if f.extra:
+                row.update(f.extra)
             rows.append(row)
             if f.fault != self._latched:
                 if f.fault is not None:
@@ -441,6 +480,9 @@ class Streamer:
     def _send(
         self, k_deadline: int, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str
     ) -> None:
+        if self.cycle_s is not None:
+            self._send_paced(setpoint, raw, pass_index, phase)
+            return
         deadline = self._t0 + k_deadline * self.period
         self.clock.sleep_until(deadline)
         t_call = self.clock.now()
@@ -450,20 +492,53 @@ class Streamer:
         # returns (its encoding time is not part of the lag); an answered call sent it somewhere inside the
         # call, recorded as its start (the analysis uses the answer's time for the rest)
         t_send = self.clock.now() if reply is None else t_call
+        self._record_send(t_send, reply, setpoint, raw, pass_index, phase)
+
+    def _record_send(
+        self,
+        t_send: float,
+        reply: Reply | None,
+        setpoint: np.ndarray,
+        raw: np.ndarray | None,
+        pass_index: int,
+        phase: str,
+        frames: list[StateFrame] | None = None,
+    ) -> None:
+        """Record a setpoint sent at t_send with what came back, then judge it (the guard)."""
         self._last_send_t = t_send
         cmd = self._cmd_row(t_send, pass_index, phase, setpoint, raw)
         try:
-            frames, replies = self._poll()
+            polled, replies = self._poll()
         except DeviceError:
             # the setpoint went out: it is recorded even when the link fails right after it
-            self._write_frames([], [reply] if reply is not None else [], [cmd])
+            self._write_frames(frames or [], [reply] if reply is not None else [], [cmd])
             raise
         if reply is not None:
             replies.append(reply)
-        self._write_frames(frames, replies, [cmd])
+        self._write_frames((frames or []) + polled, replies, [cmd])
         velocity = (setpoint - self._prev_setpoint) / self.period if self._prev_setpoint is not None else None
         self._prev_setpoint = setpoint
         self._check_guard(setpoint, velocity)
+
+    def _send_paced(self, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str) -> None:
+        """One tick on an arm paced by its device: servo_j waits for the next state cycle and answers it.
+        The tick is recorded at that state's time; the first tick's is t = 0."""
+        assert self.cycle_s is not None
+        first = self._last_send_t is None
+        reply = self.arm.servo_j([float(x) for x in setpoint], self.period)
+        t_send = self.clock.now()
+        if first:
+            self._t0 = t_send
+        frames = list(self.arm.poll_states())
+        cycle_t = next((f.device_time_s for f in reversed(frames) if f.device_time_s is not None), None)
+        if cycle_t is not None:
+            if self._last_cycle_t is not None:
+                gap = cycle_t - self._last_cycle_t
+                # to the nanosecond: a controller's time is whole cycles, its float sum is not quite
+                self.lateness.add(round(gap - self.cycle_s, 9))
+                self._lost_cycles += max(0, round(gap / self.cycle_s) - 1)
+            self._last_cycle_t = cycle_t
+        self._record_send(t_send, reply, setpoint, raw, pass_index, phase, frames)
 
     def _check_guard(self, setpoint: np.ndarray, velocity: np.ndarray | None) -> None:
         if self.guard is None or self._guard_t is not None or self._last_q is None:
@@ -511,8 +586,9 @@ class Streamer:
     def _stall_gap(self, k: int) -> float | None:
         """Wait for tick k's deadline; the time since the last setpoint went out when it is over `stall_s`
         (the loop stalled: the ticks missed meanwhile, sent back to back, would be that stretch of the plan
-        at once), else None."""
-        self.clock.sleep_until(self._t0 + k * self.period)
+        at once), else None. An arm paced by its device is not waited for: its next servo_j waits."""
+        if self.cycle_s is None:
+            self.clock.sleep_until(self._t0 + k * self.period)
         if self._last_send_t is None:
             return None
         gap = self.clock.now() - self._last_send_t
@@ -620,6 +696,7 @@ class Streamer:
         bad = self.bad.note()
         if bad and not any(n.startswith(bad.split(" (")[0]) for n in outcome.notes):
             outcome.notes.append(bad)
+        outcome.lost_cycles = self._lost_cycles if self.cycle_s is not None else None
         worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
         if self._stale_ticks and worth_saying and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
             outcome.notes.append(
@@ -664,12 +741,17 @@ class Streamer:
         if self._stopping:
             return
         self._stopping = True
-        if outcome.status == CONNECTION_LOST:
-            self._record_unpolled()  # before the stop row: they came before it
+        if outcome.status in (CONNECTION_LOST, DEVICE_ERROR):
+            # before the stop row: they came before it (a refusing device's last state names why)
+            self._record_unpolled()
         self._write({"t": self._rel(self.clock.now()), "event": "stop", "info": outcome.reason})
         if outcome.status == CONNECTION_LOST:
             outcome.at_rest, outcome.link_lost = None, True
-            return
+            # a link lost on its command channel alone can still carry the braking ticks
+            channel = self.arm.open_stop_channel() if isinstance(self.arm, StopsAfterPartialLoss) else None
+            if channel is None:
+                return
+            outcome.notes.append(f"the braked stop went out over {channel}")
         if self._prev_setpoint is None:
             start = self.arm.latest_state()
             if start is None or not self._readable(start.q):
@@ -806,6 +888,13 @@ def open_run_csv(
     spans = header_spans(device_readable(arm.url))
     if spans:  # what the device can report: a reader leaves out rows beyond it, as it does non-finite ones
         header = {**header, HEADER_KEY: spans}
+    cycle = device_cycle_of(arm)
+    if cycle is not None:
+        header = {**header, "pacing": DEVICE_PACED.format(ms=cycle * 1e3)}
+    settings = device_settings_of(arm)
+    if settings:
+        header = {**header, "device_settings": settings}
+    extra = state_columns_of(arm)
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
@@ -814,8 +903,8 @@ def open_run_csv(
                 device=arm.url,
                 simulated=arm.simulated,
                 config=config,
-                units=units(arm.n_joints, raw=record_raw),
-                columns=columns(arm.n_joints, raw=record_raw),
+                units=units(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=extra),
+                columns=columns(arm.n_joints, raw=record_raw, echo=echoes_setpoints(arm), extra=tuple(extra)),
                 command=command,
                 extra=header,
             )

@@ -8,6 +8,9 @@ Rules kept here:
   not answer is carried at its last known pulse, left out of the move and reported;
 * moves are minimum-jerk trajectories sampled every period (40 ms) and sent as period-long move frames on
   absolute deadlines; a requested abort holds the arm at once;
+* the moving servos are read after every frame: a joint that misses LOST_READS reads in a row is lost, the
+  move stops there, the others are held and read back, and only those are said to hold (hold_lost); a bus
+  where no servo answers is a lost device (BusSilent, exit 3), never a move to refuse;
 * torque off only when the arm rests on itself (the tuck pose, within a tolerance on the tuck joints), or
   forced.
 """
@@ -22,17 +25,29 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from servotool.clock import Clock
-from servotool.devices.bus import Bus, LatchingBus, ModeCheckedBus, ServoRecord, TorqueGatedBus, read_records
+from servotool.devices.bus import (
+    Bus,
+    GoalKeepingBus,
+    LatchingBus,
+    ModeCheckedBus,
+    PoseAtOnceBus,
+    ServoRecord,
+    TorqueGatedBus,
+    read_records,
+)
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
 from servotool.motion.quintic import Trajectory, duration_for
-from servotool.runs.bus.reads import CheckedReads
+from servotool.runs.bus.reads import CheckedReads, bus_readable
 from servotool.runs.plan import MotionPlan
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
 DEFAULT_SPEED = 250.0
 PERIOD_S = 0.04
+LOST_READS = 3  # reads in a row a moving joint may miss before it is lost: one lost answer is no lost servo
+RECOVER_S = 1.0  # how long a lost servo is given to answer again, so its pending goal can be overwritten
+READS_PER_FRAME = 2  # servos read after each frame on a bus that reads one servo per exchange
 
 Abort = Callable[[], bool] | threading.Event | None
 
@@ -136,13 +151,18 @@ def read_arm(
     bus: Bus, ids: Iterable[int] | None = None, read: Callable[[int], int | None] | None = None
 ) -> ArmPose:
     """Read every servo through the range check (`read`, a run's own CheckedReads, when given): an
-    impossible value is left out and read again. Refused if a joint servo is silent; a silent optional servo
-    is carried (if ever read)."""
+    impossible value is left out and read again. BusSilent (exit 3) when none answers; Refused if a joint
+    servo is silent; a silent optional servo is carried (if ever read)."""
     ids = tuple(bus.ids if ids is None else ids)
     optional = set(bus.optional_ids)
     read = read or CheckedReads(bus).position
     raw = {sid: read(sid) for sid in ids}
     silent = [sid for sid, v in raw.items() if v is None]
+    if silent and len(silent) == len(raw):  # nobody answers: the bus is lost, not a move to refuse
+        raise BusSilent(
+            f"no servo answered: servo {_ids(silent)} not answering, nothing sent (check the bus's power, "
+            "cable, baud rate and ids)"
+        )
     joints = [sid for sid in silent if sid not in optional]
     if joints:
         raise Refused(
@@ -244,6 +264,79 @@ def _refuse_unmovable(bus: Bus, live_goal: Mapping[int, int]) -> None:
         )
 
 
+@dataclass
+class _Silence:
+    """The reads each moving joint missed in a row during a move, and what is known of it: the last
+    position it answered with and the last goal it was sent."""
+
+    joints: tuple[int, ...]
+    ids: tuple[int, ...]
+    misses: dict[int, int] = field(default_factory=dict)
+    first_miss: dict[int, float] = field(default_factory=dict)
+    sent: dict[int, int] = field(default_factory=dict)
+    turn: int = 0  # where the next read of a bus that reads one servo per exchange starts
+
+    def read(self, bus: Bus, now: float) -> list[int]:
+        """Read the moving servos once: all of them in one exchange on a PoseAtOnceBus, else the next
+        READS_PER_FRAME joints in turn (each read costs an exchange of its own, and the frames must keep
+        their period). The joints that have now missed LOST_READS of their reads in a row."""
+        if isinstance(bus, PoseAtOnceBus):
+            pose, asked = bus.read_pose_at_once(self.ids), self.joints
+        else:
+            n = len(self.joints)
+            asked = tuple(self.joints[(self.turn + i) % n] for i in range(min(READS_PER_FRAME, n)))
+            self.turn = (self.turn + len(asked)) % max(n, 1)
+            pose = bus.read_pose(asked)
+        readable = bus_readable(bus)  # a value no servo could report is no answer to count on
+        for sid in asked:
+            value = pose.get(sid)
+            if value is None or not readable.admits(value):
+                self.misses[sid] = self.misses.get(sid, 0) + 1
+                self.first_miss.setdefault(sid, now)
+            else:
+                self.misses[sid] = 0
+                self.first_miss.pop(sid, None)
+        return [sid for sid in self.joints if self.misses.get(sid, 0) >= LOST_READS]
+
+
+def _stream(
+    bus: Bus,
+    clock: Clock,
+    traj: Trajectory,
+    check: JointLimits,
+    period_s: float,
+    aborted: Callable[[], bool],
+    on_progress: Callable[[float, dict[int, int]], None] | None,
+    log: MoveLog,
+    silence: _Silence,
+) -> tuple[bool, list[int]]:
+    """Send the frames on absolute deadlines, reading the moving servos after each: (aborted, lost
+    joints). Stops at the end of the trajectory, at an abort (the arm held) or when a joint is lost."""
+    period_ms = int(round(period_s * 1000))
+    t0 = clock.now()
+    k = 0
+    while True:
+        if aborted():
+            bus.hold()
+            return True, []
+        targets = servo_pose(traj.at(k * period_s))
+        # cannot happen after plan_move; never send it if it does
+        if check.check(as_pose(targets)) is not None:
+            raise Refused(f"internal: sample {targets} left the limits; arm held")
+        bus.move(targets, period_ms)
+        silence.sent.update(targets)
+        log.frames += 1
+        if on_progress is not None:
+            on_progress(clock.now() - t0, targets)
+        lost = silence.read(bus, clock.now())
+        if lost:
+            return False, lost
+        if traj.done(k * period_s):
+            return False, []
+        k += 1
+        clock.sleep_until(t0 + k * period_s)
+
+
 def move_to(
     bus: Bus,
     clock: Clock,
@@ -256,14 +349,18 @@ def move_to(
     abort_requested: Abort = None,
     on_progress: Callable[[float, dict[int, int]], None] | None = None,
     log: MoveLog | None = None,
+    recover_s: float = RECOVER_S,
 ) -> MoveResult:
     """Move to `goal` ({servo id: pulse}) along a minimum-jerk trajectory capped at `speed` pulses/s.
 
     Everything is checked before the first frame (Refused: nothing was sent). Frames go out every period_s on
-    absolute deadlines of `clock`. An abort request sends a hold at once and ends the move (aborted=True).
-    From the first frame on, an exception (a signal, a lost link) sends a hold before it passes on, while
-    the move settles and its end is read back too; before it, nothing was sent. `on_progress(t, targets)`
-    is called after each frame sent; `log` (see MoveLog) tells a caller which of the two an exception met.
+    absolute deadlines of `clock`, and the moving servos are read after each: a joint that misses
+    LOST_READS reads in a row ends the move with MoveServoLost (see _lose: the others held and confirmed,
+    the lost one waited for up to `recover_s`). An abort request sends a hold at once and ends the move
+    (aborted=True). From the first frame on, an exception (a signal, a lost link) sends a hold before it
+    passes on, while the move settles and its end is read back too; before it, nothing was sent.
+    `on_progress(t, targets)` is called after each frame sent; `log` (see MoveLog) tells a caller which of
+    the two an exception met.
     """
     armpose = read_arm(bus)
     skipped = {sid: p for sid, p in goal.items() if sid in armpose.silent}
@@ -271,49 +368,35 @@ def move_to(
     traj = plan_move(armpose.pose, live_goal, limits, speed, period_s)
     _refuse_unmovable(bus, live_goal)
     check = pulse_limits({sid: limits[sid] for sid in live_goal})
-    aborted = abort_check(abort_requested)
-    period_ms = int(round(period_s * 1000))
-    t0 = clock.now()
-    k = frames = 0
-    stopped = False
+    optional = set(bus.optional_ids)
+    silence = _Silence(tuple(sid for sid in live_goal if sid not in optional), tuple(live_goal))
     log = log if log is not None else MoveLog()
+    t0 = clock.now()
     try:
         log.started = True  # from here any way out sends a hold, but the move's own end
-        while True:
-            if aborted():
-                bus.hold()
-                stopped = True
-                break
-            targets = servo_pose(traj.at(k * period_s))
-            # cannot happen after plan_move; never send it if it does
-            if check.check(as_pose(targets)) is not None:
-                raise Refused(f"internal: sample {targets} left the limits; arm held")
-            bus.move(targets, period_ms)
-            frames = log.frames = frames + 1
-            if on_progress is not None:
-                on_progress(clock.now() - t0, targets)
-            if traj.done(k * period_s):
-                break
-            k += 1
-            clock.sleep_until(t0 + k * period_s)
+        stopped, lost = _stream(
+            bus, clock, traj, check, period_s, abort_check(abort_requested), on_progress, log, silence
+        )
         duration = clock.now() - t0
-        if not stopped:
+        if not stopped and not lost:
             clock.sleep(settle_s)
-        final = CheckedReads(bus).pose(live_goal)
+        final = {} if lost else CheckedReads(bus).pose(live_goal)
     except BaseException:
         # Ctrl-C or a lost link mid-move or while it settles: try to stop the arm where it is, and report
         # the original error
         with contextlib.suppress(Exception):
             bus.hold()
         raise
-    _refuse_lost(bus, final)
+    lost = lost or [sid for sid, pulse in final.items() if pulse is None and sid not in optional]
+    if lost:
+        raise _lose(bus, clock, lost, silence, t0, recover_s, period_s)
     _refuse_latched(bus, final, live_goal)
     return MoveResult(
         start={sid: armpose.pose[sid] for sid in live_goal},
         goal=live_goal,
         final=final,
         duration_s=duration,
-        frames=frames,
+        frames=log.frames,
         silent=armpose.silent,
         carried=armpose.carried,
         skipped=skipped,
@@ -323,22 +406,160 @@ def move_to(
 
 
 class MoveServoLost(ConnectionLost):
-    """A servo the arm cannot do without stopped answering during a move: the arm was held (exit 3)."""
+    """A servo the arm cannot do without stopped answering during a move (exit 3): the move stopped, the
+    servos that answered were held and confirmed (`held`), `not_held` did not answer the hold, `recovered`
+    answered again before the run gave up on them ({servo: the position its goal was set to}), and
+    `detected_s` says how long after its first missed read each lost joint was called lost."""
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        lost: list[int],
+        held: list[int],
+        not_held: list[int],
+        recovered: dict[int, int],
+        detected_s: dict[int, float],
+    ) -> None:
+        super().__init__(text)
+        self.lost, self.held, self.not_held = lost, held, not_held
+        self.recovered, self.detected_s = recovered, detected_s
 
 
-def _refuse_lost(bus: Bus, final: Mapping[int, int | None]) -> None:
-    """Hold the arm and raise MoveServoLost when a moved servo outside the bus's optional ids (the claw)
-    does not answer the read-back (the client has retried): a joint that lost power mid-move is no
-    finished move."""
-    lost = [sid for sid, pulse in final.items() if pulse is None and sid not in bus.optional_ids]
-    if not lost:
-        return
-    with contextlib.suppress(Exception):
-        bus.hold()
-    raise MoveServoLost(
-        f"servo {', '.join(map(str, lost))} stopped answering during the move (not read "
-        "back at its end); arm held"
+def _confirmed_hold(bus: Bus, ids: list[int]) -> tuple[list[int], list[int]]:
+    """Hold `ids` and read each back: (held: answered with no hardware error latched, the others)."""
+    with contextlib.suppress(Exception):  # a hold that fails half-way is judged by the reads below
+        bus.hold(ids)
+    answered = [sid for sid in ids if bus.read_position(sid) is not None]
+    latched = _latches(bus, answered)
+    held = [sid for sid in answered if sid not in latched]
+    return held, [sid for sid in ids if sid not in held]
+
+
+def _recover(
+    bus: Bus, clock: Clock, lost: list[int], recover_s: float, period_s: float
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Wait up to recover_s for lost servos to answer again; each that does has its pending goal
+    overwritten by the position it reads then (GoalKeepingBus), or is held (other buses). ({servo: the
+    position it holds, confirmed}, {servo: the position its goal was set to, but not holding: torque off
+    or a hardware error latched})."""
+    pending, out, unheld = list(lost), {}, {}
+    deadline = clock.now() + recover_s
+    while pending:
+        for sid in list(pending):
+            if isinstance(bus, GoalKeepingBus):
+                pos = bus.overwrite_goal(sid)
+                # its goal can go no further; it holds there only with torque on and no latched error
+                if pos is not None and (bus.read_torque(sid) is not True or _latches(bus, [sid])):
+                    unheld[sid] = int(pos)
+                    pending.remove(sid)
+                    continue
+            else:
+                held, _ = _confirmed_hold(bus, [sid])
+                pos = bus.last_position.get(sid) if held else None
+            if pos is not None:
+                out[sid] = int(pos)
+                pending.remove(sid)
+        if not pending or clock.now() + period_s > deadline:
+            break
+        clock.sleep(period_s)
+    return out, unheld
+
+
+@dataclass
+class LostHold:
+    """How an arm that lost servos was left: `held` confirmed holding (answered the hold's read-back, no
+    hardware error latched; a lost servo that answered again with its pending goal overwritten and torque
+    on), `not_held` the others, `recovered` {lost servo that answered again: the position its goal was set
+    to}, and `text` saying so servo by servo."""
+
+    held: list[int]
+    not_held: list[int]
+    recovered: dict[int, int]
+    text: str
+
+
+def hold_lost(
+    bus: Bus,
+    clock: Clock,
+    lost: list[int],
+    sent: Mapping[int, int],
+    *,
+    recover_s: float = RECOVER_S,
+    period_s: float = PERIOD_S,
+) -> LostHold:
+    """After servos were lost mid-motion: hold every other servo and read each back, give the lost ones
+    recover_s to answer again (their pending goal overwritten then, see _recover), and say which servo
+    holds and which does not. `sent` is the last goal each servo was sent (named for a lost one whose goal
+    may still be pending)."""
+    held, quiet = _confirmed_hold(bus, [sid for sid in bus.ids if sid not in lost])
+    # those that did not answer the hold either (a stalled line) get the same second as the lost ones
+    recovered, unheld = _recover(bus, clock, [*lost, *quiet], recover_s, period_s)
+    late = [sid for sid in quiet if sid in recovered]
+    held = [sid for sid in held + late if sid not in unheld]
+    not_held = [sid for sid in quiet if sid not in recovered and sid not in unheld]
+    gone = [sid for sid in lost if sid not in recovered and sid not in unheld]
+    recovered = {sid: pos for sid, pos in recovered.items() if sid in lost}
+    parts = [f"servos {_ids(held)} held" if held else "no servo held"]
+    if late:
+        parts[0] += f" ({_ids(late)} once they answered again)"
+    if not_held:
+        parts.append(f"servo {_ids(not_held)} did not answer the hold: not held")
+    again = (
+        "its pending goal overwritten by its position {pos}, held"
+        if isinstance(bus, GoalKeepingBus)
+        else "held at its position {pos}"
     )
+    parts += [f"servo {sid} answered again: " + again.format(pos=pos) for sid, pos in recovered.items()]
+    parts += [
+        f"servo {sid} answered again: its pending goal overwritten by its position {pos}, but its torque "
+        "is off or a hardware error latched: not held"
+        for sid, pos in unheld.items()
+    ]
+    parts += [_not_held(bus, sid, sent.get(sid)) for sid in gone]
+    return LostHold(
+        held=held + list(recovered),
+        not_held=not_held + list(unheld) + gone,
+        recovered={**recovered, **unheld},
+        text="; ".join(parts),
+    )
+
+
+def _lose(
+    bus: Bus,
+    clock: Clock,
+    lost: list[int],
+    silence: _Silence,
+    t0: float,
+    recover_s: float,
+    period_s: float,
+) -> MoveServoLost:
+    """The end of a move that lost joints: stopped there, the arm held as hold_lost says."""
+    now = clock.now()
+    detected = {sid: now - silence.first_miss.get(sid, now) for sid in lost}
+    after = hold_lost(bus, clock, lost, silence.sent, recover_s=recover_s, period_s=period_s)
+    return MoveServoLost(
+        f"servo {_ids(lost)} stopped answering {silence.first_miss.get(lost[0], now) - t0:.2f} s into the "
+        f"move ({LOST_READS} reads missed in a row): the move stopped there; {after.text}",
+        lost=lost,
+        held=after.held,
+        not_held=after.not_held,
+        recovered=after.recovered,
+        detected_s=detected,
+    )
+
+
+def _not_held(bus: Bus, sid: int, goal: int | None) -> str:
+    if isinstance(bus, GoalKeepingBus) and goal is not None:
+        return (
+            f"servo {sid} not answering: not held, and its last goal {goal} may still be pending (it may "
+            "move there when it answers again; check its cable and power before anything else)"
+        )
+    return f"servo {sid} not answering: not held (position unknown; check its cable)"
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, ids))
 
 
 class MoveServoLatched(Refused):
@@ -576,12 +797,34 @@ def watch(
 ) -> int:
     """Read every servo (read_records) every period_s on absolute deadlines and hand each round to
     `on_records`, until `stop` is requested or `rounds` rounds are done. Read only: nothing but read
-    requests is written, so the servos are left exactly as they were. Returns the rounds done."""
+    requests is written, so the servos are left exactly as they were. Returns the rounds done; BusSilent
+    (exit 3) once no servo has answered LOST_READS rounds in a row."""
     stopped = abort_check(stop)
     t0 = clock.now()
-    n = 0
+    n = quiet = 0
     while not stopped() and (rounds is None or n < rounds):
-        on_records(read_records(bus))
+        records = read_records(bus)
+        on_records(records)
+        quiet = quiet + 1 if all(r.silent for r in records.values()) else 0
+        if quiet >= LOST_READS:
+            raise BusSilent(
+                f"no servo answered {LOST_READS} reads in a row (every {period_s:g} s): servo "
+                f"{_ids(records)} not answering; the bus is lost (check its power and cable)"
+            )
         n += 1
         clock.sleep_until(t0 + n * period_s)
     return n
+
+
+class BusSilent(ConnectionLost):
+    """No servo of the bus answers: the device is lost (exit 3)."""
+
+
+def refuse_silent_bus(records: Mapping[int, ServoRecord]) -> None:
+    """BusSilent, naming every servo, when none of `records` answered: a bus where nobody answers is a
+    device that could not be reached, not a read that is done."""
+    if records and all(r.silent for r in records.values()):
+        raise BusSilent(
+            f"no servo answered: servo {_ids(records)} not answering (check the bus's power, cable, "
+            "baud rate and ids)"
+        )

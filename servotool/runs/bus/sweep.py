@@ -48,11 +48,13 @@ from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, Settin
 from servotool.motion.quintic import Trajectory, duration_for
 from servotool.runs.bus.reads import CheckedReads
 from servotool.runs.bus.servo import (
+    LOST_READS,
     MAX_SPEED,
     MIN_SPEED,
     Abort,
     abort_check,
     as_pose,
+    hold_lost,
     intersect_limits,
     pulse_limits,
     read_arm,
@@ -257,8 +259,14 @@ def _recording(factory: WriterFactory, res: SweepResult) -> Iterator[RowWriter]:
 
 
 class SweepServoLost(ConnectionLost):
-    """A swept servo stopped answering after motion began: the arm was held (exit 3, the link to that servo
-    is lost, not a refusal)."""
+    """A swept servo stopped answering after motion began (exit 3, the link to that servo is lost, not a
+    refusal): `held` the servos whose hold was confirmed, `not_held` the others."""
+
+    def __init__(
+        self, text: str, *, held: list[int] | None = None, not_held: list[int] | None = None
+    ) -> None:
+        super().__init__(text)
+        self.held, self.not_held = held or [], not_held or []
 
 
 class RowWriter(Protocol):
@@ -291,6 +299,7 @@ class _Sweeper:
         self.t0 = clock.now()
         self.stored: dict[int, tuple[int, int]] = {}
         self.span = bus.position_range
+        self.sent: dict[int, int] = {}  # the last goal sent to each servo
         # every read of the run passes the bus's range check: a bad frame never reaches the stall test
         self.reads = CheckedReads(bus, on_bad=self._bad_row)
         self.read = self.reads.position
@@ -309,6 +318,12 @@ class _Sweeper:
     def on_event(self, event: SweepEvent) -> None:
         self._report(dataclasses.replace(event, index=self.index, count=self.count))
 
+    def lost(self, joint: int, what: str) -> SweepServoLost:
+        """The swept servo is lost: the others held and read back, it given a moment to answer again (its
+        pending goal then overwritten), each named as holding or not (servo.hold_lost)."""
+        after = hold_lost(self.bus, self.clock, [joint], self.sent, period_s=self.cfg.period_s)
+        return SweepServoLost(f"{what}; {after.text}", held=after.held, not_held=after.not_held)
+
     # every move frame of the run goes through here
     def send(self, joint: int, pulse: int) -> None:
         lo, hi = self.stored[joint]
@@ -320,6 +335,7 @@ class _Sweeper:
                 f"[{lo}, {hi}] or {span_lo}-{span_hi} (arm held)"
             )
         self.bus.move({joint: pulse}, int(round(self.cfg.period_s * 1000)))
+        self.sent[joint] = pulse
 
     def read_stop(self, joint: int) -> int | None:
         reads = [r for r in (self.read(joint) for _ in range(3)) if r is not None]
@@ -409,7 +425,7 @@ class _Sweeper:
         lo, hi = self.stored[res.joint]
         here = self.read(res.joint)
         if here is None:
-            raise SweepServoLost(f"servo {res.joint} went silent after its sweep; arm held")
+            raise self.lost(res.joint, f"servo {res.joint} went silent after its sweep")
         # a read can sit a pulse or two beyond the stored limit (noise): never command that
         here = min(max(here, lo, self.span[0]), hi, self.span[1])
         traj = Trajectory(
@@ -430,7 +446,7 @@ class _Sweeper:
             )
         )
         t_start = self.clock.now()
-        k = 0
+        k = misses = 0
         while True:
             if self.abort():
                 self.bus.hold()
@@ -441,6 +457,9 @@ class _Sweeper:
             writer.write(t=self.now(), event="cmd", joint=res.joint, direction=res.direction, cmd=pulse)
             read = self.read(res.joint)
             writer.write(t=self.now(), event="state", joint=res.joint, direction=res.direction, read=read)
+            misses = misses + 1 if read is None else 0
+            if misses >= LOST_READS:  # the way back reads its servo too: never streamed to blind
+                raise self.lost(res.joint, f"servo {res.joint} stopped answering on its way back")
             if traj.done(k * self.cfg.period_s):
                 break
             k += 1
@@ -634,7 +653,7 @@ def _one(
             return
         sweeper.sweep(res, writer)
         if res.reason == STOP_SILENT:
-            raise SweepServoLost(f"servo {joint} stopped answering during its sweep; arm held")
+            raise sweeper.lost(joint, f"servo {joint} stopped answering during its sweep")
         sweeper.go_back(res, writer)
 
 

@@ -1,5 +1,10 @@
 """The report of a campaign folder, recomputed from its CSV files: `report.md` and a self-contained
-`report.html` (plots embedded as base64 PNG, also saved as PNG files under `plots/`).
+`report.html` (the same Markdown rendered by Python-Markdown, plots embedded as base64 PNG, also saved as PNG
+files under `plots/`).
+
+A report opens with its measured outcome (what the runs found: the lag, the a_max ceiling, the mapped
+limits), and says SIMULATED first, in the limits and tuning blocks and in every plot title, wherever a
+simulator produced the figures.
 
 Every figure comes from the recordings: each CSV's header says what run it was (mode, settings, device, and
 the campaign run it belongs to in its command line); the campaign copy (`campaign.yaml`), when present, adds
@@ -13,7 +18,7 @@ import base64
 import html
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +30,7 @@ from servotool.analysis.recording import RecordingError
 from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
 from servotool.analysis.sweep_files import config_inside
+from servotool.analysis.uncertainty import ci95_text
 from servotool.devices.registry import DeviceURLError, family_of, fault_names, parse_url
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
@@ -35,7 +41,7 @@ from servotool.runs.offline.analyze import FileAnalysis, analyze_paths
 if TYPE_CHECKING:  # matplotlib is imported only when a report draws its figures (analyze never does)
     import pandas as pd
 
-    from servotool.plots.campaign import StepTrace
+    from servotool.plots.campaign import AmaxRun, StepTrace
 from servotool.runs.arm.step import StepSettings
 
 _RUN_RE = re.compile(r"# run (\d+) \((\w+)\) of (\d+): (.*)$")
@@ -75,6 +81,8 @@ class Report:
     tuning_note: str = ""
     limits: str = ""
     problems: list[str] = field(default_factory=list)
+    outcome: list[str] = field(default_factory=list)  # what the runs measured, the report's first lines
+    simulated: str = ""  # the simulators that produced the figures ("" for a real device)
 
 
 def run_label(command: str) -> tuple[str, str]:
@@ -103,6 +111,12 @@ def _transport(cfg: dict[str, Any]) -> str:
     return "rpc" if cfg.get("transport") == "rpc" else "udp"
 
 
+def _ci95(fit: Any) -> str:
+    """The fit's 95 % confidence interval, `78.04 to 78.18` (ms), or "-" for a fit of one pass."""
+    lo, hi = fit.ci95_ms
+    return f"{lo:.2f} to {hi:.2f}" if math.isfinite(lo) and math.isfinite(hi) else "-"
+
+
 def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
     rows = []
     for fa in files:
@@ -119,7 +133,7 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
                 speeds,
                 f"{cfg.get('sweep_deg', 0):g}",
                 _f(fit.lag_ms, ".1f") if fit else "-",
-                _f(fit.se_ms, ".2f") if fit else "-",
+                _ci95(fit) if fit else "-",
                 _f(mid.mean_ms, ".1f") if mid else "-",
                 ("constant" if r.model.constant else "varies") if r.model else "-",
                 str(len(r.passes)),
@@ -133,13 +147,16 @@ def lag_table(files: Sequence[FileAnalysis]) -> ReportTable:
         "speeds deg/s",
         "sweep deg",
         "L ms",
-        "± ms",
+        "95 % CI ms",
         "midpoint L ms",
         "L vs speed",
         "passes",
         "complete",
     ]
-    note = "L: delta = v * L fitted through the origin over the passes; midpoint: the crossing cross-check"
+    note = (
+        "L: delta = v * L fitted through the origin over the passes, with its 95 % confidence interval; "
+        "midpoint: the crossing cross-check"
+    )
     return ReportTable("lag runs (ramps)", headers, rows, note)
 
 
@@ -249,6 +266,8 @@ class SweepRow:
     stop: float
     inside: int
     complete: bool
+    simulated: bool = False
+    stalled: bool = False  # it stopped short of the stored limit: an obstacle or the joint's real end
 
     @property
     def limit(self) -> int | None:
@@ -296,9 +315,13 @@ def _sweep_row(path: Path, meta: CsvMeta, df: pd.DataFrame) -> SweepRow:
     stops = df[df["event"] == "stop"]
     stop = float(stops["read"].iloc[-1]) if not stops.empty else math.nan
     lo, hi = (int(x) for x in stored)
+    direction = str(cfg.get("direction"))
+    tol = cfg.get("limit_tol", 2)
+    bound = lo if direction == "down" else hi
+    stalled = meta.complete and math.isfinite(stop) and abs(stop - bound) > (tol if _is_number(tol) else 2)
     return SweepRow(run_label(meta.command)[0] or path.name, meta.device, int(cfg.get("joint", 0)),
-                    str(cfg.get("direction")), int(cfg.get("start", 0)), (lo, hi), stop,
-                    config_inside(cfg), meta.complete)  # fmt: skip
+                    direction, int(cfg.get("start", 0)), (lo, hi), stop,
+                    config_inside(cfg), meta.complete, meta.simulated, stalled)  # fmt: skip
 
 
 def sweep_table(sweeps: Sequence[SweepRow]) -> ReportTable:
@@ -333,14 +356,17 @@ def _limits_node(sweeps: Sequence[SweepRow]) -> str:
 
 def limits_block(sweeps: Sequence[SweepRow]) -> str:
     """The mapped limits as ROS 2 parameters (arm_limit_N: [lo, hi]) for the arm's parameter file, under the
-    node its family names."""
+    node its family names; a first comment line says SIMULATED when a simulator's sweeps mapped them, so
+    the mark travels with the pasted block."""
     found: dict[int, list[int]] = {}
     for r in sweeps:
         pair = found.setdefault(r.joint, list(r.stored))
         if r.limit is not None:  # a sweep without a limit leaves the stored one
             pair[0 if r.direction == "down" else 1] = r.limit
     lines = [f"    arm_limit_{j}: [{lo}, {hi}]" for j, (lo, hi) in sorted(found.items())]
-    return "\n".join([f"{_limits_node(sweeps)}:", "  ros__parameters:", *lines])
+    sims = sorted({r.device for r in sweeps if r.simulated})
+    mark = [f"# SIMULATED: mapped on {', '.join(sims)}, not on a real arm"] if sims else []
+    return "\n".join([*mark, f"{_limits_node(sweeps)}:", "  ros__parameters:", *lines])
 
 
 def _lag_source(lags: Sequence[FileAnalysis]) -> tuple[float, str, float]:
@@ -375,13 +401,18 @@ def clean_a_max(steps: Sequence[FileAnalysis]) -> tuple[float, float, float]:
 
 
 def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], device: str) -> tuple[str, str]:
-    """(YAML block to paste into a controller's guard config, a note on where each number comes from).
+    """(YAML block to paste into a controller's guard config, a note on where each number comes from). The
+    block's first line names the device, SIMULATED when a simulator measured the lag.
 
     The margin follows the rules `servotool lag` tunes by (analysis.lag.guard_advice): the braking
     transient seen through a state frame one state period old, plus the peak noise at rest."""
-    lag_s, source, noise = _lag_source(lags)
+    whole = [fa for fa in lags if fa.meta.complete]  # a ramp run that ended early tunes nothing
+    lag_s, source, noise = _lag_source(whole)
     if not math.isfinite(lag_s):
+        if len(whole) < len(lags):
+            return "", "no ramp run here ran its whole sweep, so no guard tuning follows from this folder"
         return "", "no ramp run measured a lag here, so no guard tuning follows from this folder"
+    lags = whole
     clean, v_max, faulted = clean_a_max(steps)
     a_max = clean if math.isfinite(clean) else DEFAULT_SHAPER.a_max
     period = float(lags[0].meta.config.get("cmd_period_s", 0.01)) if lags else 0.01
@@ -394,9 +425,10 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
         default=0.0,
     )
     t = guard_advice(lag_s, a_max=a_max, v_max=v_max, noise_deg=noise, dt=period, frame_age_s=age)
+    sim = " (SIMULATED)" if any(fa.meta.simulated for fa in lags) and "SIMULATED" not in device else ""
     block = "\n".join(
         [
-            f"# guard tuning for {device}: L = {lag_s * 1e3:.1f} ms ({source})",
+            f"# guard tuning for {device}{sim}: L = {lag_s * 1e3:.1f} ms ({source})",
             "stream_shaper:",
             f"  v_max_deg_s: {t.v_max:g}",
             f"  a_max_deg_s2: {t.a_max:g}",
@@ -422,6 +454,117 @@ def tuning_block(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], de
     return block, note
 
 
+def _lag_outcome(lags: Sequence[FileAnalysis]) -> list[str]:
+    """The lag the ramp runs measured: one fit over every ramp's passes, or the one run's."""
+    results = [fa.result for fa in lags if isinstance(fa.result, LagResult)]
+    if not results:
+        return []
+    fit = combine_lag(results).fit if len(results) >= 2 else results[0].fit
+    if fit is None or not math.isfinite(fit.lag_ms):
+        return ["**Lag: not measurable**: no ramp pass had a cruise long enough (see the lag table)."]
+    model = combine_lag(results).model if len(results) >= 2 else results[0].model
+    speeds = {round(p.speed_deg_s, 1) for r in results for p in r.passes if math.isfinite(p.lag_ms)}
+    if len(speeds) < 2:
+        how = "one speed, so whether it is the same at every speed is not checked"
+    elif model is not None:
+        how = "the same at every speed" if model.constant else "not the same at every speed"
+    else:
+        how = ""
+    where = _label(lags[0]) if len(results) == 1 else f"one fit over {len(results)} ramp runs"
+    ci = ci95_text(*fit.ci95_ms)
+    return [f"**Lag: L = {fit.lag_ms:.2f} ms** ({ci}), {how} ({where})." if how else
+            f"**Lag: L = {fit.lag_ms:.2f} ms** ({ci}, {where})."]  # fmt: skip
+
+
+def _shaped_outcome(shaped: Sequence[FileAnalysis]) -> str:
+    """The shaped runs' answer: the a_max ceiling where an a_max faulted, else how high they stayed clean."""
+    clean, _v_max, faulted = clean_a_max(shaped)
+    tried = sorted({float(fa.meta.config.get("a_max", DEFAULT_SHAPER.a_max)) for fa in shaped})
+    sizes = sorted(
+        {abs(m.size_deg) for fa in shaped if isinstance(fa.result, StepResult) for m in fa.result.steps}
+    )
+    at = f"a_max {tried[0]:g} deg/s²" if len(tried) == 1 else f"a_max {tried[0]:g} to {tried[-1]:g} deg/s²"
+    span = f"{len(shaped)} shaped run(s) at {at}"
+    if sizes:
+        lo, hi = sizes[0], sizes[-1]
+        span += f", {lo:g} deg steps" if lo == hi else f", steps {lo:g} to {hi:g} deg"
+    if math.isfinite(clean) and math.isfinite(faulted):
+        return (
+            f"**a_max ceiling: {clean:g} deg/s²**: the highest a_max with no fault and no reject; the first "
+            f"fault came at {faulted:g} deg/s² ({span})."
+        )
+    if math.isfinite(clean):
+        return f"**Shaped steps: clean up to a_max {clean:g} deg/s²**, no fault and no reject ({span})."
+    return f"**Shaped steps: every run faulted or was rejected** ({span})."
+
+
+def _step_outcome(steps: Sequence[FileAnalysis]) -> list[str]:
+    """The shaped steps' a_max ceiling (the highest clean a_max, the lowest that faulted) and the raw
+    steps' runaways, faults and travel."""
+    shaped = [fa for fa in steps if isinstance(fa.result, StepResult) and fa.result.shaped]
+    rs = [fa.result for fa in steps if isinstance(fa.result, StepResult) and not fa.result.shaped]
+    lines = [_shaped_outcome(shaped)] if shaped else []
+    if rs:
+        runaways, faults = sum(r.runaways for r in rs), sum(r.total_faults for r in rs)
+        ratios = [m.travel_deg / abs(m.size_deg) for r in rs for m in r.steps
+                  if m.verdict == "runaway" and m.size_deg and math.isfinite(m.travel_deg)]  # fmt: skip
+        travel = [m.travel_deg for r in rs for m in r.steps if math.isfinite(m.travel_deg)]
+        worst = f", up to {max(ratios):.0f}x the step" if ratios else ""
+        moved = f", travel at most {max(travel):.1f} deg" if travel and not ratios else ""
+        tally = f"{faults} fault latch(es) ({len(rs)} raw run(s))"
+        lines.append(f"**Raw steps: {runaways} runaway(s)**{worst}{moved}, {tally}.")
+    return lines
+
+
+def _cold_outcome(cold: Sequence[FileAnalysis]) -> list[str]:
+    """Ramps started from a disabled robot: how many ran away (a latched fault as execution began)."""
+    if not cold:
+        return []
+    ran = sum(1 for fa in cold if len(fa.recording.fault_t))
+    return [f"**Ramps from a disabled robot: {ran} of {len(cold)} ran away** (see the cold-start table)."]
+
+
+def _sweep_outcome(sweeps: Sequence[SweepRow]) -> list[str]:
+    """The mapped limits per servo, and which sweeps stopped at a stall rather than the stored limit."""
+    if not sweeps:
+        return []
+    found: dict[int, list[int | None]] = {}
+    for r in sweeps:
+        pair = found.setdefault(r.joint, [None, None])
+        if r.limit is not None:
+            pair[0 if r.direction == "down" else 1] = r.limit
+    limits = ", ".join(
+        f"{j} [{'-' if lo is None else lo}, {'-' if hi is None else hi}]"
+        for j, (lo, hi) in sorted(found.items())
+    )
+    stalls = [f"servo {r.joint} {r.direction} at {r.stop:.0f}" for r in sweeps if r.stalled]
+    where = f"stalls: {', '.join(stalls)}" if stalls else "no stall: every sweep stopped at its stored limit"
+    return [f"**Limits mapped** (servo [low, high] pulses): {limits}; {where}."]
+
+
+def outcome_lines(
+    lags: Sequence[FileAnalysis],
+    steps: Sequence[FileAnalysis],
+    sweeps: Sequence[SweepRow],
+    simulated: str,
+    cold: Sequence[FileAnalysis] = (),
+) -> list[str]:
+    """What the campaign measured, first: SIMULATED when a simulator produced it, then the lag, the cold
+    starts, the step and the sweep outcomes, and the runs that ended early; a folder with nothing measured
+    says so."""
+    lines = [
+        f"**SIMULATED**: every figure here comes from a simulator ({simulated}), not from a real device."
+    ]
+    lines = lines if simulated else []
+    found = _lag_outcome(lags) + _cold_outcome(cold) + _step_outcome(steps) + _sweep_outcome(sweeps)
+    ended = [f"{_label(f)} ({f.meta.end_reason})" for f in [*lags, *steps] if not f.meta.complete]
+    ended += [f"{s.run} (interrupted)" for s in sweeps if not s.complete]
+    if ended:
+        more = f" and {len(ended) - 3} more" if len(ended) > 3 else ""
+        found.append(f"**{len(ended)} run(s) ended early**: {', '.join(ended[:3])}{more}.")
+    return lines + (found or ["**Nothing measured**: the folder holds no run the report can read."])
+
+
 def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
     from servotool.plots.campaign import StepTrace
 
@@ -434,7 +577,7 @@ def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
             sel = (ts >= m.t_step_s - 0.05) & (ts <= m.t_step_s + m.window_s)
             if sel.sum() < 3 or m.size_deg == 0:
                 continue
-            kind = "shaped" if r.shaped else "raw"
+            kind = f"shaped a_max {fa.meta.config.get('a_max', 0):g}" if r.shaped else "raw"
             traces.append(
                 StepTrace(
                     f"{_label(fa)} {kind} {m.size_deg:+g}",
@@ -445,11 +588,29 @@ def _traces(steps: Sequence[FileAnalysis], limit: int = 16) -> list[StepTrace]:
     return traces[:limit]
 
 
-def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -> list[ReportFigure]:
-    """The report's PNG figures, each only when its runs are in the folder."""
+def _amax_runs(steps: Sequence[FileAnalysis]) -> list[AmaxRun]:
+    from servotool.plots.campaign import AmaxRun
+
+    runs = []
+    for fa in steps:
+        r = fa.result
+        if not isinstance(r, StepResult) or not r.shaped:
+            continue
+        a = float(fa.meta.config.get("a_max", DEFAULT_SHAPER.a_max))
+        clean = not (r.total_faults or r.total_rejects or not fa.meta.complete)
+        runs.append(AmaxRun(a, [m.arrive_ms for m in r.steps], clean))
+    return runs
+
+
+def build_figures(
+    lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis], simulated: bool = False
+) -> list[ReportFigure]:
+    """The report's PNG figures, each only when its runs are in the folder; titled SIMULATED when a
+    simulator made the data."""
     from servotool.plots.campaign import (
         LagSeries,
         SizePoint,
+        amax_ceiling_figure,
         lag_fit_figure,
         png_bytes,
         runaway_travel_figure,
@@ -457,6 +618,7 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
         step_response_figure,
     )
 
+    mark = "SIMULATED" if simulated else ""
     series = []
     for fa in lags:
         r = fa.result
@@ -467,6 +629,7 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
                 [p.speed_deg_s for p in r.passes],
                 [p.delta_mean_deg for p in r.passes],
                 r.fit.lag_ms if r.fit else math.nan,
+                r.fit.ci95_ms if r.fit else (math.nan, math.nan),
             )
         )
     travel, arrival = [], []
@@ -480,10 +643,11 @@ def build_figures(lags: Sequence[FileAnalysis], steps: Sequence[FileAnalysis]) -
             elif not r.shaped and math.isfinite(m.travel_deg) and m.verdict != "cut short":
                 travel.append(SizePoint(abs(m.size_deg), m.travel_deg, _transport(cfg)))
     built = [
-        ("lag-fit", "lag fit", lag_fit_figure(series)),
-        ("step-responses", "step responses", step_response_figure(_traces(steps))),
-        ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel)),
-        ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival)),
+        ("lag-fit", "lag fit", lag_fit_figure(series, mark)),
+        ("amax-ceiling", "a_max ceiling of shaped steps", amax_ceiling_figure(_amax_runs(steps), mark)),
+        ("step-responses", "step responses", step_response_figure(_traces(steps), mark)),
+        ("runaway-travel", "runaway travel against step size", runaway_travel_figure(travel, mark)),
+        ("shaped-arrival", "shaped arrival against step size", shaped_arrival_figure(arrival, mark)),
     ]
     return [ReportFigure(name, title, png_bytes(fig)) for name, title, fig in built if fig is not None]
 
@@ -498,7 +662,7 @@ def _intro(
             lines.append(campaign.header.replace("\n", " "))
     devices = sorted(
         {f"{fa.meta.device}{' (SIMULATED)' if fa.meta.simulated else ''}" for fa in files}
-        | {s.device for s in sweeps}
+        | {f"{s.device}{' (SIMULATED)' if s.simulated else ''}" for s in sweeps}
     )
     lines.append(f"Device: {', '.join(devices) if devices else '-'}. Folder: `{folder}`.")
     if campaign is not None:
@@ -555,7 +719,13 @@ def build_report(folder: str | Path) -> Report:
     device = files[0].meta.device if files else (campaign.device if campaign else "")
     if files or not sweeps:
         report.tuning, report.tuning_note = tuning_block(lags, steps, device)
-    report.figures = build_figures(lags, steps)
+    report.simulated = ", ".join(
+        sorted(
+            {fa.meta.device for fa in files if fa.meta.simulated} | {s.device for s in sweeps if s.simulated}
+        )
+    )
+    report.outcome = outcome_lines(lags, steps, sweeps, report.simulated, cold)
+    report.figures = build_figures(lags, steps, simulated=bool(report.simulated))
     report.problems = [
         f"{p.path}: {p.reason}" for p in analysed.problems if not Path(p.path).name.startswith("sweep-")
     ]
@@ -568,9 +738,14 @@ def build_report(folder: str | Path) -> Report:
     return report
 
 
-def render_markdown(report: Report, figure_dir: str = "plots") -> str:
-    """The report as markdown; figures are referenced as `<figure_dir>/<name>.png`."""
+def render_markdown(
+    report: Report, figure_dir: str = "plots", figure_src: Callable[[ReportFigure], str] | None = None
+) -> str:
+    """The report as Markdown, its measured outcome first; figures are referenced as
+    `<figure_dir>/<name>.png`, or by `figure_src(figure)` (the HTML page's inline images)."""
     out = [f"# {report.title}", ""]
+    if report.outcome:
+        out += ["## Outcome", ""] + [f"* {line}" for line in report.outcome] + [""]
     for line in report.intro:
         out += [line, ""]
     for t in report.tables:
@@ -579,8 +754,9 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
         out += ["", t.note, ""] if t.note else [""]
     if report.figures:
         out += ["## Plots", ""]
-        out += [f"![{f.title}]({figure_dir}/{f.name}.png)" for f in report.figures]
-        out.append("")
+        for f in report.figures:
+            src = figure_src(f) if figure_src is not None else f"{figure_dir}/{f.name}.png"
+            out += [f"![{f.title}]({src})", ""]
     if report.limits:
         out += [
             "## Mapped limits",
@@ -602,50 +778,38 @@ def render_markdown(report: Report, figure_dir: str = "plots") -> str:
     return "\n".join(out)
 
 
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
+    "text-align:right}th{background:#f3f3f3}pre{background:#f6f6f6;padding:1em}code{background:#f6f6f6}"
+    "img{max-width:100%}"
+)
+
+
+def _inline_png(figure: ReportFigure) -> str:
+    return "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
+
+
 def render_html(report: Report) -> str:
-    """The report as one self-contained HTML page (figures inline as base64 PNG, no external resource)."""
-    e = html.escape
-    out = [
-        "<!DOCTYPE html>",
-        "<html><head><meta charset='utf-8'>",
-        f"<title>{e(report.title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
-        "text-align:right}th{background:#f3f3f3}pre{background:#f6f6f6;padding:1em}"
-        "img{max-width:100%}</style></head><body>",
-        f"<h1>{e(report.title)}</h1>",
-    ]
-    for line in report.intro:
-        out.append(f"<p>{e(line).replace('**', '')}</p>")
-    for t in report.tables:
-        out += [
-            f"<h2>{e(t.title)}</h2>",
-            "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in t.headers) + "</tr>",
+    """The report as one self-contained HTML page: the Markdown of render_markdown rendered by
+    Python-Markdown (tables and code blocks as such, no raw Markdown left), figures inline as base64 PNG,
+    no external resource. Text that looks like HTML is shown as text, never passed through."""
+    import markdown
+
+    md = markdown.Markdown(extensions=["tables", "fenced_code"], output_format="html")
+    md.preprocessors.deregister("html_block")  # a `<name>` in a campaign's text is text, not a tag
+    md.inlinePatterns.deregister("html")
+    body = md.convert(render_markdown(report, figure_src=_inline_png))
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            "<html><head><meta charset='utf-8'>",
+            f"<title>{html.escape(report.title)}</title>",
+            f"<style>{_STYLE}</style></head><body>",
+            body,
+            "</body></html>",
         ]
-        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in t.rows]
-        out.append("</table>" + (f"<p><small>{e(t.note)}</small></p>" if t.note else ""))
-    if report.figures:
-        out.append("<h2>Plots</h2>")
-        for f in report.figures:
-            data = base64.b64encode(f.png).decode("ascii")
-            out.append(
-                f"<figure><img alt='{e(f.title)}' src='data:image/png;base64,{data}'>"
-                f"<figcaption>{e(f.title)}</figcaption></figure>"
-            )
-    if report.limits:
-        out.append(f"<h2>Mapped limits</h2><p>For the arm's parameter file:</p><pre>{e(report.limits)}</pre>")
-    if report.tuning or report.tuning_note:
-        out.append("<h2>Guard tuning</h2>")
-    if report.tuning:
-        out.append(f"<p>Paste into your controller's guard configuration:</p><pre>{e(report.tuning)}</pre>")
-    if report.tuning_note:
-        out.append(f"<p>{e(report.tuning_note)}</p>")
-    if report.problems:
-        out.append(
-            "<h2>Files not analysed</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.problems) + "</ul>"
-        )
-    out.append("</body></html>")
-    return "\n".join(out)
+    )
 
 
 REPORT_FILES = ("report.md", "report.html")

@@ -224,13 +224,18 @@ def _analyse(meta: CsvMeta, rec: Recording) -> LagResult | StepResult:
     joint = config_joint(meta)
     period = config_period(meta)
     if meta.mode == "ramp":
-        return analyze_lag(
+        ramp = analyze_lag(
             rec,
             joint=joint,
             cmd_period_s=period,
             a_max=float(_cfg(meta, "a_max", A_MAX_DEG_S2)),
             v_max=float(_cfg(meta, "v_max", V_MAX_DEG_S)),
         )
+        if not meta.complete and ramp.tuning is not None:
+            # a partial sweep has not seen every speed the guard must allow for: no tuning from it
+            ramp.tuning = None
+            ramp.warnings.append("no guard tuning from a run that ended early: run the whole sweep")
+        return ramp
     margin, lag = meta.config.get("guard_margin_deg"), meta.config.get("guard_lag_s")
     hold = meta.config.get("hold_s")
     return analyze_step(

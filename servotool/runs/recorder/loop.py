@@ -7,6 +7,9 @@ recorder wants one, the status read when due, then -- where a control loop would
 captures whose tail is complete are published. Connecting only inspects the destination (its size and any
 leftover temporary files, as warnings); the folder is created by the first publication.
 
+A device where no axis answers for a second (silence.py) is a lost device; an axis that stops answering,
+or answers again, is a warning.
+
 Every ending (duration reached, a stop request from Ctrl-C or SIGTERM, a lost device, a capture that could
 not be written -- a full disk, a file where the folder was --, an error of our own) goes through one path:
 the recorder is told the connection is closing, the device is closed (the driver's disconnect attempt), then
@@ -20,7 +23,7 @@ import dataclasses
 import math
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,7 @@ from servotool.recorder import Capture, FlightRecorder, RecorderEvent, RecorderS
 from servotool.recorder.frames import AxisKey
 from servotool.recorder.source import StatusUnsupported, TelemetrySource
 from servotool.runs.readable import device_readable
+from servotool.runs.recorder.silence import Silence
 from servotool.runs.signals import StopSignals
 
 COMPLETE = "complete"
@@ -85,6 +89,8 @@ class RecordProgress:
     captures: list[PublishedCapture]
     events: list[RecorderEvent]
     overruns: int
+    # each axis's newest answered sample and its time (an axis silent in the newest sweep shows it, stale)
+    last_answers: dict[Any, tuple[float, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,6 +160,7 @@ class _Loop:
         rec_settings = settings.recorder
         if source.status_every_frame:  # the status rides in every frame: no poll to schedule or defer
             rec_settings = dataclasses.replace(rec_settings, status_period_s=0.0)
+        rec_settings = cycle_ring(rec_settings, source.sweep_rate_hz)
         self.rec = FlightRecorder(rec_settings)
         self.on_progress = on_progress
         self.publish = publish
@@ -167,6 +174,7 @@ class _Loop:
         self.overruns = 0
         self.last_fast: Sweep | None = None
         self.last_context: Sweep | None = None
+        self.silence = Silence(clock.now())
         self.readable = device_readable(source.url)
         self.bad = BadFrames()
 
@@ -228,15 +236,21 @@ class _Loop:
         src, rec = self.source, self.rec
         now = self.clock.now()
         plan = rec.plan(now, leg_sweep=True)
-        fast = self.checked(src.read_fast())
-        if fast is not None:
-            rec.on_sweep(fast)
-            self.last_fast = fast
+        answered: dict[Any, bool] = {}  # which axes answered this frame (an axis not read is not in it)
+        fast = src.read_fast()
+        for sweep in [fast] if isinstance(fast, Sweep) else fast or ():
+            checked = self.checked(sweep)
+            if checked is None:
+                continue
+            rec.on_sweep(checked)
+            self.last_fast = checked
+            _book(answered, checked.axes)
         if plan.context:
             ctx = self.checked(src.read_context())
             if ctx is not None:
                 rec.on_sweep(ctx)
                 self.last_context = ctx
+                _book(answered, ctx.axes)
         if plan.status or src.status_every_frame:
             try:
                 answers = src.read_status()
@@ -244,9 +258,12 @@ class _Loop:
                 rec.status_unsupported(self.clock.now(), str(exc))
             else:
                 rec.on_status(self.clock.now(), answers)
+                _book(answered, answers)
         # read only: no goals are written here; this is where a control loop writes its goals
         self.publish_all(rec.after_goal_write(self.clock.now()))
         self.frames += 1
+        for text in self.silence.frame(self.clock.now(), answered):  # DeviceSilent: the device is lost
+            self.warn(text)
 
     def progress(self, t0: float, new_events: list[RecorderEvent]) -> RecordProgress:
         rec = self.rec
@@ -262,6 +279,7 @@ class _Loop:
             list(self.captures),
             new_events,
             self.overruns,
+            rec.last_answers,
         )
 
     def loop(self, stopped: Callable[[], bool]) -> None:
@@ -285,6 +303,19 @@ class _Loop:
                 k += missed
                 deadline = t0 + k * period
             self.clock.sleep_until(min(deadline, end))
+
+
+def _book(answered: dict[Any, bool], values: Mapping[Any, Any]) -> None:
+    for axis, value in values.items():
+        answered[axis] = answered.get(axis, False) or value is not None
+
+
+def cycle_ring(settings: RecorderSettings, sweep_rate_hz: float | None) -> RecorderSettings:
+    """The recorder's settings for a source handing over `sweep_rate_hz` sweeps a second (None: one a
+    frame, unchanged): a fast ring keeping the same seconds of lead-up as the nominal one."""
+    if sweep_rate_hz is None or sweep_rate_hz <= settings.nominal_rate_hz:
+        return settings
+    return dataclasses.replace(settings, fast_len=math.ceil(settings.fast_span_s * sweep_rate_hz))
 
 
 def _publish(dest: Path, cap: Capture) -> Path:

@@ -92,7 +92,8 @@ def test_the_mode_is_read_once_per_servo_not_on_every_frame():
         bus.hold()
         for k in range(5):
             bus.move({11: 2050 + k}, 40)
-        assert bus.sim.instructions["SyncRead"] == reads + 1  # the hold's mode read of all 14, then none
+        # the hold's mode read and its position read of all 14, then none
+        assert bus.sim.instructions["SyncRead"] == reads + 2
 
 
 def test_a_servo_silent_on_the_mode_read_is_left_out_of_a_hold_and_refuses_a_move():

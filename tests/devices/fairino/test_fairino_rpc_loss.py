@@ -4,6 +4,7 @@ the arm said to be possibly still enabled and in servo mode), never "complete" w
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -78,3 +79,38 @@ def test_an_idle_command_connection_the_controller_closed_is_not_a_loss():
         assert arm.servo_start() == 0  # the next call opens another connection
     finally:
         arm.close()
+
+
+def _step_losing_rpc(tmp_path, url: str):
+    """A two-step run whose XML-RPC port closes mid-step (sim:fr3 `rpc_close_after`), in lock-step: (outcome,
+    the controller's state at the end, the CSV's rows)."""
+    clock = FakeClock()
+    arm = open_arm(url, clock=clock)
+    try:
+        run = run_step(arm, StepSettings(steps=2, hold_s=0.3, realtime=False), clock=clock, out_dir=tmp_path)
+        snap = arm.sim.snapshot()
+    finally:
+        arm.close()
+    _, df = read_csv(next(tmp_path.glob("step_*.csv")))
+    return run.outcome, snap, df
+
+
+def test_after_losing_xml_rpc_the_braked_stop_still_goes_out_over_udp(tmp_path):
+    out, snap, df = _step_losing_rpc(tmp_path, "sim:fr3?enable_ms=300&rpc_close_after=90")
+    assert out.status == "connection-lost" and out.exit_code == 3
+    assert any("the braked stop went out over UDP ServoJ" in n for n in out.notes), out.notes
+    cmds = df[df["event"] == "cmd"]
+    stop_rows = cmds[cmds["phase"].isin(["stop", "rest"])]
+    assert out.stop_ticks == len(stop_rows) > 0
+    # the controller took the stop's ticks: its last accepted setpoint is the stop's last one, and it counted
+    # at least every setpoint of the CSV
+    last = stop_rows.iloc[-1][[f"q{i}" for i in range(1, 7)]].to_numpy(float)
+    assert np.allclose(np.asarray(snap.last_target, dtype=float), last, atol=1e-3)  # as the wire rounds it
+    assert snap.cmd_num >= len(cmds)
+    assert out.at_rest is True and np.abs(np.asarray(snap.qd, dtype=float)).max() < 0.5  # seen at rest
+
+
+def test_over_xml_rpc_setpoints_there_is_no_channel_left_for_a_stop(tmp_path):
+    out, _, _ = _step_losing_rpc(tmp_path, "sim:fr3?enable_ms=300&rpc_close_after=90&transport=rpc")
+    assert out.status == "connection-lost" and out.stop_ticks == 0 and out.at_rest is None
+    assert not any("braked stop went out" in n for n in out.notes)

@@ -1,22 +1,37 @@
-"""FrankaArm over pylibfranka against the simulator: paced by the robot, a finish, reflexes by name."""
+"""FrankaArm over pylibfranka against the simulator in lock-step (no cycle is lost to the machine's load):
+paced by the robot, a finish, reflexes by name."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from servotool.devices.arm import MotionState
+from servotool.devices.franka.sim import spawn, stop
+from servotool.errors import DeviceError
+
 pytest.importorskip("pylibfranka", reason="pylibfranka (servotool[franka]) is not installed")
-
-from servotool.devices.arm import MotionState  # noqa: E402
-from servotool.devices.franka.client import FrankaArm  # noqa: E402
-from servotool.errors import DeviceError  # noqa: E402
-
-from .test_sim_pylibfranka import sim_address  # noqa: E402,F401
-
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_a_held_stream_records_every_cycle_and_finishes(sim_address):  # noqa: F811
-    with FrankaArm("sim", sim_address, "fr3", True, realtime_ignore=True) as arm:
+@pytest.fixture
+def sim_address() -> Iterator[str]:
+    proc, address = spawn("franka-fr3", lockstep=True)
+    try:
+        yield address
+    finally:
+        stop(proc)
+
+
+def _arm(address: str, realtime_ignore: bool = True):
+    from servotool.devices.franka.client import FrankaArm
+
+    return FrankaArm("sim", address, "fr3", True, realtime_ignore=realtime_ignore)
+
+
+def test_a_held_stream_records_every_cycle_and_finishes(sim_address):
+    with _arm(sim_address) as arm:
         arm.enable()
         hold = arm.latest_state().q
         arm.servo_start()
@@ -30,8 +45,8 @@ def test_a_held_stream_records_every_cycle_and_finishes(sim_address):  # noqa: F
         assert arm.read().motion is MotionState.STOPPED
 
 
-def test_a_jump_is_the_reflex_by_name_and_recovery_clears_it(sim_address):  # noqa: F811
-    with FrankaArm("sim", sim_address, "fr3", True, realtime_ignore=True) as arm:
+def test_a_jump_is_the_reflex_by_name_and_recovery_clears_it(sim_address):
+    with _arm(sim_address) as arm:
         arm.enable()
         q = list(arm.latest_state().q)
         arm.servo_start()
@@ -45,9 +60,51 @@ def test_a_jump_is_the_reflex_by_name_and_recovery_clears_it(sim_address):  # no
         assert arm.reset_faults() == 0 and arm.read().motion is MotionState.STOPPED
 
 
-def test_enforce_refuses_a_kernel_that_is_not_real_time(sim_address, monkeypatch):  # noqa: F811
+def test_enforce_refuses_a_kernel_that_is_not_real_time(sim_address, monkeypatch):
     from servotool.devices.franka import client
 
     monkeypatch.setattr(client, "realtime_kernel", lambda: False)
     with pytest.raises(DeviceError, match="realtime=ignore"):
-        FrankaArm("sim", sim_address, "fr3", True, realtime_ignore=False)
+        _arm(sim_address, realtime_ignore=False)
+
+
+def test_every_state_row_of_a_run_carries_the_cycle_by_the_robots_names(sim_address, tmp_path):
+    import numpy as np
+
+    from servotool.clock import MonotonicClock
+    from servotool.devices.franka import codes
+    from servotool.devices.franka.client import STATE_COLUMNS, FrankaArm
+    from servotool.io.csvlog import read_csv
+    from servotool.runs.arm.stream import StreamPlan, record_stream
+
+    clock = MonotonicClock()
+    with FrankaArm("sim", sim_address, "fr3", True, realtime_ignore=True, now=clock.now) as arm:
+        arm.enable()
+        hold = arm.latest_state().q
+        arm.servo_start()
+        path, outcome = record_stream(
+            arm,
+            clock,
+            StreamPlan(np.tile(hold, (100, 1))),
+            mode="hold",
+            out_dir=tmp_path,
+            config={},
+            header={},
+            command="pytest",
+            period_s=0.001,
+            catch_sigint=False,
+        )
+        arm.servo_end()
+    meta, df = read_csv(path)
+    assert set(STATE_COLUMNS) <= set(df.columns)
+    assert all(meta.units.get(c) == u for c, u in STATE_COLUMNS.items())
+    states = df[df["event"] == "state"]
+    assert outcome.complete, outcome.reason  # in lock-step no cycle is lost to the machine's load
+    assert len(states) >= 100
+    assert set(states["robot_mode"]) <= set(codes.ROBOT_MODES) and "Move" in set(states["robot_mode"])
+    assert states["e1"].notna().all() and states["tau_J7"].notna().all() and states["dq4"].notna().all()
+    for text in states["current_errors"].fillna(""):
+        assert set(text.split()) <= set(codes.ERROR_NAMES)
+    assert float(states["success"].iloc[-1]) > 0.5
+    cmds = df[df["event"] == "cmd"]
+    assert cmds["robot_mode"].isna().all()  # the robot's values ride on its state rows only

@@ -57,3 +57,26 @@ def test_the_family_module_imports_nothing_optional():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record", "--robot", "sim:franka-fr3", "--duration", "1"],
+        ["lag", "--ramp", "--robot", "franka://172.16.0.2?realtime=ignore"],
+        ["step", "--robot", "sim:franka-fr3"],
+    ],
+)
+def test_the_commands_name_the_extra_in_one_line_and_exit_2(args, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setitem(sys.modules, "pylibfranka", None)  # as where the wheel is not installed
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.chdir(tmp_path)
+    dest = ["--out", str(tmp_path)]
+    res = CliRunner().invoke(app, [*args, *dest])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'servotool[franka]'" in lines[0], res.output

@@ -171,3 +171,14 @@ def test_per_servo_value_wins_over_all_servo_value():
     assert sp.servos[3].noise == 4 and sp.servos[1].noise == 1
     assert (sp.servos[2].lo, sp.servos[2].hi) == (100, 900)
     assert sp.servos[1].start == 300
+
+
+def test_the_default_arm_has_one_obstacle_so_a_sweep_shows_a_stall():
+    sp = parse_sim_params(ROSORIN_ARM, {})
+    assert {sid: s.obstacles for sid, s in sp.servos.items() if s.obstacles} == {1: (880,)}
+    assert parse_sim_params(ROSORIN_ARM, {"obstacle_1": ""}).servos[1].obstacles == ()  # removed
+    assert parse_sim_params(ROSORIN_ARM, {"obstacle_1": "700"}).servos[1].obstacles == (700,)
+    sim, clock = board()
+    send(sim, p.move_frame({1: 950}, 500))
+    clock.sleep(1.0)
+    assert read(sim, p.SubCommand.READ_POSITION, 1) == 880  # stalled at the obstacle, short of the command

@@ -1,0 +1,73 @@
+"""`servotool sim franka` standalone: it prints the address to dial, pylibfranka connects to it unchanged,
+and a client that goes away (mid-motion, or after sending garbage, or resetting the connection) leaves no
+traceback: the simulator serves the next one and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+pf = pytest.importorskip("pylibfranka", reason="pylibfranka (servotool[franka]) is not installed")
+pytestmark = pytest.mark.timeout(60)
+
+
+def _start() -> tuple[subprocess.Popen, dict]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servotool", "sim", "franka", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    out, deadline = b"", time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+            if out.rstrip().endswith(b"}"):
+                return proc, json.loads(out)
+    proc.kill()
+    raise AssertionError(f"no address from the simulator: {out!r}")
+
+
+def test_clients_that_go_away_leave_no_traceback_and_the_next_one_is_served():
+    proc, info = _start()
+    try:
+        address = info["address"]
+        assert info["url"] == f"franka://{address}?model=fr3"
+        # garbage, then a reset: the session ends, the simulator does not
+        for data in (b"\xff" * 40, b"\x00\x01"):
+            s = socket.create_connection((address, 1337), timeout=5)
+            s.sendall(data)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        robot = pf.Robot(address, pf.RealtimeConfig.kIgnore)
+        q = list(robot.read_once().q)
+        control = robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
+        for _ in range(5):
+            control.readOnce()
+            control.writeOnce(pf.JointPositions(q))
+        del control, robot  # gone mid-motion (libfranka's control stops the motion on its way out)
+        robot = pf.Robot(address, pf.RealtimeConfig.kIgnore)
+        assert robot.read_once().robot_mode == pf.RobotMode.Idle
+        del robot
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(20)
+        err = proc.stderr.read().decode()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert code == 0, err
+    assert "Traceback" not in err and "simulator stopped" in err
