@@ -51,12 +51,12 @@ def _num(x: Any, fmt: str = ".1f") -> str:
 
 def _bits(b: Any, family: str | None = None) -> str:
     """A latch's status word as the device shows it (0x20 on a bus, main/sub on a controller), with its
-    name by the device's family when it knows it: `0x20 overload`."""
+    name by the device's family when it knows it: `0x20 (overload)`."""
     if b is None:
         return "-"
     code = f"0x{b:02x}" if b < 0x10000 else f"{b >> 16}/{b & 0xFFFF}"
     names = status_names(b, family=family)
-    return f"{code} {names}" if names else code
+    return f"{code} ({names})" if names else code
 
 
 def _family(h: dict[str, Any]) -> str | None:

@@ -27,8 +27,8 @@ def test_the_families_name_their_codes():
 
 
 def test_latches_are_shown_by_name():
-    assert _bits(0x20, "dynamixel") == "0x20 overload"
-    assert _bits((1 << 16) | 32, "fairino").startswith("1/32 TCP speed")
+    assert _bits(0x20, "dynamixel") == "0x20 (overload)"
+    assert _bits((1 << 16) | 32, "fairino").startswith("1/32 (TCP speed")
     assert _bits(0x20, None) == "0x20"
     assert "12 0x20 (overload)" in latch_line({12: 0x20}, "dynamixel")
     assert latch_line({}, "dynamixel") == ""
