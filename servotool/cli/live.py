@@ -172,7 +172,19 @@ def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None
             f"(worst {outcome.max_late_ms:.1f} ms)[/]",
             highlight=False,
         )
+    if outcome.backstop_alteration_deg is not None:
+        console.print(backstop_line(outcome), highlight=False)
     console.print(f"recording: {path}", highlight=False, soft_wrap=True)
+
+
+def backstop_line(outcome: StreamOutcome) -> str:
+    """What the backstop behind the generator did: nothing (the goal), or its largest change."""
+    if not outcome.backstop_altered:
+        return "backstop: never bound (no command altered)"
+    return (
+        f"[yellow]backstop: bound on {outcome.backstop_altered} command(s), largest alteration "
+        f"{outcome.backstop_alteration_deg:.3g} deg[/]"
+    )
 
 
 def _cannot_open(robot: str, exc: BaseException) -> str:

@@ -42,6 +42,15 @@ class MotionCaps:
     of a longer period (the same largest change of the per-command step). shapers: the stream shapers a
     step may use on this family ("accel", "otg"), the first being its default. fixed_period: the controller
     sets the pace (its state cycle, cmd_period_s) and a run may use no other period.
+
+    How the jerk-limited generator runs on this family (its three rules and the backstop): norm_budget, the
+    bounds are one vector-norm budget over the joints (each joint then gets 1/sqrt(n) of it); echo_anchor,
+    every state echoes the command the controller took (StateFrame.setpoint) and the generator re-anchors
+    on it; backstop: the (v, a, j) limits of the controller itself, which a rate-limiting backstop behind
+    the generator holds every command to, reporting its largest alteration (None: no backstop; the
+    generator's own bounds v_max, a_max, j_max must sit below them, or rounding alone reaches them).
+    settle_cycles: the non-moving commands every stream ends
+    on (the controller refuses to finish a motion on a moving command; 0: none needed).
     """
 
     cmd_period_s: float
@@ -52,6 +61,10 @@ class MotionCaps:
     a_probe_cap: float
     shapers: tuple[str, ...] = ("accel", "otg")
     fixed_period: bool = False
+    norm_budget: bool = False
+    echo_anchor: bool = False
+    backstop: tuple[float, float, float] | None = None
+    settle_cycles: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,22 @@ expose the last setpoint's velocity (the divergence guard's allowance uses it), 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from servotool.motion.backstop import RateBounds, RateLimiter
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.motion.otg import MultiOtg, OtgLimits
 from servotool.motion.shaper import ShaperNotPrimedError, StreamShaper
 
 SHAPER_KINDS = ("accel", "otg")
+# an echo this close to the command it echoes is that command (the rounding of a unit conversion)
+ECHO_TOLERANCE = 1e-9
 
 
 class Shaper(Protocol):
@@ -35,23 +40,59 @@ class Shaper(Protocol):
 
 
 class OtgStreamShaper:
-    """MultiOtg stepped one nominal tick per call (never the measured period: a late tick must not become a
-    doubled increment on the wire), axes synchronised, with the same prime/step/velocity API as StreamShaper.
+    """MultiOtg stepped one nominal tick per call, axes synchronised, with the same prime/step/velocity API as
+    StreamShaper, under the three rules of a generator in a robot's command loop:
 
-    Guarantees per tick and joint: |v| <= v_max, |a| <= a_max, |jerk| <= j_max; a static target is landed on
-    exactly and held. Non-finite targets or a wrong joint count raise ValueError with the state unchanged.
+    1. Per-axis limits: with `norm_budget`, the bounds are one vector-norm budget over the axes (a Cartesian
+       limit) and each axis gets 1/sqrt(n) of it, so n axes at their limits stay inside it.
+    2. One nominal step per command (`dt`) whatever the measured period: a late cycle must not become a
+       doubled increment on the wire. (`nominal_step=False` steps the period given to `observe` instead:
+       the mistake, kept to show what it does.)
+    3. With `reanchor`, the commanded position is re-anchored every cycle on the robot's echo of the last
+       command (`observe(echo)`), velocity and acceleration kept, so that whatever runs behind the generator
+       may shape one command but never accumulate a lag it plans against. `echo_lag` 1: the echo given is
+       of the command before the last one (a loop whose state comes back inside the send), and the offset
+       between it and that command is what moves the generator.
+
+    `backstop` (motion.backstop.RateLimiter) limits every command after the generator; it is meant never to
+    bind, and records by how much it did.
+
+    Guarantees per tick and joint, of the generator's output: |v| <= v_max, |a| <= a_max, |jerk| <= j_max
+    (divided by sqrt(n) under a norm budget); a static target is landed on exactly and held. Non-finite
+    targets or a wrong joint count raise ValueError with the state unchanged.
     """
 
     def __init__(
-        self, v_max: float, a_max: float, j_max: float, dt: float, n_joints: int | None = None
+        self,
+        v_max: float,
+        a_max: float,
+        j_max: float,
+        dt: float,
+        n_joints: int | None = None,
+        *,
+        norm_budget: bool = False,
+        nominal_step: bool = True,
+        reanchor: bool = False,
+        echo_lag: int = 0,
+        backstop: RateLimiter | None = None,
     ) -> None:
+        if echo_lag not in (0, 1):
+            raise ValueError(f"echo_lag must be 0 or 1 commands, got {echo_lag!r}")
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-        self.limits = OtgLimits(v_max, a_max, j_max)
+        self.budget = OtgLimits(v_max, a_max, j_max)
+        self.limits = self.budget
         self.dt = float(dt)
+        self.norm_budget = norm_budget
+        self.nominal_step = nominal_step
+        self.reanchor = reanchor
+        self.echo_lag = echo_lag
+        self.backstop = backstop
         self._n = n_joints
         self._otg: MultiOtg | None = None
-        self._v_last: np.ndarray | None = None
+        self._echo: np.ndarray | None = None
+        self._period: float | None = None
+        self._sent: deque[np.ndarray] = deque(maxlen=3)  # the last commands, newest last
 
     @property
     def primed(self) -> bool:
@@ -69,19 +110,50 @@ class OtgStreamShaper:
     def acceleration(self) -> np.ndarray | None:
         return None if self._otg is None else self._otg.acceleration
 
-    def prime(self, q: Sequence[float]) -> None:
+    @property
+    def at_target(self) -> bool:
+        """Landed: every axis exactly on its target, at rest (False before prime)."""
+        return self._otg is not None and self._otg.at_target
+
+    @property
+    def max_alteration(self) -> float | None:
+        """The largest change the backstop made to a command (None without a backstop)."""
+        return None if self.backstop is None else self.backstop.max_alteration
+
+    def prime(self, q: npt.ArrayLike) -> None:
         pose = np.asarray(q, dtype=float).reshape(-1)
         if not np.all(np.isfinite(pose)):
             raise ValueError(f"primed pose must be finite, got {pose.tolist()}")
         if self._n is not None and pose.size != self._n:
             raise ValueError(f"primed pose has {pose.size} joints, expected {self._n}")
         self._n = pose.size
+        self.limits = self.budget.per_axis_for_norm(pose.size) if self.norm_budget else self.budget
         self._otg = MultiOtg(pose, self.limits, synchronized=True)
+        self._echo, self._period = None, None
+        self._sent = deque([pose.copy()] * 3, maxlen=3)
+        if self.backstop is not None:
+            self.backstop.prime(pose)
 
     def reset(self) -> None:
         self._otg = None
 
-    def step(self, target: Sequence[float]) -> np.ndarray:
+    def observe(self, echo: npt.ArrayLike | None, period_s: float | None = None) -> None:
+        """What the robot said this cycle, before the next step: its echo of the last command it took
+        (used under rule 3) and the measured period since the previous cycle (used only when nominal_step
+        is off). Non-finite values are ignored."""
+        if echo is not None:
+            e = np.asarray(echo, dtype=float).reshape(-1)
+            self._echo = e if e.size == self._n and np.all(np.isfinite(e)) else None
+        if period_s is not None and np.isfinite(period_s) and period_s > 0:
+            self._period = float(period_s)
+
+    def _step_dt(self) -> float:
+        if self.nominal_step or self._period is None:
+            return self.dt
+        period, self._period = self._period, None
+        return period
+
+    def step(self, target: npt.ArrayLike) -> np.ndarray:
         if self._otg is None:
             raise ShaperNotPrimedError("step() before prime(): prime the shaper at the measured pose first")
         goal = np.asarray(target, dtype=float).reshape(-1)
@@ -89,19 +161,53 @@ class OtgStreamShaper:
             raise ValueError(f"target has {goal.size} joints, expected {self._n}")
         if not np.all(np.isfinite(goal)):
             raise ValueError(f"target must be finite, got {goal.tolist()}")
+        if self.reanchor:
+            self._anchor(self._echo)
+        self._echo = None
         self._otg.set_target(goal)
-        return self._otg.step(self.dt)
+        out = self._otg.step(self._step_dt())
+        if self.backstop is not None:
+            out = self.backstop.limit(out)
+        self._sent.append(out)
+        return out
+
+    def _anchor(self, echo: np.ndarray | None) -> None:
+        """Rule 3: the commanded position becomes what the robot took: the last command sent (after the
+        backstop), moved by what the echo says the robot took differently (an echo `echo_lag` commands old
+        is compared with the command it echoes). An offset within ECHO_TOLERANCE is a unit conversion's
+        rounding, not a change; a position that moves by no more than that re-plans nothing. An echo of the
+        command before is one the robot never received (it held the one before): not a change behind the
+        generator, and the next command, absolute, replaces it."""
+        assert self._otg is not None
+        anchor = self._sent[-1]
+        if echo is not None:
+            offset = echo - self._sent[-1 - self.echo_lag]
+            lost = np.all(np.abs(echo - self._sent[-2 - self.echo_lag]) <= ECHO_TOLERANCE)
+            if np.any(np.abs(offset) > ECHO_TOLERANCE) and not lost:
+                anchor = anchor + offset
+        if np.any(np.abs(anchor - self._otg.position) > ECHO_TOLERANCE):
+            self._otg.set_position(anchor)
 
 
 @dataclass(frozen=True)
 class ShaperSpec:
-    """A shaper's kind and limits (deg, s), as recorded in a run's header."""
+    """A shaper's kind and limits (deg, s), as recorded in a run's header.
+
+    The jerk-limited generator's rules (OtgStreamShaper): norm_budget (rule 1), nominal_step (rule 2),
+    reanchor and echo_lag (rule 3); backstop: the (v, a, j) bounds of a rate-limiting backstop behind it
+    (the robot's own limits), None for none. The accel shaper takes none of these.
+    """
 
     kind: str = "accel"
     v_max: float = V_MAX_DEG_S
     a_max: float = A_MAX_DEG_S2
     j_max: float = J_MAX_DEG_S3
     dt: float = 0.01
+    norm_budget: bool = False
+    nominal_step: bool = True
+    reanchor: bool = False
+    echo_lag: int = 0
+    backstop: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SHAPER_KINDS:
@@ -110,11 +216,29 @@ class ShaperSpec:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"shaper {name} must be a positive number, got {value!r}")
+        if self.backstop is not None:
+            RateBounds(*self.backstop)  # refuses a bound that is not a positive number
 
     def build(self, n_joints: int | None = None) -> StreamShaper | OtgStreamShaper:
         if self.kind == "otg":
-            return OtgStreamShaper(self.v_max, self.a_max, self.j_max, self.dt, n_joints)
+            backstop = None
+            if self.backstop is not None:
+                backstop = RateLimiter(RateBounds(*self.backstop, norm=self.norm_budget), self.dt)
+            return OtgStreamShaper(
+                self.v_max,
+                self.a_max,
+                self.j_max,
+                self.dt,
+                n_joints,
+                norm_budget=self.norm_budget,
+                nominal_step=self.nominal_step,
+                reanchor=self.reanchor,
+                echo_lag=self.echo_lag,
+                backstop=backstop,
+            )
         return StreamShaper(self.v_max, self.a_max, self.dt, n_joints=n_joints)
 
-    def as_dict(self) -> dict[str, float | str]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["backstop"] = list(self.backstop) if self.backstop is not None else None
+        return d

@@ -72,6 +72,9 @@ class StreamOutcome:
     notes: list[str] = field(default_factory=list)
     lost_cycles: int | None = None  # on an arm paced by its device: state cycles the host missed
     link_lost: bool = False  # the link went away, in the loop or during the stop (the JSON has the status)
+    # a generator's rate-limiting backstop: the largest change it made to a command (deg), and to how many
+    backstop_alteration_deg: float | None = None
+    backstop_altered: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -99,5 +102,7 @@ class StreamOutcome:
             "max_late_ms": self.max_late_ms,
             "lost_cycles": self.lost_cycles,
             "at_rest": self.at_rest,
+            "backstop_alteration_deg": self.backstop_alteration_deg,
+            "backstop_altered": self.backstop_altered,
             "notes": self.notes,
         }

@@ -32,6 +32,8 @@ DEFAULT_TORQUE_THRESHOLDS = (20.0, 20.0, 18.0, 18.0, 16.0, 14.0, 12.0)
 DEFAULT_FORCE_THRESHOLDS = (20.0, 20.0, 20.0, 25.0, 25.0, 25.0)
 MAX_THRESHOLD = 200.0  # above any contact a run should tolerate
 REALTIME_VALUES = ("enforce", "ignore")
+# the still commands before motion_finished: the robot refuses a finish on a moving command
+SETTLE_CYCLES = 250
 INSTALL_HINT = "pylibfranka is not installed: pip install 'servotool[franka]'"
 
 
@@ -49,10 +51,13 @@ def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
     acceleration bound (the braked stop's, a ramp's, the acceleration-limited shaper's) is one the robot's
     jerk check passes even when the acceleration flips from +a to -a in a single cycle, as a braked stop
     of an accelerating stream does. The jerk-limited generator is the default shaper: the robot refuses a
-    command whose acceleration jumps."""
+    command whose acceleration jumps. Behind it, a backstop holds every command to the datasheets' limits
+    themselves (which the generator's bounds sit below), and every stream ends on SETTLE_CYCLES still
+    commands."""
     v = min(min(m.dq) for m in models)
     j = min(min(m.dddq) for m in models)
-    a = ACCEL_SHARE * min(min(min(m.ddq) for m in models), j * CYCLE_S / 2)
+    ddq = min(min(m.ddq) for m in models)
+    a = ACCEL_SHARE * min(ddq, j * CYCLE_S / 2)
     return MotionCaps(
         cmd_period_s=CYCLE_S,
         v_max=math.degrees(v),
@@ -62,6 +67,9 @@ def motion_caps(models: tuple[profiles.Model, ...]) -> MotionCaps:
         a_probe_cap=math.degrees(a),
         shapers=("otg", "accel"),
         fixed_period=True,
+        echo_anchor=True,  # q_d: the command the robot took, every cycle
+        backstop=(math.degrees(v), math.degrees(ddq), math.degrees(j)),
+        settle_cycles=SETTLE_CYCLES,
     )
 
 

@@ -33,6 +33,8 @@ from servotool.errors import DeviceError
 
 FIRST_ADDRESS = 2
 LAST_ADDRESS = 254
+# lock-step: the most states lost in a row (a gap of 4 ms at most; the robot gives up on the link at 20)
+LOST_IN_ROW = 3
 # lock-step: how long (wall time) the simulator waits for the answer to a state before it counts the
 # cycle as lost (well under libfranka's own receive timeout, so a stalled client is judged by the robot)
 LOCKSTEP_PATIENCE_S = 0.5
@@ -274,12 +276,14 @@ class FrankaSim:
 
     def _lockstep_cycle(self, peer: tuple[str, int]) -> None:
         """One cycle of simulated time: wait for the answer to the last state, then step 1 ms; a state the
-        drop draw loses is not sent, and the next cycle follows at once (the client sees a 2 ms gap)."""
+        drop draw loses is not sent, and the next cycle follows at once: up to LOST_IN_ROW states in a row may
+        be lost, so the client sees gaps of 2 to 4 ms."""
         self._await_answer(time.monotonic() + LOCKSTEP_PATIENCE_S)
-        lost = bool(self.drop) and self._rng.random() < self.drop
-        self.cycle(peer, send=not lost)
-        if lost:
-            self.cycle(peer)
+        lost = 0
+        while lost < LOST_IN_ROW and self.drop and self._rng.random() < self.drop:
+            self.cycle(peer, send=False)
+            lost += 1
+        self.cycle(peer)
 
     def _await_answer(self, deadline: float) -> None:
         """Take commands until the one answering the newest state came, the motion ended or deadline."""

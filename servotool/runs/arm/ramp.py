@@ -53,6 +53,7 @@ class RampSettings:
     realtime: bool = True
     warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
     transport: str = ""
+    settle_cycles: int = 0  # still commands every stream ends on (the device family's, MotionCaps)
 
 
 def check_settings(s: RampSettings, arm: Arm | None = None) -> None:
@@ -108,7 +109,9 @@ class RampJob:
     @property
     def options(self) -> RunOptions:
         s = self.settings
-        return RunOptions(s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s)
+        return RunOptions(
+            s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s, s.settle_cycles
+        )
 
     def check_settings(self) -> None:
         check_settings(self.settings)

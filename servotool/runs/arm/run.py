@@ -67,6 +67,7 @@ class RunOptions:
     keep: bool = False  # leave the robot enabled at the end
     realtime: bool = True  # ask for SCHED_FIFO while the run lasts
     warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
+    settle_cycles: int = 0  # non-moving commands every stream ends on (StopSettings.settle_cycles)
 
 
 @dataclass
@@ -228,7 +229,7 @@ class ArmRun:
             period_s=opts.cmd_period_s,
             shaper=setup.shaper,
             guard=setup.guard,
-            stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max),
+            stop=StopSettings(a_max=opts.a_max, v_max=opts.v_max, settle_cycles=opts.settle_cycles),
             record_raw=setup.record_raw,
             on_tick=self.callbacks.on_tick,
             on_pass=self.callbacks.on_pass,

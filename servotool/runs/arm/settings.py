@@ -74,6 +74,9 @@ MAX_PROBE_A_DEG_S2 = GENERIC_CAPS.a_probe_cap
 # bounded by a_max changes its step by up to a_max * cmdT^2: 0.2 deg at 2,000 deg/s^2 and 10 ms, but 5 deg at
 # the default 500 deg/s^2 and 100 ms. Past that period the bounds fall with the square of the period.
 MAX_STEP_CHANGE_DEG = MAX_A_DEG_S2 * CMD_PERIOD_S**2
+MEASURED_STEP_ONLY = (
+    "measured_step breaks the generator's one-step-per-command rule: otg shaped steps on a simulator only"
+)
 J_MAX_OTG_ONLY = "--j-max bounds the otg shaper only; add --shaper otg (shaped steps) or leave it out"
 JOINT_HELP = "Arm joint to move, by name: J1 (the base) to Jn."
 CMD_MS_HELP = (
@@ -551,17 +554,19 @@ def require(problems: Sequence[str]) -> None:
 # are derived from these dataclasses (runs/options.py), and `problems` is the one validator both call.
 
 
-def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, float]:
-    """The device family's period and bounds for every one of them the settings have and the user did not
-    give."""
+def _with_caps(settings: Any, motion: MotionCaps | None) -> dict[str, Any]:
+    """The device family's period, bounds and default shaper for every one of them the settings have and
+    the user did not give."""
     if motion is None:
         return {}
-    caps = {
+    caps: dict[str, Any] = {
         "cmd_ms": motion.cmd_period_s * 1e3,
         "v_max": motion.v_max,
         "a_max": motion.a_max,
         "j_max": motion.j_max,
     }
+    if motion.shapers:
+        caps["shaper"] = motion.shapers[0]
     names = {f.name for f in fields(settings)}
     return {k: v for k, v in caps.items() if k in names and k not in settings.given}
 
@@ -599,11 +604,12 @@ class LagOptions:
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
     cold_start: bool = option(False, "", "Stream inside the enable window (simulators only).", "bool")
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
+    caps: MotionCaps | None = None  # the device family's, once known (for_device)
 
     def for_device(self, motion: MotionCaps | None) -> LagOptions:
         """These settings with the device family's period and bounds wherever the user gave none; and a
         ramp long enough for the fastest speed within a_max when the user gave no ramp time."""
-        opts = replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+        opts = replace(self, caps=motion, **_with_caps(self, motion))
         fastest = max((abs(v) for v in opts.speeds if _finite(v)), default=0.0)
         if "ramp_ms" in self.given or not _finite(opts.a_max) or opts.a_max <= 0 or fastest <= 0:
             return opts
@@ -626,6 +632,7 @@ class LagOptions:
             keep=self.keep,
             realtime=self.realtime,
             transport="rpc" if self.rpc else "udp",
+            settle_cycles=self.caps.settle_cycles if self.caps is not None else 0,
         )
 
     def problems(
@@ -692,12 +699,34 @@ class StepOptions:
     guard: bool = option(
         True, "--guard/--no-guard", "Run the divergence guard alongside (always on for shaped steps).", "bool"
     )
+    measured_step: bool = option(
+        False,
+        "",
+        "otg: step the generator by the measured period, not one command period per command: after a "
+        "lost packet a doubled increment (a campaign key, to show what that does; simulators only).",
+        "bool",
+    )
     realtime: bool = option(True, "--realtime/--no-realtime", "Ask for SCHED_FIFO while streaming.", "bool")
     given: frozenset[str] = frozenset()  # the fields the user set (the rest are defaults)
+    caps: MotionCaps | None = None  # the device family's, once known (for_device)
 
     def for_device(self, motion: MotionCaps | None) -> StepOptions:
-        """These settings with the device family's period and bounds wherever the user gave none."""
-        return replace(self, **_with_caps(self, motion))  # type: ignore[arg-type]
+        """These settings with the device family's period, bounds and shaper wherever the user gave none,
+        and the family's generator rules."""
+        return replace(self, caps=motion, **_with_caps(self, motion))
+
+    def _generator(self) -> dict[str, Any]:
+        """The jerk-limited generator's rules, backstop and settle cycles of the family (none unknown)."""
+        caps = self.caps
+        if caps is None:
+            return {}
+        otg = self.shaped and self.shaper == ShaperKind.OTG.value
+        return {
+            "norm_budget": otg and caps.norm_budget,
+            "reanchor": otg and caps.echo_anchor,
+            "backstop": caps.backstop if otg else None,
+            "settle_cycles": caps.settle_cycles,
+        }
 
     def run_settings(self) -> StepSettings:
         """The step run's own settings (seconds, the transport by name)."""
@@ -720,6 +749,8 @@ class StepOptions:
             test_arm=self.test_arm,
             realtime=self.realtime,
             transport="rpc" if self.rpc else "udp",
+            nominal_step=not self.measured_step,
+            **self._generator(),
         )
 
     def problems(
@@ -741,6 +772,9 @@ class StepOptions:
             speed_limits=speed_limits,
             motion=motion,
         )
-        if "j_max" in self.given and not (self.shaped and self.shaper == ShaperKind.OTG.value):
+        otg = self.shaped and self.shaper == ShaperKind.OTG.value
+        if "j_max" in self.given and not otg:
             problems.append(J_MAX_OTG_ONLY)
+        if self.measured_step and not (otg and simulated):
+            problems.append(MEASURED_STEP_ONLY)
         return problems

@@ -55,6 +55,8 @@ from servotool.runs.signals import StopSignals
 UNKNOWN_LAG_MS = 120.0
 DEFAULT_GUARD_NOISE_DEG = 0.01
 PRE_HOLD_S = 0.5
+# how many commands old the echo in the newest state is when a step computes the next setpoint
+ECHO_LAG = 1
 
 
 @dataclass
@@ -79,6 +81,13 @@ class StepSettings:
     warmup_timeout_s: float = DEFAULT_WARMUP_TIMEOUT_S
     pre_hold_s: float = PRE_HOLD_S
     transport: str = ""
+    # the jerk-limited generator's rules (motion.stream_shapers.OtgStreamShaper) and what ends a stream,
+    # from the device family (MotionCaps)
+    norm_budget: bool = False
+    nominal_step: bool = True
+    reanchor: bool = False
+    backstop: tuple[float, float, float] | None = None
+    settle_cycles: int = 0
 
 
 @dataclass
@@ -195,6 +204,23 @@ def config_dict(s: StepSettings, pose: np.ndarray, guard: GuardSetup | None) -> 
     return cfg
 
 
+def shaper_spec(s: StepSettings) -> ShaperSpec:
+    """The shaper of a shaped step run. A generator re-anchoring on the arm's echo gets it one command
+    late: the state a setpoint answers comes back inside the send of the one before (ECHO_LAG)."""
+    return ShaperSpec(
+        s.shaper,
+        s.v_max,
+        s.a_max,
+        s.j_max,
+        s.cmd_period_s,
+        norm_budget=s.norm_budget,
+        nominal_step=s.nominal_step,
+        reanchor=s.reanchor,
+        echo_lag=ECHO_LAG if s.reanchor else 0,
+        backstop=s.backstop,
+    )
+
+
 def build_plan(s: StepSettings, pose: np.ndarray) -> StreamPlan:
     """A short hold at the start pose (label -1, so the pre-step pose is known), then the step levels."""
     levels = step_levels(float(pose[s.joint]), s.size_deg, s.steps, hold_s=s.hold_s, dt=s.cmd_period_s)
@@ -234,7 +260,9 @@ class StepJob:
     @property
     def options(self) -> RunOptions:
         s = self.settings
-        return RunOptions(s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s)
+        return RunOptions(
+            s.cmd_period_s, s.a_max, s.v_max, s.keep, s.realtime, s.warmup_timeout_s, s.settle_cycles
+        )
 
     def check_settings(self) -> None:
         check_settings(self.settings)
@@ -255,7 +283,7 @@ class StepJob:
             self.guard = guard_setup(s, arm, prep.state_period_s)
         if s.shaped:
             pair_check(s, self.guard)
-            shaper = ShaperSpec(s.shaper, s.v_max, s.a_max, s.j_max, s.cmd_period_s).build(arm.n_joints)
+            shaper = shaper_spec(s).build(arm.n_joints)
             shaper.prime(pose)
         if self.guard is not None:
             g = DivergenceGuard(self.guard.margin_deg, self.guard.lag_s)

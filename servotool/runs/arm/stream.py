@@ -65,6 +65,7 @@ from servotool.devices.arm import (
 from servotool.errors import Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
+from servotool.motion.stream_shapers import OtgStreamShaper
 from servotool.readings import HEADER_KEY, BadFrames, header_spans
 from servotool.runs.arm.lateness import LatenessStats
 from servotool.runs.arm.prepare import Prepared, RunRefused, finish, prepare, wait_for_state
@@ -80,6 +81,9 @@ SIMULATED_CLOCK = "simulated: every time in this file, lateness included, is the
 DEVICE_PACED = "by the device: each tick answers one state cycle of {ms:g} ms; no sleep between ticks"
 PHASE_STOP = "stop"
 PHASE_REST = "rest"
+PHASE_SETTLE = "settle"
+# how long an early end waits for a jerk-limited generator to land on its frozen target
+LAND_TIMEOUT_S = 5.0
 STALE_NOTE = "the guard left unjudged"
 # this many bad state frames in a row end the run: the pose is unknown (a runaway past every range must not
 # leave the guard blind), while a lone impossible frame is only left out
@@ -210,6 +214,9 @@ class StopSettings:
     rest_tol_deg: float = 0.02
     rest_timeout_s: float = 3.0
     max_consecutive_rejects: int = 25
+    # non-moving commands every stream ends on (0: none needed): the controller refuses a finish on a
+    # moving command
+    settle_cycles: int = 0
     # the loop reaching a tick later than this after the last setpoint went out (the process suspended or
     # starved) ends the run there; None: the arm's lost-link watchdog (silence_s), else STALL_S
     stall_s: float | None = None
@@ -349,6 +356,11 @@ class Streamer:
         self._started = False
         self._stopping = False
         self._write_error: str | None = None  # the recording failed (a full disk): the run ends, braked
+        self._echo: tuple[float, ...] | None = None  # a new state's echo of the command taken, not yet used
+        self._dev_t: float | None = None  # the controller time of the newest state
+        self._dev_period: float | None = None  # the controller time between the newest two states
+        self._next_k = 0  # the deadline index after the last setpoint sent
+        self._still = 0  # how many times in a row the last setpoint went out unchanged
 
     @property
     def start_time(self) -> float:
@@ -372,6 +384,7 @@ class Streamer:
             q = np.asarray(f.q, dtype=float)
             if self._readable(f.q):
                 self._last_q, self._last_t, self._new_frames = q, f.t, True
+                self._echo_of(f)
                 self._recent.append((f.t, q))
             t = self._rel(f.t)
             codes = fault_codes(f.fault)
@@ -406,6 +419,16 @@ class Streamer:
         else:
             self._bad_run = 0
         return j is None
+
+    def _echo_of(self, f: StateFrame) -> None:
+        """Keep what a generator re-anchors on: the frame's echo of the command taken, and the controller
+        time since the previous frame (the measured period)."""
+        if f.setpoint is not None:
+            self._echo = f.setpoint
+        if f.device_time_s is not None:
+            if self._dev_t is not None:
+                self._dev_period = f.device_time_s - self._dev_t
+            self._dev_t = f.device_time_s
 
     def _write_frames(
         self, frames: Sequence[StateFrame], replies: Sequence[Reply], extra: Sequence[dict[str, Any]]
@@ -480,6 +503,8 @@ class Streamer:
     def _send(
         self, k_deadline: int, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str
     ) -> None:
+        self._still = self._still + 1 if self._same_as_last(setpoint) else 1
+        self._next_k = k_deadline + 1
         if self.cycle_s is not None:
             self._send_paced(setpoint, raw, pass_index, phase)
             return
@@ -519,6 +544,18 @@ class Streamer:
         velocity = (setpoint - self._prev_setpoint) / self.period if self._prev_setpoint is not None else None
         self._prev_setpoint = setpoint
         self._check_guard(setpoint, velocity)
+
+    def _same_as_last(self, setpoint: np.ndarray) -> bool:
+        return self._prev_setpoint is not None and bool(np.array_equal(setpoint, self._prev_setpoint))
+
+    def _shaped(self, raw: np.ndarray) -> np.ndarray:
+        """The shaper's next setpoint toward raw; a generator first hears what the newest state said (its
+        echo of the command taken, once, and the measured period)."""
+        assert self.shaper is not None
+        if isinstance(self.shaper, OtgStreamShaper):
+            self.shaper.observe(self._echo, self._dev_period)
+            self._echo, self._dev_period = None, None
+        return np.asarray(self.shaper.step(raw), dtype=float)
 
     def _send_paced(self, setpoint: np.ndarray, raw: np.ndarray | None, pass_index: int, phase: str) -> None:
         """One tick on an arm paced by its device: servo_j waits for the next state cycle and answers it.
@@ -613,7 +650,7 @@ class Streamer:
         self._health()
         self._check_stall(k)
         raw = plan.targets[k]
-        setpoint = self.shaper.step(raw) if self.shaper is not None else raw.copy()
+        setpoint = self._shaped(raw) if self.shaper is not None else raw.copy()
         p, phase = int(passes[k]), str(phases[k])
         if self.on_pass is not None and (k == 0 or p != int(passes[k - 1])):
             self.on_pass(p)
@@ -654,10 +691,18 @@ class Streamer:
         except ConnectionLost as exc:
             return CONNECTION_LOST, f"connection lost: {exc}"
         except DeviceError as exc:
-            return DEVICE_ERROR, f"device error: {exc}"
+            return self._refusal(exc)
         except Exception as exc:  # a bug of ours must still end through the braked stop
             return ERROR, f"internal error: {type(exc).__name__}: {exc}"
         return COMPLETE, None
+
+    def _refusal(self, exc: DeviceError) -> tuple[RunStatus, str]:
+        """A device that refused a command: when its state, read since, latched a fault, the run ended on
+        that fault (by its name, as the controller calls it); else on the device error."""
+        self._record_unpolled()
+        if self._fault is not None:
+            return FAULT, f"controller fault {self._fault.name}"
+        return DEVICE_ERROR, f"device error: {exc}"
 
     def run(self, plan: StreamPlan) -> StreamOutcome:
         """Stream the plan; returns how it ended (never raises for the reasons listed in the module docstring,
@@ -674,7 +719,9 @@ class Streamer:
                 if status != COMPLETE:
                     self.braked_stop(outcome)
                 else:
+                    self._settle(outcome, self._plan_end())
                     self._drain_tail(outcome)
+                self._backstop_row()
             finally:
                 self._sigint = None
         return self.summarise(outcome)
@@ -696,6 +743,7 @@ class Streamer:
         bad = self.bad.note()
         if bad and not any(n.startswith(bad.split(" (")[0]) for n in outcome.notes):
             outcome.notes.append(bad)
+        self._backstop_figures(outcome)
         outcome.lost_cycles = self._lost_cycles if self.cycle_s is not None else None
         worth_saying = outcome.link_lost or self._stale_run[1] >= STALE_NOTE_RUN
         if self._stale_ticks and worth_saying and not any(n.startswith(STALE_NOTE) for n in outcome.notes):
@@ -704,6 +752,28 @@ class Streamer:
                 f"than {self.fresh_s * 1e3:.0f} ms old (a stalled state stream)"
             )
         return outcome
+
+    def _backstop_figures(self, outcome: StreamOutcome) -> None:
+        """The backstop's largest alteration and how many commands it altered, when one ran."""
+        shaper = self.shaper
+        if isinstance(shaper, OtgStreamShaper) and shaper.backstop is not None:
+            outcome.backstop_alteration_deg = shaper.backstop.max_alteration
+            outcome.backstop_altered = shaper.backstop.altered_cycles
+
+    def _backstop_row(self) -> None:
+        """A `backstop` row after the stream: the largest change the backstop made to a command, in the
+        joints' unit, and how many of the commands it changed (0 on a generator run that kept its limits)."""
+        shaper = self.shaper
+        if isinstance(shaper, OtgStreamShaper) and shaper.backstop is not None:
+            b = shaper.backstop
+            self._write(
+                {
+                    "t": self._rel(self.clock.now()),
+                    "event": "backstop",
+                    "info": f"largest alteration {b.max_alteration:.6g} deg; "
+                    f"{b.altered_cycles} of {b.cycles} commands altered",
+                }
+            )
 
     def _drain_tail(self, outcome: StreamOutcome) -> None:
         self._stopping = True  # complete: nothing left to stop
@@ -761,8 +831,12 @@ class Streamer:
         # the next free deadline on the same grid: the stop continues the stream's rhythm
         next_k = self._now_k(self._k)
         try:
-            next_k = self._brake(next_k, outcome)
+            if self._generates():
+                next_k = self._land(next_k, outcome, self._frozen_target())
+            else:
+                next_k = self._brake(next_k, outcome)
             self._hold_until_rest(next_k, outcome)
+            self._settle(outcome)
         except KeyboardInterrupt as exc:
             outcome.notes.append(f"{exc or 'Ctrl-C'} during the stop: stop sequence cut short")
         except ConnectionLost as exc:
@@ -790,6 +864,68 @@ class Streamer:
             next_k += 1
             outcome.stop_ticks += 1
         return next_k
+
+    def _generates(self) -> bool:
+        """The stream runs through a jerk-limited generator, which brings itself to rest."""
+        return isinstance(self.shaper, OtgStreamShaper) and self.shaper.primed
+
+    def _frozen_target(self) -> np.ndarray:
+        """Where an early end freezes a generator's target: where its command is."""
+        assert isinstance(self.shaper, OtgStreamShaper) and self.shaper.position is not None
+        return self.shaper.position
+
+    def _plan_end(self) -> np.ndarray | None:
+        plan = self._plan
+        return None if plan is None or self._k == 0 else plan.targets[min(self._k, len(plan)) - 1]
+
+    def _landed(self, target: np.ndarray) -> bool:
+        """The shaper is at rest on target: a generator exactly, another shaper at zero velocity."""
+        shaper = self.shaper
+        if isinstance(shaper, OtgStreamShaper):
+            return shaper.at_target
+        if shaper is None or shaper.velocity is None or shaper.position is None:
+            return True
+        v, p = np.asarray(shaper.velocity), np.asarray(shaper.position)
+        return bool(np.all(v == 0.0) and np.allclose(p, target, rtol=0.0, atol=1e-9))
+
+    def _land(self, next_k: int, outcome: StreamOutcome, target: np.ndarray) -> int:
+        """Step the shaper toward a frozen target until it has landed there (within its limits: a
+        generator brakes, and comes back if it passes); gives up after LAND_TIMEOUT_S (a note says so).
+        Returns the next free deadline index."""
+        assert self.shaper is not None
+        for _ in range(max(1, int(math.ceil(LAND_TIMEOUT_S / self.period)))):
+            if self._landed(target):
+                return next_k
+            self._send(next_k, self._shaped(target), target, -1, PHASE_STOP)
+            next_k += 1
+            outcome.stop_ticks += 1
+        outcome.notes.append(f"the shaper had not landed {LAND_TIMEOUT_S:g} s after the stop")
+        return next_k
+
+    def _settle(self, outcome: StreamOutcome, target: np.ndarray | None = None) -> None:
+        """Where the arm needs it (StopSettings.settle_cycles), end on a command that does not move, sent
+        settle_cycles times in a row: a controller refuses to finish a motion on a moving command. A
+        shaper still moving toward `target` lands first. Never raises for a device failure or a stop
+        signal: a note says what was cut."""
+        n = self.stop.settle_cycles
+        if n <= 0 or self._prev_setpoint is None or outcome.link_lost:
+            return
+        try:
+            next_k = self._now_k(self._next_k)
+            if target is not None and self.shaper is not None:
+                next_k = self._land(next_k, outcome, target)
+            held = self._prev_setpoint.copy()
+            while self._still < n:
+                self._send(next_k, held, None, -1, PHASE_SETTLE)
+                next_k += 1
+                outcome.stop_ticks += 1
+        except KeyboardInterrupt as exc:
+            outcome.notes.append(f"{exc or 'Ctrl-C'} during the settle: it was cut short")
+        except ConnectionLost as exc:
+            outcome.link_lost = True
+            outcome.notes.append(f"connection lost during the settle: {exc}")
+        except DeviceError as exc:
+            outcome.notes.append(f"device error during the settle: {exc}")
 
     def _hold_until_rest(self, next_k: int, outcome: StreamOutcome) -> None:
         """Hold the pose while the arm comes to rest (or a runaway finishes its sweep)."""

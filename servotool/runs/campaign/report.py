@@ -35,6 +35,7 @@ from servotool.devices.registry import DeviceURLError, family_of, fault_names, p
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
+from servotool.runs.campaign.endings import ENDING_HEADERS, ENDING_NOTE, ending_rows
 from servotool.runs.campaign.plan import Campaign, parse_campaign
 from servotool.runs.offline.analyze import FileAnalysis, analyze_paths
 
@@ -713,6 +714,9 @@ def build_report(folder: str | Path) -> Report:
     report.tables += [lag_table(lags)] if lags else []
     report.tables += [cold_table(cold)] if cold else []
     report.tables += [step_table(steps)] if steps else []
+    if steps:
+        rows = ending_rows(steps, _label)
+        report.tables.append(ReportTable("how each step run ended", ENDING_HEADERS, rows, ENDING_NOTE))
     if sweeps:
         report.tables.append(sweep_table(sweeps))
         report.limits = limits_block(sweeps)
