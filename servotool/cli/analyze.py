@@ -16,10 +16,12 @@ from servotool.cli.quiet import stdout_to_stderr
 from servotool.cli.render import (
     compact_table,
     ended_early_line,
+    lag_verdict,
     render_combined,
     render_lag,
     render_step,
     save_plot,
+    step_verdict,
 )
 from servotool.errors import exit_code_of, signal_label
 from servotool.io.jsondoc import with_member
@@ -85,14 +87,33 @@ def _render_sweep(result: SweepFileResult) -> None:
     console.print(table)
 
 
-def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool = False) -> None:
+def _file_head(fa: FileAnalysis | SweepAnalysis) -> str:
+    """The file, its kind of run, its device (SIMULATED when it was) and whether it ended early."""
     m = fa.meta
     flag = "" if m.complete else f" [bold yellow](interrupted: {escape(str(m.end_reason))})[/]"
     sim = " SIMULATED" if m.simulated else ""
-    console.print(
-        f"\n[bold]{escape(str(fa.path))}[/]: {fa.mode} run on {escape(m.device)}{sim}, {m.created}{flag}",
-        highlight=False,
+    return f"[bold]{escape(str(fa.path))}[/]: {fa.mode} run on {escape(m.device)}{sim}{flag}"
+
+
+def _file_headline(fa: FileAnalysis | SweepAnalysis) -> str:
+    """The file's result in one phrase: its lag verdict, its step verdict or the limits it found."""
+    from servotool.analysis.lag import LagResult
+    from servotool.analysis.step import StepResult
+
+    if isinstance(fa.result, LagResult):
+        return lag_verdict(fa.result)
+    if isinstance(fa.result, StepResult):
+        return step_verdict(fa.result)
+    found = "; ".join(
+        f"servo {s.joint} {s.direction} {s.limit}" for s in fa.result.sweeps if s.limit is not None
     )
+    return f"{len(fa.result.sweeps)} sweep(s), limits in pulses: {found or 'none found'}"
+
+
+def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool = False) -> None:
+    m = fa.meta
+    # soft_wrap: a long path or URL is one line the terminal wraps (copy and paste rejoins it)
+    console.print(f"\n{_file_head(fa)}, {m.created}", highlight=False, soft_wrap=True)
     from servotool.analysis.lag import LagResult
     from servotool.analysis.step import StepResult
 
@@ -102,11 +123,18 @@ def _render_file(fa: FileAnalysis | SweepAnalysis, plot: str | None, wide: bool 
         early = None if m.complete else ended_early_line(fa.result, str(m.end_reason), planned)
         render_lag(fa.result, wide=wide, ended_early=early)
     elif isinstance(fa.result, StepResult):
-        render_step(fa.result, wide=wide)
+        render_step(fa.result, wide=wide, device=fa.meta.device)
     else:
         _render_sweep(fa.result)
     if plot is not None:
-        console.print(f"plot: {escape(plot)}", highlight=False)
+        console.print(f"plot: {escape(plot)}", highlight=False, soft_wrap=True)
+
+
+def _render_file_line(fa: FileAnalysis | SweepAnalysis, plot: str | None) -> None:
+    """One line per file: where it is, what it was and its result; the terminal wraps it, nothing breaks
+    inside a path or a number."""
+    line = f"{_file_head(fa)}: {_file_headline(fa)}" + (f" (plot: {escape(plot)})" if plot else "")
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 def _note_skipped(fa: FileAnalysis | SweepAnalysis) -> None:
@@ -136,11 +164,23 @@ def _render_groups(report: AnalyzeReport) -> None:
         k = g.key
         kind = "SIMULATED " if k.simulated else ""
         transport = f", {k.transport}" if k.transport else ""
-        console.print(f"\n[bold]{kind}{escape(k.device)}, J{k.joint + 1}{transport}[/]", highlight=False)
+        line = (
+            f"\n[bold]combined: {kind}{escape(k.device)}, J{k.joint + 1}{transport}[/] ({len(g.files)} files)"
+        )
+        console.print(line, highlight=False, soft_wrap=True)
         render_combined(g.combined)
 
 
 MAX_WORKERS = 64  # each worker is a process: --workers 100000 would start that many
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Every file's full results (tables, fits, notes); the default for one file. Several files: "
+        "the combined fits, then a line per file.",
+    ),
+]
 
 
 def analyze(
@@ -179,6 +219,7 @@ def analyze(
         "(a campaign folder).",
     ),
     wide: bool = typer.Option(False, "--wide", help="Every column of the pass and step tables."),
+    verbose: VerboseOpt = False,
 ) -> None:
     """Recognise each run from its header (ramp, step or sweep) and recompute what the live command reported.
 
@@ -217,7 +258,8 @@ def analyze(
             write_table(report.table(), TABLE_COLUMNS, table)
         except TableWriteError as exc:
             fail(str(exc))
-    _print_report(report, plots, table, json_out, wide)
+    details = verbose or OUTPUT.verbose or len(report.analysed) == 1
+    _print_report(report, plots, table, json_out, wide, details)
     _finish(report, strict)
 
 
@@ -250,14 +292,19 @@ def _write_reports(paths: list[Path]) -> None:
             written = write_report(folder)
         except OSError as exc:
             fail(f"{folder}: cannot write the report ({exc.strerror or exc})")
-        err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
+        err_console.print(f"report: {', '.join(map(str, written))}", highlight=False, soft_wrap=True)
 
 
 def _print_report(
-    report: AnalyzeReport, plots: dict[str, str], table: Path | None, json_out: bool, wide: bool
+    report: AnalyzeReport,
+    plots: dict[str, str],
+    table: Path | None,
+    json_out: bool,
+    wide: bool,
+    details: bool = True,
 ) -> None:
-    """Everything analysed as one JSON document, or as the verdict line, a section per file and the
-    combined lag fits."""
+    """Everything analysed as one JSON document, or the verdict line and the combined lag fits first, then
+    a section per file (details) or a line per file."""
     if json_out:
         data = report.to_dict(encoded=True)
         data["files"] = [
@@ -269,11 +316,19 @@ def _print_report(
         print_json(data)
     else:
         console.print(_analyze_verdict(report), highlight=False)
-        for item in report.analysed:
-            _render_file(item, plots.get(str(item.path)), wide)
         _render_groups(report)
+        if details:
+            for item in report.analysed:
+                _render_file(item, plots.get(str(item.path)), wide)
+        else:
+            console.print(
+                f"\n[bold]{len(report.analysed)} files[/] (every figure: -v or --json)", highlight=False
+            )
+            for item in report.analysed:
+                _render_file_line(item, plots.get(str(item.path)))
         if table is not None:
-            console.print(f"\ntable: {escape(str(table))} ({len(report.table())} rows)", highlight=False)
+            line = f"\ntable: {escape(str(table))} ({len(report.table())} rows)"
+            console.print(line, highlight=False, soft_wrap=True)
 
 
 def _analyze_verdict(report: AnalyzeReport) -> str:

@@ -134,9 +134,40 @@ EPILOG = (
 )
 
 
+# what a text or path option takes, by its parameter's name: the type alone (`<str>`, `<path>`) does not say
+_NAMED_METAVARS = {
+    "robot": "URL",
+    "bus": "URL",
+    "url": "URL",
+    "speeds": "LIST",
+    "joint": "JOINT",
+    "joints": "ID",
+    "to": "POSE|LIST",
+    "goals": "POSE|LIST",
+    "ports": "PATH",
+    "file": "FILE",
+    "paths": "PATH",
+    "ref": "CAPTURE",
+    "value": "VALUE",
+    "param": "KEY=VALUE",
+    "params": "KEY=VALUE",
+    "port": "PATH",
+    "host": "HOST",
+    "out": "FOLDER",
+    "dest": "FOLDER",
+    "plot_dir": "FOLDER",
+    "limits": "FILE",
+    "table": "FILE",
+    "trace": "FILE",
+}
+_TYPE_METAVARS = {"int": "INT", "float": "NUMBER", "str": "TEXT", "path": "PATH"}
+
+
 def tidy_metavars(command: Any, ctx: click.Context) -> None:
-    """Drop the type label of flags (`--json <bool>`), show a repeatable value as the value it takes
-    (`<list[int]>` becomes `<int>`) and unwrap the help text, on `command` and every command under it."""
+    """Give every parameter of `command` and the commands under it a metavar that says what it takes (URL,
+    LIST, FILE, FOLDER, INT, NUMBER; a choice keeps its list), drop the type label of flags (`--json
+    <bool>`), move a number's range from the type column into its help (the column then leaves room for
+    the help at 80 columns) and unwrap the help text."""
     params = list(command.params)
     help_option = command.get_help_option(ctx)
     if help_option is not None:
@@ -145,17 +176,63 @@ def tidy_metavars(command: Any, ctx: click.Context) -> None:
         if getattr(param, "is_flag", False):
             param.metavar = ""
             continue
-        display = getattr(param, "display_type", None)
-        label = display(ctx) if display is not None and param.metavar is None else None
-        if not (label and label.startswith("<list[") and label.endswith("]>")):
+        _tidy_range(param)
+        label = _metavar(param, ctx)
+        if label is None:
             continue
         if param.param_type_name == "option":
-            param.metavar = f"<{label[6:-2]}>"
+            param.metavar = label
         else:  # an argument's metavar would rename it: only its type column changes
-            param.display_type_rich = _fixed_label(f"<{label[6:-2]}>")
+            param.display_type_rich = _fixed_label(label)
     command.help = unwrap_help(command.help)
     for sub in getattr(command, "commands", {}).values():
         tidy_metavars(sub, ctx)
+
+
+def _metavar(param: Any, ctx: click.Context) -> str | None:
+    """What `param` takes, in capitals; None to keep what it shows (a metavar of its own, a choice)."""
+    if param.metavar is not None or getattr(param, "tidied_metavar", False):
+        return None
+    param.tidied_metavar = True
+    display = getattr(param, "display_type", None)
+    label = display(ctx) if display is not None else ""
+    if label.startswith("<list[") and label.endswith("]>"):
+        label = f"<{label[6:-2]}>"  # a repeatable option shows the one value it takes
+    if param.name in _NAMED_METAVARS:
+        return _NAMED_METAVARS[param.name]
+    if label.lower() == "<path>":
+        info = param.type_descriptor.parameter_info
+        return "FOLDER" if not info.file_okay else "FILE" if not info.dir_okay else "PATH"
+    for name, metavar in _TYPE_METAVARS.items():
+        if label.startswith(f"<{name}"):
+            return metavar
+    return label.strip("<>") or None  # a choice: its values, as a|b
+
+
+def _tidy_range(param: Any) -> None:
+    """A number option's range, said in its help (`[range: 0<=x<=200]`) rather than beside its metavar."""
+    describe = getattr(param, "_get_number_range_help_str", None)
+    if getattr(param, "tidied_range", False) or describe is None:
+        return
+    param.tidied_range = True
+    text = describe()
+    if text and isinstance(getattr(param, "help", None), str):
+        param.help = f"{param.help} \\[range: {text}]"
+
+    def no_range() -> str | None:
+        return None
+
+    param._get_number_range_help_str = no_range
+
+
+def attach_examples(command: Any, path: str) -> None:
+    """Close the help of `command` (at `path`, the words after `servotool`) and of every command under it
+    with its Examples and the glossary terms its output uses (servotool/cli/examples.py)."""
+    from servotool.cli.examples import epilog_of
+
+    command.epilog = epilog_of(path) or command.epilog
+    for name, sub in getattr(command, "commands", {}).items():
+        attach_examples(sub, f"{path} {name}")
 
 
 def unwrap_help(text: str | None) -> str | None:
@@ -198,6 +275,7 @@ class LazyGroup(TyperGroup):
         if cmd_name in self.commands:
             if cmd_name not in self._tidied:
                 tidy_metavars(self.commands[cmd_name], ctx)
+                attach_examples(self.commands[cmd_name], cmd_name)
                 self._tidied = self._tidied | {cmd_name}
             return self.commands[cmd_name]
         entry = next((e for e in COMMANDS if e.name == cmd_name), None)
@@ -228,6 +306,10 @@ class LazyGroup(TyperGroup):
 
     def format_help(self, ctx: click.Context, formatter: Any) -> None:
         tidy_metavars(self, ctx)
+        if self.epilog == EPILOG:
+            from servotool.cli.examples import epilog_of
+
+            self.epilog = f"{epilog_of('')}\n\n{EPILOG}"
         self._listing = True
         try:
             super().format_help(ctx, formatter)

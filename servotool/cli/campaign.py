@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the campaign's runs and report (numpy, pandas, scipy, matpl
     from servotool.runs.campaign.plan import Campaign, RunSpec
     from servotool.runs.campaign.report import Report
     from servotool.runs.campaign.run import CampaignRun, CampaignState, RunRecord
+    from servotool.runs.plan import MotionPlan
 
 
 def _sim_example() -> str:
@@ -93,15 +94,60 @@ def _load(path: Path, robot: str | None) -> Campaign:
         fail(str(exc))
 
 
-def _plan_table(campaign: Campaign) -> Table:
+def _plan_table(campaign: Campaign, plans: list[MotionPlan] | None = None) -> Table:
+    """The campaign's runs, one row each; with their plans, each run's estimated duration too."""
+    from servotool.runs.plan import duration_text
+
     table = compact_table(f"{campaign.name}: {campaign.purpose}")
-    for col in ("#", "command", "options", "why"):
-        table.add_column(col, justify="right" if col == "#" else "left", overflow="fold")
-    for run in campaign.runs:
+    cols = ("#", "command", "options", "why") + (("estimated",) if plans else ())
+    for col in cols:
+        # the options and why fold between words; a number or a duration is never cut
+        table.add_column(
+            col, justify="right" if col in ("#", "estimated") else "left", no_wrap=col in ("#", "estimated")
+        )
+    for i, run in enumerate(campaign.runs):
         # an arm joint by its name (J1), as the file and the command line write it
         opts = ", ".join(f"{k}={joint_name(v) if k == 'joint' else v}" for k, v in run.options.items())
-        table.add_row(str(run.index + 1), run.command, escape(opts), escape(run.why))
+        row = [str(run.index + 1), run.command, escape(opts), escape(run.why)]
+        if plans:
+            row.append(("≤ " if plans[i].at_most else "") + duration_text(plans[i].duration_s))
+        table.add_row(*row)
     return table
+
+
+def _estimate(campaign: Campaign, url: str, first: int) -> str:
+    """'; estimated 1 min 10 s of motion' for the runs from `first` on ("" when a plan cannot be made)."""
+    from servotool.runs.campaign.run import run_plans
+    from servotool.runs.plan import duration_text
+
+    try:
+        plans = run_plans(campaign, url)[first:]
+    except (ValueError, Refused):
+        return ""
+    bound = "at most " if any(p.at_most for p in plans) else ""
+    return f"; estimated {bound}{duration_text(sum(p.duration_s for p in plans))} of motion"
+
+
+def _dry_run(campaign: Campaign, url: str, out: Path | None, json_out: bool) -> None:
+    """--dry-run: every run's plan and the whole campaign's estimated duration; nothing opened."""
+    from servotool.runs.campaign.run import run_plans
+    from servotool.runs.plan import duration_text
+
+    plans = run_plans(campaign, url)
+    total = sum(p.duration_s for p in plans)
+    bound = "at most " if any(p.at_most for p in plans) else ""
+    if json_out:
+        runs = [{**r.to_dict(), "plan": p.to_dict()} for r, p in zip(campaign.runs, plans, strict=True)]
+        print_json({"dry_run": True, "device": url, "estimated_s": round(total, 3), "runs": runs})
+        return
+    console.print(
+        f"dry run: {len(campaign.runs)} run(s) would go to {escape(url)}, into a new folder under "
+        f"{escape(str(out_dir(out)))}, estimated {bound}{duration_text(total)} of motion (plus each run's "
+        "warm-up); nothing was opened",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(_plan_table(campaign, plans))
 
 
 @campaign_app.command("check")
@@ -120,7 +166,9 @@ def check(
         print_json({"valid": True, "device": robot or campaign.device, **campaign.to_dict()})
         return
     device = robot or campaign.device
-    console.print(f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False)
+    console.print(
+        f"[green]valid[/]: {len(campaign.runs)} run(s) on {device}", highlight=False, soft_wrap=True
+    )
     console.print(_plan_table(campaign))
 
 
@@ -198,7 +246,7 @@ class _Hooks:
             self.bar = None
         style = {DONE: "green", FAULTED: "yellow"}.get(record.status, "bold red")
         text = f"  [{style}]{record.status}[/]" + (f": {escape(record.reason)}" if record.reason else "")
-        err_console.print(text + "".join(f"  {f}" for f in record.files), highlight=False)
+        err_console.print(text + "".join(f"  {f}" for f in record.files), highlight=False, soft_wrap=True)
 
     def progress(self, run: RunSpec) -> dict[str, Any]:
         self.bar = RunProgress(self.show, run.command).__enter__()
@@ -318,7 +366,7 @@ def _print_outcome(
             highlight=False,
         )
     for path in report if not json_out else []:
-        console.print(f"report: {path}", highlight=False)
+        console.print(f"report: {path}", highlight=False, soft_wrap=True)
 
 
 @campaign_app.command("run")
@@ -359,18 +407,15 @@ def run(
     robot = device_given(robot, bus)
     campaign = _load(file, robot)
     if dry_run:
-        console.print(
-            f"dry run: {len(campaign.runs)} run(s) would go to {robot or campaign.device}, into a "
-            f"new folder under {out_dir(out)}; nothing was opened",
-            highlight=False,
-        )
-        console.print(_plan_table(campaign))
+        _dry_run(campaign, robot or campaign.device, out, json_out)
         return
     cr = _open_folder(campaign, out, robot, resume)
+    estimate = _estimate(campaign, cr.state.device, cr.state.next_index)
     err_console.print(
         f"campaign {campaign.name} on {cr.state.device}: {len(campaign.runs)} run(s), from run "
-        f"{cr.state.next_index + 1}, into {cr.folder}",
+        f"{cr.state.next_index + 1}, into {cr.folder}{estimate}",
         highlight=False,
+        soft_wrap=True,
     )
     ui = _Hooks(not json_out)
     with StopSignals() as signals:  # SIGTERM and SIGHUP stop a run the way Ctrl-C does

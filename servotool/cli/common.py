@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from rich.table import Table
 
 from servotool.errors import signal_label as signal_label  # its home is errors; kept importable here too
 from servotool.io.jsondoc import encode
+
+if TYPE_CHECKING:
+    from servotool.runs.plan import MotionPlan
 
 
 @dataclass
@@ -150,6 +153,38 @@ def given(ctx: typer.Context, name: str) -> bool:
 def announce_device(url: str, simulated: bool, model: str = "") -> None:
     """Say loudly when the device is a simulator, so nobody mistakes a rehearsal for a measurement."""
     if simulated:
-        err_console.print(f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False)
+        err_console.print(
+            f"[bold yellow]SIMULATED {model or url}[/] ({url})", highlight=False, soft_wrap=True
+        )
     else:
-        err_console.print(f"[bold]device[/] {url}", highlight=False)
+        err_console.print(f"[bold]device[/] {url}", highlight=False, soft_wrap=True)
+
+
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the plan (joints, motion, speeds, estimated duration) and exit 0: nothing is opened, "
+        "nothing moves. The settings are checked as for a run.",
+    ),
+]
+
+
+def show_plan(plan: MotionPlan, url: str, *, dry_run: bool, json_out: bool) -> None:
+    """Under --dry-run: the plan on stdout (or as JSON) and exit 0, before any device opens; nothing
+    otherwise (the run says its estimate once the device is open: say_estimate)."""
+    if dry_run:
+        if json_out:
+            print_json({"dry_run": True, "device": url, "plan": plan.to_dict()})
+        else:
+            for line in plan.lines():
+                console.print(escape(line), highlight=False, soft_wrap=True)
+            done = f"dry run: {escape(url)} was not opened; nothing moved"
+            console.print(done, highlight=False, soft_wrap=True)
+        raise typer.Exit(0)
+
+
+def say_estimate(plan: MotionPlan) -> None:
+    """The run's estimated duration on stderr, one line, before it starts (left out with -q)."""
+    if not OUTPUT.quiet:
+        err_console.print(f"[dim]{escape(plan.what)}: {plan.estimate()}[/]", highlight=False, soft_wrap=True)

@@ -123,7 +123,8 @@ def show(ctx: typer.Context, json_out: bool = JsonOption) -> None:
     )
     table = compact_table()
     for column in ("key", "value", "from", "used as"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("key", "from"))
+        # a value is a URL or a path: kept whole, the meaning column wraps between words instead
+        table.add_column(column, overflow="fold", no_wrap=column in ("key", "value", "from"))
     for row in rows:
         table.add_row(row.key, escape(row.value or "-"), row.source, KEYS[row.key].meaning)
     console.print(table)
@@ -166,7 +167,7 @@ def set_cmd(
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{name} = {escape(value)} ({escape(str(path))})", highlight=False)
+    console.print(f"{name} = {escape(value)} ({escape(str(path))})", highlight=False, soft_wrap=True)
 
 
 @config_app.command("unset")
@@ -187,4 +188,4 @@ def unset_cmd(
     if json_out:
         print_json({"path": str(path), "values": values})
         return
-    console.print(f"{name} removed ({escape(str(path))})", highlight=False)
+    console.print(f"{name} removed ({escape(str(path))})", highlight=False, soft_wrap=True)

@@ -8,6 +8,7 @@ detached process) the answer is a refusal, not a default.
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 from servotool.errors import Refused
@@ -21,6 +22,23 @@ class NoTerminal(Refused):
 
 class NotConfirmed(Refused):
     """The typed answer was not the phrase asked for; nothing was sent."""
+
+
+def _width(fd: int) -> int:
+    """The terminal's width in columns (80 when it does not say)."""
+    try:
+        return os.get_terminal_size(fd).columns or 80
+    except OSError:
+        return 80
+
+
+def fold(text: str, width: int) -> str:
+    """`text` folded between words to `width` columns: the terminal would cut a word in two at its edge. A
+    word longer than the line (a URL) is kept whole on a line of its own, never split."""
+    return "\n".join(
+        textwrap.fill(p, width=max(20, width - 1), break_long_words=False, break_on_hyphens=False)
+        for p in text.split("\n")
+    )
 
 
 def confirm_typed(warning: str, phrase: str, *, tty: str | Path | None = None) -> None:
@@ -39,7 +57,7 @@ def confirm_typed(warning: str, phrase: str, *, tty: str | Path | None = None) -
             raise NoTerminal(f"{tty} is not a terminal: the confirmation must be typed by a person")
         # unbuffered: a terminal is not seekable, so a buffered read-write text file cannot be opened on it
         with open(fd, "r+b", buffering=0, closefd=False) as term:
-            term.write(f'{warning}\nType "{phrase}" to go on: '.encode())
+            term.write(f'{fold(warning, _width(fd))}\nType "{phrase}" to go on: '.encode())
             answer = term.readline(1024).decode(errors="replace")
     finally:
         os.close(fd)

@@ -13,7 +13,8 @@ import typer
 from rich.markup import escape
 
 from servotool.cli.common import console, err_console, fail, print_json, renamed
-from servotool.cli.render import compact_table, write_plot
+from servotool.cli.render import compact_table, relative_s, write_plot
+from servotool.devices.registry import status_names
 from servotool.errors import ServotoolError
 from servotool.io.captures import default_dest, find_capture, list_captures, read_capture, recover_leftovers
 from servotool.io.paths import link_problem, out_file_problem
@@ -71,9 +72,15 @@ def _bits(b: Any, names: Any = None) -> str:
 
 
 def _axis_bits(h: dict[str, Any], t: dict[str, Any]) -> str:
-    """A trigger axis's bits, named where the capture's device names that axis's bits."""
+    """A trigger axis's bits, named where the capture's device names that axis's bits, else by the device's
+    family (`0x20 (overload)`, `1/32 (TCP speed over the limit ...)`)."""
     table = (h.get("device") or {}).get("status_bits")
-    return _bits(t.get("bits"), table.get(str(t.get("axis"))) if isinstance(table, dict) else None)
+    names = table.get(str(t.get("axis"))) if isinstance(table, dict) else None
+    shown = _bits(t.get("bits"), names)
+    if names is None and isinstance(t.get("bits"), int):
+        named = status_names(t["bits"], family=str((h.get("device") or {}).get("family") or "") or None)
+        return f"{shown} ({named})" if named else shown
+    return shown
 
 
 @incidents_app.command("list")
@@ -90,11 +97,11 @@ def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestO
         print_json([{"n": i, "path": str(p), "header": h} for i, (p, h) in enumerate(entries, start=1)])
         return
     if not entries:
-        console.print(f"no captures in {folder}", highlight=False)
+        console.print(f"no captures in {folder}", highlight=False, soft_wrap=True)
         return
     devices = {str((h.get("device") or {}).get("url", "")) for _, h in entries if h is not None}
     one_device = len(devices) == 1  # an unreadable file names no device: it does not call for the column
-    console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False)
+    console.print(f"{len(entries)} capture(s) in {escape(str(folder))}", highlight=False, soft_wrap=True)
     table = compact_table(f"device {escape(devices.pop())}" if one_device else "")
     cols = ["#", "captured (UTC)"] + ([] if one_device else ["device"])
     cols += ["axes", "bits", "lead-up\ns", "tail\ns", "end"]
@@ -104,7 +111,7 @@ def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestO
             col,
             justify="right" if right else "left",
             overflow="fold",
-            no_wrap=right or col == "captured (UTC)",
+            no_wrap=right or col in ("captured (UTC)", "device"),
         )
     for i, (path, h) in enumerate(entries, start=1):
         if h is None:  # the name goes where it may fold: a long one must not widen the time column
@@ -119,7 +126,7 @@ def list_cmd(out: OutOption = None, json_out: JsonOption = False, dest: OldDestO
             capture_stamp(str(h.get("id"))),
             *device,
             ", ".join(str(a) for a in h.get("trigger_axes") or []),
-            ", ".join(_axis_bits(h, t) for t in h.get("trigger") or []),
+            escape(", ".join(_axis_bits(h, t) for t in h.get("trigger") or [])),
             _num(h.get("lead_up_s")),
             _num(h.get("tail_observed_s")),
             str(h.get("end")),
@@ -155,11 +162,11 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
     sim = ", SIMULATED" if dev.get("simulated") else ""
     axes = ", ".join(f"{t['axis']} ({_axis_bits(h, t)})" for t in h.get("trigger") or []) or "no axis"
     console.print(
-        f"[bold]fault latch on {axes}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
+        f"[bold]fault latch on {escape(axes)}[/], lead-up {_num(h.get('lead_up_s'), '.2f')} s, tail "
         f"{_num(h.get('tail_observed_s'), '.2f')} s, {h.get('end')}",
         highlight=False,
     )
-    console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False)
+    console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False, soft_wrap=True)
     console.print(
         f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}", highlight=False
     )
@@ -172,14 +179,16 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
         quiet = [f"{axis} ({s.get('sweeps')} of {s.get('of')} sweeps)" for axis, s in silent.items()]
         console.print(f"[yellow]silent: servo {', '.join(quiet)}[/]", highlight=False)
     for t in h.get("trigger") or []:
-        clean, seen = _num(t.get("last_clean_t"), "+.3f"), _num(t.get("detected_t"), "+.3f")
+        clean, seen = (
+            relative_s(t.get("last_clean_t"), "detection"),
+            relative_s(t.get("detected_t"), "detection"),
+        )
         console.print(
-            f"axis {t['axis']}: bits {_axis_bits(h, t)}, last clean answer at {clean} s, "
-            f"detected at {seen} s",
+            escape(f"axis {t['axis']}: bits {_axis_bits(h, t)}, last clean answer {clean}, detected {seen}"),
             highlight=False,
         )
     console.print(
-        f"the latch happened between {_num(h.get('last_clean_t'), '+.3f')} s and 0 (detection); "
+        f"the latch happened between {relative_s(h.get('last_clean_t'), 'detection')} and detection; "
         f"lead-up {_num(h.get('lead_up_s'), '.2f')} s, "
         f"tail observed {_num(h.get('tail_observed_s'), '.2f')} s "
         f"of {_num(h.get('tail_planned_s'), '.2f')} s planned ({h.get('end')}); "

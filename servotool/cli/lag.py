@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servotool.cli.common import fail, plain_number
+from servotool.cli.common import DryRunOpt, fail, plain_number, say_estimate, show_plan
 from servotool.cli.live import (
     DEFAULT_ROBOT,
     JsonOpt,
@@ -67,6 +67,7 @@ def lag(
     plot: PlotOpt = False,
     json_out: JsonOpt = False,
     wide: WideOpt = False,
+    dry_run: DryRunOpt = False,
     **options: Any,
 ) -> None:
     """Measure the commanded-to-measured lag L with smooth out-and-back passes at several speeds.
@@ -85,7 +86,7 @@ def lag(
     # the run and its analysis (numpy, pandas, scipy) load here, not when `lag -h` parses the options
     from servotool.analysis.lag import LagResult
     from servotool.io.csvlog import command_line
-    from servotool.runs.arm.ramp import run_ramp
+    from servotool.runs.arm.ramp import ramp_plan, run_ramp
 
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
@@ -98,8 +99,11 @@ def lag(
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
     preflight_or_refuse(opts.problems(speed_limits=limits, ranges=ranges, motion=motion), out_dir(out))
     settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
+    plan = ramp_plan(settings)
+    show_plan(plan, robot, dry_run=dry_run, json_out=json_out)
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):
+        say_estimate(plan)
         with RunProgress(not json_out, "ramp") as progress:
             run = run_ramp(
                 arm,

@@ -174,7 +174,7 @@ def report_outcome(outcome: StreamOutcome, path: Path, notes: list[str]) -> None
         )
     if outcome.backstop_alteration_deg is not None:
         console.print(backstop_line(outcome), highlight=False)
-    console.print(f"recording: {path}", highlight=False)
+    console.print(f"recording: {path}", highlight=False, soft_wrap=True)
 
 
 def backstop_line(outcome: StreamOutcome) -> str:
@@ -271,5 +271,5 @@ def finish_live(
         render()
         report_outcome(run.outcome, run.path, run.notes)
         if plot_path:
-            console.print(f"plot: {plot_path}", highlight=False)
+            console.print(f"plot: {plot_path}", highlight=False, soft_wrap=True)
     exit_for(run, signals, unmeasured)

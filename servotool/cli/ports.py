@@ -168,7 +168,9 @@ def ports(
     ),
     extra: Annotated[
         list[str] | None,
-        typer.Option("--port", help="Also probe this device path (e.g. a simulator's pty); repeatable."),
+        typer.Option(
+            "--port", metavar="PATH", help="Also probe this device path (e.g. a simulator's pty); repeatable."
+        ),
     ] = None,
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     timeout_ms: int = typer.Option(

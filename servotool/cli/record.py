@@ -22,7 +22,16 @@ from rich.text import Text
 from servotool.cli.common import announce_device, console, err_console, fail, print_json, renamed
 from servotool.clock import MonotonicClock
 from servotool.devices.arm import DeviceError as ArmDeviceError
-from servotool.devices.registry import ARM, BUS, FAMILIES, DeviceURLError, check_url, default_url, sim_names
+from servotool.devices.registry import (
+    ARM,
+    BUS,
+    FAMILIES,
+    DeviceURLError,
+    check_url,
+    default_url,
+    sim_names,
+    status_names,
+)
 from servotool.errors import ExitCode, ServotoolError, exit_code_of, signal_label
 from servotool.io.captures import default_dest, dest_problem
 from servotool.recorder import AxisSample, RecorderEvent, Sweep
@@ -92,7 +101,19 @@ def _rows(
     return rows
 
 
-def render_view(p: RecordProgress, unit: str = "", current_unit: str = "mA") -> Group:
+def latch_line(latched: dict[Any, int], family: str | None) -> str:
+    """Every latched axis with its bits and their names by the device's family: 'latched: 12 0x20
+    (overload)'; "" when none is latched."""
+    parts = []
+    for axis, bits in latched.items():
+        names = status_names(bits, family=family)
+        parts.append(f"{_axis_name(axis)} 0x{bits:02x}" + (f" ({names})" if names else ""))
+    return f"[bold red]latched:[/] {escape(', '.join(parts))}" if parts else ""
+
+
+def render_view(
+    p: RecordProgress, unit: str = "", current_unit: str = "mA", family: str | None = None
+) -> Group:
     """The live view at 80 columns: one row per axis (fast and context groups) with positions in `unit` (the
     device's: deg on an arm, pulse on a bus) and currents in `current_unit` (an arm may report its joint
     torque there, in Nm), then the recorder's state on two short lines."""
@@ -127,6 +148,9 @@ def render_view(p: RecordProgress, unit: str = "", current_unit: str = "mA") -> 
         f"{p.t:.1f} s  {p.frames} frames  rings: fast {p.fast_count}, context {p.context_count}  "
         f"{len(p.captures)} capture(s)  {p.overruns} overrun(s)"
     )
+    latched = latch_line(p.latched, family)
+    if latched:
+        return Group(table, counts, Text.from_markup(window), Text.from_markup(latched))
     return Group(table, counts, Text.from_markup(window))
 
 
@@ -178,7 +202,12 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
     view_t = -math.inf
     unit = position_unit(source.describe())
     current_unit = position_unit(source.describe(), "current") or "mA"
-    console.print(f"captures go to {settings.dest}", highlight=False, soft_wrap=True)
+    family = str(source.describe().get("family") or "") or None
+    from servotool.runs.plan import duration_text
+
+    d = settings.duration_s
+    how_long = f"recording for {duration_text(d)} (Ctrl-C stops sooner)" if d else "recording until Ctrl-C"
+    console.print(f"captures go to {settings.dest}; {how_long}", highlight=False, soft_wrap=True)
     with Live(console=console, refresh_per_second=5, transient=False) as live:
 
         def progress(p: RecordProgress) -> None:
@@ -194,7 +223,7 @@ def _run_live(source: Any, clock: MonotonicClock, settings: RecordSettings) -> R
                 )
             shown_captures = len(p.captures)
             if p.t - view_t >= VIEW_PERIOD_S:
-                live.update(render_view(p, unit, current_unit))
+                live.update(render_view(p, unit, current_unit, family))
                 view_t = p.t
 
         return run_record(

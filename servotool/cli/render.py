@@ -37,6 +37,30 @@ def fmt(x: Any, spec: str = ".2f", unit: str = "") -> str:
     return f"{x:{spec}}{unit}"
 
 
+def relative_s(seconds: Any, ref: str) -> str:
+    """A time relative to an event, the way people say it: '51 ms before the fault', '0.250 s after
+    detection', 'at detection'; '-' when unknown. Never a negative 'after'."""
+    try:
+        t = float(seconds)
+    except (TypeError, ValueError):
+        return "-"
+    if not math.isfinite(t):
+        return "-"
+    size = abs(t)
+    if size < 0.0005:
+        return f"at {ref}"
+    mag = f"{size * 1e3:.0f} ms" if size < 1.0 else f"{size:.3f} s"
+    return f"{mag} {'before' if t < 0 else 'after'} {ref}"
+
+
+def relative_ms(ms: Any, ref: str) -> str:
+    """relative_s for a time in milliseconds."""
+    try:
+        return relative_s(float(ms) / 1e3, ref)
+    except (TypeError, ValueError):
+        return "-"
+
+
 def joint_name(index: int) -> str:
     """J1 for joint index 0 (the base), J2 for 1, ..."""
     return f"J{index + 1}"
@@ -416,6 +440,15 @@ STEP_COLUMNS = (
 )
 
 
+def _passed(ms: float) -> str:
+    """When the guard tripped relative to the arm passing its target (which it may never have done)."""
+    return (
+        "the arm never passed its target"
+        if not math.isfinite(ms)
+        else relative_ms(ms, "the arm passed its target")
+    )
+
+
 def _step_event_lines(result: StepResult) -> list[str]:
     """Per step: the fault and its travel, the guard trip and how it lined up with the runaway."""
     lines: list[str] = []
@@ -428,21 +461,41 @@ def _step_event_lines(result: StepResult) -> list[str]:
             )
         if math.isfinite(m.guard_trip_ms):
             ticks = m.guard_after_crossing_ms / (result.cmd_period_s * 1e3)
+            fault = relative_ms(m.guard_after_fault_ms, "the fault") if m.faults else "no fault"
             lines.append(
                 f"step {m.index + 1}: divergence guard tripped {m.guard_trip_ms:.0f} ms after the step, "
-                f"{fmt(m.guard_after_fault_ms, '+.0f')} ms from the fault, "
-                f"{fmt(m.guard_after_overshoot_ms, '+.0f')} ms after the arm passed its target, "
-                f"{fmt(m.guard_after_crossing_ms, '+.0f')} ms ({fmt(ticks, '.1f')} ticks) after the first "
-                "frame beyond its allowance"
+                f"{fault}, {_passed(m.guard_after_overshoot_ms)}, "
+                f"{relative_ms(m.guard_after_crossing_ms, 'the first frame beyond its allowance')} "
+                f"({fmt(abs(ticks), '.1f')} ticks)"
             )
     for trip in result.guard_trips:
         lines.append(f"[yellow]guard:[/] t = {trip['t_s']:.3f} s: {trip['reason']}")
     return lines
 
 
-def render_step(result: StepResult, title: str = "", wide: bool = False, out: Console | None = None) -> None:
-    """The verdict, the step table (short, or every column with wide), the run's totals and each step's
-    fault and guard events; warnings on stderr."""
+def fault_legend(result: StepResult, device: str | None) -> str:
+    """The fault codes the step table shows, each with its name by the device's family: 'faults: 1/32 TCP
+    speed over the limit; 1/23 axis 1 command speed over the limit'; "" when no step latched one."""
+    from servotool.devices.registry import fault_names
+
+    seen: dict[str, str] = {}
+    for m in result.steps:
+        for code in (c.strip() for c in (m.fault_codes or "").split(",")):
+            main, _, sub = code.partition("/")
+            if code and code not in seen and main.isdigit() and sub.isdigit():
+                seen[code] = fault_names((int(main), int(sub)), url=device) or "not in the family's table"
+    return "faults: " + "; ".join(f"{code} {name}" for code, name in seen.items()) if seen else ""
+
+
+def render_step(
+    result: StepResult,
+    title: str = "",
+    wide: bool = False,
+    out: Console | None = None,
+    device: str | None = None,
+) -> None:
+    """The verdict, the step table (short, or every column with wide), the fault codes by name (from the
+    device's family), the run's totals and each step's fault and guard events; warnings on stderr."""
     con = _out(out)
     con.print(step_verdict(result), highlight=False)
     table = _table(title, STEP_COLUMNS, result.steps, wide)
@@ -450,6 +503,9 @@ def render_step(result: StepResult, title: str = "", wide: bool = False, out: Co
         "first: first move after the step; arrive: first frame within 10 % of the step of its target"
     )
     print_table(con, table, wide)
+    legend = fault_legend(result, device)
+    if legend:
+        con.print(escape(legend), highlight=False)
     kind = "shaped" if result.shaped else "raw"
     con.print(
         f"{kind} steps on {joint_name(result.joint)}: {result.runaways} runaway(s), "

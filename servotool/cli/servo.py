@@ -32,7 +32,16 @@ from servotool.cli.bus_common import (
     url_bus_facts,
     url_profile,
 )
-from servotool.cli.common import console, err_console, fail, given, print_json, renamed
+from servotool.cli.common import (
+    DryRunOpt,
+    console,
+    err_console,
+    fail,
+    given,
+    print_json,
+    renamed,
+    show_plan,
+)
 from servotool.cli.render import compact_table
 from servotool.clock import MonotonicClock
 from servotool.devices.bus import Bus, ModeCheckedBus, ServoRecord, bus_clock, read_records
@@ -52,6 +61,7 @@ from servotool.runs.bus.servo import (
     MoveResult,
     RelaxResult,
     hold,
+    move_plan,
     move_problems,
     move_to,
     parse_goal,
@@ -61,6 +71,7 @@ from servotool.runs.bus.servo import (
     tuck_check,
     watch,
 )
+from servotool.runs.plan import MotionPlan
 from servotool.runs.signals import StopSignals
 
 DEFAULT_ARM = DEFAULT_BUS.partition(":")[2]  # the simulated arm's profile name
@@ -270,7 +281,11 @@ def _print_read(
 ) -> None:
     answered = len(records) - len(silent)
     quiet = f", [bold red]silent: {', '.join(map(str, silent))}[/]" if silent else ""
-    console.print(f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}", highlight=False)
+    console.print(
+        f"{answered} of {len(records)} servo(s) answered on {escape(bus)}{quiet}",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(_records_table(f"servos on {bus}", records, names, moded))
     for sid, r in records.items():
         if r.mode_name not in (None, POSITION_MODE):
@@ -302,6 +317,7 @@ def move_cmd(
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Move along a minimum-jerk trajectory, checked against the limits first.
 
@@ -321,6 +337,8 @@ def move_cmd(
     lf, to, poses, problems = _move_problems(goals, speed, limits, bus)
     if problems:
         fail_all(problems)
+    if dry_run:
+        _dry_move(to, poses, speed, bus, json_out)
     log = MoveLog()
     with (
         bus_command(bus, keep_sim_pose=True, on_signal=lambda: _move_stopped(log)) as dev,
@@ -343,6 +361,19 @@ def move_cmd(
     if result.aborted:
         stopped_by(signals, f"the arm holds where it was after {result.frames} frames")
     _print_move(result, to, speed, bus, dev.simulated, json_out)
+
+
+def _dry_move(
+    to: str, poses: Mapping[str, Mapping[int, int]], speed: float, bus: str, json_out: bool
+) -> None:
+    """--dry-run: the move's plan, and exit 0 with the bus never opened."""
+    try:
+        goal = parse_goal(to, poses)
+    except ValueError as exc:
+        fail(f"--to {to}: {exc}")
+    facts = url_bus_facts(bus)
+    plan = move_plan(goal, speed, facts.position_range if facts else None)
+    show_plan(plan, bus, dry_run=True, json_out=json_out)
 
 
 def _move_problems(
@@ -439,7 +470,7 @@ def _relax_stopped(sent: list[int]) -> str:
 
 
 @servo_app.command("hold")
-def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
+def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption, dry_run: DryRunOpt = False) -> None:
     """Stop every servo where it is and hold it there (torque on).
 
     Each servo is read back: a servo with a hardware error latched (torque off until a reboot, never sent)
@@ -449,6 +480,15 @@ def hold_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     nothing is written and the exit is 2 (in velocity or PWM mode torque on would set a servo turning).
     servotool never changes the mode (EEPROM).
     """
+    if dry_run:
+        plan = MotionPlan(
+            what="servo hold: every servo stopped where it is, torque on",
+            joints="every servo that answers",
+            motion="none: each holds its current position (read back after)",
+            speeds="-",
+            duration_s=0.0,
+        )
+        show_plan(plan, bus, dry_run=True, json_out=json_out)
     on_signal = "the hold was sent first: the servos hold where they are"
     with (
         bus_command(bus, keep_sim_pose=True, on_signal=lambda: on_signal) as dev,
@@ -482,6 +522,7 @@ def relax_cmd(
     limits: Path | None = LimitsOption,
     bus: str = BusOption,
     json_out: bool = JsonOption,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Switch torque off on every servo, only when the arm rests on itself in its tuck pose.
 
@@ -502,6 +543,8 @@ def relax_cmd(
     assert prof is not None
     tuck = {**prof.poses[prof.tuck_pose], **(lf.poses.get(prof.tuck_pose, {}) if lf else {})}
     tol = prof.tuck_tolerance if tolerance is None else tolerance
+    if dry_run:
+        show_plan(_relax_plan(tuck, prof.tuck_joints, tol, force), bus, dry_run=True, json_out=json_out)
     sent: list[int] = []
     with bus_command(bus, keep_sim_pose=True, on_signal=lambda: _relax_stopped(sent)) as dev:
         result = relax(
@@ -527,6 +570,25 @@ def relax_cmd(
             f"{result.attempts} attempts: not relaxed",
             ExitCode.FAULT,
         )
+
+
+def _relax_plan(tuck: Mapping[int, int], joints: tuple[int, ...], tol: int, force: bool) -> MotionPlan:
+    """What a relax would do: torque off everywhere, refused away from the tuck pose unless forced."""
+    pose = ", ".join(f"{sid}={tuck[sid]}" for sid in joints if sid in tuck)
+    check = (
+        "forced: every joint that carries weight drops"
+        if force
+        else (
+            f"only if servos {', '.join(map(str, joints))} are within {tol} pulses of the tuck pose ({pose})"
+        )
+    )
+    return MotionPlan(
+        what="servo relax: torque off on every servo",
+        joints="every servo of the arm",
+        motion=f"none commanded (the arm must rest on itself): {check}",
+        speeds="-",
+        duration_s=0.0,
+    )
 
 
 def _relax_verdict(result: RelaxResult, tuck: dict[int, int], joints: tuple[int, ...], tol: int) -> None:
@@ -557,4 +619,6 @@ def forget_cmd(bus: str = BusOption, json_out: bool = JsonOption) -> None:
     if json_out:
         print_json({"device": bus, "forgotten": had})
     else:
-        console.print(f"{bus}: {'pose forgotten' if had else 'no saved pose'}", highlight=False)
+        console.print(
+            f"{bus}: {'pose forgotten' if had else 'no saved pose'}", highlight=False, soft_wrap=True
+        )

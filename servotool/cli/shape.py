@@ -90,7 +90,7 @@ def _render(fr: FileReplay, file: Path, shaper: str, limits: tuple[float, float,
     r = fr.result
     what = f"{fr.meta.mode} run on {escape(fr.meta.device)}, replaying the {fr.source}"
     console.print(_shape_verdict(fr, shaper), highlight=False)
-    console.print(f"[bold]{escape(str(file))}[/]: {what}", highlight=False)
+    console.print(f"[bold]{escape(str(file))}[/]: {what}", highlight=False, soft_wrap=True)
     console.print(
         f"shaper {shaper}: v_max {v_max:g} deg/s, a_max {a_max:g} deg/s^2"
         + (f", j_max {j_max:g} deg/s^3" if shaper == "otg" else "")

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servotool.cli.common import refuse
+from servotool.cli.common import DryRunOpt, refuse, say_estimate, show_plan
 from servotool.cli.confirm import confirm_typed
 from servotool.cli.live import (
     DEFAULT_ROBOT,
@@ -64,6 +64,7 @@ def step(
     json_out: JsonOpt = False,
     plot: PlotOpt = False,
     wide: WideOpt = False,
+    dry_run: DryRunOpt = False,
     **options: Any,
 ) -> None:
     """Step one joint through +X, 0, -X, 0 and report each step's response, rejects, faults and runaway.
@@ -78,7 +79,7 @@ def step(
     # the run and its analysis (numpy, pandas, scipy) load here, not when `step -h` parses the options
     from servotool.analysis.step import StepResult
     from servotool.io.csvlog import command_line
-    from servotool.runs.arm.step import run_step
+    from servotool.runs.arm.step import run_step, step_plan
 
     try:
         simulated = check_url(robot, ARM).simulated
@@ -95,12 +96,15 @@ def step(
     settings = opts.run_settings()
     joint, size, a_max, rpc = opts.joint, opts.size, opts.a_max, opts.rpc
     preflight_or_refuse(problems, out_dir(out))
+    plan = step_plan(settings)
+    show_plan(plan, robot, dry_run=dry_run, json_out=json_out)
     if (not settings.shaped or needs_test_arm_probe(settings, motion)) and not simulated:
         # on the terminal, before the arm is even opened
         confirm_raw(robot, size, joint, a_max if settings.shaped else None)
         settings.confirmed = True
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):
+        say_estimate(plan)
         with RunProgress(not json_out, "steps") as progress:
             run = run_step(
                 arm,
@@ -116,6 +120,7 @@ def step(
             if run.guard is not None:
                 render_guard_setup(run.guard)
             if run.analysis is not None and isinstance(run.analysis.result, StepResult):
-                render_step(run.analysis.result, title=f"steps, J{joint + 1} ({robot})", wide=wide)
+                title = f"steps, J{joint + 1} ({robot})"
+                render_step(run.analysis.result, title=title, wide=wide, device=robot)
 
         finish_live(run, signals, plot=plot, json_out=json_out, render=render)

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from servotool.cli.bus_common import (
@@ -29,7 +36,7 @@ from servotool.cli.bus_common import (
     stopped_by,
     url_simulated,
 )
-from servotool.cli.common import OUTPUT, console, err_console, fail, print_json
+from servotool.cli.common import OUTPUT, DryRunOpt, console, err_console, fail, print_json, show_plan
 from servotool.cli.options import derive_options, settings_from
 from servotool.cli.render import compact_table
 from servotool.devices.bus import Bus, bus_clock
@@ -46,7 +53,7 @@ from servotool.devices.registry import (
 )
 from servotool.errors import ExitCode
 from servotool.io.paths import out_dir
-from servotool.runs.bus.sweep import NO_JOINTS, SweepConfig, SweepEvent, SweepRun
+from servotool.runs.bus.sweep import NO_JOINTS, SweepConfig, SweepEvent, SweepRun, sweep_plan
 from servotool.runs.bus.sweep_options import SweepOptions
 from servotool.runs.signals import StopSignals
 
@@ -180,6 +187,14 @@ def _limits_files() -> str:
     return "; ".join(spans) or "no bus family has one"
 
 
+def _span(bus: str) -> tuple[int, int] | None:
+    """The bus's position span from its family's facts (no bus opened); None when the URL does not parse."""
+    try:
+        return url_facts(bus, BUS).position_range
+    except DeviceURLError:
+        return None
+
+
 def _bus_help() -> str:
     urls = [f"sim:{name}[?k=v]" for fam in _sweepable() for name in sim_names(fam)]
     urls += [url for fam in _sweepable() for url in fam.examples]
@@ -230,7 +245,7 @@ def _render(record: SweepRecord, json_out: bool) -> None:
             console.print(f"servo {j}: arm_limit_{j}: [{f.lo}, {f.hi}]  (lo {f.lo_source}, hi {f.hi_source})")
         for kind, path in record.outputs.items():
             for p in path if isinstance(path, list) else [path]:
-                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False)
+                err_console.print(f"[dim]{kind}:[/] {p}", highlight=False, soft_wrap=True)
     link = record.result.get("link") or {}
     if link.get("bad_frames") or link.get("skipped_bytes"):
         err_console.print(
@@ -283,6 +298,7 @@ def sweep(
         "--plot",
         help="Write a PNG per sweep (commanded against measured) and a summary of every mapped limit.",
     ),
+    dry_run: DryRunOpt = False,
     **options: Any,
 ) -> None:
     """Map joint limits by slow sweeps toward each servo's stored limit; any key stops and holds the arm.
@@ -313,6 +329,8 @@ def sweep(
     if problems:
         fail_all(problems)
     files = SweepFiles(**{**files.__dict__, "limits": lf})
+    if dry_run:
+        show_plan(sweep_plan(config, _span(bus)), bus, dry_run=True, json_out=json_out)
     with bus_command(
         bus, keep_sim_pose=True, on_signal=lambda: "the sweep was stopped: the arm holds where it was"
     ) as dev:
@@ -341,7 +359,14 @@ def _run(dev: Bus, config: SweepConfig, files: SweepFiles) -> tuple[SweepRecord,
         f"at {config.speed:g} pulses/s, limits {config.inside} pulses inside each stop",
         highlight=False,
     )
-    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
     with (
         KeyWatcher() as keys,
         StopSignals() as signals,

@@ -184,6 +184,10 @@ class Family:
     * campaigns: the run kinds (CAMPAIGN_RUNS) its campaigns may hold.
     * sim_params() -> the parameters its `sim:` URLs take, with their help.
     * serve: the standalone simulator behind `servotool sim <name>` (devices.serving; None: none).
+    * describe_status(bits) -> the names of the set bits of a status word the recorder reads (a latch),
+      e.g. "overload"; "" when it knows none of them (None: the family names no status bits).
+    * describe_fault(codes) -> the name of a fault a run's CSV records by its codes; "" when its table does
+      not know it (None: the family names no faults).
 
     default_sim: the `sim:` name a command opens when it is given no device ("": none).
     """
@@ -210,6 +214,8 @@ class Family:
     # the ROS 2 node whose parameter file holds a bus's mapped joint limits (arm_limit_N: [lo, hi]) in its
     # position units; "" when the family's limits go in no such file (`sweep` cannot write them)
     limits_node: str = ""
+    describe_status: Callable[[int], str] | None = None
+    describe_fault: Callable[[tuple[int, ...]], str] | None = None
 
 
 __all__ = [

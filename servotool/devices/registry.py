@@ -57,6 +57,34 @@ def family_named(name: str) -> Family:
     raise KeyError(f"unknown device family {name!r} (known: {', '.join(f.name for f in FAMILIES)})")
 
 
+def _family_for(url: str | None, family: str | None) -> Family | None:
+    """The family named, else the one that opens the URL; None when neither says."""
+    if family:
+        try:
+            return family_named(family)
+        except KeyError:
+            return None
+    if url:
+        try:
+            return family_of(parse_url(url))
+        except DeviceURLError:
+            return None
+    return None
+
+
+def status_names(bits: int, *, url: str | None = None, family: str | None = None) -> str:
+    """The names of a status word's set bits (a latch the recorder saw), by the device's family (named, or
+    the one that opens `url`); "" when it names none."""
+    fam = _family_for(url, family)
+    return fam.describe_status(int(bits)) if fam is not None and fam.describe_status and bits else ""
+
+
+def fault_names(codes: tuple[int, ...], *, url: str | None = None, family: str | None = None) -> str:
+    """The name of a recorded fault by its codes, by the device's family; "" when it names none."""
+    fam = _family_for(url, family)
+    return fam.describe_fault(tuple(int(c) for c in codes)) if fam is not None and fam.describe_fault else ""
+
+
 def _kind_hint(text: str, kind: str | None) -> str:
     """The URLs of the kind a text with no scheme may have meant: a device path (`/dev/ttyUSB0`) with each
     serial family's scheme in front, a host with each network family's, then every form the kind opens."""
@@ -178,6 +206,8 @@ __all__ = [
     "ARM",
     "BUS",
     "DEFAULT_ARM_URL",
+    "fault_names",
+    "status_names",
     "DEFAULT_BUS_URL",
     "FAMILIES",
     "check_url",

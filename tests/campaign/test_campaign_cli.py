@@ -88,7 +88,10 @@ def test_check_list_and_dry_run_verdict_first_at_80_columns(write_campaign, tmp_
         first = result.stdout.splitlines()[0]
         assert first.startswith(("valid:", "dry run:")) or "shipped campaign(s)" in first, first
         assert "…" not in result.stdout
-        assert all(len(line.rstrip()) <= 80 for line in result.stdout.splitlines())
+        # the verdict is one line the terminal wraps (a path in it stays whole); the tables fit 80 columns
+        assert all(len(line.rstrip()) <= 80 for line in result.stdout.splitlines()[1:])
+        if "--dry-run" in args:
+            assert str(tmp_path / "o") in first and "estimated" in first
 
 
 # eight levels of aliases: 9^8 leaves when expanded; a message quoting the value in full never ends

@@ -30,13 +30,25 @@ runs:
 
 # the options a command has that are no setting of its run: the device, the output and its rendering
 NOT_SETTINGS = {
-    "lag": {"--robot", "--out", "--plot", "--json", "--wide", "--ramp", "--no-ramp", "--help", "-h"},
-    "step": {"--robot", "--out", "--plot", "--json", "--wide", "--help", "-h"},
+    "lag": {
+        "--robot",
+        "--out",
+        "--plot",
+        "--json",
+        "--wide",
+        "--ramp",
+        "--no-ramp",
+        "--dry-run",
+        "--help",
+        "-h",
+    },
+    "step": {"--robot", "--out", "--plot", "--json", "--wide", "--dry-run", "--help", "-h"},
     "sweep": {
         "--bus",
         "--limits",
         "--update-limits",
         "--force-sim",
+        "--dry-run",
         "--out",
         "--json",
         "--plot",

@@ -415,12 +415,12 @@ def test_a_report_leaves_out_a_file_whose_config_it_cannot_read(tmp_path):
     assert "b.csv: left out of the report: config speeds_deg_s" in (data / "report.md").read_text()
 
 
-def write_sweep(path: Path) -> Path:
+def write_sweep(path: Path, device: str = "sim:rosorin-arm") -> Path:
     """A sweep recording as `servotool sweep` writes it: servo 2 up, stalled by an obstacle at 700."""
     cfg = {"mode": "sweep", "joints": [2], "directions": ["up", "down"], "speed": 100.0, "inside": 10}
     with CsvLogWriter(
         path,
-        device="sim:rosorin-arm",
+        device=device,
         simulated=True,
         config=cfg,
         units={},

@@ -57,3 +57,26 @@ def test_piped_answer_without_a_terminal_is_refused():
         timeout=60,
     )
     assert out.stdout.strip() == "refused", out.stderr
+
+
+def test_the_prompt_is_folded_between_words_at_80_columns():
+    import fcntl
+    import struct
+    import termios
+
+    master, slave, name = _pty_with_answer(b"RAW 10 J1\n")
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    url = "fake://a-rather-long-host-name.example.org:12345/with/a/path?and=parameters&more=of-them"
+    warning = f"RAW steps on a real arm ({url}): the controller may run away for 14-35x the step. " * 2
+    try:
+        confirm_typed(warning.strip(), "RAW 10 J1", tty=name)
+        shown = os.read(master, 8192).decode().replace("\r", "")
+    finally:
+        os.close(master)
+        os.close(slave)
+    lines = [line for line in shown.split("\n") if line and not line.startswith("RAW 10 J1")]
+    words = set(warning.split())
+    for line in lines[:-1]:  # the warning's lines; the last is the question
+        assert len(line) <= 80 or line.strip() in words, line
+        assert all(w in words for w in line.split()), line  # no word cut in two
+    assert any(url in line for line in lines)  # the URL whole on its line

@@ -122,12 +122,12 @@ def test_version_command_still_answers_json():
 @pytest.mark.parametrize(
     ("path", "listed"),
     [
-        (["step"], "<accel|otg>"),
-        (["shape"], "<accel|otg>"),
-        (["sweep"], "<up|down|both>"),
+        (["step"], "accel|otg"),
+        (["shape"], "accel|otg"),
+        (["sweep"], "up|down|both"),
         (["sim", "fairino"], "fr3|fr20"),
-        (["sim", "hiwonder"], "<rosorin-arm"),
-        (["sim", "dynamixel"], "<microduck"),
+        (["sim", "hiwonder"], "rosorin-arm"),
+        (["sim", "dynamixel"], "microduck"),
     ],
 )
 def test_choices_are_listed_in_help(path, listed):

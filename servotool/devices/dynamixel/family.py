@@ -70,6 +70,11 @@ def sim_params() -> tuple[SimParam, ...]:
     return tuple(SimParam(key, PARAM_HELP[key]) for key in KNOWN_KEYS)
 
 
+def _status(bits: int) -> str:
+    """The Hardware Error Status bits by name, lower case: "overload, overheating"."""
+    return "" if not bits else ct.describe_hardware_error(bits).lower().replace("_", " ").replace("|", ", ")
+
+
 FAMILY = Family(
     name="dynamixel",
     title="DYNAMIXEL Protocol 2.0 bus",
@@ -89,4 +94,5 @@ FAMILY = Family(
     serve=SERVE,
     docs="dynamixel.md",
     client_packages=("dynamixel-sdk",),
+    describe_status=_status,
 )

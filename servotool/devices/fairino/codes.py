@@ -104,6 +104,17 @@ def decode_fault(main: int, sub: int) -> Fault | None:
     return Fault((main, sub), fault_name(main, sub), fault_text(main, sub))
 
 
+def fault_label(codes: tuple[int, ...]) -> str:
+    """What a recorded fault (main, sub) means, from FAULTS; "" when the table does not know it."""
+    main, sub = (tuple(codes) + (0, 0))[:2]
+    return fault_text(main, sub) if (main, sub) in FAULTS else ""
+
+
+def status_label(bits: int) -> str:
+    """What the recorder's status word of a controller (the fault word: main high, sub low) means."""
+    return fault_label((bits >> 16, bits & 0xFFFF)) if bits else ""
+
+
 def describe_fault(main: int, sub: int) -> str:
     """One line naming a latched fault; (0, 0) is 'no fault'."""
     if main == 0 and sub == 0:

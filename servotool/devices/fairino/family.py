@@ -111,6 +111,18 @@ def sim_params() -> tuple[SimParam, ...]:
     return tuple(SimParam(key, text) for key, text in sorted(profiles.PARAM_HELP.items()))
 
 
+def _status(bits: int) -> str:
+    from servotool.devices.fairino.codes import status_label
+
+    return status_label(bits)
+
+
+def _fault(codes: tuple[int, ...]) -> str:
+    from servotool.devices.fairino.codes import fault_label
+
+    return fault_label(codes)
+
+
 FAMILY = Family(
     name="fairino",
     title="FAIRINO cobot",
@@ -128,4 +140,6 @@ FAMILY = Family(
     serve=SERVE,
     docs="fairino.md",
     default_sim="fr3",
+    describe_status=_status,
+    describe_fault=_fault,
 )

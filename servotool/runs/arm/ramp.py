@@ -30,6 +30,7 @@ from servotool.runs.arm.run import (
 )
 from servotool.runs.arm.settings import Ranges, lag_goal_problems, validate_lag
 from servotool.runs.arm.stream import StreamPlan, TickInfo
+from servotool.runs.plan import MotionPlan
 from servotool.runs.signals import StopSignals
 
 # a ramp run's result is the skeleton's
@@ -77,6 +78,24 @@ def config_dict(
     cfg["start_pose"] = [float(x) for x in start_pose]
     cfg["profile_notes"] = list(notes)
     return cfg
+
+
+def ramp_plan(s: RampSettings) -> MotionPlan:
+    """The ramp run's plan from its settings alone: the profile's length does not depend on the start pose
+    (ValueError, as ramp_profile, on settings it refuses: check them first)."""
+    profile = ramp_profile(
+        0.0, s.sweep_deg, s.speeds_deg_s, dt=s.cmd_period_s, ramp_s=s.ramp_s, settle_s=s.settle_s
+    )
+    speeds = ", ".join(f"{v:g}" for v in s.speeds_deg_s)
+    return MotionPlan(
+        what=f"lag, {len(profile.passes)} passes (out and back at each speed)",
+        joints=f"J{s.joint + 1} only (the others hold)",
+        motion=f"{s.sweep_deg:+g} deg out from the current pose and back; ramps {s.ramp_s * 1e3:g} ms, "
+        f"rests {s.settle_s * 1e3:g} ms",
+        speeds=f"{speeds} deg/s cruise (v_max {s.v_max:g} deg/s, a_max {s.a_max:g} deg/s²)",
+        duration_s=len(profile) * s.cmd_period_s,
+        extra="streaming, plus the warm-up",
+    )
 
 
 class RampJob:

@@ -48,6 +48,7 @@ from servotool.runs.arm.run import (
 )
 from servotool.runs.arm.settings import Ranges, needs_test_arm_probe, step_goal_problems, validate_step
 from servotool.runs.arm.stream import StreamPlan, TickInfo
+from servotool.runs.plan import MotionPlan
 from servotool.runs.signals import StopSignals
 
 # the lag (ms) the guard is tuned for when neither the settings nor the arm give one
@@ -229,6 +230,22 @@ def build_plan(s: StepSettings, pose: np.ndarray) -> StreamPlan:
     passes = np.concatenate([np.full(n_pre, -1), levels.step_index])
     phase = np.array(["pre"] * n_pre + ["hold"] * len(levels), dtype=object)
     return StreamPlan(targets, passes, phase)
+
+
+def step_plan(s: StepSettings) -> MotionPlan:
+    """The step run's plan from its settings alone (the stream's length does not depend on the start pose)."""
+    n = len(build_plan(s, np.zeros(s.joint + 1)).targets)
+    kind = f"shaped ({s.shaper})" if s.shaped else "RAW (the jump on the wire in one tick)"
+    guard = "divergence guard on" if s.guard else "no guard"
+    return MotionPlan(
+        what=f"step, {s.steps} {kind} steps, {guard}",
+        joints=f"J{s.joint + 1} only (the others hold)",
+        motion=f"+{s.size_deg:g}, 0, -{s.size_deg:g}, 0 deg around the current pose, each held "
+        f"{s.hold_s * 1e3:g} ms",
+        speeds=f"v_max {s.v_max:g} deg/s, a_max {s.a_max:g} deg/s²" if s.shaped else "unbounded (raw)",
+        duration_s=n * s.cmd_period_s,
+        extra="streaming, plus the warm-up",
+    )
 
 
 class StepJob:

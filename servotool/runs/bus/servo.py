@@ -37,8 +37,9 @@ from servotool.devices.bus import (
 )
 from servotool.errors import ConnectionLost, Refused, RunFault
 from servotool.motion.limits import JointLimits
-from servotool.motion.quintic import Trajectory
+from servotool.motion.quintic import Trajectory, duration_for
 from servotool.runs.bus.reads import CheckedReads, bus_readable
+from servotool.runs.plan import MotionPlan
 
 MAX_SPEED = 300.0  # pulses/s: the arm's ceiling (72 deg/s); moves default to 250
 MIN_SPEED = 1.0  # pulses/s: below it a move lasts for ever (1e-300 planned 1e302 s, sampled whole)
@@ -226,6 +227,22 @@ def plan_move(
             f"move refused (is the current pose outside the limits?): {reason.replace('joint', 'servo')}"
         )
     return traj
+
+
+def move_plan(goal: Mapping[int, int], speed: float, span: tuple[int, int] | None) -> MotionPlan:
+    """A move's plan before the bus opens: the goal and the speed cap; the start pose is read only once the
+    bus is open, so the duration is that of the longest move the span allows (an upper bound)."""
+    longest = abs(span[1] - span[0]) if span is not None else 0
+    return MotionPlan(
+        what=f"servo move, {len(goal)} servo(s) along one minimum-jerk trajectory",
+        joints=f"servo(s) {', '.join(map(str, goal))}",
+        motion="to " + ", ".join(f"{sid}={pulse}" for sid, pulse in goal.items()) + " (pulses), from where "
+        "they are; the goal and every sample checked against the limits first",
+        speeds=f"up to {speed:g} pulses/s (the peak speed)",
+        duration_s=duration_for(longest, speed) if longest and speed > 0 else 0.0,
+        at_most=True,
+        extra="the longest move the span allows",
+    )
 
 
 def _refuse_unmovable(bus: Bus, live_goal: Mapping[int, int]) -> None:

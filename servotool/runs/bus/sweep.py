@@ -45,7 +45,7 @@ from servotool.analysis.sweep_files import MAX_INSIDE
 from servotool.clock import Clock
 from servotool.devices.bus import Bus
 from servotool.errors import ConnectionLost, ExitCode, Refused, RunFault, SettingsError
-from servotool.motion.quintic import Trajectory
+from servotool.motion.quintic import Trajectory, duration_for
 from servotool.runs.bus.reads import CheckedReads
 from servotool.runs.bus.servo import (
     LOST_READS,
@@ -60,6 +60,7 @@ from servotool.runs.bus.servo import (
     read_arm,
     servo_pose,
 )
+from servotool.runs.plan import MotionPlan
 
 CSV_COLUMNS = ("t", "event", "joint", "direction", "cmd", "read")
 CSV_UNITS = {"t": "s", "cmd": "pulse", "read": "pulse"}
@@ -136,7 +137,8 @@ def sweep_problems(cfg: SweepConfig) -> list[str]:
 
 @dataclass(frozen=True)
 class SweepEvent:
-    """Progress report: kind is "start", "tick", "stop", "return" or "done". `index` counts sweeps from 0 of
+    """Progress report: kind is "plan" (before the first sweep; `message` is the estimated duration and
+    `seconds` its length), "start", "tick", "stop", "return" or "done". `index` counts sweeps from 0 of
     `count`; `fraction` is how far this sweep's command has gone from its start toward the stored limit
     (0-1), so a whole run's progress is (index + fraction) / count."""
 
@@ -150,6 +152,7 @@ class SweepEvent:
     index: int = 0
     count: int = 0
     fraction: float = 0.0
+    seconds: float = 0.0
 
 
 @dataclass
@@ -475,6 +478,52 @@ def check_pose(pose: Mapping[int, int], limits: Mapping[int, tuple[int, int]]) -
     return None if reason is None else reason.replace("joint", "servo", 1)
 
 
+def sweep_plan(
+    cfg: SweepConfig,
+    span: tuple[int, int] | None,
+    starts: Mapping[int, int] | None = None,
+    stored: Mapping[int, tuple[int, int]] | None = None,
+) -> MotionPlan:
+    """The sweeps' plan. Without the start pose and the stored limits (before the bus opens) each joint's
+    sweeps are taken to cover its whole span (down and up from any pose add up to it): an upper bound.
+    With them, each sweep's travel to its stored limit; still an upper bound, as a sweep ends at a stall."""
+    known = starts is not None and stored is not None
+    total = sum(_joint_bound_s(cfg, joint, span, starts, stored) for joint in cfg.joints)
+    where = "toward each servo's stored limit" + ("" if known else " (the whole span taken)")
+    return MotionPlan(
+        what=f"sweep, {len(cfg.joints) * len(cfg.directions)} sweep(s)",
+        joints=f"servo(s) {', '.join(map(str, cfg.joints)) or 'none'}",
+        motion=f"{' then '.join(cfg.directions)} from the current pose {where}, back to the start after "
+        f"each; limits {cfg.inside} pulses inside each stop",
+        speeds=f"{cfg.speed:g} pulses/s sweeping, {cfg.return_speed:g} pulses/s back",
+        duration_s=total,
+        at_most=True,
+        extra="less where a joint stalls first",
+    )
+
+
+def _joint_bound_s(
+    cfg: SweepConfig,
+    joint: int,
+    span: tuple[int, int] | None,
+    starts: Mapping[int, int] | None,
+    stored: Mapping[int, tuple[int, int]] | None,
+) -> float:
+    """One joint's sweeps at their longest: out at the sweep speed, the settle and the wait at the limit,
+    back along a minimum-jerk move (whose time grows with its length)."""
+    if starts is not None and stored is not None and joint in starts and joint in stored:
+        travels = []
+        for direction in cfg.directions:
+            bound = stored[joint][1] if direction_sign(direction) > 0 else stored[joint][0]
+            if span is not None:
+                bound = min(max(bound, span[0]), span[1])
+            travels.append(abs(bound - starts[joint]))
+    else:
+        travels = [abs(span[1] - span[0]) if span is not None else 0]
+    waits = len(cfg.directions) * (cfg.settle_s + cfg.limit_wait_s)
+    return sum(t / cfg.speed + duration_for(t, cfg.return_speed) for t in travels if t) + waits
+
+
 def run_sweeps(
     bus: Bus,
     clock: Clock,
@@ -523,6 +572,8 @@ def run_sweeps(
             "(servotool servo hold)"
         )
     run = SweepRun(results=[], stored=stored, limits=limits, start_pose=dict(armpose.pose))
+    plan = sweep_plan(config, bus.position_range, armpose.pose, stored)
+    sweeper.on_event(SweepEvent("plan", t=sweeper.now(), message=plan.estimate(), seconds=plan.duration_s))
     factory = writer_factory or (lambda res: nullcontext(_NullWriter()))
     try:
         for joint in config.joints:

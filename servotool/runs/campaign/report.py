@@ -31,7 +31,7 @@ from servotool.analysis.step import StepResult
 from servotool.analysis.sweep import limit_from_stop
 from servotool.analysis.sweep_files import config_inside
 from servotool.analysis.uncertainty import ci95_text
-from servotool.devices.registry import DeviceURLError, family_of, parse_url
+from servotool.devices.registry import DeviceURLError, family_of, fault_names, parse_url
 from servotool.io.atomic import write_atomic
 from servotool.io.campaign_file import read_campaign_file
 from servotool.io.csvlog import CsvFormatError, CsvMeta, read_csv
@@ -208,7 +208,22 @@ def step_table(files: Sequence[FileAnalysis]) -> ReportTable:
         "verdict",
     ]
     note = "arrive: first frame within 10 % of the target; travel: how far the joint went; x step: the ratio"
-    return ReportTable("step runs", headers, rows, note)
+    return ReportTable("step runs", headers, rows, note + _fault_names(files))
+
+
+def _fault_names(files: Sequence[FileAnalysis]) -> str:
+    """'; faults: 1/32 TCP speed over the limit, ...': each fault code the table shows, named by the family
+    of the device that latched it ("" when none latched)."""
+    named: dict[str, str] = {}
+    for fa in files:
+        assert isinstance(fa.result, StepResult)
+        for m in fa.result.steps:
+            for code in (c.strip() for c in (m.fault_codes or "").split(",")):
+                main, _, sub = code.partition("/")
+                if code and code not in named and main.isdigit() and sub.isdigit():
+                    name = fault_names((int(main), int(sub)), url=fa.meta.device)
+                    named[code] = name or "not in the family's table"
+    return "; faults: " + "; ".join(f"{c} {n}" for c, n in named.items()) if named else ""
 
 
 def cold_table(files: Sequence[FileAnalysis]) -> ReportTable:

@@ -30,11 +30,11 @@ from servotool.errors import DeviceError, Refused, signal_label
 from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
 from servotool.io.devlock import DeviceLock
 from servotool.runs.arm.cold_start import run_cold_ramp
-from servotool.runs.arm.ramp import run_ramp
+from servotool.runs.arm.ramp import ramp_plan, run_ramp
 from servotool.runs.arm.settings import needs_test_arm_probe
-from servotool.runs.arm.step import run_step
+from servotool.runs.arm.step import run_step, step_plan
 from servotool.runs.arm.stream import COMPLETE, INTERRUPTED, RunRefused
-from servotool.runs.bus.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict
+from servotool.runs.bus.sweep import CSV_COLUMNS, CSV_UNITS, run_sweeps, sweep_config_dict, sweep_plan
 from servotool.runs.campaign.plan import (
     Campaign,
     CampaignInvalid,
@@ -47,6 +47,7 @@ from servotool.runs.campaign.plan import (
 )
 from servotool.runs.outcome import RunStatus
 from servotool.runs.ownership import DeviceBusy, LockUnavailable, claim, require_free
+from servotool.runs.plan import MotionPlan
 from servotool.runs.signals import StopSignals
 
 STATE_FILE = "campaign-state.json"
@@ -290,6 +291,21 @@ def resume_campaign(campaign: Campaign, folder: Path, robot: str | None = None) 
         raise CampaignInvalid(problems)
     state.stopped, state.stop_status = None, None
     return CampaignRun(folder, state)
+
+
+def run_plans(campaign: Campaign, url: str) -> list[MotionPlan]:
+    """Each run's plan (a checked campaign: its settings are valid on this device), known before anything
+    opens: what moves, how far and fast, and for how long (the warm-ups and a cold start's wait left out)."""
+    facts = device_facts(url)
+    plans = []
+    for run in campaign.runs:
+        if run.command == "step":
+            plans.append(step_plan(step_settings(run.options, facts)))
+        elif run.command == "sweep":
+            plans.append(sweep_plan(sweep_config(run.options, facts), facts.position_range))
+        else:
+            plans.append(ramp_plan(ramp_settings(run.options, facts)))
+    return plans
 
 
 def _command_line(campaign: Campaign, run: RunSpec) -> str:
