@@ -115,7 +115,8 @@ def test_a_folder_is_searched_and_every_problem_gets_one_line(tmp_path):
     assert "interrupted" in text.stdout and "combined over 3 ramp files" in text.stdout
     first = text.stdout.splitlines()[0]
     assert first.startswith("3 file(s) analysed (3 ramp), 1 combined lag fit(s), 2 skipped"), first
-    assert "…" not in text.stdout and all(len(line.rstrip()) <= 80 for line in text.stdout.splitlines()), text.stdout
+    lines = text.stdout.splitlines()
+    assert "…" not in text.stdout and all(len(line.rstrip()) <= 80 for line in lines), text.stdout
 
 
 def test_nothing_analysable_exits_non_zero(tmp_path):
