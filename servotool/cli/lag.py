@@ -91,13 +91,15 @@ def lag(
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
     try:
-        motion = url_facts(robot, ARM).motion
+        facts = url_facts(robot, ARM)
+        motion, n_joints = facts.motion, facts.n_joints
     except DeviceURLError:  # refused with its reason when the arm is opened
-        motion = None
+        motion, n_joints = None, 6
     opts = settings_from(LagOptions, ctx, {**options, "speeds": parse_speeds(options["speeds"])})
     opts = opts.for_device(motion)
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
-    preflight_or_refuse(opts.problems(speed_limits=limits, ranges=ranges, motion=motion), out_dir(out))
+    problems = opts.problems(n_joints=n_joints, speed_limits=limits, ranges=ranges, motion=motion)
+    preflight_or_refuse(problems, out_dir(out))
     settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
     plan = ramp_plan(settings)
     show_plan(plan, robot, dry_run=dry_run, json_out=json_out)

@@ -166,7 +166,7 @@ LAG_COLUMNS = (
 # the columns of a controller that echoes what it executes: the echo's lag, the lowest success rate, the
 # state cycles the host missed
 ECHO_COLUMNS = (
-    Col("pass", lambda p: str(p.index)),
+    Col("pass", lambda p: str(p.index + 1)),
     Col("dir", lambda p: p.direction, left=True),
     Col("echo L\nms", lambda p: fmt(p.echo_lag_ms, ".2f")),
     Col("success\nmin", lambda p: fmt(p.success_rate, ".2f")),
@@ -300,12 +300,13 @@ def render_lag(
     )
     print_table(con, table, wide)
     if _echoed(result.passes):
-        echo = _table("the controller's view", ECHO_COLUMNS, result.passes, wide)
-        echo.caption = (
-            "echo L: the setpoint the controller executes, behind the one sent; success: the pass's lowest "
-            "share of setpoints received; lost: state cycles the host missed"
+        print_table(con, _table("the controller's view", ECHO_COLUMNS, result.passes, wide), wide)
+        # below the table, not as its caption: a narrow table would fold the key into a column of words
+        con.print(
+            "[dim]echo L: the setpoint the controller executes, behind the one sent; success: the pass's "
+            "lowest share of setpoints received; lost: state cycles the host missed[/]",
+            highlight=False,
         )
-        print_table(con, echo, wide)
     passes: list[PassLag] = result.passes
     for p in passes:
         if p.note:
@@ -522,9 +523,10 @@ def render_step(
 
 def render_guard_setup(g: GuardSetup) -> None:
     """How a step run's guard was tuned, one line on stderr."""
+    age = f"; frame age {g.frame_age_ms:.1f} ms" if math.isfinite(g.frame_age_ms) else ""
     common.err_console.print(
         f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
-        f"{g.basis_lag_ms:g} ms, {g.basis}; frame age {g.frame_age_ms:.1f} ms)",
+        f"{g.basis_lag_ms:.4g} ms, {g.basis}{age})",
         highlight=False,
     )
 

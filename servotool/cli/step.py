@@ -83,11 +83,13 @@ def step(
 
     try:
         simulated = check_url(robot, ARM).simulated
+        n_joints = url_facts(robot, ARM).n_joints
     except DeviceURLError as exc:
         refuse([str(exc)])
     motion = _motion(robot)
     opts = settings_from(StepOptions, ctx, options).for_device(motion)
     problems = opts.problems(
+        n_joints=n_joints,
         simulated=simulated,
         ranges=profile_ranges(robot),
         speed_limits=profile_speed_limits(robot),

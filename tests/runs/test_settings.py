@@ -86,7 +86,7 @@ def test_defaults_pass():
     ],
 )
 def test_lag_refusals_name_the_option(change, option):
-    problems = S.validate_lag(replace(Lag(), **change), ranges=FR3_RANGES)
+    problems = S.validate_lag(replace(Lag(), **change), n_joints=len(FR3_RANGES), ranges=FR3_RANGES)
     assert problems, change
     assert any(option in p for p in problems), problems
     assert all("\n" not in p for p in problems)
@@ -276,3 +276,31 @@ def test_a_shaped_step_that_would_outrun_the_joint_is_refused_not_clamped(shaper
         "J2's speed limit of 120" in p
         for p in S.validate_step(replace(big, joint=1), ranges=FR3_RANGES, speed_limits=FR20_SPEEDS)
     )
+
+
+def test_a_generator_steps_default_hold_covers_its_landing_on_a_slow_arm():
+    """A slow arm's acceleration bound (about 115 deg/s²) needs ~0.6 s to land a 10 deg generator step: the
+    default hold grows to the landing time plus the margin, and a hold the user gave that is too short is
+    refused with the hold that would do, never cut."""
+    from servotool.devices.registry import url_facts
+    from servotool.runs.arm.settings import LAND_MARGIN_S, StepOptions
+
+    motion = url_facts("sim:franka-fr3", "arm").motion
+    opts = StepOptions().for_device(motion)
+    land = opts.landing_s()
+    assert land is not None and 0.5 < land < 0.7
+    assert opts.hold_ms >= (land + LAND_MARGIN_S) * 1e3
+    assert not any("--hold-ms" in p for p in opts.problems(n_joints=7, motion=motion))
+    short = StepOptions(hold_ms=300.0, given=frozenset({"hold_ms"})).for_device(motion)
+    assert short.hold_ms == 300.0
+    (line,) = [p for p in short.problems(n_joints=7, motion=motion) if "--hold-ms" in p]
+    assert "to land" in line and "hold at least" in line
+
+
+def test_the_joint_count_is_checked_only_once_known():
+    from servotool.runs.arm.settings import StepOptions
+
+    seventh = StepOptions(joint=6)
+    assert not any("--joint" in p for p in seventh.problems())
+    assert any("J1..J6" in p for p in seventh.problems(n_joints=6))
+    assert not any("--joint" in p for p in seventh.problems(n_joints=7))

@@ -49,6 +49,8 @@ CMD_PERIOD_RANGE_S = (0.001, 0.1)
 MAX_RAMP_S = 10.0
 MAX_SETTLE_S = 60.0
 MAX_HOLD_S = 60.0
+# a generator step is held this long at rest after it lands, before the next one starts
+LAND_MARGIN_S = 0.3
 MAX_PRE_HOLD_S = 10.0
 MAX_WARMUP_S = 60.0
 MAX_SPEEDS = 20
@@ -194,10 +196,13 @@ def _finite(*values: object) -> bool:
     return all((x := _num(v)) is not None and math.isfinite(x) for v in values)
 
 
-def _joint(joint: object, n_joints: int) -> list[str]:
-    if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < n_joints:
-        shown = joint_name(joint) if isinstance(joint, int) and joint >= 0 else repr(joint)
-        return [f"--joint {shown}: this arm has joints J1..{joint_name(n_joints - 1)}"]
+def _joint(joint: object, n_joints: int | None) -> list[str]:
+    """The joint against the arm's joint count; without one (the arm not yet known) only that it names a
+    joint at all: the count is checked once the URL's facts or the opened arm say it."""
+    if isinstance(joint, bool) or not isinstance(joint, int) or joint < 0:
+        return [f"--joint {joint!r}: want a joint name, J1 for the base"]
+    if n_joints is not None and joint >= n_joints:
+        return [f"--joint {joint_name(joint)}: this arm has joints J1..{joint_name(n_joints - 1)}"]
     return []
 
 
@@ -315,7 +320,7 @@ def lag_duration_s(s: LagLike) -> float:
 def validate_lag(
     s: LagLike,
     *,
-    n_joints: int = 6,
+    n_joints: int | None = None,
     speed_limits: Sequence[float] | None = None,
     ranges: Ranges | None = None,
     motion: MotionCaps | None = None,
@@ -436,7 +441,7 @@ def _step_speed(s: StepLike, limit: float) -> list[str]:
 def validate_step(
     s: StepLike,
     *,
-    n_joints: int = 6,
+    n_joints: int | None = None,
     simulated: bool = True,
     test_arm: bool = False,
     ranges: Ranges | None = None,
@@ -638,7 +643,7 @@ class LagOptions:
     def problems(
         self,
         *,
-        n_joints: int = 6,
+        n_joints: int | None = None,
         speed_limits: Sequence[float] | None = None,
         ranges: Ranges | None = None,
         motion: MotionCaps | None = None,
@@ -712,8 +717,28 @@ class StepOptions:
 
     def for_device(self, motion: MotionCaps | None) -> StepOptions:
         """These settings with the device family's period, bounds and shaper wherever the user gave none,
-        and the family's generator rules."""
-        return replace(self, caps=motion, **_with_caps(self, motion))
+        and the family's generator rules. A default hold too short for a generator step to land (a slow
+        arm's acceleration bound) is lengthened to the landing time plus LAND_MARGIN_S; a hold the user
+        gave is kept, and refused by `problems` when the step cannot land within it."""
+        out = replace(self, caps=motion, **_with_caps(self, motion))
+        land = out.landing_s()
+        if land is not None and "hold_ms" not in self.given and out.hold_ms < (land + LAND_MARGIN_S) * 1e3:
+            out = replace(out, hold_ms=math.ceil((land + LAND_MARGIN_S) * 10.0) * 100.0)
+        return out
+
+    def landing_s(self) -> float | None:
+        """How long a jerk-limited generator step of --size takes to land at rest (s), at these bounds;
+        None for another shaper, a raw step, or bounds the generator would refuse."""
+        if not (self.shaped and self.shaper == ShaperKind.OTG.value):
+            return None
+        from servotool.motion.otg_profile import plan_to_rest
+
+        try:
+            if not all(_finite(x) and x > 0 for x in (self.v_max, self.a_max, self.j_max)):
+                return None
+            return float(plan_to_rest(abs(float(self.size)), 0.0, 0.0, self.v_max, self.a_max, self.j_max)[1])
+        except (TypeError, ValueError, ZeroDivisionError):
+            return None
 
     def _generator(self) -> dict[str, Any]:
         """The jerk-limited generator's rules, backstop and settle cycles of the family (none unknown)."""
@@ -756,7 +781,7 @@ class StepOptions:
     def problems(
         self,
         *,
-        n_joints: int = 6,
+        n_joints: int | None = None,
         simulated: bool = True,
         ranges: Ranges | None = None,
         speed_limits: Sequence[float] | None = None,
@@ -777,4 +802,11 @@ class StepOptions:
             problems.append(J_MAX_OTG_ONLY)
         if self.measured_step and not (otg and simulated):
             problems.append(MEASURED_STEP_ONLY)
+        land = self.landing_s()
+        if land is not None and _finite(self.hold_ms) and self.hold_ms < land * 1e3:
+            problems.append(
+                f"--hold-ms {self.hold_ms:g}: a {abs(self.size):g} deg generator step takes "
+                f"{land * 1e3:.0f} ms to land at a_max {self.a_max:.4g} deg/s²; hold at least "
+                f"{math.ceil((land + LAND_MARGIN_S) * 10.0) * 100.0:.0f} ms, or step smaller"
+            )
         return problems
