@@ -547,6 +547,7 @@ REPORT_SHORT = {
         "faults",
         "verdict",
     ),
+    "how each step run ended": ("run", "end", "landing deg", "backstop deg", "altered"),
     "lag runs (ramps)": (
         "run",
         "joint",
@@ -559,7 +560,19 @@ REPORT_SHORT = {
     ),
 }
 _UNITS = ("ms", "deg", "deg/s", "pulses", "(pulses)")
-_TEXT_HEADERS = ("run", "kind", "verdict", "complete", "L vs speed", "transport", "direction")
+_TEXT_HEADERS = (
+    "run",
+    "kind",
+    "verdict",
+    "complete",
+    "L vs speed",
+    "transport",
+    "direction",
+    "shaper",
+    "end",
+    "late periods",
+    "altered",
+)
 
 
 # Shorter names for the 80-column view (the same words the lag and step tables use).

@@ -93,12 +93,13 @@ ENDING_HEADERS = [
     "shaper",
     "end",
     "late periods",
-    "landing error deg",
-    "backstop largest alteration deg",
+    "landing deg",
+    "backstop deg",
     "altered",
 ]
 ENDING_NOTE = (
     "end: the recording's end line (a refusal names the robot's reflex); late periods: state periods "
     "over the command period (lost packets), by the controller's clock; landing error: the last level's "
-    "last setpoint against its target; backstop: the largest change it made to a command (0: never bound)"
+    "last setpoint against its target (landing error); backstop: the largest change it made to a command (0: never "
+    "bound)"
 )
