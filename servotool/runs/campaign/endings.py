@@ -99,7 +99,6 @@ ENDING_HEADERS = [
 ]
 ENDING_NOTE = (
     "end: the recording's end line (a refusal names the robot's reflex); late periods: state periods "
-    "over the command period (lost packets), by the controller's clock; landing error: the last level's "
-    "last setpoint against its target (landing error); backstop: the largest change it made to a command (0: never "
-    "bound)"
+    "over the command period (lost packets), by the controller's clock; landing: the last level's last "
+    "setpoint against its target; backstop: the largest change it made to a command (0: never bound)"
 )
