@@ -23,7 +23,7 @@ from servotool.cli.render import ended_early_line, render_lag
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
-from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
+from servotool.runs.arm.preflight import profile_joint_count, profile_ranges, profile_speed_limits
 from servotool.runs.arm.settings import LagOptions
 
 if TYPE_CHECKING:
@@ -96,7 +96,10 @@ def lag(
     opts = settings_from(LagOptions, ctx, {**options, "speeds": parse_speeds(options["speeds"])})
     opts = opts.for_device(motion)
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
-    preflight_or_refuse(opts.problems(speed_limits=limits, ranges=ranges, motion=motion), out_dir(out))
+    preflight_or_refuse(
+        opts.problems(n_joints=profile_joint_count(robot), speed_limits=limits, ranges=ranges, motion=motion),
+        out_dir(out),
+    )
     settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
     clock = MonotonicClock()
     with live_arm(robot, rpc, clock) as (arm, signals):

@@ -191,10 +191,14 @@ def _finite(*values: object) -> bool:
     return all((x := _num(v)) is not None and math.isfinite(x) for v in values)
 
 
-def _joint(joint: object, n_joints: int) -> list[str]:
-    if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < n_joints:
+def _joint(joint: object, n_joints: int | None) -> list[str]:
+    """One problem line when joint is no joint index of the arm; with n_joints None (the arm's count is not
+    known before it opens) only an index that no arm has is refused, the count is checked once connected."""
+    top = n_joints if n_joints is not None else math.inf
+    if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < top:
         shown = joint_name(joint) if isinstance(joint, int) and joint >= 0 else repr(joint)
-        return [f"--joint {shown}: this arm has joints J1..{joint_name(n_joints - 1)}"]
+        known = f"J1..{joint_name(n_joints - 1)}" if n_joints is not None else "J1 and up"
+        return [f"--joint {shown}: this arm has joints {known}"]
     return []
 
 
@@ -312,7 +316,7 @@ def lag_duration_s(s: LagLike) -> float:
 def validate_lag(
     s: LagLike,
     *,
-    n_joints: int = 6,
+    n_joints: int | None = None,
     speed_limits: Sequence[float] | None = None,
     ranges: Ranges | None = None,
     motion: MotionCaps | None = None,
@@ -433,7 +437,7 @@ def _step_speed(s: StepLike, limit: float) -> list[str]:
 def validate_step(
     s: StepLike,
     *,
-    n_joints: int = 6,
+    n_joints: int | None = None,
     simulated: bool = True,
     test_arm: bool = False,
     ranges: Ranges | None = None,
@@ -631,7 +635,7 @@ class LagOptions:
     def problems(
         self,
         *,
-        n_joints: int = 6,
+        n_joints: int | None = None,
         speed_limits: Sequence[float] | None = None,
         ranges: Ranges | None = None,
         motion: MotionCaps | None = None,
@@ -725,7 +729,7 @@ class StepOptions:
     def problems(
         self,
         *,
-        n_joints: int = 6,
+        n_joints: int | None = None,
         simulated: bool = True,
         ranges: Ranges | None = None,
         speed_limits: Sequence[float] | None = None,
