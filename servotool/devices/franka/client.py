@@ -205,6 +205,12 @@ class FrankaArm:
         return CYCLE_S
 
     @property
+    def state_period_s(self) -> float:
+        """The state period (s): the robot sends one state per cycle; a run measures what it keeps (a
+        frame's age for the guard) and falls back on this when a poll holds too few frames to measure."""
+        return CYCLE_S
+
+    @property
     def state_columns(self) -> dict[str, str]:
         """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
         return STATE_COLUMNS

@@ -219,6 +219,25 @@ def test_the_lag_command_end_to_end_in_text_and_json(tmp_path, monkeypatch):
     assert "the controller's view" in text.stdout and "lost" in text.stdout
 
 
+def _reject_nan(token: str) -> float:
+    raise AssertionError(f"{token} in the JSON document")
+
+
+def test_the_step_guard_counts_one_cycle_of_frame_age(tmp_path, monkeypatch):
+    # the robot sends one state per cycle: the guard's margin counts a cycle's frame age, never NaN
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    args = ["step", "--robot", URL, "--size", "2", "--steps", "1", "--hold-ms", "100", "--no-realtime"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    guard = json.loads(result.stdout, parse_constant=_reject_nan)["guard"]
+    assert guard["frame_age_ms"] == pytest.approx(1.0)
+
+
 def test_a_reflex_latched_before_the_run_is_cleared_first_and_said(tmp_path):
     result = ramp(f"{URL}&mode=reflex", tmp_path)
     assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
