@@ -142,7 +142,7 @@ LAG_COLUMNS = (
 # the columns of a controller that echoes what it executes: the echo's lag, the lowest success rate, the
 # state cycles the host missed
 ECHO_COLUMNS = (
-    Col("pass", lambda p: str(p.index)),
+    Col("pass", lambda p: str(p.index + 1)),
     Col("dir", lambda p: p.direction, left=True),
     Col("echo L\nms", lambda p: fmt(p.echo_lag_ms, ".2f")),
     Col("success\nmin", lambda p: fmt(p.success_rate, ".2f")),

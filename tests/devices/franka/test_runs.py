@@ -217,6 +217,11 @@ def test_the_lag_command_end_to_end_in_text_and_json(tmp_path, monkeypatch):
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0, text.output
     assert "the controller's view" in text.stdout and "lost" in text.stdout
+    # both tables number the passes alike, from 1
+    numbered = [
+        line.split()[0] for line in text.stdout.splitlines() if line.split()[1:2] in (["out"], ["back"])
+    ]
+    assert numbered == ["1", "2", "1", "2"], text.stdout
 
 
 def _reject_nan(token: str) -> float:
