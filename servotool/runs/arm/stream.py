@@ -673,11 +673,20 @@ class Streamer:
                 outcome = StreamOutcome(status=status, reason=reason, ticks_sent=self._k)
                 if status != COMPLETE:
                     self.braked_stop(outcome)
+                    self._fault_first(outcome)
                 else:
                     self._drain_tail(outcome)
             finally:
                 self._sigint = None
         return self.summarise(outcome)
+
+    def _fault_first(self, outcome: StreamOutcome) -> None:
+        """A controller that refuses the stream on a fault it latches (its reply an error, its next state the
+        fault) ended the run on that fault, not on a failing device: the fault names the end."""
+        if outcome.status == DEVICE_ERROR and self._fault is not None:
+            outcome.status = FAULT
+            said = (outcome.reason or "").removeprefix("device error: ")
+            outcome.reason = f"controller fault {self._fault.name} (the device: {said})"
 
     def summarise(self, outcome: StreamOutcome) -> StreamOutcome:
         """Fill the outcome's timing, fault, guard, reject and lateness fields from the loop's counters."""

@@ -247,3 +247,14 @@ def test_a_reflex_latched_before_the_run_is_cleared_first_and_said(tmp_path):
     result = ramp(f"{URL}&mode=reflex", tmp_path)
     assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
     assert any("reset a fault latched before the run (joint_reflex)" in n for n in result.notes), result.notes
+
+
+def test_a_reflex_mid_run_ends_it_as_a_controller_fault_exit_1(tmp_path):
+    # the robot aborts the motion (pylibfranka raises) and latches the reflex: the reflex, not a failing
+    # device, ends the run, and the exit is the fault's
+    result = ramp(f"{URL}&reflex=cartesian_reflex&reflex_at=1.0", tmp_path)
+    outcome = result.outcome
+    assert outcome.status == RunStatus.FAULT and outcome.exit_code == 1, outcome.reason
+    assert outcome.reason is not None and outcome.reason.startswith("controller fault cartesian_reflex")
+    end = header_of(result.path)["end"]
+    assert end.startswith("interrupted: controller fault cartesian_reflex"), end
