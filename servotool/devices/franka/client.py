@@ -32,9 +32,18 @@ from servotool.devices.franka.family import (
     facts,
 )
 from servotool.devices.url import DeviceURL
-from servotool.errors import DeviceError
+from servotool.errors import DeviceError, ExitCode
 
 CYCLE_S = 0.001  # the robot's state and command cycle
+
+
+class NotReady(DeviceError):
+    """The robot answers but its robot_mode says it cannot take a motion (the user stop pressed, FCI off, a
+    reflex latched): refused before anything moved, as a busy arm is (exit 2), not a device lost."""
+
+    exit_code = ExitCode.USAGE
+
+
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
 
@@ -282,11 +291,12 @@ class FrankaArm:
 
     def enable(self, timeout_s: float = 5.0) -> None:
         """The drives are the robot's own: check it is ready for a motion (robot_mode Idle: the user stop
-        released, FCI active); DeviceError naming the robot_mode and what to do otherwise."""
+        released, FCI active); NotReady (a DeviceError, exit 2) naming the robot_mode and what to do
+        otherwise."""
         self.read()
         problem = self.not_ready()
         if problem is not None:
-            raise DeviceError(f"{self.url}: {problem}; nothing was moved")
+            raise NotReady(f"{self.url}: {problem}; nothing was moved")
 
     def not_ready(self) -> str | None:
         """Why the robot's newest state says it cannot take a motion, or None when robot_mode is Idle."""

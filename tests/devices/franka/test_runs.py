@@ -161,6 +161,21 @@ def test_nothing_moves_unless_the_robot_is_ready(tmp_path):
     assert not list(tmp_path.glob("*.csv"))
 
 
+def test_a_robot_that_is_not_ready_is_refused_with_exit_2(tmp_path, monkeypatch):
+    # the robot answers: a pressed user stop is a refusal before anything moved, not a device lost
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    args = ["lag", "--ramp", "--robot", f"{URL}&mode=user_stopped", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "robot_mode is UserStopped" in result.stderr and "release it" in result.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
 def test_a_second_client_is_refused_with_the_robots_own_words():
     from servotool.devices.franka.client import FrankaArm
 
