@@ -31,7 +31,7 @@ from servotool.devices.franka.family import (
     collision_of,
     facts,
 )
-from servotool.devices.url import DeviceURL
+from servotool.devices.url import DeviceURL, DeviceURLError
 from servotool.errors import DeviceError, ExitCode
 
 CYCLE_S = 0.001  # the robot's state and command cycle
@@ -416,6 +416,11 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
     parameters checked by the family first)."""
     f = facts(parsed)
+    # a command's --rpc: a Franka has one command path, the real-time link; checked before a simulator starts
+    if kwargs.pop("transport", "") not in ("", "udp"):
+        raise DeviceURLError(
+            f"{parsed.raw}: --rpc: a Franka takes setpoints over its real-time link only; leave it out"
+        )
     collision = collision_of(parsed)
     kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:

@@ -273,3 +273,17 @@ def test_a_reflex_mid_run_ends_it_as_a_controller_fault_exit_1(tmp_path):
     assert outcome.reason is not None and outcome.reason.startswith("controller fault cartesian_reflex")
     end = header_of(result.path)["end"]
     assert end.startswith("interrupted: controller fault cartesian_reflex"), end
+
+
+@pytest.mark.parametrize("command", [["lag", "--ramp"], ["step"]])
+def test_rpc_is_refused_in_one_line_before_anything_opens(command, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    result = CliRunner().invoke(app, [*command, "--robot", URL, "--rpc", "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "--rpc: a Franka takes setpoints over its real-time link only" in result.stderr
+    assert "Traceback" not in result.output and not list(tmp_path.glob("*.csv"))
