@@ -25,8 +25,10 @@ def start(profile: str, params: Mapping[str, str], *, address: str = "") -> Serv
     profile or start mode, DeviceURLError for a parameter)."""
     from servotool.devices.franka.family import sim_reflex, sim_settings
     from servotool.devices.franka.sim import start_sim
-    from servotool.devices.url import parse_url
+    from servotool.devices.url import DeviceURLError, parse_url
 
+    if "clock" in params:  # lock-step needs the client in the same process tree; this one serves anyone
+        raise DeviceURLError("clock: the standalone simulator runs in real time (clock=sim is for sim: URLs)")
     # --address is checked as the address parameter is: a loopback address
     given = {**params, "address": address} if address else dict(params)
     query = "&".join(f"{k}={v}" for k, v in given.items())

@@ -80,6 +80,8 @@ def test_an_address_it_cannot_take_is_one_refusal_not_a_traceback():
 
     with pytest.raises(DeviceURLError, match="not a loopback address"):
         start("franka-fr3", {}, address="10.0.0.1")
+    with pytest.raises(DeviceURLError, match="runs in real time"):
+        start("franka-fr3", {"clock": "sim"})
     held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         held.bind(("127.0.0.250", 1337))
