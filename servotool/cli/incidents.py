@@ -167,8 +167,10 @@ def _render_header(path: Path, h: dict[str, Any]) -> None:
         highlight=False,
     )
     console.print(f"[bold]{h.get('id')}[/]  {path}", highlight=False, soft_wrap=True)
+    said = ", ".join(part for part in (dev.get("model"), sim.removeprefix(", ")) if part)
     console.print(
-        f"device {dev.get('url')} ({dev.get('model')}{sim})  wall time {h.get('wall_time')}", highlight=False
+        f"device {dev.get('url')}{f' ({said})' if said else ''}  wall time {h.get('wall_time')}",
+        highlight=False,
     )
     modes = dev.get("operating_modes") or {}
     other = [f"{axis} {mode}" for axis, mode in modes.items() if mode and not mode.startswith("position ")]
@@ -203,11 +205,12 @@ _FIELD_HEAD = {"current": "I", "gap": "gap", "temperature": "temp"}
 _FIELD_UNIT = {"current": "mA", "temperature": "C"}
 
 
-def _gap_unit(header: dict[str, Any]) -> str:
-    """The gap's unit as the capture's device gives it (pulse on a bus, deg on an arm); blank when unsaid."""
+def _field_unit(header: dict[str, Any], name: str) -> str:
+    """A field's unit as the capture's device gives it (the gap: pulse on a bus, deg on an arm; the current:
+    mA on a bus, Nm where an arm records its joint torque); else the bus default, blank when there is none."""
     units = (header.get("device") or {}).get("units") or {}
-    text = units.get("gap") if isinstance(units, dict) else None
-    return str(text).split()[0] if isinstance(text, str) and text.strip() else ""
+    text = units.get(name) if isinstance(units, dict) else None
+    return str(text).split()[0] if isinstance(text, str) and text.strip() else _FIELD_UNIT.get(name, "")
 
 
 @incidents_app.command("show")
@@ -234,7 +237,7 @@ def show(
     table = compact_table()
     table.add_column("axis", no_wrap=True)  # never the column that gives way at 80 columns
     parts = ("before", "peak", "change") if wide else ("peak", "change")
-    unit = {**_FIELD_UNIT, "gap": _gap_unit(header)}
+    unit = {name: _field_unit(header, name) for name in names}
     for name in names:
         for part in parts:
             head = f"{_FIELD_HEAD[name]} {'Δ' if part == 'change' else part}\n{unit[name]}"

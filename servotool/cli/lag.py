@@ -23,7 +23,7 @@ from servotool.cli.render import ended_early_line, render_lag
 from servotool.clock import MonotonicClock
 from servotool.devices.registry import ARM, DeviceURLError, url_facts
 from servotool.io.paths import out_dir
-from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
+from servotool.runs.arm.preflight import profile_joint_count, profile_ranges, profile_speed_limits
 from servotool.runs.arm.settings import LagOptions
 
 if TYPE_CHECKING:
@@ -91,15 +91,16 @@ def lag(
     if not ramp:
         fail("only ramp mode measures the lag here: use --ramp (step responses: `servotool step`)")
     try:
-        facts = url_facts(robot, ARM)
-        motion, n_joints = facts.motion, facts.n_joints
+        motion = url_facts(robot, ARM).motion
     except DeviceURLError:  # refused with its reason when the arm is opened
-        motion, n_joints = None, 6
+        motion = None
     opts = settings_from(LagOptions, ctx, {**options, "speeds": parse_speeds(options["speeds"])})
     opts = opts.for_device(motion)
     limits, ranges = profile_speed_limits(robot), profile_ranges(robot)
-    problems = opts.problems(n_joints=n_joints, speed_limits=limits, ranges=ranges, motion=motion)
-    preflight_or_refuse(problems, out_dir(out))
+    preflight_or_refuse(
+        opts.problems(n_joints=profile_joint_count(robot), speed_limits=limits, ranges=ranges, motion=motion),
+        out_dir(out),
+    )
     settings, joint, rpc = opts.run_settings(), opts.joint, opts.rpc
     plan = ramp_plan(settings)
     show_plan(plan, robot, dry_run=dry_run, json_out=json_out)

@@ -263,7 +263,7 @@ def _model_lines(result: LagResult) -> list[str]:
     t = result.tuning
     if t is not None:
         lines.append(
-            f"guard tuning (a_max {t.a_max:g} deg/s², v_max {t.v_max:g} deg/s): "
+            f"guard tuning (a_max {t.a_max:.4g} deg/s², v_max {t.v_max:.4g} deg/s): "
             f"[bold]lag_s = {t.lag_s:.2f} s[/], [bold]margin_deg = {t.margin_deg:.1f}[/] "
             f"(braking {t.braking_deg:.3f} + noise {t.noise_deg:.3f} + frame age {t.frame_age_deg:.3f} deg); "
             f"shaper trail at v_max: {t.trail_deg:.2f} deg ({t.trail_s * 1e3:.0f} ms)"
@@ -526,7 +526,7 @@ def render_guard_setup(g: GuardSetup) -> None:
     age = f"; frame age {g.frame_age_ms:.1f} ms" if math.isfinite(g.frame_age_ms) else ""
     common.err_console.print(
         f"guard: lag_s {g.lag_s:.2f} s, margin {g.margin_deg:.1f} deg (from L = "
-        f"{g.basis_lag_ms:.4g} ms, {g.basis}{age})",
+        f"{g.basis_lag_ms:.3g} ms, {g.basis}{age})",
         highlight=False,
     )
 

@@ -26,7 +26,7 @@ from servotool.devices.family import MotionCaps
 from servotool.devices.registry import ARM, DeviceURLError, check_url, url_facts
 from servotool.errors import Refused
 from servotool.io.paths import out_dir
-from servotool.runs.arm.preflight import profile_ranges, profile_speed_limits
+from servotool.runs.arm.preflight import profile_joint_count, profile_ranges, profile_speed_limits
 from servotool.runs.arm.settings import ShaperKind, StepOptions, needs_test_arm_probe
 
 PlotOpt = Annotated[bool, typer.Option("--plot", help="Also write a PNG of the steps next to the CSV.")]
@@ -83,13 +83,12 @@ def step(
 
     try:
         simulated = check_url(robot, ARM).simulated
-        n_joints = url_facts(robot, ARM).n_joints
     except DeviceURLError as exc:
         refuse([str(exc)])
     motion = _motion(robot)
     opts = settings_from(StepOptions, ctx, options).for_device(motion)
     problems = opts.problems(
-        n_joints=n_joints,
+        n_joints=profile_joint_count(robot),
         simulated=simulated,
         ranges=profile_ranges(robot),
         speed_limits=profile_speed_limits(robot),

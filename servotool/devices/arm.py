@@ -266,6 +266,16 @@ class ReportsOwner(Protocol):
 
 
 @runtime_checkable
+class EnablesCold(Protocol):
+    """An arm with an enable window that can be enabled without waiting it out (a cold start streams
+    inside the window on purpose)."""
+
+    def enable_cold(self) -> None:
+        """Enable and return at once, inside the enable window. DeviceError when refused."""
+        ...
+
+
+@runtime_checkable
 class WarmsUp(Protocol):
     """An arm that can prove it executes a stream before a run starts (every arm a run drives)."""
 
@@ -422,6 +432,7 @@ def state_period_of(arm: object) -> float | None:
 
 __all__ = [
     "Arm",
+    "EnablesCold",
     "CommandNames",
     "ConnectionLost",
     "DeviceError",

@@ -36,3 +36,15 @@ def test_cold_start_refuses_a_real_arm():
 
     with pytest.raises(RunRefused, match="simulators only"):
         run_cold_ramp(RealArm(), RampSettings(), clock=MonotonicClock(), out_dir=".")  # type: ignore[arg-type]
+
+
+def test_cold_start_refuses_an_arm_without_an_enable_window(tmp_path):
+    # an arm whose enable has no window to stream inside is refused before anything is sent
+    clock = FakeClock()
+    arm = open_arm("sim:fake-arm?clock=sim", clock=clock)
+    try:
+        with pytest.raises(RunRefused, match="has none to stream in"):
+            run_cold_ramp(arm, RampSettings(realtime=False), clock=clock, out_dir=tmp_path)
+    finally:
+        arm.close()
+    assert not list(tmp_path.glob("*.csv"))

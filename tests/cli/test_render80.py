@@ -318,3 +318,15 @@ def test_record_view_keeps_every_group_and_marks_only_the_silent_servo_stale() -
     assert "stale 2.5 s" in rows["22"] and "1999.0" in rows["22"]  # its last answer, marked stale
     assert rows["23"].split()[-1] == "silent"  # never answered
     assert "stale" not in rows["21"] and "silent" not in rows["30"]
+
+
+def test_the_guard_line_prints_the_lag_in_a_few_significant_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from servotool.cli import common
+    from servotool.cli.render import render_guard_setup
+    from servotool.runs.arm.step import GuardSetup
+
+    out = Console(width=80, record=True, emoji=False)
+    monkeypatch.setattr(common, "err_console", out)
+    render_guard_setup(GuardSetup(0.01, 0.1, 47 / 7, "profile franka-fr3", 1.0))
+    text = out.export_text()
+    assert "L = 6.71 ms" in text and "6.714" not in text

@@ -176,3 +176,16 @@ def test_a_bus_campaign_takes_its_device_with_bus():
         app, ["campaign", "check", "rosorin-arm-limits", "--bus", "sim:rosorin-arm", "--robot", "sim:fr3"]
     )
     assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_a_seven_joint_arm_takes_j7_before_and_after_opening(tmp_path):
+    # the checks before the arm opens use the URL's joint count, not a six-joint default
+    url = "sim:franka-fr3?clock=sim"
+    args = ["--joint", "J7", "--robot", url, "--out", str(tmp_path)]
+    result = runner.invoke(app, ["step", *args, "--size", "2", "--steps", "1", "--hold-ms", "600"])
+    assert result.exit_code == 0, result.output
+    assert "4 shaped steps" not in result.stdout and "on J7" in result.stdout
+    beyond = runner.invoke(app, ["step", "--joint", "J8", "--robot", url, "--out", str(tmp_path)])
+    assert beyond.exit_code == 2 and "--joint J8: this arm has joints J1..J7" in beyond.stderr
+    lag = runner.invoke(app, ["lag", "--ramp", "--joint", "J8", "--robot", url, "--out", str(tmp_path)])
+    assert lag.exit_code == 2 and "--joint J8: this arm has joints J1..J7" in lag.stderr

@@ -249,6 +249,9 @@ def test_a_controller_fault_is_recorded_and_ends_the_run(tmp_path):
     faults = df[df.event == "fault"]
     assert len(faults) == 1 and int(faults.main_code.iloc[0]) == 1 and int(faults.sub_code.iloc[0]) == 32
     assert "main 1 sub 32" in meta.end_reason
+    # the fault by its name and what it means, in the outcome and the CSV's end line alike
+    assert outcome.reason == "controller fault main 1 sub 32: the runaway latch"
+    assert meta.end_reason.endswith("main 1 sub 32: the runaway latch")
     assert len(df[(df.event == "cmd") & (df.phase == "hold")]) < 60
 
 

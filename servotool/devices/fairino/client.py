@@ -34,6 +34,7 @@ from servotool.devices.arm import (
     SETPOINT,
     Arm,
     CommandNames,
+    EnablesCold,
     HasClock,
     HasStatePeriod,
     HasWatchdog,
@@ -450,6 +451,10 @@ class FairinoArm:
 
     # --- Arm ----------------------------------------------------------------------------------------------
 
+    def enable_cold(self) -> None:
+        """Enable without waiting out the enable window (EnablesCold)."""
+        self.enable(wait_window=False)
+
     def enable(self, timeout_s: float = 5.0, wait_window: bool = True) -> None:
         """RobotEnable(1) and Mode(0) (automatic), then wait out the enable window (`enable_wait_s`, at most
         timeout_s) until the state reports the drives enabled. Raises DeviceError when refused or if the
@@ -842,6 +847,14 @@ if TYPE_CHECKING:
     def _implements_arm(
         arm: FairinoArm,
     ) -> tuple[
-        Arm, ReportsJointRanges, ReportsOwner, WarmsUp, HasWatchdog, HasStatePeriod, HasClock, NamesCommands
+        Arm,
+        ReportsJointRanges,
+        ReportsOwner,
+        WarmsUp,
+        HasWatchdog,
+        HasStatePeriod,
+        HasClock,
+        NamesCommands,
+        EnablesCold,
     ]:
-        return arm, arm, arm, arm, arm, arm, arm, arm
+        return arm, arm, arm, arm, arm, arm, arm, arm, arm

@@ -31,10 +31,19 @@ from servotool.devices.franka.family import (
     collision_of,
     facts,
 )
-from servotool.devices.url import DeviceURL
-from servotool.errors import DeviceError
+from servotool.devices.url import DeviceURL, DeviceURLError
+from servotool.errors import DeviceError, ExitCode
 
 CYCLE_S = 0.001  # the robot's state and command cycle
+
+
+class NotReady(DeviceError):
+    """The robot answers but its robot_mode says it cannot take a motion (the user stop pressed, FCI off, a
+    reflex latched): refused before anything moved, as a busy arm is (exit 2), not a device lost."""
+
+    exit_code = ExitCode.USAGE
+
+
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
 
@@ -205,6 +214,12 @@ class FrankaArm:
         return CYCLE_S
 
     @property
+    def state_period_s(self) -> float:
+        """The state period (s): the robot sends one state per cycle; a run measures what it keeps (a
+        frame's age for the guard) and falls back on this when a poll holds too few frames to measure."""
+        return CYCLE_S
+
+    @property
     def state_columns(self) -> dict[str, str]:
         """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
         return STATE_COLUMNS
@@ -276,11 +291,12 @@ class FrankaArm:
 
     def enable(self, timeout_s: float = 5.0) -> None:
         """The drives are the robot's own: check it is ready for a motion (robot_mode Idle: the user stop
-        released, FCI active); DeviceError naming the robot_mode and what to do otherwise."""
+        released, FCI active); NotReady (a DeviceError, exit 2) naming the robot_mode and what to do
+        otherwise."""
         self.read()
         problem = self.not_ready()
         if problem is not None:
-            raise DeviceError(f"{self.url}: {problem}; nothing was moved")
+            raise NotReady(f"{self.url}: {problem}; nothing was moved")
 
     def not_ready(self) -> str | None:
         """Why the robot's newest state says it cannot take a motion, or None when robot_mode is Idle."""
@@ -400,6 +416,11 @@ def open_url(parsed: DeviceURL, **kwargs: Any) -> FrankaArm:
     """A FrankaArm of a franka:// URL, or of a sim: URL's simulator started in a process of its own (its
     parameters checked by the family first)."""
     f = facts(parsed)
+    # a command's --rpc: a Franka has one command path, the real-time link; checked before a simulator starts
+    if kwargs.pop("transport", "") not in ("", "udp"):
+        raise DeviceURLError(
+            f"{parsed.raw}: --rpc: a Franka takes setpoints over its real-time link only; leave it out"
+        )
     collision = collision_of(parsed)
     kwargs = {"torque_thresholds": collision.torque, "force_thresholds": collision.force, **kwargs}
     if parsed.simulated:

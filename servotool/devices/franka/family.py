@@ -142,11 +142,11 @@ class SimSettings:
 
 def sim_settings(parsed: DeviceURL) -> SimSettings:
     """The simulator settings of a sim: URL; DeviceURLError for an unknown key or a value out of range."""
-    unknown = sorted(set(parsed.params) - set(profiles.PARAM_HELP) - {"clock", *COLLISION_KEYS})
+    known = sorted({*profiles.PARAM_HELP, "clock", *COLLISION_KEYS})
+    unknown = sorted(set(parsed.params) - set(known))
     if unknown:
         raise DeviceURLError(
-            f"{parsed.raw}: unknown parameter {guessed(unknown[:1], [*profiles.PARAM_HELP, 'clock'])} "
-            f"(known: {', '.join(sorted(profiles.PARAM_HELP))})"
+            f"{parsed.raw}: unknown parameter {guessed(unknown[:1], known)} (known: {', '.join(known)})"
         )
     clock = parsed.params.get("clock", "host")
     if clock not in ("host", "sim"):

@@ -23,13 +23,19 @@ def _rows(info: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 def start(profile: str, params: Mapping[str, str], *, address: str = "") -> Served:
     """The simulator bound and serving (DeviceError when no address is free, KeyError for an unknown
     profile or start mode, DeviceURLError for a parameter)."""
-    from servotool.devices.franka.family import sim_settings
+    from servotool.devices.franka.family import sim_reflex, sim_settings
     from servotool.devices.franka.sim import start_sim
-    from servotool.devices.url import parse_url
+    from servotool.devices.url import DeviceURLError, parse_url
 
-    query = "&".join(f"{k}={v}" for k, v in params.items())
-    settings = sim_settings(parse_url(f"sim:{profile}?{query}" if query else f"sim:{profile}"))
-    sim = start_sim(profile, settings.drop, settings.seed, address or settings.address, mode=settings.mode)
+    if "clock" in params:  # lock-step needs the client in the same process tree; this one serves anyone
+        raise DeviceURLError("clock: the standalone simulator runs in real time (clock=sim is for sim: URLs)")
+    # --address is checked as the address parameter is: a loopback address
+    given = {**params, "address": address} if address else dict(params)
+    query = "&".join(f"{k}={v}" for k, v in given.items())
+    parsed = parse_url(f"sim:{profile}?{query}" if query else f"sim:{profile}")
+    settings, reflex = sim_settings(parsed), sim_reflex(parsed)
+    s = settings
+    sim = start_sim(profile, s.drop, s.seed, s.address, mode=s.mode, reflex=reflex)
     t0 = time.monotonic()
     info = {
         "url": f"franka://{sim.address}?model={sim.profile.model.name}",

@@ -83,7 +83,11 @@ class FrankaSim:
         self._rng = random.Random(seed)
         if address:
             self._listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self._listen.bind((address, p.COMMAND_PORT))
+            try:
+                self._listen.bind((address, p.COMMAND_PORT))
+            except OSError as exc:
+                self._listen.close()
+                raise DeviceError(f"cannot bind {address} port {p.COMMAND_PORT}: {exc.strerror}") from None
             self._listen.listen(2)
         else:
             self._listen = bind_free_address()

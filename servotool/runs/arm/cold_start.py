@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from servotool.clock import Clock
-from servotool.devices.arm import Arm, clock_of
+from servotool.devices.arm import Arm, EnablesCold, clock_of
 from servotool.motion.ramp import ramp_profile
 from servotool.runs.arm.prepare import RunRefused, finish, wait_for_state
 from servotool.runs.arm.ramp import RampRun, RampSettings, check_settings, config_dict
@@ -44,12 +44,15 @@ def run_cold_ramp(
 ) -> RampRun:
     """Stream a ramp from a disabled robot with no warm-up (see the module doc); returns a RampRun.
 
-    Raises RunRefused on a device that is not a simulator, or for settings ramp mode refuses.
+    Raises RunRefused on a device that is not a simulator or has no enable window (EnablesCold), or for
+    settings ramp mode refuses.
     """
     if not arm.simulated:
         raise RunRefused(
             f"a cold start makes the controller run away; it runs on simulators only, not {arm.url}"
         )
+    if not isinstance(arm, EnablesCold):
+        raise RunRefused(f"a cold start streams inside an enable window, and {arm.url} has none to stream in")
     s = settings
     check_settings(s, arm)
     clock = clock_of(arm) or clock  # an arm in simulated time moves only on its own clock
@@ -59,8 +62,7 @@ def run_cold_ramp(
         arm.disable()
         pose = np.asarray(wait_for_state(arm, clock).q, dtype=float)[: arm.n_joints]
         say("cold start: enabling and streaming at once, inside the enable window")
-        enable: Callable[..., None] = arm.enable
-        enable(wait_window=False)
+        arm.enable_cold()
         arm.servo_start()
         profile = ramp_profile(
             float(pose[s.joint]),

@@ -60,6 +60,13 @@ def profile_speed_limits(url: str) -> tuple[float, ...] | None:
     return tuple(float(v) for v in facts.joint_speed_limits)
 
 
+def profile_joint_count(url: str) -> int | None:
+    """How many joints the URL's family knows the arm has before opening; None when unknown (the count is
+    checked once the arm is connected)."""
+    facts = arm_facts(url)
+    return facts.n_joints if facts is not None and facts.n_joints else None
+
+
 def before_open(problems: list[str], out: Path | None) -> list[str]:
     """The settings' problems plus the output folder's (created if missing, probed for writing)."""
     problems = list(problems)

@@ -197,12 +197,13 @@ def _finite(*values: object) -> bool:
 
 
 def _joint(joint: object, n_joints: int | None) -> list[str]:
-    """The joint against the arm's joint count; without one (the arm not yet known) only that it names a
-    joint at all: the count is checked once the URL's facts or the opened arm say it."""
-    if isinstance(joint, bool) or not isinstance(joint, int) or joint < 0:
-        return [f"--joint {joint!r}: want a joint name, J1 for the base"]
-    if n_joints is not None and joint >= n_joints:
-        return [f"--joint {joint_name(joint)}: this arm has joints J1..{joint_name(n_joints - 1)}"]
+    """One problem line when joint is no joint index of the arm; with n_joints None (the arm's count is not
+    known before it opens) only an index that no arm has is refused, the count is checked once connected."""
+    top = n_joints if n_joints is not None else math.inf
+    if isinstance(joint, bool) or not isinstance(joint, int) or not 0 <= joint < top:
+        shown = joint_name(joint) if isinstance(joint, int) and joint >= 0 else repr(joint)
+        known = f"J1..{joint_name(n_joints - 1)}" if n_joints is not None else "J1 and up"
+        return [f"--joint {shown}: this arm has joints {known}"]
     return []
 
 

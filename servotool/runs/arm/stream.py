@@ -141,6 +141,11 @@ __all__ = [
 ]
 
 
+def _said(fault: Fault) -> str:
+    """A fault as a run's end names it: its name, then what it means when its family's table says more."""
+    return str(fault) if fault.text and fault.text != fault.name else fault.name
+
+
 def columns(n_joints: int, raw: bool, echo: bool = False, extra: Sequence[str] = ()) -> list[str]:
     """CSV columns of a streamed run: q = setpoint on the wire (cmd) or measured (state); r = raw target;
     with echo, e = the controller's echo of the setpoint it executes and success = the share of recent
@@ -604,7 +609,7 @@ class Streamer:
         if self._write_error is not None:
             raise _StopRequest(ERROR, self._write_error)
         if self._fault is not None:
-            raise _StopRequest(FAULT, f"controller fault {self._fault.name}")
+            raise _StopRequest(FAULT, f"controller fault {_said(self._fault)}")
         if self._guard_t is not None:
             raise _StopRequest(GUARD, f"divergence guard: {self._guard_reason}")
         if self._bad_run >= BAD_RUN_MAX:
@@ -718,6 +723,7 @@ class Streamer:
                 outcome = StreamOutcome(status=status, reason=reason, ticks_sent=self._k)
                 if status != COMPLETE:
                     self.braked_stop(outcome)
+                    self._fault_first(outcome)
                 else:
                     self._settle(outcome, self._plan_end())
                     self._drain_tail(outcome)
@@ -725,6 +731,14 @@ class Streamer:
             finally:
                 self._sigint = None
         return self.summarise(outcome)
+
+    def _fault_first(self, outcome: StreamOutcome) -> None:
+        """A controller that refuses the stream on a fault it latches (its reply an error, its next state the
+        fault) ended the run on that fault, not on a failing device: the fault names the end."""
+        if outcome.status == DEVICE_ERROR and self._fault is not None:
+            outcome.status = FAULT
+            said = (outcome.reason or "").removeprefix("device error: ")
+            outcome.reason = f"controller fault {_said(self._fault)} (the device: {said})"
 
     def summarise(self, outcome: StreamOutcome) -> StreamOutcome:
         """Fill the outcome's timing, fault, guard, reject and lateness fields from the loop's counters."""

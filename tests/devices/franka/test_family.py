@@ -35,6 +35,16 @@ def test_unknown_parameters_and_models_are_refused():
             FAMILY.open(parse_url(url))
 
 
+def test_a_simulators_refusal_lists_every_parameter_it_takes():
+    # clock and the collision thresholds are taken too: the list a user is shown holds them
+    with pytest.raises(DeviceURLError) as refused:
+        FAMILY.open(parse_url("sim:franka-fr3?collision_torqe=1"))
+    message = str(refused.value)
+    assert "did you mean collision_torque?" in message
+    known = message.split("(known: ", 1)[1]
+    assert all(key in known for key in ("clock", "collision_torque", "collision_force", "drop", "seed"))
+
+
 def test_lock_keys_by_host_and_none_for_a_simulator():
     assert lock_keys(parse_url("franka://172.16.0.2")) == ["franka-172.16.0.2-1337"]
     assert lock_keys(parse_url("sim:franka-fr3")) == []

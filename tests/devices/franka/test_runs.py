@@ -161,6 +161,21 @@ def test_nothing_moves_unless_the_robot_is_ready(tmp_path):
     assert not list(tmp_path.glob("*.csv"))
 
 
+def test_a_robot_that_is_not_ready_is_refused_with_exit_2(tmp_path, monkeypatch):
+    # the robot answers: a pressed user stop is a refusal before anything moved, not a device lost
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    args = ["lag", "--ramp", "--robot", f"{URL}&mode=user_stopped", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "robot_mode is UserStopped" in result.stderr and "release it" in result.stderr
+    assert not list(tmp_path.glob("*.csv"))
+
+
 def test_a_second_client_is_refused_with_the_robots_own_words():
     from servotool.devices.franka.client import FrankaArm
 
@@ -217,9 +232,58 @@ def test_the_lag_command_end_to_end_in_text_and_json(tmp_path, monkeypatch):
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0, text.output
     assert "the controller's view" in text.stdout and "lost" in text.stdout
+    # both tables number the passes alike, from 1
+    numbered = [
+        line.split()[0] for line in text.stdout.splitlines() if line.split()[1:2] in (["out"], ["back"])
+    ]
+    assert numbered == ["1", "2", "1", "2"], text.stdout
+
+
+def _reject_nan(token: str) -> float:
+    raise AssertionError(f"{token} in the JSON document")
+
+
+def test_the_step_guard_counts_one_cycle_of_frame_age(tmp_path, monkeypatch):
+    # the robot sends one state per cycle: the guard's margin counts a cycle's frame age, never NaN
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    args = ["step", "--robot", URL, "--size", "2", "--steps", "1", "--hold-ms", "600", "--no-realtime"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    guard = json.loads(result.stdout, parse_constant=_reject_nan)["guard"]
+    assert guard["frame_age_ms"] == pytest.approx(1.0)
 
 
 def test_a_reflex_latched_before_the_run_is_cleared_first_and_said(tmp_path):
     result = ramp(f"{URL}&mode=reflex", tmp_path)
     assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
     assert any("reset a fault latched before the run (joint_reflex)" in n for n in result.notes), result.notes
+
+
+def test_a_reflex_mid_run_ends_it_as_a_controller_fault_exit_1(tmp_path):
+    # the robot aborts the motion (pylibfranka raises) and latches the reflex: the reflex, not a failing
+    # device, ends the run, and the exit is the fault's
+    result = ramp(f"{URL}&reflex=cartesian_reflex&reflex_at=1.0", tmp_path)
+    outcome = result.outcome
+    assert outcome.status == RunStatus.FAULT and outcome.exit_code == 1, outcome.reason
+    assert outcome.reason is not None and outcome.reason.startswith("controller fault cartesian_reflex")
+    end = header_of(result.path)["end"]
+    assert end.startswith("interrupted: controller fault cartesian_reflex"), end
+
+
+@pytest.mark.parametrize("command", [["lag", "--ramp"], ["step"]])
+def test_rpc_is_refused_in_one_line_before_anything_opens(command, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from servotool.cli.app import app
+
+    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
+    result = CliRunner().invoke(app, [*command, "--robot", URL, "--rpc", "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "--rpc: a Franka takes setpoints over its real-time link only" in result.stderr
+    assert "Traceback" not in result.output and not list(tmp_path.glob("*.csv"))

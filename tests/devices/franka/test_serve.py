@@ -71,3 +71,39 @@ def test_clients_that_go_away_leave_no_traceback_and_the_next_one_is_served():
         proc.stderr.close()
     assert code == 0, err
     assert "Traceback" not in err and "simulator stopped" in err
+
+
+def test_an_address_it_cannot_take_is_one_refusal_not_a_traceback():
+    from servotool.devices.franka.serve import start
+    from servotool.devices.url import DeviceURLError
+    from servotool.errors import DeviceError
+
+    with pytest.raises(DeviceURLError, match="not a loopback address"):
+        start("franka-fr3", {}, address="10.0.0.1")
+    with pytest.raises(DeviceURLError, match="runs in real time"):
+        start("franka-fr3", {"clock": "sim"})
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        held.bind(("127.0.0.250", 1337))
+        held.listen(1)
+        with pytest.raises(DeviceError, match=r"cannot bind 127\.0\.0\.250 port 1337"):
+            start("franka-fr3", {}, address="127.0.0.250")
+    finally:
+        held.close()
+
+
+def test_a_scheduled_reflex_reaches_the_standalone_simulator(monkeypatch):
+    # the keys `sim franka --help` lists are all taken: reflex and reflex_at schedule the reflex
+    from servotool.devices.franka import serve, sim
+
+    asked: dict = {}
+    real = sim.start_sim
+
+    def spy(*args, **kwargs):
+        asked.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sim, "start_sim", spy)
+    served = serve.start("franka-fr3", {"reflex": "cartesian_reflex", "reflex_at": "0.5"})
+    served.stop()
+    assert asked["reflex"] == ("cartesian_reflex", 0.5)

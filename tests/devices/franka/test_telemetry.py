@@ -215,6 +215,20 @@ def test_record_on_the_simulator_from_the_command_line(tmp_path: Path, monkeypat
     text = " ".join(shown.output.split())  # the lines wrap at the terminal's width
     assert "current_errors (0x4000 (joint_motion_generator_velocity_discontinuity))" in text
     assert "robot_mode (0x01 (Reflex))" in text
+    # the joint torque in the capture's own unit, not a bus servo's mA
+    assert " Nm " in text and " mA " not in text
+
+
+def test_a_capture_of_an_unnamed_model_shows_no_empty_parentheses(monkeypatch):
+    from rich.console import Console
+
+    from servotool.cli import incidents
+
+    out = Console(width=200, record=True)
+    monkeypatch.setattr(incidents, "console", out)
+    header = {"id": "c", "device": {"url": "franka://172.16.0.2", "model": "", "simulated": False}}
+    incidents._render_header(Path("c.jsonl"), header)
+    assert "device franka://172.16.0.2  wall time" in out.export_text()
 
 
 def test_the_recorder_refuses_the_simulator_on_a_simulated_clock(tmp_path: Path):
