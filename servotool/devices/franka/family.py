@@ -278,6 +278,17 @@ COLLISION_HELP = {
 }
 
 
+def _fault(codes_: tuple[int, ...]) -> str:
+    """A recorded fault's flag name: the client records a reflex as (its wire index + 1, 0)."""
+    main = codes_[0] if codes_ else 0
+    return codes.ERROR_NAMES[main - 1] if 1 <= main <= len(codes.ERROR_NAMES) else ""
+
+
+def _status(bits: int) -> str:
+    """The flag names of an error word the recorder latched (bit n: the flag of wire index n)."""
+    return " ".join(name for n, name in enumerate(codes.ERROR_NAMES) if bits >> n & 1)
+
+
 def sim_params() -> tuple[SimParam, ...]:
     helps = {**profiles.PARAM_HELP, **COLLISION_HELP}
     return tuple(SimParam(key, text) for key, text in sorted(helps.items()))
@@ -299,4 +310,6 @@ FAMILY = Family(
     serve=SERVE,
     telemetry=_telemetry,
     docs="franka.md",
+    describe_status=_status,
+    describe_fault=_fault,
 )

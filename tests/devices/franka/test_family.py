@@ -90,3 +90,15 @@ def test_the_commands_name_the_extra_in_one_line_and_exit_2(args, monkeypatch, t
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "pip install 'servotool[franka]'" in lines[0], res.output
+
+
+def test_recorded_faults_and_latched_words_are_named_by_flag():
+    from servotool.devices.franka import codes
+    from servotool.devices.registry import fault_names, status_names
+
+    i = codes.ERROR_INDEX["joint_motion_generator_velocity_discontinuity"]
+    assert fault_names((i + 1, 0), family="franka") == "joint_motion_generator_velocity_discontinuity"
+    assert fault_names((0, 0), family="franka") == ""
+    assert fault_names((len(codes.ERROR_NAMES) + 1, 0), family="franka") == ""
+    word = 1 << codes.ERROR_INDEX["joint_reflex"] | 1 << codes.ERROR_INDEX["cartesian_reflex"]
+    assert set(status_names(word, family="franka").split()) == {"joint_reflex", "cartesian_reflex"}
