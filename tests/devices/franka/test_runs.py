@@ -223,3 +223,40 @@ def test_a_reflex_latched_before_the_run_is_cleared_first_and_said(tmp_path):
     result = ramp(f"{URL}&mode=reflex", tmp_path)
     assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
     assert any("reset a fault latched before the run (joint_reflex)" in n for n in result.notes), result.notes
+
+
+class SlowBuildJob(RampJob):
+    """A ramp whose plan takes over a second of wall time to build (as a long plan on a loaded host does):
+    past the lock-step simulator's patience, so every state nobody answers meanwhile is a lost command."""
+
+    arm = None
+
+    def build(self, arm, prep):
+        import threading
+
+        done = threading.Event()
+        # wait for the holder's answers, or the time an unanswered robot takes to count three lost commands
+        deadline = 3.2 * 0.5
+        while not done.wait(0.01):
+            deadline -= 0.01
+            if arm.held_cycles >= 800 or deadline <= 0:
+                done.set()
+        return super().build(arm, prep)
+
+
+def test_every_state_between_the_warm_up_and_the_first_tick_is_answered(tmp_path):
+    arm = open_arm(URL)
+    try:
+        run = ArmRun(
+            SlowBuildJob(settings()), clock=clock_of(arm), out_dir=tmp_path, command="t", analyse=False
+        )
+        result = run.run(arm)
+        held = arm.held_cycles
+    finally:
+        arm.close()
+    assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
+    _, df = read_csv(result.path)
+    state = df[df.event == "state"]
+    # the robot's own count: not one command it waited for was missing, before or during the stream
+    assert state.success.min() == 1.0 and result.outcome.lost_cycles == 0
+    assert held >= 800  # the robot's states while the plan was built were answered, with the held pose
