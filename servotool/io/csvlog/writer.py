@@ -9,6 +9,9 @@ import math
 import re
 import shlex
 import sys
+import threading
+import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -154,6 +157,9 @@ class CsvLogWriter:
         if not self._known.issuperset(data):
             unknown = set(data) - self._known
             raise ValueError(f"{self.path}: unknown CSV columns {sorted(unknown)}")
+        self._emit(data)
+
+    def _emit(self, data: Mapping[str, Any]) -> None:
         # most cells of a row are empty (a cmd row has no state values): those skip the formatting call
         self._csv.writerow(["" if (v := data.get(c)) is None else _fmt(v) for c in self.columns])
         self.rows_written += 1
@@ -196,3 +202,99 @@ class CsvLogWriter:
             else:
                 self.interrupt(f"{exc_type.__name__}: {exc}")
         self.close()
+
+
+class RecordingBehind(Exception):
+    """The rows waiting for a QueuedCsvLogWriter's thread reached its bound: the disk is slower than the
+    stream. The row was still taken (write waited for room): nothing is lost, but the run must end."""
+
+
+# a queued writer's thread writes what waits at least this often (s): a crash loses at most this much
+QUEUE_FLUSH_S = 0.05
+# rows a queued writer holds before a write counts as falling behind (about 4 s of a 1 kHz stream)
+QUEUE_MAX_ROWS = 8192
+# the thread lets the stream's thread run after this many rows formatted (each row is tens of microseconds
+# of interpreter time the stream would otherwise wait for)
+_YIELD_EVERY = 4
+
+
+class QueuedCsvLogWriter(CsvLogWriter):
+    """A CsvLogWriter whose rows are formatted and written by a thread of its own, so that a slow disk
+    never holds up the caller (a 1 kHz loop): write() checks the row's columns and queues it.
+
+    Guarantees: every row written is in the file, in order, once close() returned; the rows reach the OS
+    in batches at least every QUEUE_FLUSH_S (a crash loses at most that much). When `max_rows` rows are
+    waiting, write() waits for room (the row is kept) and raises RecordingBehind. A write the thread
+    could not do (a full disk) is raised as its OSError by the next write() or by close(); rows queued
+    after it are not written. The header is written at construction, the end line by close().
+    """
+
+    def __init__(self, path: str | Path, *, max_rows: int = QUEUE_MAX_ROWS, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self._fh.reconfigure(line_buffering=False)  # the thread flushes once per batch
+        self.max_rows = max_rows
+        self._queue: deque[Mapping[str, Any]] = deque()
+        self._cond = threading.Condition()
+        self._error: OSError | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._drain, name="csv-writer", daemon=True)
+        self._thread.start()
+
+    def _emit(self, data: Mapping[str, Any]) -> None:
+        if self._error is not None:
+            raise self._error
+        behind = False
+        with self._cond:
+            while len(self._queue) >= self.max_rows and self._error is None and self._thread.is_alive():
+                behind = True
+                self._cond.notify_all()  # the thread takes what waits now
+                self._cond.wait(QUEUE_FLUSH_S)
+            self._queue.append(data)
+        if behind:
+            raise RecordingBehind(
+                f"the recording fell behind the stream: {self.max_rows} rows were waiting for the disk"
+            )
+
+    def _drain(self) -> None:
+        """The writer thread: each batch formatted and written, then flushed to the OS."""
+        while True:
+            with self._cond:
+                if not self._stopping:  # a batch every QUEUE_FLUSH_S: one flush, not one per row
+                    self._cond.wait(QUEUE_FLUSH_S)
+                batch, self._queue = self._queue, deque()
+                stopping = self._stopping
+                self._cond.notify_all()
+            try:
+                for n, data in enumerate(batch):
+                    super()._emit(data)
+                    if n % _YIELD_EVERY == _YIELD_EVERY - 1:
+                        _yield()
+                self._fh.flush()
+            except OSError as exc:
+                self._error = exc
+                with self._cond:
+                    self._cond.notify_all()
+                return
+            if stopping and not self._queue:
+                return
+
+    def close(self) -> None:
+        """Write every queued row, then the end line, and close the file; the thread's OSError raised (the
+        file closed all the same, without its end line when the rows could not be written)."""
+        if self._closed:
+            return
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join()
+        if self._error is not None:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            raise self._error
+        super().close()
+
+
+def _yield() -> None:
+    """Give the interpreter to another thread that waits for it (a zero sleep releases it)."""
+    time.sleep(0)

@@ -63,7 +63,7 @@ from servotool.devices.arm import (
     watchdog_of,
 )
 from servotool.errors import Refused, signal_label
-from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.io.csvlog import CsvLogWriter, QueuedCsvLogWriter, RecordingBehind, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.readings import HEADER_KEY, BadFrames, header_spans
 from servotool.runs.arm.lateness import LatenessStats
@@ -349,6 +349,7 @@ class Streamer:
         self._started = False
         self._stopping = False
         self._write_error: str | None = None  # the recording failed (a full disk): the run ends, braked
+        self._behind: str | None = None  # the recording fell behind (a slow disk): the run ends, braked
 
     @property
     def start_time(self) -> float:
@@ -427,6 +428,8 @@ class Streamer:
             return
         try:
             self.writer.write(row)
+        except RecordingBehind as exc:  # the row was kept; the run ends before the backlog grows more
+            self._behind = self._behind or str(exc)
         except OSError as exc:
             self._write_error = f"the recording cannot be written: {exc.strerror or exc}"
 
@@ -564,8 +567,8 @@ class Streamer:
         """Raise _StopRequest when the run must end now."""
         if self._sigint is not None and self._sigint.requested is not None:
             raise _StopRequest(INTERRUPTED, self._sigint.reason() or "Ctrl-C")
-        if self._write_error is not None:
-            raise _StopRequest(ERROR, self._write_error)
+        if self._write_error is not None or self._behind is not None:
+            raise _StopRequest(ERROR, self._write_error or self._behind or "")
         if self._fault is not None:
             raise _StopRequest(FAULT, f"controller fault {self._fault.name}")
         if self._guard_t is not None:
@@ -889,8 +892,11 @@ def open_run_csv(
     if spans:  # what the device can report: a reader leaves out rows beyond it, as it does non-finite ones
         header = {**header, HEADER_KEY: spans}
     cycle = device_cycle_of(arm)
+    writer = CsvLogWriter
     if cycle is not None:
         header = {**header, "pacing": DEVICE_PACED.format(ms=cycle * 1e3)}
+        # a tick answers the device's cycle: a row must never wait for the disk there
+        writer = QueuedCsvLogWriter
     settings = device_settings_of(arm)
     if settings:
         header = {**header, "device_settings": settings}
@@ -898,7 +904,7 @@ def open_run_csv(
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
-            return CsvLogWriter(
+            return writer(
                 path,
                 device=arm.url,
                 simulated=arm.simulated,

@@ -229,8 +229,6 @@ class SlowBuildJob(RampJob):
     """A ramp whose plan takes over a second of wall time to build (as a long plan on a loaded host does):
     past the lock-step simulator's patience, so every state nobody answers meanwhile is a lost command."""
 
-    arm = None
-
     def build(self, arm, prep):
         import threading
 
@@ -260,3 +258,31 @@ def test_every_state_between_the_warm_up_and_the_first_tick_is_answered(tmp_path
     # the robot's own count: not one command it waited for was missing, before or during the stream
     assert state.success.min() == 1.0 and result.outcome.lost_cycles == 0
     assert held >= 800  # the robot's states while the plan was built were answered, with the held pose
+
+
+def test_a_recording_that_falls_behind_ends_the_run_braked_and_loses_no_row(tmp_path, monkeypatch):
+    from servotool.io.csvlog import QueuedCsvLogWriter, RecordingBehind
+
+    behind = {"now": False, "raised": 0}
+    original = QueuedCsvLogWriter._emit
+
+    def emit(self, data):
+        original(self, data)  # the row is kept, as the writer keeps it when its queue is full
+        if behind["now"] and not behind["raised"]:
+            behind["raised"] += 1
+            raise RecordingBehind("the recording fell behind the stream: 8192 rows were waiting")
+
+    monkeypatch.setattr(QueuedCsvLogWriter, "_emit", emit)
+
+    def slow_disk(info):
+        if info.k >= 300:
+            behind["now"] = True
+
+    result = ramp(URL, tmp_path, on_tick=slow_disk)
+    out = result.outcome
+    assert out.status == RunStatus.ERROR and "fell behind" in (out.reason or "") and out.stop_ticks > 0
+    meta, df = read_csv(result.path)
+    assert not meta.complete and "fell behind" in (meta.end_reason or "")
+    cmd = df[df.event == "cmd"]
+    assert cmd.seq.tolist() == list(range(len(cmd)))  # every setpoint sent is recorded
+    assert (df.event == "stop").sum() == 1 and "stop" in set(cmd.phase.dropna())
