@@ -26,7 +26,7 @@ def test_every_row_is_in_the_file_in_order_with_the_end_line(tmp_path):
 
 
 class StalledFile:
-    """The file's write blocks until released (a disk that stops answering), counting what came."""
+    """The file's write blocks until released (a disk that stops answering)."""
 
     def __init__(self, fh):
         self.fh, self.release = fh, threading.Event()
@@ -42,8 +42,7 @@ class StalledFile:
 def test_a_stalled_disk_never_blocks_a_write_until_the_bound_then_raises_and_keeps_the_row(tmp_path):
     path = tmp_path / "q.csv"
     w = _writer(path, max_rows=50)
-    stalled = StalledFile(w._fh)
-    w._csv = __import__("csv").writer(stalled, lineterminator="\n")
+    stalled = w._fh = StalledFile(w._fh)
     for k in range(50):  # the thread may have taken the first rows: at most the bound waits
         w.write({"t": float(k), "event": "cmd"})
     threading.Timer(0.2, stalled.release.set).start()  # the disk answers again while the 51st waits
@@ -69,7 +68,10 @@ def test_a_failed_disk_write_is_raised_by_the_next_write_and_by_close(tmp_path):
         def write(self, text):
             raise OSError(28, "No space left on device")
 
-    w._csv = __import__("csv").writer(Full(), lineterminator="\n")
+        def close(self):
+            pass
+
+    w._fh = Full()
     w.write({"t": 0.0, "event": "cmd"})
     with pytest.raises(OSError, match="No space"):
         for _ in range(1000):  # the thread's next batch finds the disk full

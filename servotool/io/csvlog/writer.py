@@ -10,7 +10,6 @@ import re
 import shlex
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -23,8 +22,13 @@ from servotool.io.csvlog.header import _END, _MAGIC, FORMAT_NAME, FORMAT_VERSION
 
 
 def _fmt(value: Any) -> str:
-    if type(value) is float:  # the common cell, first
+    kind = type(value)
+    if kind is float:  # the common cell, first
         return format(value, ".10g") if value == value else "nan"
+    if kind is int:
+        return str(value)
+    if kind is str:
+        return value.translate(_ONE_LINE)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -213,14 +217,12 @@ class RecordingBehind(Exception):
 QUEUE_FLUSH_S = 0.05
 # rows a queued writer holds before a write counts as falling behind (about 4 s of a 1 kHz stream)
 QUEUE_MAX_ROWS = 8192
-# the thread lets the stream's thread run after this many rows formatted (each row is tens of microseconds
-# of interpreter time the stream would otherwise wait for)
-_YIELD_EVERY = 4
 
 
 class QueuedCsvLogWriter(CsvLogWriter):
-    """A CsvLogWriter whose rows are formatted and written by a thread of its own, so that a slow disk
-    never holds up the caller (a 1 kHz loop): write() checks the row's columns and queues it.
+    """A CsvLogWriter whose rows reach the file from a thread of its own, so that a slow disk never holds
+    up the caller (a 1 kHz loop): write() checks and formats the row (as CsvLogWriter does) and queues its
+    line; the thread writes the lines waiting, in one write and one flush per batch.
 
     Guarantees: every row written is in the file, in order, once close() returned; the rows reach the OS
     in batches at least every QUEUE_FLUSH_S (a crash loses at most that much). When `max_rows` rows are
@@ -231,51 +233,46 @@ class QueuedCsvLogWriter(CsvLogWriter):
 
     def __init__(self, path: str | Path, *, max_rows: int = QUEUE_MAX_ROWS, **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
-        self._fh.reconfigure(line_buffering=False)  # the thread flushes once per batch
         self.max_rows = max_rows
-        self._queue: deque[Mapping[str, Any]] = deque()
-        self._cond = threading.Condition()
+        # append and popleft of a deque are atomic: the caller's thread takes no lock to queue a line
+        self._lines: deque[str] = deque()
+        self._csv = csv.writer(_LineQueue(self._lines), lineterminator="\n")
+        self._room = threading.Condition()
         self._error: OSError | None = None
-        self._stopping = False
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="csv-writer", daemon=True)
         self._thread.start()
 
     def _emit(self, data: Mapping[str, Any]) -> None:
         if self._error is not None:
             raise self._error
-        behind = False
-        with self._cond:
-            while len(self._queue) >= self.max_rows and self._error is None and self._thread.is_alive():
-                behind = True
-                self._cond.notify_all()  # the thread takes what waits now
-                self._cond.wait(QUEUE_FLUSH_S)
-            self._queue.append(data)
-        if behind:
-            raise RecordingBehind(
-                f"the recording fell behind the stream: {self.max_rows} rows were waiting for the disk"
-            )
+        super()._emit(data)
+        if len(self._lines) <= self.max_rows:
+            return
+        with self._room:  # the row is queued; wait until the thread has taken the backlog
+            while len(self._lines) > self.max_rows and self._error is None and self._thread.is_alive():
+                self._room.wait(QUEUE_FLUSH_S)
+        raise RecordingBehind(
+            f"the recording fell behind the stream: {self.max_rows} rows were waiting for the disk"
+        )
 
     def _drain(self) -> None:
-        """The writer thread: each batch formatted and written, then flushed to the OS."""
+        """The writer thread: every QUEUE_FLUSH_S (or at once when stopped), the lines waiting in one write
+        and one flush (the file's own calls let other threads run while the disk takes them)."""
+        lines = self._lines
         while True:
-            with self._cond:
-                if not self._stopping:  # a batch every QUEUE_FLUSH_S: one flush, not one per row
-                    self._cond.wait(QUEUE_FLUSH_S)
-                batch, self._queue = self._queue, deque()
-                stopping = self._stopping
-                self._cond.notify_all()
+            stopping = self._stop.wait(QUEUE_FLUSH_S)
+            batch = [lines.popleft() for _ in range(len(lines))]
             try:
-                for n, data in enumerate(batch):
-                    super()._emit(data)
-                    if n % _YIELD_EVERY == _YIELD_EVERY - 1:
-                        _yield()
-                self._fh.flush()
+                if batch:
+                    self._fh.write("".join(batch))
+                    self._fh.flush()
             except OSError as exc:
                 self._error = exc
-                with self._cond:
-                    self._cond.notify_all()
-                return
-            if stopping and not self._queue:
+                stopping = True
+            with self._room:
+                self._room.notify_all()
+            if stopping and (self._error is not None or not lines):
                 return
 
     def close(self) -> None:
@@ -283,9 +280,7 @@ class QueuedCsvLogWriter(CsvLogWriter):
         file closed all the same, without its end line when the rows could not be written)."""
         if self._closed:
             return
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        self._stop.set()
         self._thread.join()
         if self._error is not None:
             self._closed = True
@@ -295,6 +290,8 @@ class QueuedCsvLogWriter(CsvLogWriter):
         super().close()
 
 
-def _yield() -> None:
-    """Give the interpreter to another thread that waits for it (a zero sleep releases it)."""
-    time.sleep(0)
+class _LineQueue:
+    """The csv module's file: each line it writes goes into a queue."""
+
+    def __init__(self, lines: deque[str]) -> None:
+        self.write = lines.append

@@ -321,6 +321,10 @@ class Streamer:
         self.bad = BadFrames()
         self._bad_run = 0  # bad state frames in a row
         self.record_echo = echoes_setpoints(arm)
+        # the per-joint column names, made once: every tick's rows use them
+        self._q_cols = tuple(f"q{j + 1}" for j in range(self.n_joints))
+        self._r_cols = tuple(f"r{j + 1}" for j in range(self.n_joints))
+        self._e_cols = tuple(f"e{j + 1}" for j in range(self.n_joints))
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
         self._last_send_t: float | None = None
@@ -376,16 +380,12 @@ class Streamer:
                 self._recent.append((f.t, q))
             t = self._rel(f.t)
             codes = fault_codes(f.fault)
-            row = {
-                "t": t,
-                "event": "state",
-                **dict(zip(FAULT_COLUMNS, codes, strict=True)),
-                "dev_t": f.device_time_s,
-            }
-            row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            row = {"t": t, "event": "state", "dev_t": f.device_time_s}
+            row.update(zip(FAULT_COLUMNS, codes, strict=True))
+            # plain floats (the writer's fastest); joints past the arm's are left out
+            row.update(zip(self._q_cols, q.tolist(), strict=False))
             if self.record_echo:
-                echo = f.setpoint or ()
-                row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
+                row.update(zip(self._e_cols, f.setpoint or (), strict=False))
                 row["success"] = f.success_rate
             if f.extra:
                 row.update(f.extra)
@@ -451,9 +451,9 @@ class Streamer:
             "pass": pass_index,
             "phase": phase,
         }
-        row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
+        row.update(zip(self._q_cols, q.tolist(), strict=False))
         if self.record_raw and raw is not None:
-            row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
+            row.update(zip(self._r_cols, raw.tolist(), strict=False))
         self._seq += 1
         return row
 
