@@ -164,8 +164,13 @@ class CsvLogWriter:
         self._emit(data)
 
     def _emit(self, data: Mapping[str, Any]) -> None:
-        # most cells of a row are empty (a cmd row has no state values): those skip the formatting call
-        self._csv.writerow(["" if (v := data.get(c)) is None else _fmt(v) for c in self.columns])
+        # most cells of a row are empty (a cmd row has no state values) or floats: neither makes a call
+        self._csv.writerow(
+            [
+                "" if v is None else format(v, ".10g") if type(v) is float and v == v else _fmt(v)
+                for v in map(data.get, self.columns)
+            ]
+        )
         self.rows_written += 1
 
     def write_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
