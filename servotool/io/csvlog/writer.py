@@ -10,6 +10,7 @@ import re
 import shlex
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -222,6 +223,9 @@ class RecordingBehind(Exception):
 QUEUE_FLUSH_S = 0.05
 # rows a queued writer holds before a write counts as falling behind (about 4 s of a 1 kHz stream)
 QUEUE_MAX_ROWS = 8192
+# past an eighth of that, every NUDGE_EVERY-th write gives the thread this long (s) to take the backlog
+NUDGE_S = 0.0001
+NUDGE_EVERY = 128
 
 
 class QueuedCsvLogWriter(CsvLogWriter):
@@ -230,10 +234,12 @@ class QueuedCsvLogWriter(CsvLogWriter):
     line; the thread writes the lines waiting, in one write and one flush per batch.
 
     Guarantees: every row written is in the file, in order, once close() returned; the rows reach the OS
-    in batches at least every QUEUE_FLUSH_S (a crash loses at most that much). When `max_rows` rows are
-    waiting, write() waits for room (the row is kept) and raises RecordingBehind. A write the thread
-    could not do (a full disk) is raised as its OSError by the next write() or by close(); rows queued
-    after it are not written. The header is written at construction, the end line by close().
+    in batches at least every QUEUE_FLUSH_S (a crash loses at most that much). Past max_rows / 8 rows
+    waiting, every NUDGE_EVERY-th write wakes the thread and sleeps NUDGE_S (the thread must get the CPU
+    from a caller that never blocks). When `max_rows` rows are waiting, write() waits for room (the row
+    is kept) and raises RecordingBehind. A write the thread could not do (a full disk) is raised as its
+    OSError by the next write() or by close(); rows queued after it are not written. The header is
+    written at construction, the end line by close().
     """
 
     def __init__(self, path: str | Path, *, max_rows: int = QUEUE_MAX_ROWS, **kwargs: Any) -> None:
@@ -245,6 +251,8 @@ class QueuedCsvLogWriter(CsvLogWriter):
         self._room = threading.Condition()
         self._error: OSError | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._nudge_at = max(1, max_rows // 8)
         self._thread = threading.Thread(target=self._drain, name="csv-writer", daemon=True)
         self._thread.start()
 
@@ -252,7 +260,13 @@ class QueuedCsvLogWriter(CsvLogWriter):
         if self._error is not None:
             raise self._error
         super()._emit(data)
-        if len(self._lines) <= self.max_rows:
+        waiting = len(self._lines)
+        if waiting >= self._nudge_at and waiting % NUDGE_EVERY == 0:
+            # the thread is behind: a caller that never blocks (a lock-step loop on busy cores) would keep
+            # it from the CPU and the interpreter; wake it and step aside for a moment
+            self._wake.set()
+            time.sleep(NUDGE_S)
+        if waiting <= self.max_rows:
             return
         with self._room:  # the row is queued; wait until the thread has taken the backlog
             while len(self._lines) > self.max_rows and self._error is None and self._thread.is_alive():
@@ -266,7 +280,9 @@ class QueuedCsvLogWriter(CsvLogWriter):
         and one flush (the file's own calls let other threads run while the disk takes them)."""
         lines = self._lines
         while True:
-            stopping = self._stop.wait(QUEUE_FLUSH_S)
+            self._wake.wait(QUEUE_FLUSH_S)
+            self._wake.clear()
+            stopping = self._stop.is_set()
             batch = [lines.popleft() for _ in range(len(lines))]
             try:
                 if batch:
@@ -286,6 +302,7 @@ class QueuedCsvLogWriter(CsvLogWriter):
         if self._closed:
             return
         self._stop.set()
+        self._wake.set()
         self._thread.join()
         if self._error is not None:
             self._closed = True
