@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import platform
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -42,6 +43,7 @@ from servotool.devices.url import DeviceURL
 from servotool.errors import DeviceError
 
 CYCLE_S = 0.001  # the robot's state and command cycle
+HOLD_SWITCH_S = 0.0005  # the interpreter's switch interval while the holder answers the robot's states
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
 
@@ -193,6 +195,7 @@ class FrankaArm:
         self._holder: tuple[threading.Event, threading.Thread] | None = None
         self._held_error: DeviceError | None = None  # what ended the motion while the holder answered
         self.held_cycles = 0  # states the holder answered (the gaps before the warm-up and the stream)
+        self._switch = sys.getswitchinterval()
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -324,6 +327,10 @@ class FrankaArm:
         stop = threading.Event()
         thread = threading.Thread(target=self._answer_states, args=(stop,), name="franka-hold", daemon=True)
         self._holder = (stop, thread)
+        # the run's own thread (building its plan) would otherwise keep the interpreter for up to 5 ms
+        # when a state comes: the holder must answer within the cycle
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch, HOLD_SWITCH_S))
         thread.start()
 
     def _answer_states(self, stop: threading.Event) -> None:
@@ -344,6 +351,7 @@ class FrankaArm:
         stop.set()
         thread.join()
         self._holder = None
+        sys.setswitchinterval(self._switch)
         error, self._held_error = self._held_error, None
         if error is not None:
             raise error
