@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import platform
-import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -29,6 +28,7 @@ from typing import Any, NamedTuple
 
 import pylibfranka as pf
 
+from servotool import realtime_interp
 from servotool.clock import Clock, DeviceTime, FakeClock
 from servotool.devices import trace
 from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
@@ -195,7 +195,6 @@ class FrankaArm:
         self._holder: tuple[threading.Event, threading.Thread] | None = None
         self._held_error: DeviceError | None = None  # what ended the motion while the holder answered
         self.held_cycles = 0  # states the holder answered (the gaps before the warm-up and the stream)
-        self._switch = sys.getswitchinterval()
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -328,9 +327,8 @@ class FrankaArm:
         thread = threading.Thread(target=self._answer_states, args=(stop,), name="franka-hold", daemon=True)
         self._holder = (stop, thread)
         # the run's own thread (building its plan) would otherwise keep the interpreter for up to 5 ms
-        # when a state comes: the holder must answer within the cycle
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch, HOLD_SWITCH_S))
+        # when a state comes, or for a whole cyclic collection: the holder must answer within the cycle
+        realtime_interp.hold(HOLD_SWITCH_S)
         thread.start()
 
     def _answer_states(self, stop: threading.Event) -> None:
@@ -351,7 +349,7 @@ class FrankaArm:
         stop.set()
         thread.join()
         self._holder = None
-        sys.setswitchinterval(self._switch)
+        realtime_interp.release()
         error, self._held_error = self._held_error, None
         if error is not None:
             raise error

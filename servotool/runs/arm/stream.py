@@ -33,9 +33,7 @@ the rest check in a window of fixed length.
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from servotool import realtime_interp
 from servotool.clock import Clock
 from servotool.devices.arm import (
     Arm,
@@ -240,23 +239,15 @@ GIL_SWITCH_S = 0.0005
 
 @contextmanager
 def _no_gc_pauses() -> Iterator[None]:
-    """Keep the interpreter from stalling the loop while streaming.
+    """Keep the interpreter from stalling the loop while streaming (servotool.realtime_interp).
 
     The cyclic garbage collector is held back: a collection can take a large part of a tick, and the loop
     creates no reference cycles, so reference counting frees everything meanwhile. The GIL switch interval
     is shortened: another Python thread (a transport's reader, an embedded simulator) otherwise keeps the
     interpreter for up to 5 ms when a deadline comes.
     """
-    was_enabled = gc.isenabled()
-    switch = sys.getswitchinterval()
-    gc.disable()
-    sys.setswitchinterval(min(switch, GIL_SWITCH_S))
-    try:
+    with realtime_interp.held(GIL_SWITCH_S):
         yield
-    finally:
-        sys.setswitchinterval(switch)
-        if was_enabled:
-            gc.enable()
 
 
 class Streamer:

@@ -243,6 +243,10 @@ class SlowBuildJob(RampJob):
 
 
 def test_every_state_between_the_warm_up_and_the_first_tick_is_answered(tmp_path):
+    import gc
+    import sys
+
+    switch = sys.getswitchinterval()
     arm = open_arm(URL)
     try:
         run = ArmRun(
@@ -258,6 +262,8 @@ def test_every_state_between_the_warm_up_and_the_first_tick_is_answered(tmp_path
     # the robot's own count: not one command it waited for was missing, before or during the stream
     assert state.success.min() == 1.0 and result.outcome.lost_cycles == 0
     assert held >= 800  # the robot's states while the plan was built were answered, with the held pose
+    # the interpreter held still for the holder and the stream is as it was once both are done
+    assert gc.isenabled() and sys.getswitchinterval() == switch
 
 
 def test_a_recording_that_falls_behind_ends_the_run_braked_and_loses_no_row(tmp_path, monkeypatch):
