@@ -45,7 +45,13 @@ def test_a_stalled_disk_never_blocks_a_write_until_the_bound_then_raises_and_kee
     stalled = w._fh = StalledFile(w._fh)
     for k in range(50):  # the thread may have taken the first rows: at most the bound waits
         w.write({"t": float(k), "event": "cmd"})
-    threading.Timer(0.2, stalled.release.set).start()  # the disk answers again while the 51st waits
+
+    def answer_again():  # the disk answers again once a write waits for room (a condition, not a time)
+        while len(w._lines) <= w.max_rows:
+            threading.Event().wait(0.001)
+        stalled.release.set()
+
+    threading.Thread(target=answer_again, daemon=True).start()
     behind = 0
     for k in range(50, 200):
         try:
@@ -74,7 +80,7 @@ def test_a_failed_disk_write_is_raised_by_the_next_write_and_by_close(tmp_path):
     w._fh = Full()
     w.write({"t": 0.0, "event": "cmd"})
     with pytest.raises(OSError, match="No space"):
-        for _ in range(1000):  # the thread's next batch finds the disk full
+        for _ in range(10_000):  # the thread's next batch finds the disk full
             w.write({"t": 0.0, "event": "cmd"})
             threading.Event().wait(0.001)
     with pytest.raises(OSError, match="No space"):
