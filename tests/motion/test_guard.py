@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from servotool.motion import guard as guard_module
 from servotool.motion.guard import (
@@ -308,3 +310,29 @@ def test_guard_config_applies_the_floors_on_construction() -> None:
 
 def test_joint_limits_are_reexported_from_the_guard_module() -> None:
     assert guard_module.JointLimits is JointLimits
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(allow_nan=True, allow_infinity=True, width=64),
+            st.floats(-1e3, 1e3),
+            st.floats(allow_nan=True, allow_infinity=True, width=64),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.floats(-2.0, 2.0),
+)
+def test_the_fast_tick_check_agrees_with_the_array_check(joints, shift):
+    """check() takes plain floats the quick way; whatever it is given, the verdict is the array check's."""
+    s = np.array([j[1] + shift for j in joints])
+    m = np.array([j[1] for j in joints])
+    v = np.array([j[2] for j in joints])
+    m[0] = joints[0][0] if not np.isfinite(joints[0][0]) else m[0]
+    fast, slow = DivergenceGuard(0.5, 0.02), DivergenceGuard(0.5, 0.02)
+    slow._within = lambda *a: False  # the array check alone
+    got, want = fast.check(s, m, v), slow.check(s, m, v)
+    assert (got is None) == (want is None)
+    assert (got and got.reason) == (want and want.reason) and fast.checks == slow.checks == 1

@@ -5,6 +5,12 @@ writes the setpoint answering that state. `servo_end` writes the last setpoint a
 set: the robot refuses a finish on a moving command, so a run's last setpoints must already be at rest.
 Every state read is kept as a Cycle with the robot's own names (robot_mode, the error flags).
 
+Between servo_start and the warm-up's first setpoint, and between the end of the warm-up and the stream's
+first tick (while the run builds its plan and opens its CSV), a thread of this arm answers every state
+with the last setpoint (the robot's own q_d before any): the robot must get a command every cycle once a
+motion has started, or it ends the motion (communication_constraints_violation). The next call that
+drives the motion (servo_j, servo_end, warm_up, close) takes over from it within one cycle.
+
 The arm is paced by the device (`cycle_s`: one servo_j is one state cycle). On a lock-step simulator
 (`clock=sim`) it carries the run's clock (`clock`, a FakeClock) and moves it to the robot's time at every
 state it reads, so the run's timeline is the robot's.
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import math
 import platform
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -21,6 +28,7 @@ from typing import Any, NamedTuple
 
 import pylibfranka as pf
 
+from servotool import realtime_interp
 from servotool.clock import Clock, DeviceTime, FakeClock
 from servotool.devices import trace
 from servotool.devices.arm import ConnectionLost, Fault, MotionState, Reply, StateFrame
@@ -44,6 +52,7 @@ class NotReady(DeviceError):
     exit_code = ExitCode.USAGE
 
 
+HOLD_SWITCH_S = 0.0005  # the interpreter's switch interval while the holder answers the robot's states
 # pylibfranka shows no bytes: the trace has what went through its calls (devices.trace, debug level)
 _TRACE = trace.logger("franka")
 
@@ -192,6 +201,9 @@ class FrankaArm:
         self._unread: list[StateFrame] = []
         self._latest: StateFrame | None = None
         self._closed = False
+        self._holder: tuple[threading.Event, threading.Thread] | None = None
+        self._held_error: DeviceError | None = None  # what ended the motion while the holder answered
+        self.held_cycles = 0  # states the holder answered (the gaps before the warm-up and the stream)
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -224,7 +236,7 @@ class FrankaArm:
         """The per-cycle values each state frame carries for the CSV (StateFrame.extra), with units."""
         return STATE_COLUMNS
 
-    def _record(self, state: Any) -> StateFrame:
+    def _record(self, state: Any, unread: bool = True) -> StateFrame:
         robot_t = float(state.time.to_sec())
         t = self._device_time.follow(robot_t) if self._device_time is not None else self._now()
         mode = state.robot_mode.name
@@ -260,7 +272,8 @@ class FrankaArm:
             success_rate=cycle.control_command_success_rate,
             extra=state_extra(cycle, qd),
         )
-        self._unread.append(frame)
+        if unread:
+            self._unread.append(frame)
         self._latest = frame
         return frame
 
@@ -309,12 +322,53 @@ class FrankaArm:
         return 0
 
     def servo_start(self) -> int:
+        """Start the joint position motion; the holder answers its states until the warm-up takes over."""
+        self._take_over()
         try:
             self._control = self._robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
             self._ended = None
+            self._last_q = None
         except Exception as exc:
             raise _device_error(self.url, exc) from None
+        self._hold()
         return 0
+
+    # -- the holder: every state answered while no stream does ---------------------------------------------
+
+    def _hold(self) -> None:
+        """Answer every state with the last setpoint from a thread of this arm until _take_over."""
+        if self._control is None or self._holder is not None:
+            return
+        stop = threading.Event()
+        thread = threading.Thread(target=self._answer_states, args=(stop,), name="franka-hold", daemon=True)
+        self._holder = (stop, thread)
+        # the run's own thread (building its plan) would otherwise keep the interpreter for up to 5 ms
+        # when a state comes, or for a whole cyclic collection: the holder must answer within the cycle
+        realtime_interp.hold(HOLD_SWITCH_S)
+        thread.start()
+
+    def _answer_states(self, stop: threading.Event) -> None:
+        while not stop.is_set() and self._control is not None:
+            try:
+                self._write(self._last_q, finished=False, unread=False)
+            except DeviceError as exc:
+                self._held_error = exc
+                return
+            self.held_cycles += 1
+
+    def _take_over(self) -> None:
+        """Stop the holder (it finishes the cycle it is in: at most one state's wait); raise what ended the
+        motion meanwhile."""
+        if self._holder is None:
+            return
+        stop, thread = self._holder
+        stop.set()
+        thread.join()
+        self._holder = None
+        realtime_interp.release()
+        error, self._held_error = self._held_error, None
+        if error is not None:
+            raise error
 
     def warm_up(
         self, q_hold: Sequence[float] | None = None, cmd_period_s: float = 0.001, timeout_s: float = 5.0
@@ -324,6 +378,7 @@ class FrankaArm:
         start = time.monotonic()
         if self._control is None:
             self.servo_start()
+        self._take_over()
         hold: list[float] | None = list(q_hold) if q_hold is not None else None
         if hold is None and self.cycles:
             hold = [math.degrees(x) for x in self.cycles[-1].q_d]  # the robot's radians, servo_j's degrees
@@ -333,6 +388,7 @@ class FrankaArm:
                 hold = [math.degrees(x) for x in state.q_d]
             self.servo_j(hold)
             if self.cycles[-1].robot_mode == "Move":
+                self._hold()  # until the stream's first tick: the run builds its plan meanwhile
                 return time.monotonic() - start
         mode = self.cycles[-1].robot_mode
         raise DeviceError(f"{self.url}: robot_mode {mode} after {timeout_s:g} s, not Move")
@@ -341,6 +397,8 @@ class FrankaArm:
         """Wait for the next state (one cycle), then command q (deg) as its answer."""
         if len(q) != self.n_joints or not all(math.isfinite(x) for x in q):
             raise ValueError(f"a setpoint of {self.n_joints} finite joints, not {list(q)!r}")
+        if self._holder is not None:
+            self._take_over()
         if self._control is None:
             if self._ended is not None:
                 raise DeviceError(
@@ -350,10 +408,14 @@ class FrankaArm:
         self._write([math.radians(x) for x in q], finished=False)
         return None
 
-    def _write(self, q_rad: list[float], finished: bool) -> None:
+    def _write(self, q_rad: list[float] | None, finished: bool, unread: bool = True) -> None:
+        """Read the next state and answer it with q_rad (rad; None: the robot's own q_d, the command it
+        executes)."""
         try:
             state, _ = self._control.readOnce()
-            self._record(state)
+            self._record(state, unread)
+            if q_rad is None:
+                q_rad = list(state.q_d)
             command = pf.JointPositions(q_rad)
             command.motion_finished = finished
             if _TRACE.isEnabledFor(trace.DEBUG):
@@ -378,6 +440,10 @@ class FrankaArm:
 
     def servo_end(self) -> int:
         """Finish the motion on the last setpoint (the held pose when none was sent)."""
+        try:
+            self._take_over()
+        except DeviceError:
+            return 1
         if self._control is None:
             return 0
         q = self._last_q if self._last_q is not None else list(self.cycles[-1].q_d)
@@ -390,6 +456,7 @@ class FrankaArm:
 
     def reset_faults(self) -> int:
         try:
+            self._take_over()
             self._robot.automatic_error_recovery()
         except Exception:
             return 1
@@ -399,8 +466,7 @@ class FrankaArm:
         if self._closed:
             return
         self._closed = True
-        if self._control is not None:
-            self.servo_end()
+        self.servo_end()
         self._robot = None
         if self._on_close is not None:
             self._on_close()

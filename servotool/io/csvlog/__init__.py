@@ -4,8 +4,10 @@ Layout (README, "The CSV format"): comment header lines `# key: value` (servotoo
 command, device, any extra keys such as realtime, then config and units as one-line JSON), one column header
 line, one row per event in time order, and a closing `# end: complete` or `# end: interrupted: <reason>`.
 
-Guarantees: every row is flushed to the OS as it is written, so a crash loses at most the row being written;
-a file without its end line reads back as interrupted; a file that is not servotool-csv is refused with one
+Guarantees: every row is flushed to the OS as it is written, so a crash loses at most the row being written
+(QueuedCsvLogWriter, for a stream that must never wait for the disk: a thread writes the rows in batches at
+least every 50 ms, so a crash loses at most that much, and close() writes every row before the end line); a
+file without its end line reads back as interrupted; a file that is not servotool-csv is refused with one
 error that names it.
 
 The modules: header (format, metadata, reading the header), writer, rows (what both body readers share),
@@ -27,7 +29,15 @@ from servotool.io.csvlog.header import (
     is_recording,
 )
 from servotool.io.csvlog.reader import Select, read_columns, read_csv, read_meta
-from servotool.io.csvlog.writer import CsvLogWriter, command_line, device_slug, run_file_name, unique_path
+from servotool.io.csvlog.writer import (
+    CsvLogWriter,
+    QueuedCsvLogWriter,
+    RecordingBehind,
+    command_line,
+    device_slug,
+    run_file_name,
+    unique_path,
+)
 
 __all__ = [
     "FORMAT_NAME",
@@ -41,6 +51,8 @@ __all__ = [
     "CsvLogWriter",
     "CsvMeta",
     "NotServotoolCsv",
+    "QueuedCsvLogWriter",
+    "RecordingBehind",
     "Select",
     "command_line",
     "device_slug",

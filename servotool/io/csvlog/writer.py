@@ -9,6 +9,9 @@ import math
 import re
 import shlex
 import sys
+import threading
+import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,8 +23,13 @@ from servotool.io.csvlog.header import _END, _MAGIC, FORMAT_NAME, FORMAT_VERSION
 
 
 def _fmt(value: Any) -> str:
-    if type(value) is float:  # the common cell, first
+    kind = type(value)
+    if kind is float:  # the common cell, first
         return format(value, ".10g") if value == value else "nan"
+    if kind is int:
+        return str(value)
+    if kind is str:
+        return value.translate(_ONE_LINE)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -154,8 +162,16 @@ class CsvLogWriter:
         if not self._known.issuperset(data):
             unknown = set(data) - self._known
             raise ValueError(f"{self.path}: unknown CSV columns {sorted(unknown)}")
-        # most cells of a row are empty (a cmd row has no state values): those skip the formatting call
-        self._csv.writerow(["" if (v := data.get(c)) is None else _fmt(v) for c in self.columns])
+        self._emit(data)
+
+    def _emit(self, data: Mapping[str, Any]) -> None:
+        # most cells of a row are empty (a cmd row has no state values) or floats: neither makes a call
+        self._csv.writerow(
+            [
+                "" if v is None else format(v, ".10g") if type(v) is float and v == v else _fmt(v)
+                for v in map(data.get, self.columns)
+            ]
+        )
         self.rows_written += 1
 
     def write_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -196,3 +212,108 @@ class CsvLogWriter:
             else:
                 self.interrupt(f"{exc_type.__name__}: {exc}")
         self.close()
+
+
+class RecordingBehind(Exception):
+    """The rows waiting for a QueuedCsvLogWriter's thread reached its bound: the disk is slower than the
+    stream. The row was still taken (write waited for room): nothing is lost, but the run must end."""
+
+
+# a queued writer's thread writes what waits at least this often (s): a crash loses at most this much
+QUEUE_FLUSH_S = 0.05
+# rows a queued writer holds before a write counts as falling behind (about 4 s of a 1 kHz stream)
+QUEUE_MAX_ROWS = 8192
+# past an eighth of that, every NUDGE_EVERY-th write gives the thread this long (s) to take the backlog
+NUDGE_S = 0.0001
+NUDGE_EVERY = 128
+
+
+class QueuedCsvLogWriter(CsvLogWriter):
+    """A CsvLogWriter whose rows reach the file from a thread of its own, so that a slow disk never holds
+    up the caller (a 1 kHz loop): write() checks and formats the row (as CsvLogWriter does) and queues its
+    line; the thread writes the lines waiting, in one write and one flush per batch.
+
+    Guarantees: every row written is in the file, in order, once close() returned; the rows reach the OS
+    in batches at least every QUEUE_FLUSH_S (a crash loses at most that much). Past max_rows / 8 rows
+    waiting, every NUDGE_EVERY-th write wakes the thread and sleeps NUDGE_S (the thread must get the CPU
+    from a caller that never blocks). When `max_rows` rows are waiting, write() waits for room (the row
+    is kept) and raises RecordingBehind. A write the thread could not do (a full disk) is raised as its
+    OSError by the next write() or by close(); rows queued after it are not written. The header is
+    written at construction, the end line by close().
+    """
+
+    def __init__(self, path: str | Path, *, max_rows: int = QUEUE_MAX_ROWS, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.max_rows = max_rows
+        # append and popleft of a deque are atomic: the caller's thread takes no lock to queue a line
+        self._lines: deque[str] = deque()
+        self._csv = csv.writer(_LineQueue(self._lines), lineterminator="\n")
+        self._room = threading.Condition()
+        self._error: OSError | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._nudge_at = max(1, max_rows // 8)
+        self._thread = threading.Thread(target=self._drain, name="csv-writer", daemon=True)
+        self._thread.start()
+
+    def _emit(self, data: Mapping[str, Any]) -> None:
+        if self._error is not None:
+            raise self._error
+        super()._emit(data)
+        waiting = len(self._lines)
+        if waiting >= self._nudge_at and waiting % NUDGE_EVERY == 0:
+            # the thread is behind: a caller that never blocks (a lock-step loop on busy cores) would keep
+            # it from the CPU and the interpreter; wake it and step aside for a moment
+            self._wake.set()
+            time.sleep(NUDGE_S)
+        if waiting <= self.max_rows:
+            return
+        with self._room:  # the row is queued; wait until the thread has taken the backlog
+            while len(self._lines) > self.max_rows and self._error is None and self._thread.is_alive():
+                self._room.wait(QUEUE_FLUSH_S)
+        raise RecordingBehind(
+            f"the recording fell behind the stream: {self.max_rows} rows were waiting for the disk"
+        )
+
+    def _drain(self) -> None:
+        """The writer thread: every QUEUE_FLUSH_S (or at once when stopped), the lines waiting in one write
+        and one flush (the file's own calls let other threads run while the disk takes them)."""
+        lines = self._lines
+        while True:
+            self._wake.wait(QUEUE_FLUSH_S)
+            self._wake.clear()
+            stopping = self._stop.is_set()
+            batch = [lines.popleft() for _ in range(len(lines))]
+            try:
+                if batch:
+                    self._fh.write("".join(batch))
+                    self._fh.flush()
+            except OSError as exc:
+                self._error = exc
+                stopping = True
+            with self._room:
+                self._room.notify_all()
+            if stopping and (self._error is not None or not lines):
+                return
+
+    def close(self) -> None:
+        """Write every queued row, then the end line, and close the file; the thread's OSError raised (the
+        file closed all the same, without its end line when the rows could not be written)."""
+        if self._closed:
+            return
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
+        if self._error is not None:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            raise self._error
+        super().close()
+
+
+class _LineQueue:
+    """The csv module's file: each line it writes goes into a queue."""
+
+    def __init__(self, lines: deque[str]) -> None:
+        self.write = lines.append

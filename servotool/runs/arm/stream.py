@@ -33,9 +33,7 @@ the rest check in a window of fixed length.
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from servotool import realtime_interp
 from servotool.clock import Clock
 from servotool.devices.arm import (
     Arm,
@@ -63,7 +62,7 @@ from servotool.devices.arm import (
     watchdog_of,
 )
 from servotool.errors import Refused, signal_label
-from servotool.io.csvlog import CsvLogWriter, run_file_name, unique_path
+from servotool.io.csvlog import CsvLogWriter, QueuedCsvLogWriter, RecordingBehind, run_file_name, unique_path
 from servotool.motion.defaults import A_MAX_DEG_S2, CMD_PERIOD_S, V_MAX_DEG_S
 from servotool.motion.stream_shapers import OtgStreamShaper
 from servotool.readings import HEADER_KEY, BadFrames, header_spans
@@ -252,23 +251,15 @@ GIL_SWITCH_S = 0.0005
 
 @contextmanager
 def _no_gc_pauses() -> Iterator[None]:
-    """Keep the interpreter from stalling the loop while streaming.
+    """Keep the interpreter from stalling the loop while streaming (servotool.realtime_interp).
 
     The cyclic garbage collector is held back: a collection can take a large part of a tick, and the loop
     creates no reference cycles, so reference counting frees everything meanwhile. The GIL switch interval
     is shortened: another Python thread (a transport's reader, an embedded simulator) otherwise keeps the
     interpreter for up to 5 ms when a deadline comes.
     """
-    was_enabled = gc.isenabled()
-    switch = sys.getswitchinterval()
-    gc.disable()
-    sys.setswitchinterval(min(switch, GIL_SWITCH_S))
-    try:
+    with realtime_interp.held(GIL_SWITCH_S):
         yield
-    finally:
-        sys.setswitchinterval(switch)
-        if was_enabled:
-            gc.enable()
 
 
 class Streamer:
@@ -333,8 +324,16 @@ class Streamer:
         self.bad = BadFrames()
         self._bad_run = 0  # bad state frames in a row
         self.record_echo = echoes_setpoints(arm)
+        # the per-joint column names, made once: every tick's rows use them
+        self._q_cols = tuple(f"q{j + 1}" for j in range(self.n_joints))
+        self._r_cols = tuple(f"r{j + 1}" for j in range(self.n_joints))
+        self._e_cols = tuple(f"e{j + 1}" for j in range(self.n_joints))
         self.lateness = LatenessStats(self.period / 2)
         self.stall_s = stall_limit(self.period, self.stop.stall_s, watchdog_of(arm))
+        self._init_tracking()
+
+    def _init_tracking(self) -> None:
+        """What the loop keeps track of while it streams, as before its first tick."""
         self._last_send_t: float | None = None
         self._last_cycle_t: float | None = None  # the controller's time of the last tick's state (paced)
         self._lost_cycles = 0
@@ -366,6 +365,7 @@ class Streamer:
         self._dev_period: float | None = None  # the controller time between the newest two states
         self._next_k = 0  # the deadline index after the last setpoint sent
         self._still = 0  # how many times in a row the last setpoint went out unchanged
+        self._behind: str | None = None  # the recording fell behind (a slow disk): the run ends, braked
 
     @property
     def start_time(self) -> float:
@@ -393,16 +393,12 @@ class Streamer:
                 self._recent.append((f.t, q))
             t = self._rel(f.t)
             codes = fault_codes(f.fault)
-            row = {
-                "t": t,
-                "event": "state",
-                **dict(zip(FAULT_COLUMNS, codes, strict=True)),
-                "dev_t": f.device_time_s,
-            }
-            row.update({f"q{j + 1}": q[j] for j in range(min(len(q), self.n_joints))})
+            row = {"t": t, "event": "state", "dev_t": f.device_time_s}
+            row.update(zip(FAULT_COLUMNS, codes, strict=True))
+            # plain floats (the writer's fastest); joints past the arm's are left out
+            row.update(zip(self._q_cols, q.tolist(), strict=False))
             if self.record_echo:
-                echo = f.setpoint or ()
-                row.update({f"e{j + 1}": echo[j] for j in range(min(len(echo), self.n_joints))})
+                row.update(zip(self._e_cols, f.setpoint or (), strict=False))
                 row["success"] = f.success_rate
             if f.extra:
                 row.update(f.extra)
@@ -455,6 +451,8 @@ class Streamer:
             return
         try:
             self.writer.write(row)
+        except RecordingBehind as exc:  # the row was kept; the run ends before the backlog grows more
+            self._behind = self._behind or str(exc)
         except OSError as exc:
             self._write_error = f"the recording cannot be written: {exc.strerror or exc}"
 
@@ -476,9 +474,9 @@ class Streamer:
             "pass": pass_index,
             "phase": phase,
         }
-        row.update({f"q{j + 1}": q[j] for j in range(self.n_joints)})
+        row.update(zip(self._q_cols, q.tolist(), strict=False))
         if self.record_raw and raw is not None:
-            row.update({f"r{j + 1}": raw[j] for j in range(self.n_joints)})
+            row.update(zip(self._r_cols, raw.tolist(), strict=False))
         self._seq += 1
         return row
 
@@ -606,8 +604,8 @@ class Streamer:
         """Raise _StopRequest when the run must end now."""
         if self._sigint is not None and self._sigint.requested is not None:
             raise _StopRequest(INTERRUPTED, self._sigint.reason() or "Ctrl-C")
-        if self._write_error is not None:
-            raise _StopRequest(ERROR, self._write_error)
+        if self._write_error is not None or self._behind is not None:
+            raise _StopRequest(ERROR, self._write_error or self._behind or "")
         if self._fault is not None:
             raise _StopRequest(FAULT, f"controller fault {_said(self._fault)}")
         if self._guard_t is not None:
@@ -1039,8 +1037,11 @@ def open_run_csv(
     if spans:  # what the device can report: a reader leaves out rows beyond it, as it does non-finite ones
         header = {**header, HEADER_KEY: spans}
     cycle = device_cycle_of(arm)
+    writer = CsvLogWriter
     if cycle is not None:
         header = {**header, "pacing": DEVICE_PACED.format(ms=cycle * 1e3)}
+        # a tick answers the device's cycle: a row must never wait for the disk there
+        writer = QueuedCsvLogWriter
     settings = device_settings_of(arm)
     if settings:
         header = {**header, "device_settings": settings}
@@ -1048,7 +1049,7 @@ def open_run_csv(
     for _ in range(100):
         path = unique_path(Path(out_dir), run_file_name(mode, arm.url))
         try:
-            return CsvLogWriter(
+            return writer(
                 path,
                 device=arm.url,
                 simulated=arm.simulated,

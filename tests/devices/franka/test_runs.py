@@ -287,3 +287,72 @@ def test_rpc_is_refused_in_one_line_before_anything_opens(command, tmp_path, mon
     assert result.exit_code == 2, result.output
     assert "--rpc: a Franka takes setpoints over its real-time link only" in result.stderr
     assert "Traceback" not in result.output and not list(tmp_path.glob("*.csv"))
+
+
+class SlowBuildJob(RampJob):
+    """A ramp whose plan takes over a second of wall time to build (as a long plan on a loaded host does):
+    past the lock-step simulator's patience, so every state nobody answers meanwhile is a lost command."""
+
+    def build(self, arm, prep):
+        import threading
+
+        done = threading.Event()
+        # wait for the holder's answers, or the time an unanswered robot takes to count three lost commands
+        deadline = 3.2 * 0.5
+        while not done.wait(0.01):
+            deadline -= 0.01
+            if arm.held_cycles >= 800 or deadline <= 0:
+                done.set()
+        return super().build(arm, prep)
+
+
+def test_every_state_between_the_warm_up_and_the_first_tick_is_answered(tmp_path):
+    import gc
+    import sys
+
+    switch = sys.getswitchinterval()
+    arm = open_arm(URL)
+    try:
+        run = ArmRun(
+            SlowBuildJob(settings()), clock=clock_of(arm), out_dir=tmp_path, command="t", analyse=False
+        )
+        result = run.run(arm)
+        held = arm.held_cycles
+    finally:
+        arm.close()
+    assert result.outcome.status == RunStatus.COMPLETE, result.outcome.reason
+    _, df = read_csv(result.path)
+    state = df[df.event == "state"]
+    # the robot's own count: not one command it waited for was missing, before or during the stream
+    assert state.success.min() == 1.0 and result.outcome.lost_cycles == 0
+    assert held > 0  # the robot's states while the plan was built were answered, with the held pose
+    # the interpreter held still for the holder and the stream is as it was once both are done
+    assert gc.isenabled() and sys.getswitchinterval() == switch
+
+
+def test_a_recording_that_falls_behind_ends_the_run_braked_and_loses_no_row(tmp_path, monkeypatch):
+    from servotool.io.csvlog import QueuedCsvLogWriter, RecordingBehind
+
+    behind = {"now": False, "raised": 0}
+    original = QueuedCsvLogWriter._emit
+
+    def emit(self, data):
+        original(self, data)  # the row is kept, as the writer keeps it when its queue is full
+        if behind["now"] and not behind["raised"]:
+            behind["raised"] += 1
+            raise RecordingBehind("the recording fell behind the stream: 8192 rows were waiting")
+
+    monkeypatch.setattr(QueuedCsvLogWriter, "_emit", emit)
+
+    def slow_disk(info):
+        if info.k >= 300:
+            behind["now"] = True
+
+    result = ramp(URL, tmp_path, on_tick=slow_disk)
+    out = result.outcome
+    assert out.status == RunStatus.ERROR and "fell behind" in (out.reason or "") and out.stop_ticks > 0
+    meta, df = read_csv(result.path)
+    assert not meta.complete and "fell behind" in (meta.end_reason or "")
+    cmd = df[df.event == "cmd"]
+    assert cmd.seq.tolist() == list(range(len(cmd)))  # every setpoint sent is recorded
+    assert (df.event == "stop").sum() == 1 and "stop" in set(cmd.phase.dropna())
