@@ -6,18 +6,16 @@ request' with a ConnectionResetError or BrokenPipeError traceback on stderr for 
 
 from __future__ import annotations
 
-import json
 import os
 import select
-import signal
 import socket
 import struct
 import subprocess
-import sys
-import time
 import xmlrpc.client
 
 import pytest
+
+from tests.sim_process import start_sim_process, stop_sim_process
 
 HALF_REQUESTS = [
     b"POST /RPC2 HTTP/1.1\r\nContent-Le",  # cut in the headers: the read is reset
@@ -26,34 +24,11 @@ HALF_REQUESTS = [
 
 
 def _start(family: str, *args: str) -> tuple[subprocess.Popen, dict]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "servotool", "sim", family, "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    out, deadline = b"", time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            out += chunk
-            if out.rstrip().endswith(b"}"):
-                return proc, json.loads(out)
-    proc.kill()
-    raise AssertionError(f"no address from the simulator: {out!r}")
+    return start_sim_process(family, *args)
 
 
 def _stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(20) == 0
-    err = proc.stderr.read().decode()
-    proc.stdout.close()
-    proc.stderr.close()
-    return err
+    return stop_sim_process(proc)
 
 
 def _reset(host: str, port: int, data: bytes, wait_for_answer: bool) -> None:

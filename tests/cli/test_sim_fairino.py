@@ -7,7 +7,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 import xmlrpc.client
 
@@ -17,6 +16,7 @@ from typer.testing import CliRunner
 from servotool.cli.app import app
 from servotool.devices.arm import ConnectionLost
 from servotool.devices.registry import open_arm
+from tests.sim_process import start_sim_process
 
 FREE_PORTS = ["--rpc-port", "0", "--cnde-port", "0", "--udp-port", "0"]
 runner = CliRunner()
@@ -93,25 +93,7 @@ def read_until(pipe, marker: bytes, timeout: float = 20.0) -> bytes:
 
 
 def start_standalone(*args: str) -> tuple[subprocess.Popen, dict]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "servotool", "sim", "fairino", *FREE_PORTS, "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    out, deadline = b"", time.monotonic() + 20
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            out += chunk
-            if out.rstrip().endswith(b"}"):
-                return proc, json.loads(out)
-    proc.kill()
-    raise AssertionError(f"no address from the simulator: {out!r} {proc.stderr.read()!r}")
+    return start_sim_process("fairino", *FREE_PORTS, *args, timeout_s=20.0)
 
 
 @pytest.mark.slow

@@ -4,42 +4,21 @@ traceback: the simulator serves the next one and stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
-import json
-import os
-import select
 import signal
 import socket
 import struct
 import subprocess
-import sys
-import time
 
 import pytest
+
+from tests.sim_process import start_sim_process
 
 pf = pytest.importorskip("pylibfranka", reason="pylibfranka (servotool[franka]) is not installed")
 pytestmark = pytest.mark.timeout(60)
 
 
 def _start() -> tuple[subprocess.Popen, dict]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "servotool", "sim", "franka", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    out, deadline = b"", time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            out += chunk
-            if out.rstrip().endswith(b"}"):
-                return proc, json.loads(out)
-    proc.kill()
-    raise AssertionError(f"no address from the simulator: {out!r}")
+    return start_sim_process("franka")
 
 
 def test_clients_that_go_away_leave_no_traceback_and_the_next_one_is_served():
