@@ -84,7 +84,8 @@ def test_config_reply_lists_types_then_streams_at_the_period(timed):
     if clock is not None:
         assert all(b - a == 8000 for a, b in zip(device, device[1:], strict=False))
     else:
-        period = statistics.mean(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+        # the median: one late wake-up on a loaded host (then a frame sent at once) moves the mean, not it
+        period = statistics.median(b - a for a, b in zip(stamps, stamps[1:], strict=False))
         assert period == pytest.approx(0.008, abs=0.001)
     # counts run modulo 256 in send order
     assert all((b.count - a.count) % 256 == 1 for a, b in zip(frames, frames[1:], strict=False))
