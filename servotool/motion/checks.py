@@ -48,5 +48,5 @@ def flat_floats(values: npt.ArrayLike) -> list[float]:
 
 def all_finite(xs: list[float]) -> bool:
     """Every value is finite."""
-    # a scalar loop over a handful of axes is cheaper than np.isfinite and a reduction
-    return all(math.isfinite(x) for x in xs)
+    # over a handful of axes, cheaper than np.isfinite and a reduction
+    return all(map(math.isfinite, xs))
