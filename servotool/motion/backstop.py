@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from servotool.motion.checks import all_finite, flat_floats
 from servotool.motion.checks import finite as _finite
 
 # the backstop keeps this fraction inside each bound: its bounds are the robot's own, which the robot checks
@@ -62,6 +63,10 @@ class RateLimiter:
     acceleration bound leaves no command that keeps it too, each with MARGIN to spare; a command already
     within every bound by that margin is returned unchanged. Non-finite or wrongly sized commands raise
     ValueError.
+
+    Its state is kept as plain floats: a command within the bounds (every cycle but the rare one it binds) is
+    checked by a scalar loop, the same IEEE arithmetic as the array expressions it replaces, so the same
+    floats; only an altered command goes through numpy.
     """
 
     def __init__(self, bounds: RateBounds, dt: float) -> None:
@@ -70,9 +75,9 @@ class RateLimiter:
             raise ValueError(f"dt must be > 0, got {dt!r}")
         self.bounds = bounds
         self.dt = dt
-        self._p: np.ndarray | None = None
-        self._v = np.zeros(0)
-        self._a = np.zeros(0)
+        self._p: list[float] | None = None
+        self._v: list[float] = []
+        self._a: list[float] = []
         self.max_alteration = 0.0
         self.altered_cycles = 0
         self.first_altered: int | None = None
@@ -84,38 +89,32 @@ class RateLimiter:
 
     @property
     def position(self) -> np.ndarray | None:
-        return None if self._p is None else self._p.copy()
+        return None if self._p is None else np.array(self._p)
 
     @property
     def velocity(self) -> np.ndarray | None:
-        return None if self._p is None else self._v.copy()
+        return None if self._p is None else np.array(self._v)
 
     def prime(self, q: npt.ArrayLike) -> None:
         """Start at q, at rest; the alteration record starts again."""
-        p = np.asarray(q, dtype=float).reshape(-1)
-        if p.size == 0 or not np.all(np.isfinite(p)):
-            raise ValueError(f"the backstop's start must be finite, got {p.tolist()}")
-        self._p, self._v, self._a = p.copy(), np.zeros_like(p), np.zeros_like(p)
+        p = flat_floats(q)
+        if not p or not all_finite(p):
+            raise ValueError(f"the backstop's start must be finite, got {p}")
+        self._p, self._v, self._a = p, [0.0] * len(p), [0.0] * len(p)
         self.max_alteration, self.altered_cycles, self.first_altered, self.cycles = 0.0, 0, None, 0
 
-    def _within(self, v: np.ndarray, a: np.ndarray, j: np.ndarray) -> bool:
+    def _within_norm(self, v: list[float], a: list[float], j: list[float]) -> bool:
         b, f = self.bounds, 1.0 - MARGIN
-        if b.norm:
-            return bool(
-                np.linalg.norm(v) <= b.v_max * f
-                and np.linalg.norm(a) <= b.a_max * f
-                and np.linalg.norm(j) <= b.j_max * f
-            )
         return bool(
-            np.all(np.abs(v) <= b.v_max * f)
-            and np.all(np.abs(a) <= b.a_max * f)
-            and np.all(np.abs(j) <= b.j_max * f)
+            np.linalg.norm(np.array(v)) <= b.v_max * f
+            and np.linalg.norm(np.array(a)) <= b.a_max * f
+            and np.linalg.norm(np.array(j)) <= b.j_max * f
         )
 
     def _limited_velocity(self, j: np.ndarray) -> np.ndarray:
         """The velocity of the nearest admissible command to one of jerk j: jerk, then acceleration, then
         velocity bounded (the acceleration also kept from carrying the velocity past its bound)."""
-        dt, v0, a0, f = self.dt, self._v, self._a, 1.0 - MARGIN
+        dt, v0, a0, f = self.dt, np.array(self._v), np.array(self._a), 1.0 - MARGIN
         vm, am, jm = self.bounds.v_max * f, self.bounds.a_max * f, self.bounds.j_max * f
         if self.bounds.norm:
             a = _clip_norm(a0 + _clip_norm(j, jm) * dt, am)
@@ -127,36 +126,54 @@ class RateLimiter:
     def limit(self, command: npt.ArrayLike) -> np.ndarray:
         """The command to send in place of `command`: itself when within the bounds, else the nearest that
         is (see the class); the change is recorded."""
-        if self._p is None:
+        return np.array(self.limit_floats(flat_floats(command)))
+
+    def limit_floats(self, x: list[float]) -> list[float]:
+        """limit() on a flat list of floats, returning a new list: the same numbers, without the arrays."""
+        p = self._p
+        if p is None:
             raise RuntimeError("limit() before prime(): prime the backstop at the first command")
-        x = np.asarray(command, dtype=float).reshape(-1)
-        if x.size != self._p.size or not np.all(np.isfinite(x)):
-            raise ValueError(f"a command of {self._p.size} finite values, not {x.tolist()}")
-        dt = self.dt
-        v = (x - self._p) / dt
-        a = (v - self._v) / dt
-        j = (a - self._a) / dt
+        n = len(p)
+        if len(x) != n or not all_finite(x):
+            raise ValueError(f"a command of {n} finite values, not {x}")
+        dt, v0, a0, b = self.dt, self._v, self._a, self.bounds
+        f = 1.0 - MARGIN
+        vm, am, jm = b.v_max * f, b.a_max * f, b.j_max * f
+        v, a, j = [0.0] * n, [0.0] * n, [0.0] * n
+        ok = True
+        for i in range(n):
+            vi = (x[i] - p[i]) / dt
+            ai = (vi - v0[i]) / dt
+            ji = (ai - a0[i]) / dt
+            v[i], a[i], j[i] = vi, ai, ji
+            # `not <=`: a NaN (an overflowed difference) is out of bounds, as in the array comparison
+            if not (abs(vi) <= vm and abs(ai) <= am and abs(ji) <= jm):
+                ok = False
         self.cycles += 1
-        if self._within(v, a, j):
-            out = x.copy()
+        if b.norm:
+            ok = self._within_norm(v, a, j)
+        if ok:
+            out = list(x)
         else:
-            v = self._limited_velocity(j)
-            out = self._p + v * dt
-            a = (v - self._v) / dt
-            change = float(np.max(np.abs(out - x)))
+            xa = np.array(x)
+            va = self._limited_velocity(np.array(j))
+            outa = np.array(p) + va * dt
+            out, v, a = outa.tolist(), va.tolist(), ((va - np.array(v0)) / dt).tolist()
+            change = float(np.max(np.abs(outa - xa)))
             self.altered_cycles += 1
             if self.first_altered is None:
                 self.first_altered = self.cycles - 1
             self.max_alteration = max(self.max_alteration, change)
         self._p, self._v, self._a = out, v, a
-        return out.copy()
+        return list(out)
 
     def follow(self, sent: npt.ArrayLike) -> None:
         """Take `sent` as the command that went out this cycle without being limited (a settle hold sent
         past the backstop): its differences become the reference."""
         if self._p is None:
             return
-        x = np.asarray(sent, dtype=float).reshape(-1)
-        v = (x - self._p) / self.dt
-        self._a = (v - self._v) / self.dt
-        self._p, self._v = x.copy(), v
+        x = flat_floats(sent)
+        dt = self.dt
+        v = [(xi - pi) / dt for xi, pi in zip(x, self._p, strict=True)]
+        self._a = [(vi - v0) / dt for vi, v0 in zip(v, self._v, strict=True)]
+        self._p, self._v = list(x), v

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 
 def finite(value: object, name: str) -> float:
     """`value` as a float; ValueError naming `name` when it is not a finite number (str and bool refused)."""
@@ -32,3 +35,18 @@ def within(value: object, name: str, bound: float) -> float:
     if not -bound <= x <= bound:
         raise ValueError(f"{name} must be within +-{bound:g}, got {x!r}")
     return x
+
+
+def flat_floats(values: npt.ArrayLike) -> list[float]:
+    """`values` flattened to a list of floats (the numbers np.asarray(values, float).reshape(-1) holds)."""
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        out: list[float] = values.ravel().tolist()
+        return out
+    flat: list[float] = np.asarray(values, dtype=float).reshape(-1).tolist()
+    return flat
+
+
+def all_finite(xs: list[float]) -> bool:
+    """Every value is finite."""
+    # over a handful of axes, cheaper than np.isfinite and a reduction
+    return all(map(math.isfinite, xs))

@@ -355,6 +355,11 @@ class MultiOtg:
         return np.array(self._a)
 
     @property
+    def position_floats(self) -> list[float]:
+        """The positions as a new list of floats (what `position` holds, without the array)."""
+        return list(self._p)
+
+    @property
     def target(self) -> np.ndarray:
         return np.array(self._x)
 
@@ -572,13 +577,17 @@ class MultiOtg:
 
         A dt that is not finite and > 0 (0, negative, NaN, inf) changes nothing.
         """
+        return np.array(self.step_floats(dt))
+
+    def step_floats(self, dt: float) -> list[float]:
+        """step() returning the new positions as a new list of floats."""
         # _valid_dt, inlined: this runs every cycle.
         try:
             ok = 0.0 < dt < _INF
         except TypeError:
             ok = False
         if not ok:
-            return np.array(self._p)
+            return list(self._p)
         dt = float(dt)  # a numpy float32 step would carry single precision into every later state
         p, v, a, x = self._p, self._v, self._a, self._x
         plans = self._current()
@@ -616,4 +625,4 @@ class MultiOtg:
                 p[i], v[i], a[i], rest, left = follow(segs, dt, p[i], vi, ai)
                 first[i] = -1.0
                 plans[i] = (rest, left, peak)
-        return np.array(p)
+        return list(p)

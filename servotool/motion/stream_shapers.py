@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from servotool.motion.backstop import RateBounds, RateLimiter
+from servotool.motion.checks import all_finite, flat_floats
 from servotool.motion.defaults import A_MAX_DEG_S2, J_MAX_DEG_S3, V_MAX_DEG_S
 from servotool.motion.otg import MultiOtg, OtgLimits
 from servotool.motion.shaper import ShaperNotPrimedError, StreamShaper
@@ -25,6 +26,12 @@ from servotool.motion.shaper import ShaperNotPrimedError, StreamShaper
 SHAPER_KINDS = ("accel", "otg")
 # an echo this close to the command it echoes is that command (the rounding of a unit conversion)
 ECHO_TOLERANCE = 1e-9
+
+
+def _any_beyond(differences: list[float]) -> bool:
+    """Some difference is beyond ECHO_TOLERANCE: np.any(np.abs(d) > ECHO_TOLERANCE) for the finite differences
+    of finite commands and echoes (the only ones here), without a generator per call."""
+    return max(map(abs, differences)) > ECHO_TOLERANCE
 
 
 class Shaper(Protocol):
@@ -90,9 +97,10 @@ class OtgStreamShaper:
         self.backstop = backstop
         self._n = n_joints
         self._otg: MultiOtg | None = None
-        self._echo: np.ndarray | None = None
+        # per-tick state as plain floats: a scalar loop over a handful of axes beats numpy's reductions
+        self._echo: list[float] | None = None
         self._period: float | None = None
-        self._sent: deque[np.ndarray] = deque(maxlen=3)  # the last commands, newest last
+        self._sent: deque[list[float]] = deque(maxlen=3)  # the last commands, newest last
 
     @property
     def primed(self) -> bool:
@@ -130,7 +138,7 @@ class OtgStreamShaper:
         self.limits = self.budget.per_axis_for_norm(pose.size) if self.norm_budget else self.budget
         self._otg = MultiOtg(pose, self.limits, synchronized=True)
         self._echo, self._period = None, None
-        self._sent = deque([pose.copy()] * 3, maxlen=3)
+        self._sent = deque([pose.tolist()] * 3, maxlen=3)
         if self.backstop is not None:
             self.backstop.prime(pose)
 
@@ -142,8 +150,8 @@ class OtgStreamShaper:
         (used under rule 3) and the measured period since the previous cycle (used only when nominal_step
         is off). Non-finite values are ignored."""
         if echo is not None:
-            e = np.asarray(echo, dtype=float).reshape(-1)
-            self._echo = e if e.size == self._n and np.all(np.isfinite(e)) else None
+            e = flat_floats(echo)
+            self._echo = e if len(e) == self._n and all_finite(e) else None
         if period_s is not None and np.isfinite(period_s) and period_s > 0:
             self._period = float(period_s)
 
@@ -156,22 +164,22 @@ class OtgStreamShaper:
     def step(self, target: npt.ArrayLike) -> np.ndarray:
         if self._otg is None:
             raise ShaperNotPrimedError("step() before prime(): prime the shaper at the measured pose first")
-        goal = np.asarray(target, dtype=float).reshape(-1)
-        if goal.size != self._n:
-            raise ValueError(f"target has {goal.size} joints, expected {self._n}")
-        if not np.all(np.isfinite(goal)):
-            raise ValueError(f"target must be finite, got {goal.tolist()}")
+        goal = flat_floats(target)
+        if len(goal) != self._n:
+            raise ValueError(f"target has {len(goal)} joints, expected {self._n}")
+        if not all_finite(goal):
+            raise ValueError(f"target must be finite, got {goal}")
         if self.reanchor:
             self._anchor(self._echo)
         self._echo = None
         self._otg.set_target(goal)
-        out = self._otg.step(self._step_dt())
+        out = self._otg.step_floats(self._step_dt())
         if self.backstop is not None:
-            out = self.backstop.limit(out)
+            out = self.backstop.limit_floats(out)
         self._sent.append(out)
-        return out
+        return np.array(out)
 
-    def _anchor(self, echo: np.ndarray | None) -> None:
+    def _anchor(self, echo: list[float] | None) -> None:
         """Rule 3: the commanded position becomes what the robot took: the last command sent (after the
         backstop), moved by what the echo says the robot took differently (an echo `echo_lag` commands old
         is compared with the command it echoes). An offset within ECHO_TOLERANCE is a unit conversion's
@@ -181,11 +189,13 @@ class OtgStreamShaper:
         assert self._otg is not None
         anchor = self._sent[-1]
         if echo is not None:
-            offset = echo - self._sent[-1 - self.echo_lag]
-            lost = np.all(np.abs(echo - self._sent[-2 - self.echo_lag]) <= ECHO_TOLERANCE)
-            if np.any(np.abs(offset) > ECHO_TOLERANCE) and not lost:
-                anchor = anchor + offset
-        if np.any(np.abs(anchor - self._otg.position) > ECHO_TOLERANCE):
+            took, before = self._sent[-1 - self.echo_lag], self._sent[-2 - self.echo_lag]
+            offset = [e - s for e, s in zip(echo, took, strict=True)]
+            # not lost: the echo is not of the command before (np.all(|echo - before| <= tolerance) fails)
+            if _any_beyond(offset) and _any_beyond([e - s for e, s in zip(echo, before, strict=True)]):
+                anchor = [x + d for x, d in zip(anchor, offset, strict=True)]
+        position = self._otg.position_floats
+        if _any_beyond([x - p for x, p in zip(anchor, position, strict=True)]):
             self._otg.set_position(anchor)
 
 
