@@ -14,12 +14,8 @@ runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
-def own_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("SERVOTOOL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("SERVOTOOL_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("SERVOTOOL_CONFIG", str(tmp_path / "config.yaml"))
-    for name in ("SERVOTOOL_BUS", "SERVOTOOL_ROBOT", "SERVOTOOL_OUT"):
-        monkeypatch.delenv(name, raising=False)
+def own_dirs(own_env):
+    """Every test here runs in its own state, lock and config files (tests/cli/conftest.py)."""
 
 
 def _error(result) -> str:
