@@ -128,7 +128,10 @@ def test_a_lag_hidden_in_a_standalone_simulator_is_measured(tmp_path, transport,
     res = run.analysis.result
     got = res.fit.lag_ms
     late = run.outcome.late_ticks
-    assert got == pytest.approx(lag_ms, abs=slack(0.5, lag_ms, late)), (
+    # over XML-RPC each setpoint's send time is the start of a call the host makes in real time: a loaded
+    # host's call latency (measured up to 0.6 ms here) sits in L, which the UDP path does not have
+    base = 1.0 if transport == "rpc" else 0.5
+    assert got == pytest.approx(lag_ms, abs=slack(base, lag_ms, late)), (
         f"hidden lag {lag_ms:.3f} ms, measured {got:.3f} ms ({transport}, {late} late ticks)"
     )
     assert res.midpoint.mean_ms == pytest.approx(lag_ms, abs=slack(2.0, lag_ms, late))
