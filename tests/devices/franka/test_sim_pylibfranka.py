@@ -89,8 +89,8 @@ def _short_motion(address: str) -> None:
     assert state.q[3] == pytest.approx(q0[3] + 0.002, abs=2e-4)
 
 
-def test_a_discontinuous_command_raises_the_reflex_by_name(lockstep_address):
-    robot = _robot(lockstep_address)
+def test_a_discontinuous_command_raises_the_reflex_by_name(sim_address):
+    robot = _robot(sim_address)
     q0 = list(robot.read_once().q)
     control = robot.start_joint_position_control(pf.ControllerMode.JointImpedance)
     with pytest.raises(pf.ControlException, match="joint_motion_generator_velocity"):
